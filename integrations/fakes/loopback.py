@@ -47,8 +47,9 @@ class Response:
     delay: float = 0.0  # seconds to stall before answering (slow-upstream scenarios)
 
     @classmethod
-    def of_json(cls, data: Any, status: int = 200, **kw: Any) -> Response:
-        return cls(status, json.dumps(data, ensure_ascii=False).encode(), {"Content-Type": "application/json"}, **kw)
+    def of_json(cls, data: Any, status: int = 200, headers: dict[str, str] | None = None, **kw: Any) -> Response:
+        merged = {"Content-Type": "application/json", **(headers or {})}
+        return cls(status, json.dumps(data, ensure_ascii=False).encode(), merged, **kw)
 
 
 Handler = Callable[[Request], Response]
@@ -60,6 +61,7 @@ class LoopbackServer:
     def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
         self.handler = handler
         self.requests: list[Request] = []
+        self.errors: list[Exception] = []
         self._lock = threading.Lock()
         outer = self
 
@@ -74,7 +76,11 @@ class LoopbackServer:
                               {k.lower(): v for k, v in self.headers.items()}, body)
                 with outer._lock:
                     outer.requests.append(req)
-                resp = outer.handler(req)
+                try:
+                    resp = outer.handler(req)
+                except Exception as exc:  # a fake's own bug must show up, not hang the client
+                    outer.errors.append(exc)
+                    resp = Response(500, f"fake handler error: {exc!r}".encode())
                 if resp.delay:
                     threading.Event().wait(resp.delay)
                 self.send_response(resp.status)

@@ -1,0 +1,89 @@
+"""Audit trail: who did what, through which tool, with what result and why it was allowed."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, Engine, insert, select
+
+from agent.schema import audit_event
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One audited fact. `args_redacted` must already be redacted."""
+
+    at: datetime
+    kind: str
+    actor: str
+    outcome: str
+    task_id: int | None = None
+    step_key: str | None = None
+    intent: str | None = None
+    tool: str | None = None
+    args_redacted: Any = None
+    reason: str | None = None
+    result_digest: str | None = None
+    duration_ms: int | None = None
+    state_before: str | None = None
+    state_after: str | None = None
+    external_ids: dict[str, Any] | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["detail"] = {"schema_version": SCHEMA_VERSION, **self.detail}
+        return data
+
+
+class AuditSink(Protocol):
+    """Where audit events go; `record` must not lose an event it returned from."""
+
+    def record(self, event: AuditEvent) -> None: ...
+
+
+def write(conn: Connection, event: AuditEvent) -> None:
+    """Insert inside the caller's transaction (so a step outcome and its audit commit together)."""
+    conn.execute(insert(audit_event).values(**event.row()))
+
+
+class SqlAuditSink:
+    """The production sink: the audit_event table."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, event: AuditEvent) -> None:
+        with self.engine.begin() as conn:
+            write(conn, event)
+
+    def search(self, *, actor: str | None = None, tool: str | None = None, outcome: str | None = None,
+               kind: str | None = None, task_id: int | None = None, since: datetime | None = None,
+               until: datetime | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest first, filtered by any of the given fields."""
+        q = select(audit_event).order_by(audit_event.c.id.desc()).limit(limit)
+        for col, val in ((audit_event.c.actor, actor), (audit_event.c.tool, tool),
+                         (audit_event.c.outcome, outcome), (audit_event.c.kind, kind),
+                         (audit_event.c.task_id, task_id)):
+            if val is not None:
+                q = q.where(col == val)
+        if since is not None:
+            q = q.where(audit_event.c.at >= since)
+        if until is not None:
+            q = q.where(audit_event.c.at <= until)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+
+class MemoryAuditSink:
+    """An in-memory sink for tests and replays."""
+
+    def __init__(self) -> None:
+        self.events: list[AuditEvent] = []
+
+    def record(self, event: AuditEvent) -> None:
+        self.events.append(event)

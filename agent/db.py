@@ -1,0 +1,70 @@
+"""Engine creation (SQLite by default, PostgreSQL via XIHE_DATABASE_URL) and migrations."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, select, text
+
+from agent.clock import utc_now
+from agent.schema import MIGRATIONS, metadata, schema_migrations
+
+DEFAULT_SQLITE = "var/xihe.db"
+ENV_URL = "XIHE_DATABASE_URL"
+
+
+def database_url(configured: str | None = None) -> str:
+    """XIHE_DATABASE_URL wins, then the configured URL, then a SQLite file under var/."""
+    url = os.environ.get(ENV_URL) or configured or f"sqlite:///{DEFAULT_SQLITE}"
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(url: str | None = None) -> Engine:
+    """An engine for `url` (see database_url); SQLite files get WAL and their folder created."""
+    url = database_url(url)
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+def migrate(engine: Engine) -> list[int]:
+    """Apply missing migrations in order, under a lock; return the versions applied."""
+    applied: list[int] = []
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(74261)"))  # two replicas starting at once
+        metadata.create_all(conn, tables=[schema_migrations])
+        done = set(conn.execute(select(schema_migrations.c.version)).scalars())
+        for version, description, run in MIGRATIONS:
+            if version in done:
+                continue
+            run(conn)
+            conn.execute(schema_migrations.insert().values(
+                version=version, description=description, applied_at=utc_now()))
+            applied.append(version)
+    return applied
+
+
+def open_store_engine(url: str | None = None) -> Engine:
+    """make_engine + migrate: what every entry point calls."""
+    engine = make_engine(url)
+    migrate(engine)
+    return engine

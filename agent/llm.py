@@ -1,0 +1,110 @@
+"""The model endpoint: the `openai` client against any OpenAI-compatible server.
+
+Timeouts, 429 and 5xx are retried with tenacity inside a budget (attempts and seconds), honouring
+Retry-After; anything else is an `LLMError` right away. Under pytest the guard refuses any
+endpoint that is not on loopback, so no test can reach a real model.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
+
+from agent.errors import LLMError
+from config.core import LLMConfig
+
+GUARD_ENV = "XIHE_FORBID_REMOTE_LLM"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One assistant turn: the message as plain data and why generation stopped."""
+
+    message: dict[str, Any]
+    finish_reason: str
+    usage: dict[str, int]
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class LLMClient:
+    """Chat completions with bounded retries; `complete()` returns a Completion or raises LLMError."""
+
+    def __init__(self, cfg: LLMConfig, api_key: str | None, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        host = urlsplit(cfg.base_url).hostname or ""
+        if os.environ.get(GUARD_ENV) and host not in _LOOPBACK:
+            raise LLMError(f"model requests to {host or cfg.base_url!r} are forbidden under tests")
+        self.cfg = cfg
+        self._sleep = sleep
+        self._client = openai.OpenAI(base_url=cfg.base_url, api_key=api_key or "not-set",
+                                     timeout=cfg.timeout_seconds, max_retries=0)
+        self.calls = 0  # HTTP attempts, for metrics and tests
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        hinted = _retry_after(exc)
+        backoff = min(self.cfg.max_wait_seconds, 0.5 * 2 ** (state.attempt_number - 1))
+        return min(self.cfg.max_wait_seconds, hinted) if hinted is not None else backoff
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        """One completion, retried within the configured budget."""
+        kwargs: dict[str, Any] = {"model": self.cfg.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+        if self.cfg.temperature is not None:
+            kwargs["temperature"] = self.cfg.temperature
+        retrying = Retrying(
+            retry=retry_if_exception(_retryable),
+            stop=stop_after_attempt(self.cfg.max_attempts) | stop_after_delay(self.cfg.retry_budget_seconds),
+            wait=self._wait, sleep=self._sleep, reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self.calls += 1
+                    resp = self._client.chat.completions.create(**kwargs)
+        except openai.APIStatusError as exc:
+            code = _error_code(exc)
+            raise LLMError(f"the model endpoint answered HTTP {exc.status_code}{f' ({code})' if code else ''}",
+                           status=exc.status_code, retryable=_retryable(exc)) from None
+        except openai.APITimeoutError:
+            raise LLMError(f"the model endpoint timed out after {self.cfg.timeout_seconds:g}s",
+                           retryable=True) from None
+        except openai.APIConnectionError:
+            raise LLMError("the model endpoint could not be reached", retryable=True) from None
+        choice = resp.choices[0]
+        msg = choice.message
+        data: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
+        if msg.tool_calls:
+            data["tool_calls"] = [{"id": tc.id, "type": "function",
+                                   "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
+                                  for tc in msg.tool_calls if getattr(tc, "function", None) is not None]
+        usage = {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens} \
+            if resp.usage else {}
+        return Completion(data, choice.finish_reason or "stop", usage)
+
+
+def _error_code(exc: openai.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    err = body.get("error", body) if isinstance(body, dict) else {}
+    return str(err.get("code") or "") if isinstance(err, dict) else ""

@@ -1,0 +1,150 @@
+"""Tools as data: a typed argument model, a run function, a risk, and where it acts.
+
+`build_registry(specs, enabled)` filters the shipped specs through the config once and fails on
+names that do not exist. `Registry.parse()` is the only way from the model's raw JSON to a call:
+unknown tool, non-JSON or truncated JSON, oversize arguments and schema violations all become a
+`ToolRetry` whose message tells the model what to fix; nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from fnmatch import fnmatch
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from agent.errors import ConfigError, ToolRetry
+
+if TYPE_CHECKING:
+    from agent.deps import Deps
+
+Risk = Literal["read", "write"]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool may know about its call."""
+
+    deps: Deps
+    task_id: int
+    step_key: str
+    user: str
+    conversation: str
+    now: datetime
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across retries and resumes of the same step: `task_id:step_key`."""
+        return f"{self.task_id}:{self.step_key}"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A registered tool. `args` field descriptions are what the model reads."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    run: Callable[[Any, ToolContext], Any]
+    risk: Risk = "read"
+    environments: tuple[str, ...] = ()  # static places it acts on; empty = no environment
+    environment_of: Callable[[Any, Deps], str] | None = None  # per-call environment (e.g. a workflow's)
+    lookup: Callable[[Any, ToolContext], Any] | None = None  # find an earlier attempt's effect, or None
+    secret_args: frozenset[str] = field(default_factory=frozenset)
+    summarize: Callable[[Any], str] | None = None  # how an explicit command shows the result
+
+    def schema(self) -> dict[str, Any]:
+        """The function schema exactly as the model receives it."""
+        params = self.args.model_json_schema()
+        params.pop("title", None)
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": params}}
+
+    def environment(self, args: Any, deps: Deps) -> str:
+        """Where this call acts ('' when the tool has no environment)."""
+        if self.environment_of is not None:
+            return self.environment_of(args, deps)
+        return self.environments[0] if self.environments else ""
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """A validated call: the spec, the model instance and its canonical plain-data arguments."""
+
+    spec: ToolSpec
+    args: BaseModel
+    data: dict[str, Any]
+
+
+def _describe_validation(name: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        parts.append(f"`{where}`: {err['msg']}")
+    return f"Invalid arguments for {name}: " + "; ".join(parts) + ". Fix them and call again."
+
+
+class Registry:
+    """The enabled tools, by name."""
+
+    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+        self.specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in self.specs:
+                raise ValueError(f"tool {spec.name!r} registered twice")
+            self.specs[spec.name] = spec
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.specs
+
+    def get(self, name: str) -> ToolSpec:
+        return self.specs[name]
+
+    def names(self) -> list[str]:
+        return sorted(self.specs)
+
+    def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Function schemas for the model, in name order."""
+        chosen = sorted(names) if names is not None else self.names()
+        return [self.specs[n].schema() for n in chosen if n in self.specs]
+
+    def parse(self, name: str, raw: str | None, *, max_bytes: int = 65536) -> ParsedCall:
+        """Validate a model's call; raise ToolRetry with an instruction when it is not executable."""
+        if name not in self.specs:
+            raise ToolRetry(f"Unknown tool {name!r}; available tools: {', '.join(self.names())}.")
+        raw = raw if raw is not None else ""
+        size = len(raw.encode())
+        if size > max_bytes:
+            raise ToolRetry(f"Arguments for {name} are {size} bytes, over the {max_bytes}-byte limit; "
+                            "they were not executed. Send smaller arguments.")
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolRetry(f"Arguments for {name} are not valid JSON ({exc.msg} at character {exc.pos}); "
+                            "they may have been cut off. Send the complete JSON object again.") from None
+        if not isinstance(data, dict):
+            raise ToolRetry(f"Arguments for {name} must be a JSON object, not {type(data).__name__}.")
+        spec = self.specs[name]
+        try:
+            model = spec.args.model_validate(data)
+        except ValidationError as exc:
+            raise ToolRetry(_describe_validation(name, exc)) from None
+        return ParsedCall(spec, model, model.model_dump(mode="json"))
+
+
+def build_registry(specs: Iterable[ToolSpec], enabled: Iterable[str] = ("*",), *, source: str = "xihe.yaml") -> Registry:
+    """Keep the specs the config enables; a plain name that matches no tool is a ConfigError."""
+    specs = list(specs)
+    patterns = list(enabled)
+    names = {s.name for s in specs}
+    for i, pattern in enumerate(patterns):
+        if not any(ch in pattern for ch in "*?[") and pattern not in names:
+            raise ConfigError(f"unknown tool {pattern!r} (known: {', '.join(sorted(names))})", source, None,
+                              f"tools.{i}")
+    return Registry(s for s in specs if any(fnmatch(s.name, p) for p in patterns))

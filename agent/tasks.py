@@ -1,0 +1,198 @@
+"""Durable tasks and their append-only steps.
+
+`task` answers "where is it now"; `task_step` answers "what happened at each step". A step attempt
+writes a `running` row before its side effect and a `done`/`failed` row after; nothing is updated
+in place, so a rerun never hides why the previous attempt failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, and_, func, insert, or_, select, update
+
+from agent.audit import AuditEvent
+from agent.audit import write as write_audit
+from agent.errors import TaskStateError
+from agent.schema import task, task_step
+
+ACTIVE = ("pending", "running", "awaiting_confirmation")
+FINISHED = ("done", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A unit of work started by one message or command."""
+
+    id: int
+    kind: str
+    status: str
+    current_step: str | None
+    owner: str
+    conversation: str
+    channel: str
+    goal: str
+    reply: str | None
+    error: str | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    retry_budget: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    """One row of the step log: an attempt starting (`running`) or its outcome."""
+
+    id: int
+    task_id: int
+    step_key: str
+    attempt: int
+    status: str
+    tool_name: str
+    idempotency_key: str
+    input_digest: str | None
+    input_preview: str | None
+    output_digest: str | None
+    output_ref: str | None
+    output_text: str | None
+    error: str | None
+    external_ids: dict[str, Any] | None
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: int | None
+
+
+def _task(row: Any) -> Task:
+    return Task(**{k: row._mapping[k] for k in Task.__dataclass_fields__})
+
+
+def _step(row: Any) -> TaskStep:
+    return TaskStep(**{k: row._mapping[k] for k in TaskStep.__dataclass_fields__})
+
+
+class TaskStore:
+    """Tasks and steps in SQL (SQLite or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # ---- tasks
+    def create(self, *, kind: str, owner: str, conversation: str, goal: str, now: datetime,
+               channel: str = "cli", retry_budget: int = 0, status: str = "running",
+               lease_owner: str | None = None, lease_until: datetime | None = None) -> Task:
+        """Insert a new task and return it."""
+        with self.engine.begin() as conn:
+            new_id = conn.execute(insert(task).values(
+                kind=kind, status=status, owner=owner, conversation=conversation, channel=channel,
+                goal=goal, retry_budget=retry_budget, lease_owner=lease_owner, lease_expires_at=lease_until,
+                schema_version=1, created_at=now, updated_at=now).returning(task.c.id)).scalar_one()
+        return self.get(new_id)
+
+    def get(self, task_id: int) -> Task:
+        """The task, or TaskStateError naming the id."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(task).where(task.c.id == task_id)).first()
+        if row is None:
+            raise TaskStateError(f"task {task_id} does not exist")
+        return _task(row)
+
+    def update(self, task_id: int, now: datetime, *, expect: tuple[str, ...] | None = None, **values: Any) -> bool:
+        """Set columns (status, current_step, reply, error, ...); with `expect`, only from those statuses."""
+        q = update(task).where(task.c.id == task_id)
+        if expect:
+            q = q.where(task.c.status.in_(expect))
+        with self.engine.begin() as conn:
+            return conn.execute(q.values(updated_at=now, **values)).rowcount == 1
+
+    def list(self, *, owner: str | None = None, conversation: str | None = None, status: str | None = None,
+             kind: str | None = None, since: datetime | None = None, limit: int = 20) -> list[Task]:
+        """Newest first."""
+        q = select(task).order_by(task.c.id.desc()).limit(limit)
+        for col, val in ((task.c.owner, owner), (task.c.conversation, conversation),
+                         (task.c.status, status), (task.c.kind, kind)):
+            if val is not None:
+                q = q.where(col == val)
+        if since is not None:
+            q = q.where(task.c.created_at >= since)
+        with self.engine.connect() as conn:
+            return [_task(r) for r in conn.execute(q)]
+
+    # ---- leases: one replica works a task at a time
+    def claim(self, task_id: int, holder: str, now: datetime, ttl: timedelta) -> bool:
+        """Take (or renew) the lease if it is free, expired or already ours."""
+        free = or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now, task.c.lease_owner == holder)
+        with self.engine.begin() as conn:
+            return conn.execute(update(task).where(and_(task.c.id == task_id, free)).values(
+                lease_owner=holder, lease_expires_at=now + ttl)).rowcount == 1
+
+    def release(self, task_id: int, holder: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(task).where(and_(task.c.id == task_id, task.c.lease_owner == holder)).values(
+                lease_owner=None, lease_expires_at=None))
+
+    def orphans(self, now: datetime, limit: int = 50) -> list[Task]:
+        """Tasks left `running` whose holder is gone (no lease, or the lease expired)."""
+        q = select(task).where(task.c.status == "running").where(
+            or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now)).order_by(task.c.id).limit(limit)
+        with self.engine.connect() as conn:
+            return [_task(r) for r in conn.execute(q)]
+
+    def spend_retry(self, task_id: int, now: datetime) -> int | None:
+        """Spend one unit of the task's stored retry budget; None when it is exhausted."""
+        with self.engine.begin() as conn:
+            ok = conn.execute(update(task).where(and_(task.c.id == task_id, task.c.retry_budget > 0)).values(
+                retry_budget=task.c.retry_budget - 1, updated_at=now)).rowcount
+            if not ok:
+                return None
+            return int(conn.execute(select(task.c.retry_budget).where(task.c.id == task_id)).scalar_one())
+
+    # ---- steps
+    def steps(self, task_id: int) -> list[TaskStep]:
+        """Every row, oldest first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(task_step).where(task_step.c.task_id == task_id).order_by(task_step.c.id))
+            return [_step(r) for r in rows]
+
+    def latest(self, task_id: int) -> dict[str, TaskStep]:
+        """The latest row of each step key."""
+        out: dict[str, TaskStep] = {}
+        for s in self.steps(task_id):
+            out[s.step_key] = s
+        return out
+
+    def begin_step(self, task_id: int, step_key: str, tool_name: str, now: datetime, *,
+                   input_digest: str | None = None, input_preview: str | None = None) -> TaskStep:
+        """Append a `running` row (a new attempt) and move the task's current_step to it."""
+        with self.engine.begin() as conn:
+            attempt = conn.execute(select(func.coalesce(func.max(task_step.c.attempt), 0)).where(
+                and_(task_step.c.task_id == task_id, task_step.c.step_key == step_key))).scalar_one() + 1
+            values = dict(task_id=task_id, step_key=step_key, attempt=attempt, status="running",
+                          tool_name=tool_name, idempotency_key=f"{task_id}:{step_key}",
+                          input_digest=input_digest, input_preview=input_preview, started_at=now)
+            step_id = conn.execute(insert(task_step).values(**values).returning(task_step.c.id)).scalar_one()
+            conn.execute(update(task).where(task.c.id == task_id).values(current_step=step_key, updated_at=now))
+        return TaskStep(id=step_id, output_digest=None, output_ref=None, output_text=None, error=None,
+                        external_ids=None, finished_at=None, duration_ms=None, **values)  # type: ignore[arg-type]
+
+    def finish_step(self, begun: TaskStep, status: str, now: datetime, *, output_digest: str | None = None,
+                    output_ref: str | None = None, output_text: str | None = None, error: str | None = None,
+                    external_ids: dict[str, Any] | None = None, audit: AuditEvent | None = None) -> TaskStep:
+        """Append the outcome row of an attempt (and its audit event, in the same transaction)."""
+        if status not in ("done", "failed"):
+            raise TaskStateError(f"a step outcome is done or failed, not {status!r}")
+        duration = int((now - begun.started_at).total_seconds() * 1000)
+        values = dict(task_id=begun.task_id, step_key=begun.step_key, attempt=begun.attempt, status=status,
+                      tool_name=begun.tool_name, idempotency_key=begun.idempotency_key,
+                      input_digest=begun.input_digest, input_preview=begun.input_preview,
+                      output_digest=output_digest, output_ref=output_ref, output_text=output_text,
+                      error=error, external_ids=external_ids, started_at=begun.started_at,
+                      finished_at=now, duration_ms=duration)
+        with self.engine.begin() as conn:
+            step_id = conn.execute(insert(task_step).values(**values).returning(task_step.c.id)).scalar_one()
+            if audit is not None:
+                write_audit(conn, audit)
+        return TaskStep(id=step_id, **values)  # type: ignore[arg-type]

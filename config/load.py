@@ -1,0 +1,120 @@
+"""Load and validate the whole config directory: `load_dir(path) -> Settings`.
+
+Each known file maps to one section model; a missing file means that section's defaults; an
+unknown *.yaml file is an error (a typo in a file name must not silently disable a section).
+Cross-checks run after every file validated, and every error reads `file:line: key: problem`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.errors import ConfigError, ConfigErrors
+from config.access import AccessConfig
+from config.core import CoreConfig
+from config.workflows import WorkflowsConfig
+from config.yamlmodel import line_of, load_model
+
+# file name → (Settings attribute, model). Order is the order errors are reported in.
+SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
+    "xihe.yaml": ("core", CoreConfig),
+    "access.yaml": ("access", AccessConfig),
+    "workflows.yaml": ("workflows", WorkflowsConfig),
+}
+
+
+@dataclass
+class Settings:
+    """The validated configuration plus where it came from."""
+
+    directory: Path
+    core: CoreConfig = field(default_factory=CoreConfig)
+    access: AccessConfig = field(default_factory=AccessConfig)
+    workflows: WorkflowsConfig = field(default_factory=WorkflowsConfig)
+    extra: dict[str, BaseModel] = field(default_factory=dict)  # sections registered by later modules
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def section(self, name: str) -> Any:
+        """A section by attribute name (core, access, ... or a registered extra)."""
+        return getattr(self, name) if hasattr(self, name) else self.extra[name]
+
+    def secret(self, env_name: str) -> str | None:
+        """The value of a secret the YAML names; never logged."""
+        return os.environ.get(env_name) or None
+
+
+def _where(settings: Settings, file: str, loc: tuple[Any, ...]) -> tuple[str, int | None]:
+    name = str(settings.directory / file)
+    return name, line_of(settings.texts.get(file, ""), loc)
+
+
+def cross_check(settings: Settings) -> list[ConfigError]:
+    """References between files: roles, environments, workflow environments."""
+    errors: list[ConfigError] = []
+    acc = settings.access
+    for uid, user in acc.users.items():
+        for i, role in enumerate(user.roles):
+            if role not in acc.roles:
+                f, line = _where(settings, "access.yaml", ("users", uid, "roles", i))
+                errors.append(ConfigError(f"undefined role {role!r} (defined: {', '.join(acc.roles) or 'none'})",
+                                          f, line, f"users.{uid}.roles.{i}"))
+    for i, role in enumerate(acc.unknown_user_roles):
+        if role not in acc.roles:
+            f, line = _where(settings, "access.yaml", ("unknown_user_roles", i))
+            errors.append(ConfigError(f"undefined role {role!r}", f, line, f"unknown_user_roles.{i}"))
+    for rname, role in acc.roles.items():
+        for i, env in enumerate(role.environments):
+            if env not in acc.environments and env != "*":
+                f, line = _where(settings, "access.yaml", ("roles", rname, "environments", i))
+                errors.append(ConfigError(f"undefined environment {env!r}", f, line,
+                                          f"roles.{rname}.environments.{i}"))
+    for i, wf in enumerate(settings.workflows.workflows):
+        if wf.environment not in acc.environments:
+            f, line = _where(settings, "workflows.yaml", ("workflows", i, "environment"))
+            errors.append(ConfigError(f"undefined environment {wf.environment!r} (see access.yaml)", f, line,
+                                      f"workflows.{i}.environment"))
+    return errors
+
+
+def load_dir(directory: str | Path, sections: dict[str, tuple[str, type[BaseModel]]] | None = None) -> Settings:
+    """Validate every YAML file in `directory`; raise ConfigErrors listing all problems."""
+    root = Path(directory)
+    known = {**SECTIONS, **(sections or {})}
+    settings = Settings(directory=root)
+    errors: list[ConfigError] = []
+    if not root.is_dir():
+        raise ConfigErrors([ConfigError("config directory does not exist", str(root))])
+    for path in sorted(root.glob("*.y*ml")):
+        if path.name not in known:
+            errors.append(ConfigError(f"unknown config file (known: {', '.join(known)})", str(path)))
+    for file, (attr, model) in known.items():
+        path = root / file
+        if not path.exists():
+            if attr not in Settings.__dataclass_fields__:
+                settings.extra[attr] = model()
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(ConfigError(f"not UTF-8 ({exc.reason})", str(path)))
+            continue
+        settings.texts[file] = text
+        try:
+            value = load_model(text, str(path), model)
+        except ConfigErrors as exc:
+            errors.extend(exc.errors)
+            continue
+        if attr in Settings.__dataclass_fields__:
+            setattr(settings, attr, value)
+        else:
+            settings.extra[attr] = value
+    if not errors:
+        errors = cross_check(settings)
+    if errors:
+        raise ConfigErrors(errors)
+    return settings

@@ -1,0 +1,132 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback.
+
+The real `openai` client talks to it over HTTP. Each request consumes the next scripted step:
+`say(text)`, `call(name, **args)`, `calls(...)` for several tool calls in one turn, `raw(name, text)`
+for malformed arguments, `truncated(name, text)` for a cut-off response, `fail(status)` for HTTP
+errors. A request past the end of the script is an error the test sees (`unexpected`), and
+`assert_consumed()` catches steps that were never used.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from integrations.fakes.loopback import LoopbackServer, Request, Response
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scripted answer."""
+
+    content: str = ""
+    tool_calls: tuple[tuple[str, str], ...] = ()  # (name, raw arguments)
+    finish_reason: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    error_code: str = ""
+
+
+def say(text: str) -> Step:
+    """A plain reply."""
+    return Step(content=text)
+
+
+def call(name: str, **args: Any) -> Step:
+    """One tool call with JSON arguments."""
+    return Step(tool_calls=((name, json.dumps(args, ensure_ascii=False)),))
+
+
+def calls(*items: tuple[str, dict[str, Any]]) -> Step:
+    """Several tool calls in one assistant turn."""
+    return Step(tool_calls=tuple((n, json.dumps(a, ensure_ascii=False)) for n, a in items))
+
+
+def raw(name: str, arguments: str) -> Step:
+    """A tool call whose arguments text is sent verbatim (malformed on purpose)."""
+    return Step(tool_calls=((name, arguments),))
+
+
+def truncated(name: str, arguments: str) -> Step:
+    """A tool call cut off by the output limit (finish_reason=length)."""
+    return Step(tool_calls=((name, arguments),), finish_reason="length")
+
+
+def fail(status: int, *, retry_after: float | None = None, code: str = "") -> Step:
+    """An HTTP error answer (429, 500, 503, 400 ...)."""
+    headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+    return Step(status=status, headers=headers, error_code=code)
+
+
+class ScriptedLLM:
+    """The server. `calls` keeps every request body (messages and tools) the client sent."""
+
+    def __init__(self, script: list[Step] | None = None, *, model: str = "scripted") -> None:
+        self.script = list(script or [])
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self.unexpected: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._handle)
+        self._n = 0
+
+    @property
+    def base_url(self) -> str:
+        return self._server.url + "/v1"
+
+    def add(self, *steps: Step) -> None:
+        with self._lock:
+            self.script.extend(steps)
+
+    @property
+    def messages(self) -> list[list[dict[str, Any]]]:
+        """The `messages` list of every request, in order."""
+        return [r.get("messages", []) for r in self.requests]
+
+    def _handle(self, req: Request) -> Response:
+        if not req.path.endswith("/chat/completions"):
+            return Response.of_json({"error": {"message": f"no route {req.path}"}}, 404)
+        body = req.json()
+        with self._lock:
+            self.requests.append(body)
+            if not self.script:
+                self.unexpected.append(body)
+                return Response.of_json({"error": {"message": "ScriptedLLM: unexpected extra call",
+                                                   "type": "scripted_exhausted"}}, 400)
+            step = self.script.pop(0)
+            self._n += 1
+            n = self._n
+        if step.status != 200:
+            return Response.of_json({"error": {"message": f"scripted HTTP {step.status}", "code": step.error_code}},
+                                    step.status, headers=step.headers)
+        message: dict[str, Any] = {"role": "assistant", "content": step.content or None}
+        if step.tool_calls:
+            message["tool_calls"] = [{"id": f"call_{n}_{i}", "type": "function",
+                                      "function": {"name": name, "arguments": args}}
+                                     for i, (name, args) in enumerate(step.tool_calls)]
+        finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
+        return Response.of_json({
+            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        })
+
+    def assert_consumed(self) -> None:
+        """Every scripted step was used and no request came past the end."""
+        assert not self.unexpected, f"{len(self.unexpected)} unexpected model call(s)"
+        assert not self.script, f"{len(self.script)} scripted step(s) never used"
+
+    def start(self) -> ScriptedLLM:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
