@@ -1,0 +1,27 @@
+"""DolphinScheduler integration: REST client (3.1-3.3), typed rows, run helpers."""
+
+from agent.errors import DolphinError
+from integrations.dolphinscheduler.client import (
+    DefinitionOffline,
+    DolphinAuthError,
+    DolphinClient,
+    StartOutcomeUnknown,
+    is_offline_error,
+)
+from integrations.dolphinscheduler.models import MARKER_KEY, Definition, Instance, Page, Project, StartResult, TaskRun
+
+__all__ = [
+    "MARKER_KEY",
+    "DefinitionOffline",
+    "Definition",
+    "DolphinAuthError",
+    "DolphinClient",
+    "DolphinError",
+    "Instance",
+    "Page",
+    "Project",
+    "StartOutcomeUnknown",
+    "StartResult",
+    "TaskRun",
+    "is_offline_error",
+]

@@ -1,0 +1,175 @@
+"""Typed views of DolphinScheduler JSON: projects, definitions, instances, task runs, pages."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import Any, Generic, TypeVar
+
+from integrations.dolphinscheduler.profiles import Profile
+from integrations.dolphinscheduler.states import workflow_state_name
+
+MARKER_KEY = "xihe_run"  # startParams key carrying "<task>:<step>" of the bot run that started it
+DS_TIME = "%Y-%m-%d %H:%M:%S"
+
+T = TypeVar("T")
+
+
+def parse_ds_time(value: Any, zone: tzinfo) -> datetime | None:
+    """Parse `yyyy-MM-dd HH:mm:ss` in the server's zone into an aware datetime."""
+    if not value:
+        return None
+    return datetime.strptime(str(value)[:19], DS_TIME).replace(tzinfo=zone)
+
+
+def format_ds_time(value: datetime, zone: tzinfo) -> str:
+    """Format an aware datetime as DS expects it in request parameters."""
+    return value.astimezone(zone).strftime(DS_TIME)
+
+
+def _params_from_json(text: Any) -> dict[str, str]:
+    """Collect prop→value pairs from a commandParam or globalParams JSON string."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return {}
+    out: dict[str, str] = {}
+    if isinstance(data, list):  # globalParams / 3.3 commandParams: [{"prop":…,"value":…}]
+        for item in data:
+            if isinstance(item, dict) and "prop" in item:
+                out[str(item["prop"])] = str(item.get("value", ""))
+    elif isinstance(data, dict):
+        start = data.get("StartParams")
+        if isinstance(start, str):  # some versions nest it as a JSON string
+            start = _params_from_json(start)
+        if isinstance(start, dict):
+            out.update({str(k): str(v) for k, v in start.items()})
+        out.update(_params_from_json(data.get("commandParams")))
+    return out
+
+
+def marker_of(raw: dict[str, Any]) -> str | None:
+    """The xihe marker stored in an instance row, or None when the row carries no params to look in."""
+    if "commandParam" not in raw and "globalParams" not in raw:
+        return None  # 3.1 list rows: the caller must read the detail (§15.3)
+    params = _params_from_json(raw.get("commandParam"))
+    params.update({k: v for k, v in _params_from_json(raw.get("globalParams")).items() if k not in params})
+    return params.get(MARKER_KEY, "")
+
+
+@dataclass(frozen=True)
+class Project:
+    """A DolphinScheduler project."""
+
+    code: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A workflow definition with what the name catalog needs."""
+
+    project_code: int
+    code: int
+    name: str
+    release_state: str
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A workflow instance (one run) as listed or fetched."""
+
+    id: int
+    name: str
+    project_code: int
+    definition_code: int
+    state: str
+    command_type: str
+    schedule_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    run_times: int
+    host: str  # the master host
+    marker: str | None  # None: not present in this row (3.1 list), "": no marker
+    duration: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], profile: Profile, zone: tzinfo) -> Instance:
+        """Build from an instance JSON object of the given profile."""
+        return cls(
+            id=int(raw["id"]),
+            name=str(raw.get("name") or ""),
+            project_code=int(raw.get("projectCode") or 0),
+            definition_code=int(raw.get(profile.instance_definition_field) or 0),
+            state=workflow_state_name(raw.get("state")),
+            command_type=str(raw.get("commandType") or ""),
+            schedule_time=parse_ds_time(raw.get("scheduleTime"), zone),
+            start_time=parse_ds_time(raw.get("startTime"), zone),
+            end_time=parse_ds_time(raw.get("endTime"), zone),
+            run_times=int(raw.get("runTimes") or 0),
+            host=str(raw.get("host") or ""),
+            marker=marker_of(raw),
+            duration=str(raw.get("duration") or ""),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One task instance row: an attempt of a task inside a workflow instance."""
+
+    id: int
+    name: str
+    task_code: int
+    task_type: str
+    instance_id: int
+    state: str
+    host: str  # worker "ip:port"; empty before dispatch
+    retry_times: int
+    max_retry_times: int
+    start_time: datetime | None
+    end_time: datetime | None
+    current: bool  # flag YES; superseded retry attempts are flag NO
+    log_path: str = ""
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], profile: Profile, zone: tzinfo) -> TaskRun:
+        """Build from a task-instance JSON object of the given profile."""
+        return cls(
+            id=int(raw["id"]),
+            name=str(raw.get("name") or ""),
+            task_code=int(raw.get("taskCode") or 0),
+            task_type=str(raw.get("taskType") or ""),
+            instance_id=int(raw.get(profile.task_instance_field) or 0),
+            state=str(raw.get("state") or ""),
+            host=str(raw.get("host") or ""),
+            retry_times=int(raw.get("retryTimes") or 0),
+            max_retry_times=int(raw.get("maxRetryTimes") or 0),
+            start_time=parse_ds_time(raw.get("startTime"), zone),
+            end_time=parse_ds_time(raw.get("endTime"), zone),
+            current=str(raw.get("flag") or "YES") == "YES",
+            log_path=str(raw.get("logPath") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a PageInfo answer."""
+
+    items: list[T]
+    total: int
+    total_page: int
+    current_page: int
+
+
+@dataclass(frozen=True)
+class StartResult:
+    """What a start call returned: nothing (3.1), a trigger code (3.2) or instance ids (3.3)."""
+
+    trigger_code: int | None = None
+    instance_ids: tuple[int, ...] = ()

@@ -1,0 +1,44 @@
+"""Workflow and task state classes (reference §8), union over 3.1, 3.2 and 3.3."""
+
+from __future__ import annotations
+
+import re
+
+# WorkflowExecutionStatus.isFinished(); BLOCK counts as finished there too.
+WORKFLOW_TERMINAL = frozenset({"SUCCESS", "FAILURE", "STOP", "PAUSE", "BLOCK"})
+WORKFLOW_WAITING = frozenset({"SERIAL_WAIT", "DELAY_EXECUTION", "WAIT_TO_RUN", "READY_BLOCK"})
+WORKFLOW_RUNNING = frozenset(
+    {"SUBMITTED_SUCCESS", "RUNNING_EXECUTION", "READY_PAUSE", "READY_STOP", "FAILOVER"} | WORKFLOW_WAITING
+)
+
+TASK_TERMINAL = frozenset({"SUCCESS", "FORCED_SUCCESS", "FAILURE", "KILL", "STOP", "PAUSE", "NEED_FAULT_TOLERANCE"})
+TASK_FAILED = frozenset({"FAILURE", "KILL", "NEED_FAULT_TOLERANCE"})
+TASK_SUCCEEDED = frozenset({"SUCCESS", "FORCED_SUCCESS"})
+
+# 3.1/3.2 `toString()` form: WorkflowExecutionStatus{code=7, desc='success'}
+_TO_STRING = re.compile(r"code=(\d+)")
+_WORKFLOW_BY_CODE = {
+    0: "SUBMITTED_SUCCESS", 1: "RUNNING_EXECUTION", 2: "READY_PAUSE", 3: "PAUSE", 4: "READY_STOP", 5: "STOP",
+    6: "FAILURE", 7: "SUCCESS", 12: "DELAY_EXECUTION", 14: "SERIAL_WAIT", 15: "READY_BLOCK", 16: "BLOCK",
+    17: "WAIT_TO_RUN", 18: "FAILOVER",
+}
+
+
+def is_terminal(state: str) -> bool:
+    """Whether a workflow instance in `state` has ended (success, failure, stop, pause, block)."""
+    return state in WORKFLOW_TERMINAL
+
+
+def is_waiting(state: str) -> bool:
+    """Whether the instance is queued or delayed rather than executing."""
+    return state in WORKFLOW_WAITING
+
+
+def workflow_state_name(value: str | None) -> str:
+    """Normalise a workflow state from a name or the 3.1/3.2 toString form to its enum name."""
+    if not value:
+        return ""
+    match = _TO_STRING.search(value)
+    if match and value.startswith("WorkflowExecutionStatus"):
+        return _WORKFLOW_BY_CODE.get(int(match.group(1)), value)
+    return value
