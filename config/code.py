@@ -1,0 +1,127 @@
+"""`config/code.yaml`: the code index (what to walk, where to keep it) and the retrieval endpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from config.yamlmodel import load_model
+
+DEFAULT_VENDORED = [
+    "vendor",
+    "vendors",
+    "node_modules",
+    "third_party",
+    "thirdparty",
+    "3rdparty",
+    "external",
+    "bower_components",
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "dist",
+    "build",
+    "target",
+    ".idea",
+    ".gradle",
+]
+
+
+class WalkConfig(BaseModel):
+    """Which files of a repository are indexed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_file_bytes: int = Field(512_000, description="files larger than this are skipped (bytes)")
+    skip_dirs: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_VENDORED),
+        description="directory names skipped anywhere in the tree (vendored, build output, VCS)",
+    )
+    extra_ignore: list[str] = Field(
+        default_factory=list, description="extra gitignore-style patterns, e.g. 'docs/generated/'"
+    )
+    window_lines: int = Field(60, description="line-window size for files without a grammar")
+    window_overlap: int = Field(15, description="lines shared by consecutive windows")
+
+
+class EmbeddingConfig(BaseModel):
+    """Dense vectors: the bundled wordllama model, or an OpenAI-compatible /embeddings endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["wordllama", "openai", "none"] = Field(
+        "wordllama", description="wordllama = local 256-d static model in the wheel; openai = HTTP endpoint"
+    )
+    base_url: str = Field("", description="endpoint base URL for kind=openai, e.g. http://llm:8000/v1")
+    model: str = Field("", description="embedding model name for kind=openai")
+    api_key_env: str = Field("", description="environment variable holding the API key (never the key)")
+    batch_size: int = Field(64, description="texts per embeddings request")
+    timeout_seconds: float = Field(30.0, description="HTTP timeout per request")
+
+
+class RerankConfig(BaseModel):
+    """Optional rerank endpoint (Cohere/Jina/vLLM style POST {base_url}/rerank)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(False, description="rerank the fused candidates through the endpoint")
+    base_url: str = Field("", description="endpoint base URL, e.g. http://reranker:8000/v1")
+    model: str = Field("", description="rerank model name")
+    api_key_env: str = Field("", description="environment variable holding the API key")
+    top_n: int = Field(30, description="how many fused candidates are sent to the reranker")
+    timeout_seconds: float = Field(10.0, description="HTTP timeout per request")
+
+
+class RetrievalConfig(BaseModel):
+    """How keyword and vector hits are fused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: int = Field(50, description="top-N taken from each of BM25 and vectors before fusion")
+    rrf_k: int = Field(60, description="reciprocal rank fusion constant")
+    bm25_weight: float = Field(1.0, description="weight of the BM25 list in the fusion")
+    vector_weight: float = Field(1.0, description="weight of the vector list in the fusion")
+    cjk_bridge: bool = Field(True, description="add English terms for Chinese words of a question")
+    min_bm25_score: float = Field(
+        2.0, description="below this best BM25 score (and the vector floor) a search reports 'nothing relevant'"
+    )
+    min_vector_score: float = Field(0.35, description="cosine floor used with min_bm25_score")
+
+
+class CodeConfig(BaseModel):
+    """The whole code index configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index_dir: str = Field("var/index", description="indexes are kept under <index_dir>/<repo-key>/")
+    repos: list[str] = Field(default_factory=list, description="repository paths indexed at start-up")
+    walk: WalkConfig = Field(default_factory=WalkConfig, description="file selection")
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig, description="dense vectors")
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig, description="fusion settings")
+    rerank: RerankConfig = Field(default_factory=RerankConfig, description="optional reranker")
+    context_units: int = Field(4, ge=1, le=10, description="units put into the model's context (3-5)")
+    webhook_secret_env: str = Field(
+        "", description="environment variable with the GitLab token / GitHub secret for POST /hooks/git"
+    )
+
+
+def load(text: str, name: str = "code.yaml") -> CodeConfig:
+    """Validate YAML text into CodeConfig (errors read `file:line: key: problem`)."""
+    return load_model(text, name, CodeConfig)
+
+
+def load_file(config_dir: str | Path = "config") -> CodeConfig:
+    """Load `<config_dir>/code.yaml`, or the defaults when the file does not exist."""
+    path = Path(config_dir) / "code.yaml"
+    if not path.exists():
+        return CodeConfig()
+    return load(path.read_text(encoding="utf-8"), str(path))

@@ -1,0 +1,158 @@
+"""Dense vectors: the wordllama model shipped in its wheel, or an OpenAI-compatible embeddings endpoint."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import requests
+
+from agent.errors import IntegrationError
+from config.code import EmbeddingConfig, RerankConfig
+
+
+class EmbeddingError(IntegrationError):
+    """The embeddings or rerank endpoint failed (HTTP status, bad body, transport)."""
+
+    service = "embeddings"
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        self.status = status
+        super().__init__(message, retryable=retryable)
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows; `name` identifies the vector space in the index."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One normalised row per text, shape (len(texts), dim)."""
+        ...
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    if m.ndim == 1:
+        m = m[None, :]
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms == 0, 1, norms)
+
+
+class WordLlamaEmbedder:
+    """wordllama's 256-d static model, loaded from inside the installed package; never downloads."""
+
+    def __init__(self, dim: int = 256, batch_size: int = 512) -> None:
+        self.dim = dim
+        self.batch_size = batch_size
+        self.name = f"wordllama/l2_supercat/{dim}"
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            import wordllama
+            from wordllama import WordLlama
+
+            # the wheel ships weights/ and tokenizers/ inside the package, but load() looks for the
+            # tokenizer under the cache dir; the package directory as cache_dir resolves both locally
+            pkg = os.path.dirname(wordllama.__file__)
+            self._model = WordLlama.load(cache_dir=pkg, dim=self.dim, disable_download=True)
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised vectors for `texts`."""
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        model = self._load()
+        return _normalise(model.embed(list(texts), norm=True, batch_size=self.batch_size))
+
+
+class OpenAIEmbedder:
+    """POST {base_url}/embeddings as the OpenAI API defines it; the key comes from an env variable."""
+
+    def __init__(self, cfg: EmbeddingConfig, session: requests.Session | None = None) -> None:
+        if not cfg.base_url or not cfg.model:
+            raise EmbeddingError("embedding.kind=openai needs base_url and model")
+        self.cfg = cfg
+        self.name = f"openai/{cfg.model}"
+        self._session = session or requests.Session()
+
+    def _headers(self) -> dict[str, str]:
+        key = os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised vectors for `texts`, requested in batches."""
+        rows: list[list[float]] = []
+        for i in range(0, len(texts), self.cfg.batch_size):
+            batch = list(texts[i : i + self.cfg.batch_size])
+            body = _post_json(
+                self._session,
+                self.cfg.base_url.rstrip("/") + "/embeddings",
+                {"model": self.cfg.model, "input": batch},
+                self._headers(),
+                self.cfg.timeout_seconds,
+            )
+            try:
+                data = sorted(body["data"], key=lambda d: d["index"])
+                got = [d["embedding"] for d in data]
+            except (KeyError, TypeError) as exc:
+                raise EmbeddingError(f"embeddings response lacks data[].embedding: {exc}") from None
+            if len(got) != len(batch):
+                raise EmbeddingError(f"asked for {len(batch)} embeddings, got {len(got)}")
+            rows.extend(got)
+        if not rows:
+            return np.zeros((0, 1), np.float32)
+        return _normalise(np.asarray(rows, dtype=np.float32))
+
+
+def _post_json(session: requests.Session, url: str, payload: dict[str, Any], headers: dict[str, str],
+               timeout: float) -> Any:
+    """POST JSON and return the decoded body; failures become EmbeddingError (retryable on 429/5xx)."""
+    try:
+        resp = session.post(url, json=payload, headers=headers, timeout=timeout)
+    except requests.RequestException as exc:
+        raise EmbeddingError(f"{url}: {type(exc).__name__}", retryable=True) from None
+    if resp.status_code >= 400:
+        retry = resp.status_code == 429 or resp.status_code >= 500
+        raise EmbeddingError(f"{url}: HTTP {resp.status_code}: {resp.text[:200]}", status=resp.status_code,
+                             retryable=retry)
+    try:
+        return resp.json()
+    except ValueError:
+        raise EmbeddingError(f"{url}: response is not JSON") from None
+
+
+class Reranker:
+    """POST {base_url}/rerank (Cohere/Jina/vLLM shape): query + documents -> relevance per index."""
+
+    def __init__(self, cfg: RerankConfig, session: requests.Session | None = None) -> None:
+        self.cfg = cfg
+        self._session = session or requests.Session()
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[tuple[int, float]]:
+        """(document index, relevance) best first."""
+        key = os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
+        body = _post_json(
+            self._session,
+            self.cfg.base_url.rstrip("/") + "/rerank",
+            {"model": self.cfg.model, "query": query, "documents": list(documents), "top_n": len(documents)},
+            {"Authorization": f"Bearer {key}"} if key else {},
+            self.cfg.timeout_seconds,
+        )
+        try:
+            pairs = [(int(r["index"]), float(r["relevance_score"])) for r in body["results"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingError(f"rerank response lacks results[].index/relevance_score: {exc}") from None
+        return sorted(pairs, key=lambda p: -p[1])
+
+
+def make_embedder(cfg: EmbeddingConfig) -> Embedder | None:
+    """The configured embedder, or None for kind=none (BM25 only)."""
+    if cfg.kind == "none":
+        return None
+    if cfg.kind == "openai":
+        return OpenAIEmbedder(cfg)
+    return WordLlamaEmbedder()

@@ -1,0 +1,441 @@
+"""The code index of one repository: units, BM25 rows and vectors in aligned slots, saved under a dir.
+
+A slot is one unit's row in the BM25 matrix and the vector matrix. Re-indexing a file kills its old
+slots and appends new ones, so an update costs that file's parse and embedding only; `compact`
+reclaims dead slots once they pile up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from config.code import CodeConfig
+from tools.codeindex.bm25 import Bm25Index
+from tools.codeindex.bridge import CjkBridge
+from tools.codeindex.embed import Embedder, Reranker
+from tools.codeindex.fuse import rrf
+from tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
+from tools.codeindex.units import CodeUnit, Parsers, units_for_file
+from tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
+
+INDEX_VERSION = 1
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+COMPACT_RATIO = 0.3  # compact when this share of slots is dead
+
+
+@dataclass
+class FileRecord:
+    """What the index knows about one file: its content hash and its slots."""
+
+    sha1: str
+    slots: list[int]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One search result: the unit and its scores (fused, and each retriever's raw score)."""
+
+    unit: CodeUnit
+    score: float
+    bm25: float = 0.0
+    cosine: float = 0.0
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Ranked results plus whether anything cleared the relevance floors."""
+
+    hits: list[Scored]
+    best_bm25: float
+    best_cosine: float
+    relevant: bool
+
+
+@dataclass
+class UpdateStats:
+    """What an update did."""
+
+    files_indexed: int = 0
+    files_removed: int = 0
+    units_added: int = 0
+    units_removed: int = 0
+    seconds: float = 0.0
+    changed: list[str] = field(default_factory=list)
+
+
+def normalise_path(rel: str) -> str:
+    """Repository-relative, '/'-separated, without a leading './' or '/'."""
+    rel = rel.strip().replace("\\", "/")
+    while rel.startswith("./"):
+        rel = rel[2:]
+    return rel.lstrip("/")
+
+
+def sha1_of(text: str) -> str:
+    """Content hash used to tell whether a file changed."""
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+def embed_text(unit: CodeUnit, body: str = "") -> str:
+    """What is embedded per unit: path, qualified name (and its words), signature, doc, a little code."""
+    words = " ".join(split_identifier(unit.qualname.replace(".", "_")))
+    parts = [f"{unit.path} {unit.qualname} ({words})"]
+    if unit.signature:
+        parts.append(unit.signature)
+    if unit.doc:
+        parts.append(unit.doc[:600])
+    if unit.kind in {"window", "module"} or not unit.doc:
+        parts.append(body[:600])
+    elif unit.calls:
+        parts.append("calls " + " ".join(unit.calls[:20]))
+    return "\n".join(parts)
+
+
+def bm25_text(unit: CodeUnit) -> str:
+    """What BM25 indexes per unit: path and qualified name, doc, the unit's own code and callee names."""
+    return "\n".join([unit.path, unit.qualname, unit.signature, unit.doc, unit.text, " ".join(unit.calls)])
+
+
+Progress = Callable[[Iterable[str], str, int], Iterable[str]]
+
+
+def no_progress(items: Iterable[str], desc: str, total: int) -> Iterable[str]:
+    """A progress wrapper that shows nothing."""
+    return items
+
+
+def tqdm_progress(items: Iterable[str], desc: str, total: int) -> Iterable[str]:
+    """A tqdm bar on stderr (stdout stays clean for JSON)."""
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, total=total, file=sys.stderr, unit="file", leave=False)
+
+
+class CodeIndex:
+    """Search structures for one repository root, persisted under `directory`."""
+
+    def __init__(
+        self,
+        root: Path,
+        directory: Path,
+        cfg: CodeConfig,
+        embedder: Embedder | None,
+        tokenizer: Tokenizer | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        self.directory = Path(directory)
+        self.cfg = cfg
+        self.embedder = embedder
+        self.tokenizer = tokenizer or Tokenizer()
+        self.bridge = CjkBridge()
+        self.reranker = reranker
+        self.parsers = Parsers()
+        self.units: list[CodeUnit | None] = []
+        self.files: dict[str, FileRecord] = {}
+        self.bm25 = Bm25Index()
+        self.vectors = np.zeros((0, 0), np.float32)
+        self.commit: str | None = None
+        self.dirty: list[str] = []  # paths that differed from `commit` when indexed
+        self.built_at: float = 0.0
+
+    # ---- building -------------------------------------------------------------------------
+
+    @property
+    def live_units(self) -> list[CodeUnit]:
+        """Every unit currently in the index."""
+        return [u for u in self.units if u is not None]
+
+    def _rules(self) -> IgnoreRules:
+        return IgnoreRules(self.root, self.cfg.walk)
+
+    def build(self, progress: Progress = no_progress) -> UpdateStats:
+        """Index every file of the repository from scratch."""
+        t0 = time.perf_counter()
+        self.units, self.files = [], {}
+        self.bm25 = Bm25Index()
+        self.vectors = np.zeros((0, 0), np.float32)
+        paths = walk_repo(self.root, self.cfg.walk)
+        stats = self._index_paths(paths, progress)
+        stats.seconds = time.perf_counter() - t0
+        self.built_at = time.time()
+        return stats
+
+    def _parse(self, rel: str) -> tuple[str, list[CodeUnit]] | None:
+        text = read_source(self.root / rel, self.cfg.walk.max_file_bytes)
+        if text is None:
+            return None
+        w = self.cfg.walk
+        try:
+            units = units_for_file(rel, text, self.parsers, w.window_lines, w.window_overlap)
+        except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows
+            from tools.codeindex.units import window_units
+
+            units = window_units(rel, text, w.window_lines, w.window_overlap)
+        return sha1_of(text), units
+
+    def _index_paths(self, paths: Sequence[str], progress: Progress) -> UpdateStats:
+        stats = UpdateStats()
+        new_units: list[CodeUnit] = []
+        owners: list[tuple[str, str, int]] = []  # (path, sha1, unit count)
+        for rel in progress(paths, "parsing", len(paths)):
+            parsed = self._parse(rel)
+            if parsed is None:
+                continue
+            sha, units = parsed
+            owners.append((rel, sha, len(units)))
+            new_units.extend(units)
+            stats.files_indexed += 1
+        self._append(new_units, owners, progress)
+        stats.units_added = len(new_units)
+        return stats
+
+    def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
+        base = len(self.units)
+        self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in units])
+        if self.embedder is not None:
+            texts = [embed_text(u, u.text) for u in units]
+            batch = 2048
+            chunks = [str(i) for i in range(0, len(texts), batch)]
+            rows = [self.embedder.embed(texts[int(i) : int(i) + batch]) for i in progress(chunks, "embedding", len(chunks))]
+            vecs = np.concatenate(rows) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
+            self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
+        # the search text is only needed to build rows; dropping it keeps memory and reloads equal
+        self.units.extend(_without_text(u) for u in units)
+        slot = base
+        for rel, sha, n in owners:
+            self.files[rel] = FileRecord(sha, list(range(slot, slot + n)))
+            slot += n
+
+    def _drop(self, rel: str) -> int:
+        rec = self.files.pop(rel, None)
+        if rec is None:
+            return 0
+        for s in rec.slots:
+            self.units[s] = None
+        if rec.slots:
+            self.bm25.remove(rec.slots)
+        return len(rec.slots)
+
+    def update_files(self, paths: Iterable[str]) -> UpdateStats:
+        """Re-index exactly these repository-relative paths: changed ones re-parsed, gone ones dropped."""
+        t0 = time.perf_counter()
+        stats = UpdateStats()
+        rules = self._rules()
+        to_add: list[str] = []
+        for rel in sorted(set(paths)):
+            rel = normalise_path(rel)
+            if indexable(self.root, rel, self.cfg.walk, rules):
+                to_add.append(rel)
+            elif rel in self.files:
+                stats.units_removed += self._drop(rel)
+                stats.files_removed += 1
+                stats.changed.append(rel)
+        new_units: list[CodeUnit] = []
+        owners: list[tuple[str, str, int]] = []
+        for rel in to_add:
+            parsed = self._parse(rel)
+            old = self.files.get(rel)
+            if parsed is not None and old is not None and old.sha1 == parsed[0]:
+                continue  # same content: nothing to do
+            stats.units_removed += self._drop(rel)
+            stats.changed.append(rel)
+            if parsed is None:
+                stats.files_removed += old is not None
+                continue
+            sha, units = parsed
+            owners.append((rel, sha, len(units)))
+            new_units.extend(units)
+            stats.files_indexed += 1
+        self._append(new_units, owners, no_progress)
+        stats.units_added = len(new_units)
+        dead = sum(1 for u in self.units if u is None)
+        if self.units and dead / len(self.units) > COMPACT_RATIO:
+            self.compact()
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def reconcile(self) -> UpdateStats:
+        """Compare every file's hash with the index and fix any difference (start-up safety net)."""
+        on_disk = set(walk_repo(self.root, self.cfg.walk))
+        suspects = set(self.files) - on_disk
+        for rel in on_disk:
+            rec = self.files.get(rel)
+            if rec is None:
+                suspects.add(rel)
+                continue
+            text = read_source(self.root / rel, self.cfg.walk.max_file_bytes)
+            if text is None or sha1_of(text) != rec.sha1:
+                suspects.add(rel)
+        return self.update_files(suspects)
+
+    def compact(self) -> None:
+        """Drop dead slots and renumber the live ones."""
+        keep = np.asarray([i for i, u in enumerate(self.units) if u is not None], dtype=np.int64)
+        remap = {int(old): new for new, old in enumerate(keep)}
+        self.bm25.compact(keep)
+        if self.vectors.size:
+            self.vectors = self.vectors[keep]
+        self.units = [self.units[int(i)] for i in keep]
+        for rec in self.files.values():
+            rec.slots = [remap[s] for s in rec.slots]
+
+    # ---- searching ------------------------------------------------------------------------
+
+    def _query(self, query: str) -> tuple[list[str], str]:
+        toks = self.tokenizer.tokens(query)
+        text = query
+        if self.cfg.retrieval.cjk_bridge and has_cjk(query):
+            extra = self.bridge.terms(self.tokenizer.cjk_words(query))
+            if extra:
+                toks += self.tokenizer.tokens(" ".join(extra))
+                text = query + " " + " ".join(extra)
+        return toks, text
+
+    def vector_top(self, text: str, n: int) -> list[tuple[int, float]]:
+        """The `n` live slots closest to the text's embedding."""
+        if self.embedder is None or not self.vectors.size:
+            return []
+        q = self.embedder.embed([text])[0]
+        sims = self.vectors @ q
+        sims[~self.bm25.alive] = -np.inf
+        n = min(n, len(sims))
+        cand = np.argpartition(-sims, n - 1)[:n]
+        cand = cand[np.argsort(-sims[cand], kind="stable")]
+        return [(int(i), float(sims[i])) for i in cand if np.isfinite(sims[i])]
+
+    def search(self, query: str, k: int = 10, mode: str = "hybrid") -> SearchResult:
+        """Rank units for `query`; mode is hybrid, bm25 or vector."""
+        r = self.cfg.retrieval
+        toks, text = self._query(query)
+        bm = self.bm25.top(toks, r.candidates) if mode in {"hybrid", "bm25"} else []
+        vec = self.vector_top(text, r.candidates) if mode in {"hybrid", "vector"} else []
+        bm_s, vec_s = dict(bm), dict(vec)
+        if mode == "bm25":
+            ranked = bm
+        elif mode == "vector":
+            ranked = vec
+        else:
+            ranked = rrf([[i for i, _ in bm], [i for i, _ in vec]], r.rrf_k, [r.bm25_weight, r.vector_weight])
+        if self.reranker is not None and self.cfg.rerank.enabled and ranked:
+            head = ranked[: self.cfg.rerank.top_n]
+            docs = [embed_text(u, "") for u in (self.units[i] for i, _ in head) if u is not None]
+            order = self.reranker.rerank(query, docs)
+            ranked = [(head[i][0], s) for i, s in order] + ranked[len(head) :]
+        hits = []
+        for slot, score in ranked[:k]:
+            unit = self.units[slot]
+            if unit is not None:
+                hits.append(Scored(unit, float(score), bm_s.get(slot, 0.0), vec_s.get(slot, 0.0)))
+        best_bm = bm[0][1] if bm else 0.0
+        best_cos = vec[0][1] if vec else 0.0
+        relevant = bool(hits) and (best_bm >= r.min_bm25_score or best_cos >= r.min_vector_score)
+        symbol = query.strip().rsplit(".", 1)[-1]
+        if _IDENT.fullmatch(symbol) and len(split_identifier(symbol)) > 1:
+            # a compound identifier asks for that symbol: its parts matching elsewhere is not a hit
+            relevant = bool(hits) and symbol.lower().strip("_") in self.bm25.vocab
+        return SearchResult(hits, best_bm, best_cos, relevant)
+
+    # ---- lookups for citation checks -----------------------------------------------------
+
+    def has_path(self, rel: str) -> bool:
+        """Whether the repository-relative path is indexed (or is a real file inside the repo)."""
+        if rel in self.files:
+            return True
+        target = (self.root / rel).resolve()
+        return target.is_file() and target.is_relative_to(self.root)
+
+    def has_symbol(self, symbol: str, path: str | None = None) -> bool:
+        """Whether a unit is named `symbol` (name, qualified name or its dotted tail), optionally in `path`."""
+        slots: Iterable[int]
+        if path:
+            rec = self.files.get(path)
+            if rec is None:
+                return False
+            slots = rec.slots
+        else:
+            slots = range(len(self.units))
+        for s in slots:
+            u = self.units[s]
+            if u is not None and (u.name == symbol or u.qualname == symbol or u.qualname.endswith("." + symbol)):
+                return True
+        return False
+
+    # ---- persistence ---------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the index atomically: a new directory is filled, then swapped in."""
+        tmp = self.directory.with_name(self.directory.name + f".tmp-{os.getpid()}")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        self.bm25.save(tmp)
+        np.save(tmp / "vectors.npy", self.vectors)
+        with open(tmp / "units.jsonl", "w", encoding="utf-8") as fh:
+            for u in self.units:
+                fh.write(("null" if u is None else json.dumps(u.to_json(), ensure_ascii=False)) + "\n")
+        meta = {
+            "version": INDEX_VERSION,
+            "root": str(self.root),
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "embedder": self.embedder.name if self.embedder is not None else None,
+            "walk": self.cfg.walk.model_dump(),
+            "built_at": self.built_at,
+            "files": {p: {"sha1": r.sha1, "slots": r.slots} for p, r in self.files.items()},
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        old = self.directory.with_name(self.directory.name + f".old-{os.getpid()}")
+        if self.directory.exists():
+            self.directory.rename(old)
+        tmp.rename(self.directory)
+        if old.exists():
+            shutil.rmtree(old)
+
+    @classmethod
+    def load(
+        cls,
+        root: Path,
+        directory: Path,
+        cfg: CodeConfig,
+        embedder: Embedder | None,
+        reranker: Reranker | None = None,
+    ) -> CodeIndex | None:
+        """The saved index, or None when missing or built with another version/embedder/walk config."""
+        try:
+            meta = json.loads((Path(directory) / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        want = embedder.name if embedder is not None else None
+        if (
+            meta.get("version") != INDEX_VERSION
+            or meta.get("embedder") != want
+            or meta.get("walk") != cfg.walk.model_dump()
+            or meta.get("root") != str(Path(root).resolve())
+        ):
+            return None
+        idx = cls(root, directory, cfg, embedder, reranker=reranker)
+        idx.bm25 = Bm25Index.load(Path(directory))
+        idx.vectors = np.load(Path(directory) / "vectors.npy")
+        with open(Path(directory) / "units.jsonl", encoding="utf-8") as fh:
+            idx.units = [None if line.strip() == "null" else CodeUnit.from_json(json.loads(line)) for line in fh]
+        idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
+        idx.commit, idx.dirty, idx.built_at = meta.get("commit"), list(meta.get("dirty", [])), meta.get("built_at", 0.0)
+        return idx
+
+
+def _without_text(u: CodeUnit) -> CodeUnit:
+    from dataclasses import replace
+
+    return replace(u, text="")
