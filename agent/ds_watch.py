@@ -23,6 +23,7 @@ from typing import Protocol
 
 from agent.errors import DolphinError
 from agent.events import FailureEvent
+from config.dolphin import PollConfig
 from integrations.dolphinscheduler.client import DolphinClient
 from integrations.dolphinscheduler.models import Instance
 from integrations.dolphinscheduler.runs import DISCOVERY_SKEW, StartOutcome
@@ -373,3 +374,12 @@ def run_poll_cycle(
     for w in result.watches:
         store.save(w)
     return result
+
+
+def policy_from_config(poll: PollConfig) -> PollPolicy:
+    """PollPolicy from the `poll:` section of config/dolphin.yaml."""
+    return PollPolicy(
+        interval=poll.interval_seconds, max_interval=poll.max_interval_seconds, backoff=poll.backoff,
+        max_pages=poll.max_pages, discovery_timeout=poll.discovery_timeout_seconds,
+        log_tail_lines=poll.log_tail_lines,
+    )

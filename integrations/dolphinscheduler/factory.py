@@ -1,0 +1,20 @@
+"""Build a DolphinClient from `config/dolphin.yaml` and the environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import tenacity
+
+from config.dolphin import DolphinConfig, credentials
+from integrations.dolphinscheduler.client import DolphinClient
+
+
+def client_from_config(
+    cfg: DolphinConfig, env: Mapping[str, str] | None = None, *, wait: tenacity.wait.wait_base | None = None,
+) -> DolphinClient:
+    """A client with the configured URL, profile, credentials (from env), timeouts and retries."""
+    return DolphinClient(
+        cfg.base_url, version=cfg.version, timeout=cfg.timeout_seconds, retries=cfg.retries, wait=wait,
+        server_timezone=cfg.server_timezone, page_size=cfg.page_size, **credentials(cfg, env),
+    )
