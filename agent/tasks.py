@@ -178,6 +178,19 @@ class TaskStore:
         return TaskStep(id=step_id, output_digest=None, output_ref=None, output_text=None, error=None,
                         external_ids=None, finished_at=None, duration_ms=None, **values)  # type: ignore[arg-type]
 
+    def record(self, task_id: int, step_key: str, tool_name: str, status: str, now: datetime, *,
+               input_digest: str | None = None, input_preview: str | None = None, output_text: str | None = None,
+               error: str | None = None, audit: AuditEvent | None = None) -> TaskStep:
+        """Append an outcome for a call that never ran (invalid, denied, refused): no `running` row."""
+        with self.engine.begin() as conn:
+            attempt = conn.execute(select(func.coalesce(func.max(task_step.c.attempt), 0)).where(
+                and_(task_step.c.task_id == task_id, task_step.c.step_key == step_key))).scalar_one() + 1
+        begun = TaskStep(id=0, task_id=task_id, step_key=step_key, attempt=attempt, status="running",
+                         tool_name=tool_name, idempotency_key=f"{task_id}:{step_key}", input_digest=input_digest,
+                         input_preview=input_preview, output_digest=None, output_ref=None, output_text=None,
+                         error=None, external_ids=None, started_at=now, finished_at=None, duration_ms=None)
+        return self.finish_step(begun, status, now, output_text=output_text, error=error, audit=audit)
+
     def finish_step(self, begun: TaskStep, status: str, now: datetime, *, output_digest: str | None = None,
                     output_ref: str | None = None, output_text: str | None = None, error: str | None = None,
                     external_ids: dict[str, Any] | None = None, audit: AuditEvent | None = None) -> TaskStep:

@@ -7,6 +7,7 @@ Cross-checks run after every file validated, and every error reads `file:line: k
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,11 +22,25 @@ from config.workflows import WorkflowsConfig
 from config.yamlmodel import line_of, load_model
 
 # file name → (Settings attribute, model). Order is the order errors are reported in.
-SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
+SECTIONS: dict[str, tuple[str, type[BaseModel] | str]] = {
     "xihe.yaml": ("core", CoreConfig),
     "access.yaml": ("access", AccessConfig),
     "workflows.yaml": ("workflows", WorkflowsConfig),
+    # feature sections, imported when loading so this module stays free of feature imports
+    "alerts.yaml": ("alerts", "config.alerts:AlertsConfig"),
+    "wecom.yaml": ("wecom", "config.wecom:WeComConfig"),
+    "shell.yaml": ("shell", "config.shell:ShellConfig"),
+    "code.yaml": ("code", "config.code:CodeConfig"),
+    "dolphin.yaml": ("dolphin", "config.dolphin:DolphinConfig"),
 }
+
+
+def _model(ref: type[BaseModel] | str) -> type[BaseModel]:
+    if isinstance(ref, str):
+        module, _, name = ref.partition(":")
+        model: type[BaseModel] = getattr(importlib.import_module(module), name)
+        return model
+    return ref
 
 
 @dataclass
@@ -81,7 +96,7 @@ def cross_check(settings: Settings) -> list[ConfigError]:
     return errors
 
 
-def load_dir(directory: str | Path, sections: dict[str, tuple[str, type[BaseModel]]] | None = None) -> Settings:
+def load_dir(directory: str | Path, sections: dict[str, tuple[str, type[BaseModel] | str]] | None = None) -> Settings:
     """Validate every YAML file in `directory`; raise ConfigErrors listing all problems."""
     root = Path(directory)
     known = {**SECTIONS, **(sections or {})}
@@ -92,7 +107,8 @@ def load_dir(directory: str | Path, sections: dict[str, tuple[str, type[BaseMode
     for path in sorted(root.glob("*.y*ml")):
         if path.name not in known:
             errors.append(ConfigError(f"unknown config file (known: {', '.join(known)})", str(path)))
-    for file, (attr, model) in known.items():
+    for file, (attr, ref) in known.items():
+        model = _model(ref)
         path = root / file
         if not path.exists():
             if attr not in Settings.__dataclass_fields__:

@@ -1,0 +1,82 @@
+"""Assemble one bot process from a config directory: stores, registry, LLM, agent, session."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.artifacts import ArtifactStore
+from agent.audit import SqlAuditSink
+from agent.clock import Clock, utc_now
+from agent.db import open_store_engine
+from agent.deps import Deps, Notify
+from agent.errors import ConfigError
+from agent.llm import LLMClient
+from agent.loop import Agent
+from agent.pending import PendingStore
+from agent.redact import RedactingFilter, Redactor
+from agent.registry import Registry, ToolSpec, build_registry
+from agent.session import Session
+from agent.tasks import TaskStore
+from config.load import Settings, load_dir
+
+log = logging.getLogger("xihe")
+
+
+@dataclass
+class App:
+    """A wired bot."""
+
+    settings: Settings
+    deps: Deps
+    registry: Registry
+    agent: Agent
+    session: Session
+
+
+def load_plugins(paths: list[str]) -> list[ToolSpec]:
+    """Import `module:ATTR` tool specs named in xihe.yaml `plugins` (a spec or a sequence of specs)."""
+    specs: list[ToolSpec] = []
+    for i, path in enumerate(paths):
+        module_name, _, attr = path.partition(":")
+        try:
+            value: Any = getattr(importlib.import_module(module_name), attr or "SPEC")
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"cannot import tool plugin {path!r}: {exc}", "xihe.yaml", None, f"plugins.{i}") from None
+        specs.extend(value if isinstance(value, list | tuple) else [value])
+    return specs
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """Every secret value the config names through an environment variable."""
+    names = {settings.core.llm.api_key_env}
+    for section in settings.extra.values():
+        names.update(v for k, v in section.model_dump().items() if k.endswith("_env") and isinstance(v, str))
+    return [os.environ[n] for n in names if os.environ.get(n)]
+
+
+def build_app(config_dir: str | Path = "config", *, clock: Clock = utc_now, notify: Notify | None = None,
+              database_url: str | None = None, holder: str | None = None) -> App:
+    """Load config, open (and migrate) the store, build the registry and the loop."""
+    from tools import ALL
+
+    settings = load_dir(config_dir)
+    engine = open_store_engine(database_url or settings.core.store.url)
+    redactor = Redactor(secrets_of(settings))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter(redactor))
+    deps = Deps(settings=settings, engine=engine, clock=clock, tasks=TaskStore(engine), audit=SqlAuditSink(engine),
+                pending=PendingStore(engine), artifacts=ArtifactStore(engine), redactor=redactor,
+                holder=holder or f"{socket.gethostname()}:{os.getpid()}")
+    if notify is not None:
+        deps.notify = notify
+    registry = build_registry([*ALL, *load_plugins(settings.core.plugins)], settings.core.tools)
+    llm_cfg = settings.core.llm
+    llm = LLMClient(llm_cfg, settings.secret(llm_cfg.api_key_env)) if llm_cfg.base_url else None
+    agent = Agent(deps, registry, llm)
+    return App(settings, deps, registry, agent, Session(agent))

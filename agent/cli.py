@@ -1,0 +1,194 @@
+"""`xihe`: one console script, short handlers.
+
+    xihe chat --user ID            terminal chat on the same session code as WeCom
+    xihe config check [DIR]        validate the YAML; exit 1 with file:line: key: problem
+    xihe tools                     the exact JSON schemas the model receives
+    xihe task show ID [--json]     which step failed, with what input, how long each took
+    xihe task resume ID            continue at the first unfinished step
+    xihe audit search [...]        the audit trail, filtered
+    xihe demo                      a scripted tour on the loopback fakes
+    xihe bench core                per-call overhead of validate + gate + task_step + audit
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+
+from agent.errors import BotError, ConfigError
+
+
+def _app(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from agent.app import build_app
+
+    def notify(conversation: str, text: str) -> None:
+        print(f"[xihe → {conversation}] {text}", flush=True)
+
+    return build_app(args.config, notify=notify)
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    from config.load import load_dir
+
+    directory = args.dir or args.config
+    try:
+        settings = load_dir(directory)
+        from agent.app import load_plugins
+        from agent.registry import build_registry
+        from tools import ALL
+
+        build_registry([*ALL, *load_plugins(settings.core.plugins)], settings.core.tools)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from agent.app import load_plugins
+    from agent.registry import build_registry
+    from config.load import load_dir
+    from tools import ALL
+
+    settings = load_dir(args.config)
+    registry = build_registry([*ALL, *load_plugins(settings.core.plugins)], settings.core.tools)
+    print(json.dumps(registry.schemas(), ensure_ascii=False, indent=2))
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from agent.session import Inbound
+
+    app = _app(args)
+    for outcome in app.agent.resume_orphans():
+        print(f"[resumed task {outcome.task_id}: {outcome.status}] {outcome.reply}", flush=True)
+    conversation = args.conversation or f"cli:{args.user}"
+    interactive = sys.stdin.isatty()
+    while True:
+        if interactive:
+            print(f"{args.user}> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            return 0
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            return 0
+        reply = app.session.handle(Inbound(args.user, conversation, text, "cli"))
+        print(f"xihe> {reply}", flush=True)
+
+
+def cmd_task_show(args: argparse.Namespace) -> int:
+    from agent.report import task_data, task_report
+
+    app = _app(args)
+    if args.json:
+        print(json.dumps(task_data(app.deps, args.id), ensure_ascii=False, indent=2, default=str))
+    else:
+        print(task_report(app.deps, args.id))
+    return 0
+
+
+def cmd_task_resume(args: argparse.Namespace) -> int:
+    app = _app(args)
+    outcome = app.agent.resume(args.id)
+    print(f"task {outcome.task_id} {outcome.status}: {outcome.reply}")
+    return 0 if outcome.status in ("done", "awaiting_confirmation") else 1
+
+
+def cmd_audit_search(args: argparse.Namespace) -> int:
+    app = _app(args)
+    since = datetime.fromisoformat(args.since) if args.since else None
+    until = datetime.fromisoformat(args.until) if args.until else None
+    rows = app.deps.audit.search(actor=args.user, tool=args.tool, outcome=args.outcome, kind=args.kind,
+                                 task_id=args.task, since=since, until=until, limit=args.limit)
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
+    else:
+        for r in rows:
+            print(f"{r['at']:%Y-%m-%d %H:%M:%S} {r['kind']:9} {r['actor']:12} {r['tool'] or '-':24} "
+                  f"{r['outcome']:10} {(r['reason'] or '')[:80]}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from agent.demo import run_demo
+
+    return run_demo(verbose=not args.quiet)
+
+
+def cmd_bench_core(args: argparse.Namespace) -> int:
+    from agent.bench import bench_core
+
+    print(json.dumps(bench_core(args.n, args.database_url), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree."""
+    p = argparse.ArgumentParser(prog="xihe", description="chat-ops agent bot")
+    p.add_argument("--config", default="config", help="directory of YAML files (default: config)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    chat = sub.add_parser("chat", help="chat in the terminal")
+    chat.add_argument("--user", required=True, help="who you are (a user id from access.yaml)")
+    chat.add_argument("--conversation", help="conversation id (default cli:USER)")
+    chat.set_defaults(func=cmd_chat)
+
+    config = sub.add_parser("config", help="configuration").add_subparsers(dest="config_command", required=True)
+    check = config.add_parser("check", help="validate a config directory")
+    check.add_argument("dir", nargs="?", help="directory (default: --config)")
+    check.set_defaults(func=cmd_config_check)
+
+    sub.add_parser("tools", help="print the tool schemas the model receives").set_defaults(func=cmd_tools)
+
+    task = sub.add_parser("task", help="durable tasks").add_subparsers(dest="task_command", required=True)
+    show = task.add_parser("show", help="a task's step log")
+    show.add_argument("id", type=int)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_task_show)
+    resume = task.add_parser("resume", help="continue a task at its first unfinished step")
+    resume.add_argument("id", type=int)
+    resume.set_defaults(func=cmd_task_resume)
+
+    audit = sub.add_parser("audit", help="audit trail").add_subparsers(dest="audit_command", required=True)
+    search = audit.add_parser("search", help="search audit events")
+    for flag in ("--user", "--tool", "--outcome", "--kind", "--since", "--until"):
+        search.add_argument(flag)
+    search.add_argument("--task", type=int)
+    search.add_argument("--limit", type=int, default=50)
+    search.add_argument("--json", action="store_true")
+    search.set_defaults(func=cmd_audit_search)
+
+    demo = sub.add_parser("demo", help="a scripted tour on the loopback fakes")
+    demo.add_argument("--quiet", action="store_true")
+    demo.set_defaults(func=cmd_demo)
+
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
+    core = bench.add_parser("core", help="validate + gate + task_step + audit overhead per call")
+    core.add_argument("-n", type=int, default=2000)
+    core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
+    core.set_defaults(func=cmd_bench_core)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `xihe` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except BotError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
