@@ -1,0 +1,458 @@
+"""Turn a request into a validated argv: the model's (entry, args) form, or a `/sh` line matched to one template.
+
+Nothing here runs a program or a shell. Every refusal is a `ShellRefused` naming the entry that
+came closest and the argument (or token) that failed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rapidfuzz import fuzz
+
+from agent.errors import ToolRetry
+from config.shell import FLAGS_MARKER, PLACEHOLDER, ArgSpec, Entry, ShellConfig
+from tools.shell.values import ENV_ASSIGNMENT, BadValue, check_characters, check_value
+
+
+class ShellRefused(ToolRetry):
+    """A request that does not match the whitelist; `reason` names the entry and argument."""
+
+    def __init__(self, reason: str, *, entry: str | None = None, argument: str | None = None) -> None:
+        self.reason, self.entry, self.argument = reason, entry, argument
+        super().__init__(reason)
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal template item."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A placeholder, possibly embedded between a literal prefix and suffix."""
+
+    arg: str
+    prefix: str = ""
+    suffix: str = ""
+
+    @property
+    def whole(self) -> bool:
+        """True when the placeholder is the whole argv item (then it must not look like an option)."""
+        return not self.prefix and not self.suffix
+
+
+@dataclass(frozen=True)
+class Group:
+    """An optional run of items, kept only when every argument in it is given."""
+
+    items: tuple[Lit | Slot, ...]
+
+
+@dataclass(frozen=True)
+class Flags:
+    """Where the allowed optional flags go."""
+
+
+Item = Lit | Slot | Group | Flags
+
+
+@dataclass(frozen=True)
+class Match:
+    """A request that matched one entry: the argv that will run and the values that built it."""
+
+    entry: Entry
+    argv: tuple[str, ...]
+    values: Mapping[str, str] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+
+
+def _compile_part(text: str) -> Lit | Slot:
+    m = PLACEHOLDER.search(text)
+    if not m:
+        return Lit(text)
+    return Slot(m.group(1), text[: m.start()], text[m.end() :])
+
+
+def compile_template(entry: Entry) -> tuple[Item, ...]:
+    """The entry's argv template as items (the config loader has already cross-checked it)."""
+    items: list[Item] = []
+    for raw in entry.argv:
+        if isinstance(raw, list):
+            items.append(Group(tuple(_compile_part(p) for p in raw)))
+        elif raw == FLAGS_MARKER:
+            items.append(Flags())
+        else:
+            items.append(_compile_part(raw))
+    return tuple(items)
+
+
+def template_text(entry: Entry) -> str:
+    """A human form of the template, e.g. `git log -n <count> -- <path>`."""
+    out: list[str] = []
+    for item in compile_template(entry):
+        if isinstance(item, Group):
+            out.append("[" + " ".join(_part_text(p) for p in item.items) + "]")
+        elif isinstance(item, Flags):
+            out.append("[" + "|".join(entry.flags) + "]...")
+        else:
+            out.append(_part_text(item))
+    return " ".join(out)
+
+
+def _part_text(p: Lit | Slot) -> str:
+    return p.text if isinstance(p, Lit) else f"{p.prefix}<{p.arg}>{p.suffix}"
+
+
+@dataclass(frozen=True)
+class _Fail:
+    depth: int  # tokens matched before failing; a structural match that failed validation is deepest
+    reason: str
+    argument: str | None
+
+
+class Whitelist:
+    """The configured entries, compiled; builds validated argv lists and never runs anything."""
+
+    def __init__(self, config: ShellConfig) -> None:
+        self.config = config
+        self.entries: dict[str, Entry] = {e.name: e for e in config.entries}
+        self._templates = {e.name: compile_template(e) for e in config.entries}
+
+    def get(self, name: str) -> Entry:
+        """The entry called `name`, or ShellRefused naming the closest one."""
+        if name in self.entries:
+            return self.entries[name]
+        close = self._closest_name(name)
+        hint = f"; did you mean {close!r}?" if close else ""
+        raise ShellRefused(
+            f"{name[:60]!r} is not a whitelisted command{hint} Available: {', '.join(self.entries)}",
+            entry=close,
+            argument="command",
+        )
+
+    def _closest_name(self, name: str) -> str | None:
+        scored = [(fuzz.ratio(name, n), n) for n in self.entries]
+        best = max(scored, default=(0.0, ""))
+        return best[1] if best[0] >= 50 else None
+
+    def root_for(self, entry: Entry, arg: str) -> Path | None:
+        """The workspace a path argument must stay inside."""
+        spec = entry.args[arg]
+        name = spec.root or entry.workspace
+        return Path(self.config.workspaces[name]) if name else None
+
+    def _value(self, entry: Entry, arg: str, value: object) -> str:
+        try:
+            return check_value(value, entry.args[arg], self.root_for(entry, arg))
+        except BadValue as exc:
+            raise ShellRefused(
+                f"entry {entry.name!r}: argument {arg!r} {exc}", entry=entry.name, argument=arg
+            ) from None
+
+    def from_args(self, command: str, args: Mapping[str, object], flags: Iterable[str] = ()) -> Match:
+        """The model's form: entry name plus typed arguments -> validated argv."""
+        if not isinstance(command, str):
+            raise ShellRefused("command must be an entry name (a string)", argument="command")
+        entry = self.get(command)
+        if not isinstance(args, Mapping):
+            raise ShellRefused(
+                "args must be an object of argument name -> value", entry=entry.name, argument="args"
+            )
+        for key in args:
+            if key not in entry.args:
+                m = ENV_ASSIGNMENT.match(f"{key}=")
+                what = (
+                    "an environment variable; the environment is fixed by the whitelist"
+                    if (m and key.isupper())
+                    else "not an argument of this entry"
+                )
+                raise ShellRefused(
+                    f"entry {entry.name!r}: {str(key)[:40]!r} is {what}; it takes: {', '.join(entry.args) or 'nothing'}",
+                    entry=entry.name,
+                    argument=str(key),
+                )
+        values = {k: self._value(entry, k, v) for k, v in args.items() if v is not None}
+        for name, spec in entry.args.items():
+            if spec.required and name not in values:
+                raise ShellRefused(
+                    f"entry {entry.name!r}: missing argument {name!r} ({spec.description})",
+                    entry=entry.name,
+                    argument=name,
+                )
+        flag_list = self._flags(entry, flags)
+        return self._render(entry, values, flag_list)
+
+    def _flags(self, entry: Entry, flags: Iterable[str]) -> tuple[str, ...]:
+        out: list[str] = []
+        for f in flags:
+            if not isinstance(f, str) or f not in entry.flags:
+                allowed = ", ".join(entry.flags) or "none"
+                raise ShellRefused(
+                    f"entry {entry.name!r}: flag {str(f)[:40]!r} is not allowed (allowed: {allowed})",
+                    entry=entry.name,
+                    argument="flags",
+                )
+            if f in out:
+                raise ShellRefused(
+                    f"entry {entry.name!r}: flag {f!r} given twice", entry=entry.name, argument="flags"
+                )
+            out.append(f)
+        return tuple(out)
+
+    def _render(self, entry: Entry, values: Mapping[str, str], flags: tuple[str, ...]) -> Match:
+        argv: list[str] = []
+
+        def part(p: Lit | Slot) -> str:
+            return p.text if isinstance(p, Lit) else p.prefix + values[p.arg] + p.suffix
+
+        for item in self._templates[entry.name]:
+            if isinstance(item, Group):
+                if all(p.arg in values for p in item.items if isinstance(p, Slot)):
+                    argv += [part(p) for p in item.items]
+            elif isinstance(item, Flags):
+                argv += flags
+            else:
+                argv.append(part(item))
+        total = sum(len(a) + 1 for a in argv)
+        if total > self.config.max_argv_chars:
+            raise ShellRefused(
+                f"entry {entry.name!r}: the command line would be {total} characters; the limit is "
+                f"{self.config.max_argv_chars}",
+                entry=entry.name,
+                argument="argv",
+            )
+        return Match(entry=entry, argv=tuple(argv), values=dict(values), flags=flags)
+
+    # ---- the chat form -------------------------------------------------------------------------
+
+    def match_line(self, line: str) -> Match:
+        """The `/sh <line>` form: split with shlex (no shell) and match exactly one template."""
+        if len(line) > self.config.max_argv_chars:
+            raise ShellRefused(
+                f"the command line is {len(line)} characters; the limit is {self.config.max_argv_chars}",
+                argument="line",
+            )
+        for ch in ("\x00", "\n", "\r"):
+            if ch in line:
+                what = "a NUL byte" if ch == "\x00" else "a line break (one command per message)"
+                raise ShellRefused(f"the command line contains {what}", argument="line")
+        operator = _unquoted_operator(line)
+        if operator:
+            raise ShellRefused(
+                f"the command line contains the shell operator {operator!r}; there is no shell: one whitelisted "
+                "command per message",
+                argument="line",
+            )
+        try:
+            tokens = shlex.split(line, posix=True)
+        except ValueError as exc:
+            raise ShellRefused(f"cannot split the command line: {exc}", argument="line") from None
+        return self.match_argv(tokens)
+
+    def match_argv(self, tokens: Sequence[str]) -> Match:
+        """An argv list (already split) that must match exactly one entry's template."""
+        if not tokens:
+            raise ShellRefused("empty command", argument="line")
+        if ENV_ASSIGNMENT.match(tokens[0]):
+            name = tokens[0].split("=", 1)[0]
+            raise ShellRefused(
+                f"{name}=... sets an environment variable; the environment comes from the whitelist only",
+                argument=name,
+            )
+        for n, tok in enumerate(tokens):
+            problem = _screen(tok)
+            if problem:
+                raise ShellRefused(f"argv[{n}] {problem}", argument=f"argv[{n}]")
+        matches: list[Match] = []
+        fails: dict[str, _Fail] = {}
+        for entry in self.entries.values():
+            result = self._try(entry, tokens)
+            if isinstance(result, Match):
+                matches.append(result)
+            else:
+                fails[entry.name] = result
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            names = ", ".join(m.entry.name for m in matches)
+            raise ShellRefused(
+                f"the command matches several entries ({names}); ask an admin to make them distinct",
+                entry=matches[0].entry.name,
+            )
+        if not fails:
+            raise ShellRefused("no commands are whitelisted", argument="line")
+        line = " ".join(tokens)
+        best = max(fails, key=lambda n: (fails[n].depth, fuzz.ratio(line, template_text(self.entries[n]))))
+        f = fails[best]
+        if tokens[0] not in {str(e.argv[0]) for e in self.entries.values()}:
+            prefix = f"{tokens[0][:40]!r} is not a whitelisted program; closest entry {best!r}"
+        else:
+            prefix = f"no whitelisted command matches; closest entry {best!r}"
+        raise ShellRefused(
+            f"{prefix} ({template_text(self.entries[best])}): {f.reason}", entry=best, argument=f.argument
+        )
+
+    def _try(self, entry: Entry, tokens: Sequence[str]) -> Match | _Fail:
+        captured: dict[str, str] = {}
+        flags: list[str] = []
+        found = _walk(entry, self._templates[entry.name], 0, list(tokens), 0, captured, flags)
+        if isinstance(found, _Fail):
+            return found
+        values, flag_list = found
+        try:
+            return self.from_args(entry.name, values, flag_list)
+        except ShellRefused as exc:
+            return _Fail(len(tokens) + 1, exc.reason, exc.argument)
+
+
+def _unquoted_operator(line: str) -> str | None:
+    """The first shell operator outside quotes (`&&`, `|`, `;`, `>`...), if any."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        for tok in lexer:
+            if tok and all(c in "();<>|&" for c in tok):
+                return tok
+    except ValueError:
+        return None  # unbalanced quotes: reported by the real split
+    return None
+
+
+def _part_match(p: Lit | Slot, token: str) -> str | None:
+    """The captured value when `token` fits the part ('' for a literal), else None."""
+    if isinstance(p, Lit):
+        return "" if token == p.text else None
+    if (
+        token.startswith(p.prefix)
+        and token.endswith(p.suffix)
+        and len(token) >= len(p.prefix) + len(p.suffix)
+    ):
+        return token[len(p.prefix) : len(token) - len(p.suffix)]
+    return None
+
+
+def _expect(p: Lit | Slot, entry: Entry) -> str:
+    return repr(p.text) if isinstance(p, Lit) else f"<{p.arg}>" if p.whole else repr(_part_text(p))
+
+
+def _walk(
+    entry: Entry,
+    items: Sequence[Item],
+    i: int,
+    tokens: list[str],
+    j: int,
+    captured: dict[str, str],
+    flags: list[str],
+) -> tuple[dict[str, str], list[str]] | _Fail:
+    """Backtracking match of template items[i:] against tokens[j:]; the deepest failure wins."""
+    if i == len(items):
+        if j == len(tokens):
+            return dict(captured), list(flags)
+        extra = tokens[j]
+        hint = f" (allowed flags: {', '.join(entry.flags)})" if entry.flags else ""
+        return _Fail(
+            j, f"unexpected extra argument {extra[:60]!r} at position {j}{hint}", _token_arg(extra, j)
+        )
+    item = items[i]
+    if isinstance(item, Flags):
+        best: _Fail | None = None
+        # try taking 0..n allowed flags here; fewer first so later literals get their chance
+        k = j
+        while True:
+            got = _walk(entry, items, i + 1, tokens, k, captured, flags + tokens[j:k])
+            if not isinstance(got, _Fail):
+                return got
+            best = got if best is None or got.depth > best.depth else best
+            if k < len(tokens) and tokens[k] in entry.flags and tokens[k] not in tokens[j:k]:
+                k += 1
+            else:
+                # a dash token the rest of the template stumbles on right away is a disallowed flag
+                if k < len(tokens) and tokens[k].startswith("-") and best.depth <= k + 1:
+                    return _Fail(
+                        k + 1,
+                        f"flag {tokens[k][:60]!r} is not allowed (allowed: {', '.join(entry.flags)})",
+                        "flags",
+                    )
+                return best
+    if isinstance(item, Group):
+        with_group = _walk_seq(entry, item.items, items, i, tokens, j, captured, flags)
+        if not isinstance(with_group, _Fail):
+            return with_group
+        without = _walk(entry, items, i + 1, tokens, j, captured, flags)
+        if not isinstance(without, _Fail):
+            return without
+        return with_group if with_group.depth >= without.depth else without
+    if j >= len(tokens):
+        return _Fail(
+            j, f"missing {_expect(item, entry)} at position {j}", item.arg if isinstance(item, Slot) else None
+        )
+    value = _part_match(item, tokens[j])
+    if value is None:
+        return _Fail(
+            j,
+            f"expected {_expect(item, entry)} at position {j}, got {tokens[j][:60]!r}",
+            item.arg if isinstance(item, Slot) else _token_arg(tokens[j], j),
+        )
+    if isinstance(item, Slot):
+        return _walk(entry, items, i + 1, tokens, j + 1, {**captured, item.arg: value}, flags)
+    return _walk(entry, items, i + 1, tokens, j + 1, captured, flags)
+
+
+def _walk_seq(
+    entry: Entry,
+    parts: Sequence[Lit | Slot],
+    items: Sequence[Item],
+    i: int,
+    tokens: list[str],
+    j: int,
+    captured: dict[str, str],
+    flags: list[str],
+) -> tuple[dict[str, str], list[str]] | _Fail:
+    """Match an optional group's parts in order, then the rest of the template."""
+    new = dict(captured)
+    for n, p in enumerate(parts):
+        if j + n >= len(tokens):
+            return _Fail(
+                j + n,
+                f"missing {_expect(p, entry)} at position {j + n}",
+                p.arg if isinstance(p, Slot) else None,
+            )
+        value = _part_match(p, tokens[j + n])
+        if value is None:
+            return _Fail(
+                j + n,
+                f"expected {_expect(p, entry)} at position {j + n}, got {tokens[j + n][:60]!r}",
+                p.arg if isinstance(p, Slot) else _token_arg(tokens[j + n], j + n),
+            )
+        if isinstance(p, Slot):
+            new[p.arg] = value
+    return _walk(entry, items, i + 1, tokens, j + len(parts), new, flags)
+
+
+def _token_arg(token: str, position: int) -> str:
+    """How a refusal names a token that is not an argument: by its position."""
+    return f"argv[{position}]"
+
+
+def _screen(token: str) -> str | None:
+    """Characters no token may hold anywhere (NUL, controls, bidi, invisible), or None."""
+    spec = ArgSpec.model_validate(
+        {
+            "type": "text",
+            "description": "token",
+            "allow_shell_chars": True,
+            "allow_glob": True,
+            "max_length": 8192,
+        }
+    )
+    try:
+        check_characters(token, spec)
+    except BadValue as exc:
+        return str(exc)
+    return None
