@@ -96,18 +96,37 @@ class ServerThread:
 class Gateway:
     """A running gateway plus everything a test asserts on."""
 
-    def __init__(self, url: str, clock: FakeClock, dispatched: list[InboundMessage], rejected: list[Rejected],
-                 store: InMemoryMsgIdStore, streams: StreamRegistry) -> None:
+    def __init__(
+        self,
+        url: str,
+        clock: FakeClock,
+        dispatched: list[InboundMessage],
+        rejected: list[Rejected],
+        store: InMemoryMsgIdStore,
+        streams: StreamRegistry,
+    ) -> None:
         self.url, self.clock, self.dispatched, self.rejected = url, clock, dispatched, rejected
         self.store, self.streams = store, streams
 
     def app_sender(self, **kw: Any) -> CallbackSender:
-        return CallbackSender(self.url, kw.pop("token", TOKEN), kw.pop("aes_key", AES_KEY),
-                              kw.pop("receiveid", CORP_ID), self.clock, **kw)
+        return CallbackSender(
+            self.url,
+            kw.pop("token", TOKEN),
+            kw.pop("aes_key", AES_KEY),
+            kw.pop("receiveid", CORP_ID),
+            self.clock,
+            **kw,
+        )
 
     def bot_sender(self, **kw: Any) -> CallbackSender:
-        return CallbackSender(self.url, kw.pop("token", BOT_TOKEN), kw.pop("aes_key", BOT_AES_KEY),
-                              kw.pop("receiveid", ""), self.clock, **kw)
+        return CallbackSender(
+            self.url,
+            kw.pop("token", BOT_TOKEN),
+            kw.pop("aes_key", BOT_AES_KEY),
+            kw.pop("receiveid", ""),
+            self.clock,
+            **kw,
+        )
 
 
 @pytest.fixture
@@ -119,8 +138,14 @@ def make_gateway(clock: FakeClock) -> Iterator[Callable[..., Gateway]]:
         rejected: list[Rejected] = []
         store = InMemoryMsgIdStore()
         streams = StreamRegistry()
-        routes = wecom_routes(make_settings(**over), store, dispatch or dispatched.append, clock,
-                              streams=streams, on_reject=lambda _path, r: rejected.append(r))
+        routes = wecom_routes(
+            make_settings(**over),
+            store,
+            dispatch or dispatched.append,
+            clock,
+            streams=streams,
+            on_reject=lambda _path, r: rejected.append(r),
+        )
         server = ServerThread(Starlette(routes=routes)).__enter__()
         servers.append(server)
         return Gateway(server.url, clock, dispatched, rejected, store, streams)

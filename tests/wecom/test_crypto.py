@@ -46,7 +46,9 @@ def test_the_vector_file_has_every_kind() -> None:
 @pytest.mark.parametrize("v", VECTORS, ids=[v["id"] for v in VECTORS])
 def test_signature_matches_exactly_when_the_vector_says_so(v: dict[str, Any]) -> None:
     expected = v["verification"]["signature_expected_to_match"]
-    assert (signature(v["token"], v["timestamp"], v["nonce"], _ciphertext(v)) == v["msg_signature"]) is expected
+    assert (
+        signature(v["token"], v["timestamp"], v["nonce"], _ciphertext(v)) == v["msg_signature"]
+    ) is expected
     if expected:
         _crypto(v).check_signature(v["msg_signature"], v["timestamp"], v["nonce"], _ciphertext(v))
     else:
@@ -64,8 +66,9 @@ def test_decrypts_to_the_stated_plaintext_and_receiveid(v: dict[str, Any]) -> No
     assert _crypto(v).decrypt(_ciphertext(v)) == opened.msg
 
 
-@pytest.mark.parametrize("v", [v for v in VECTORS if v["verification"]["signature_expected_to_match"]],
-                         ids=lambda v: v["id"])
+@pytest.mark.parametrize(
+    "v", [v for v in VECTORS if v["verification"]["signature_expected_to_match"]], ids=lambda v: v["id"]
+)
 def test_verify_and_decrypt_accepts_every_positive_vector(v: dict[str, Any]) -> None:
     msg = _crypto(v).verify_and_decrypt(v["msg_signature"], v["timestamp"], v["nonce"], _ciphertext(v))
     assert msg.decode("utf-8") == _plaintext(v)
@@ -82,7 +85,9 @@ def test_reencryption_with_the_recovered_random_is_byte_identical(v: dict[str, A
     random16 = bytes.fromhex(v["verification"]["random16_hex"])
     assert _crypto(v).encrypt(_plaintext(v).encode("utf-8"), random16) == _ciphertext(v)
     # the injectable random source gives the same bytes
-    injected = MsgCrypto.create(v["token"], v["encoding_aes_key"], v["receiveid"], random=lambda n: random16[:n])
+    injected = MsgCrypto.create(
+        v["token"], v["encoding_aes_key"], v["receiveid"], random=lambda n: random16[:n]
+    )
     assert injected.encrypt(_plaintext(v).encode("utf-8")) == _ciphertext(v)
 
 

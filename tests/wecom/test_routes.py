@@ -26,13 +26,16 @@ def test_get_verification_answers_the_bare_plaintext_fast(gateway: Gateway) -> N
     assert elapsed < 1.0
 
 
-def test_get_verification_of_the_official_vector_with_url_encoded_params(make_gateway: Callable[..., Gateway],
-                                                                          clock: Any) -> None:
+def test_get_verification_of_the_official_vector_with_url_encoded_params(
+    make_gateway: Callable[..., Gateway], clock: Any
+) -> None:
     (v,) = [v for v in load_vectors() if v["id"] == "weworkapi_golang.verify_url"]
     gw = make_gateway(corp_id=v["receiveid"], token=v["token"], aes_key=v["encoding_aes_key"])
     clock.now = clock.now.fromtimestamp(int(v["timestamp"]), clock.now.tzinfo)
-    raw_query = (f"msg_signature={v['msg_signature']}&timestamp={v['timestamp']}&nonce={v['nonce']}"
-                 f"&echostr={v['echostr_urlencoded_in_source']}")
+    raw_query = (
+        f"msg_signature={v['msg_signature']}&timestamp={v['timestamp']}&nonce={v['nonce']}"
+        f"&echostr={v['echostr_urlencoded_in_source']}"
+    )
     resp = requests.get(f"{gw.url}/wecom/callback?{raw_query}", timeout=5)
     assert resp.status_code == 200
     assert resp.text == v["decrypted_echostr"]
@@ -44,12 +47,20 @@ def test_official_post_vector_is_dispatched_once(make_gateway: Callable[..., Gat
     clock.now = clock.now.fromtimestamp(int(v["timestamp"]), clock.now.tzinfo)
     params = {"msg_signature": v["msg_signature"], "timestamp": v["timestamp"], "nonce": v["nonce"]}
     for _ in range(3):  # WeCom retries the same delivery
-        resp = requests.post(f"{gw.url}/wecom/callback", params=params, data=v["post_body"].encode(), timeout=5)
+        resp = requests.post(
+            f"{gw.url}/wecom/callback", params=params, data=v["post_body"].encode(), timeout=5
+        )
         assert resp.status_code == 200 and resp.content == b""
     assert len(gw.dispatched) == 1
     msg = gw.dispatched[0]
     assert (msg.user, msg.text, msg.msg_id, msg.create_time, msg.agent_id, msg.channel) == (
-        "ChenJiaShun", "你好", "1456453720", 1476422779, "1000002", "wecom_app")
+        "ChenJiaShun",
+        "你好",
+        "1456453720",
+        1476422779,
+        "1000002",
+        "wecom_app",
+    )
     assert msg.conversation == "wecom:app:1000002:ChenJiaShun"
 
 
@@ -62,16 +73,21 @@ def test_text_message_round_trip_through_the_fake_sender(gateway: Gateway) -> No
 def test_events_are_deduplicated_by_sender_and_create_time(gateway: Gateway) -> None:
     sender = gateway.app_sender()
     ct = int(gateway.clock().timestamp())
-    xml = (f"<xml><ToUserName>{CORP_ID}</ToUserName><FromUserName>bob</FromUserName><CreateTime>{ct}</CreateTime>"
-           f"<MsgType>event</MsgType><Event>enter_agent</Event><AgentID>{AGENT_ID}</AgentID></xml>")
+    xml = (
+        f"<xml><ToUserName>{CORP_ID}</ToUserName><FromUserName>bob</FromUserName><CreateTime>{ct}</CreateTime>"
+        f"<MsgType>event</MsgType><Event>enter_agent</Event><AgentID>{AGENT_ID}</AgentID></xml>"
+    )
     for _ in range(2):
         query, body = sender.app_envelope(xml, AGENT_ID)
         assert sender.post_app(query, body).status_code == 200
-    assert [(m.msg_type, m.event, m.msg_id) for m in gateway.dispatched] == [("event", "enter_agent",
-                                                                               f"event:bob:{ct}")]
+    assert [(m.msg_type, m.event, m.msg_id) for m in gateway.dispatched] == [
+        ("event", "enter_agent", f"event:bob:{ct}")
+    ]
 
 
-def test_dispatch_failure_answers_500_and_lets_the_retry_through(make_gateway: Callable[..., Gateway]) -> None:
+def test_dispatch_failure_answers_500_and_lets_the_retry_through(
+    make_gateway: Callable[..., Gateway],
+) -> None:
     calls: list[str] = []
 
     def flaky(msg: Any) -> None:
@@ -110,11 +126,15 @@ def _good_xml(gw: Gateway, msg_id: int = 1) -> str:
 
 BILLION_LAUGHS = (
     '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-    + "".join(f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10))
+    + "".join(
+        f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10)
+    )
     + "]><xml><Encrypt>&lol9;</Encrypt></xml>"
 )
-XXE = ('<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
-       "<xml><Encrypt>&xxe;</Encrypt></xml>")
+XXE = (
+    '<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
+    "<xml><Encrypt>&xxe;</Encrypt></xml>"
+)
 
 
 def _forged_signature(gw: Gateway) -> requests.Response:
@@ -169,9 +189,11 @@ def _billion_laughs_outer(gw: Gateway) -> requests.Response:
 
 
 def _xxe_inside_ciphertext(gw: Gateway) -> requests.Response:
-    inner = ('<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
-             "<xml><FromUserName>mallory</FromUserName><CreateTime>1</CreateTime><MsgType>text</MsgType>"
-             "<Content>&xxe;</Content><MsgId>5</MsgId></xml>")
+    inner = (
+        '<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
+        "<xml><FromUserName>mallory</FromUserName><CreateTime>1</CreateTime><MsgType>text</MsgType>"
+        "<Content>&xxe;</Content><MsgId>5</MsgId></xml>"
+    )
     sender = gw.app_sender()
     query, body = sender.app_envelope(inner)
     return sender.post_app(query, body)
@@ -195,8 +217,13 @@ def _non_utf8(gw: Gateway) -> requests.Response:
 def _declared_gbk(gw: Gateway) -> requests.Response:
     sender = gw.app_sender()
     query, body = sender.app_envelope(_good_xml(gw))
-    return sender.session.post(f"{gw.url}/wecom/callback", params=query, data=body,
-                               headers={"Content-Type": "text/xml; charset=gbk"}, timeout=10)
+    return sender.session.post(
+        f"{gw.url}/wecom/callback",
+        params=query,
+        data=body,
+        headers={"Content-Type": "text/xml; charset=gbk"},
+        timeout=10,
+    )
 
 
 def _missing_params(gw: Gateway) -> requests.Response:
@@ -205,7 +232,9 @@ def _missing_params(gw: Gateway) -> requests.Response:
 
 
 def _no_encrypt(gw: Gateway) -> requests.Response:
-    return gw.app_sender().post_app(gw.app_sender().signed_query("x"), b"<xml><ToUserName>a</ToUserName></xml>")
+    return gw.app_sender().post_app(
+        gw.app_sender().signed_query("x"), b"<xml><ToUserName>a</ToUserName></xml>"
+    )
 
 
 def _malformed_xml(gw: Gateway) -> requests.Response:
