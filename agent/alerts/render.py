@@ -1,0 +1,222 @@
+"""Render notifications as WeCom robot `markdown` (v1) with Jinja2, escaped and fitted to the byte limit.
+
+Every `{{ value }}` goes through `finalize`, which escapes it for one line, so an admin's override
+template cannot forget to escape. Markup we produce ourselves (`<@userid>`, `<font>`, the quoted log
+block, links) is returned as `Md`, which `finalize` passes through untouched.
+
+Escaping (reference wecom-api §1.7): `<`/`>` become full-width ＜＞ (v1 gives `<font>` and `<@…>`
+meaning), backticks become ｀ (unbalanced fences truncate messages), and a markdown control at the
+start of a line (#, >, -, *, +, =, |, "1.") is swapped for its full-width twin. Backslash escapes
+are not honoured by WeCom, so none are used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
+
+TEMPLATES = Path(__file__).parent / "templates"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
+_LINE_START = re.compile(r"^(\s*)([#*+\-=|]|\d+\.)", re.M)
+_FULL = {"#": "＃", "*": "＊", "+": "＋", "-": "－", "=": "＝", "|": "｜"}
+_USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_URL = re.compile(r"^https?://[^\s()<>\[\]`]+$")
+
+
+class Md(str):
+    """Markdown we generated ourselves: `finalize` does not escape it again."""
+
+
+def _line_start(m: re.Match[str]) -> str:
+    lead, ctl = m.group(1), m.group(2)
+    return lead + (_FULL[ctl] if ctl in _FULL else ctl[:-1] + "．")
+
+
+def escape_md(value: Any) -> str:
+    """Escape free text for WeCom markdown v1, keeping line breaks."""
+    text = _CONTROL.sub("", str(value).replace("\r\n", "\n").replace("\r", "\n"))
+    text = text.replace("<", "＜").replace(">", "＞").replace("`", "｀")
+    return _LINE_START.sub(_line_start, text)
+
+
+def escape_inline(value: Any) -> str:
+    """Escape free text for use inside one line (newlines and tabs become spaces)."""
+    return escape_md(re.sub(r"\s+", " ", str(value)).strip())
+
+
+def _finalize(value: Any) -> str:
+    if isinstance(value, Md):
+        return str(value)
+    if value is None:
+        return ""
+    return escape_inline(value)
+
+
+def _quote(value: Any) -> Md:
+    lines = escape_md(value).strip("\n").split("\n")
+    return Md("\n".join(f"> {line}" if line.strip() else ">" for line in lines))
+
+
+def _at(userid: Any) -> Md:
+    uid = str(userid)
+    return Md(f"<@{uid}>") if _USERID.match(uid) else Md("")
+
+
+def _link(url: Any, label: str = "日志") -> Md:
+    u = str(url or "")
+    if _URL.match(u):
+        return Md(f"[{escape_inline(label)}]({u})")
+    return Md(escape_inline(u))
+
+
+def _font(tier: Any) -> Md:
+    color = {"P0": "warning", "P1": "comment", "P2": "info"}.get(str(tier), "comment")
+    return Md(f'<font color="{color}">{escape_inline(tier)}</font>')
+
+
+def _duration(seconds: Any) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: max(0, chars - 1)] + "…"
+
+
+def tail(text: str, chars: int) -> str:
+    """The last `chars` characters of a log, starting at a line boundary when one is close."""
+    if len(text) <= chars:
+        return text
+    cut = text[-chars:]
+    nl = cut.find("\n")
+    return "…" + (cut[nl + 1 :] if 0 <= nl < 80 else cut)
+
+
+def fit_bytes(text: str, limit: int) -> str:
+    """Cut `text` to at most `limit` UTF-8 bytes at a character boundary, never inside `<@…>`/`<font…>`."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text
+    marker = "\n…"
+    out = raw[: limit - len(marker.encode())].decode("utf-8", errors="ignore")
+    opened = out.rfind("<")
+    if opened > out.rfind(">"):
+        out = out[:opened]  # our own tags are the only raw '<' left after escaping
+    return out + marker
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of each variable field a rendering may use; tightened until the message fits."""
+
+    log_chars: int
+    error_chars: int
+    list_items: int
+    name_chars: int
+
+
+class Renderer:
+    """Jinja2 renderer: package templates, optionally overridden from an admin directory."""
+
+    def __init__(
+        self,
+        templates_dir: str | Path | None = None,
+        timezone: str = "Asia/Shanghai",
+        max_bytes: int = 4096,
+        log_tail_chars: int = 500,
+    ) -> None:
+        loaders = [FileSystemLoader(str(templates_dir))] if templates_dir else []
+        self.env = Environment(
+            loader=ChoiceLoader([*loaders, FileSystemLoader(str(TEMPLATES))]),
+            undefined=StrictUndefined,
+            autoescape=False,
+            finalize=_finalize,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=False,
+        )
+        self.tz = ZoneInfo(timezone)
+        self.max_bytes = max_bytes
+        self.log_tail_chars = log_tail_chars
+        self.env.filters.update(
+            quote=_quote,
+            at=_at,
+            link=_link,
+            font=_font,
+            duration=_duration,
+            t=self._time,
+            esc=lambda v: Md(escape_inline(v)),
+        )
+
+    def _time(self, value: datetime | None) -> str:
+        return value.astimezone(self.tz).strftime("%m-%d %H:%M:%S") if value else "-"
+
+    def budgets(self) -> list[Budget]:
+        """From generous to tight: the log keeps its tail until the other fields are cut."""
+        n = self.log_tail_chars
+        return [
+            Budget(n, 600, 20, 120),
+            Budget(n, 300, 10, 80),
+            Budget(n, 120, 5, 48),
+            Budget(n, 80, 3, 32),
+            Budget(n // 2, 80, 3, 32),
+            Budget(n // 5, 60, 2, 24),
+            Budget(0, 40, 1, 16),
+        ]
+
+    def render(self, template: str, context: Mapping[str, Any]) -> str:
+        """Render `template` (e.g. 'instance.md.j2') to at most `max_bytes` UTF-8 bytes."""
+        tpl = self.env.get_template(template)
+        text = ""
+        for budget in self.budgets():
+            text = tpl.render(**_apply(context, budget)).strip()
+            if len(text.encode("utf-8")) <= self.max_bytes:
+                return text
+        return fit_bytes(text, self.max_bytes)
+
+
+def _apply(context: Mapping[str, Any], b: Budget) -> dict[str, Any]:
+    """Shorten the variable fields of a context to budget `b` (keys ending in _log/_error/_list/_name)."""
+    out: dict[str, Any] = {}
+    for key, value in context.items():
+        if key.endswith("_log") and isinstance(value, str):
+            out[key] = tail(value, b.log_chars) if b.log_chars else ""
+        elif key.endswith("_error") and isinstance(value, str):
+            out[key] = _cut(" ".join(value.split()), b.error_chars)
+        elif key.endswith("_name") and isinstance(value, str):
+            out[key] = _cut(value, b.name_chars)
+        elif key.endswith("_list") and isinstance(value, Sequence) and not isinstance(value, str):
+            items = list(value)
+            out[key] = [_shorten_item(i, b) for i in items[: b.list_items]]
+            out[key.removesuffix("_list") + "_more"] = max(0, len(items) - b.list_items) + int(
+                context.get(key.removesuffix("_list") + "_more", 0) or 0
+            )
+        elif key.endswith("_more") and key.removesuffix("_more") + "_list" in context:
+            continue
+        else:
+            out[key] = value
+    return out
+
+
+def _shorten_item(item: Any, b: Budget) -> Any:
+    if isinstance(item, str):
+        return _cut(item, b.name_chars)
+    if isinstance(item, Mapping):
+        return {k: _cut(v, b.name_chars) if isinstance(v, str) else v for k, v in item.items()}
+    return item
+
+
+def duration_seconds(start: datetime | None, end: datetime | None) -> float | None:
+    """end - start in seconds, or None when either is unknown."""
+    if start is None or end is None:
+        return None
+    return (end - start) / timedelta(seconds=1)

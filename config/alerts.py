@@ -1,0 +1,204 @@
+"""`config/alerts.yaml`: alert windows, thresholds, channels, maintenance schedules, delivery and SMTP."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class NodeStorm(BaseModel):
+    """When many failures on one worker host become one "suspect node" alert."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: int = Field(
+        default=5, ge=2, description="distinct failed instances on one host within the window"
+    )
+    window_minutes: int = Field(
+        default=10, ge=1, le=1440, description="sliding window for counting host failures"
+    )
+    channel: str = Field(default="default", description="channel that receives suspect-node alerts")
+
+
+class Channel(BaseModel):
+    """One alert channel: a WeCom group robot plus the e-mail fallback for it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    robot_key_env: str = Field(
+        description="environment variable holding the robot webhook key, e.g. XIHE_ROBOT_OPS"
+    )
+    rate_limit_per_minute: int = Field(
+        default=20, ge=1, le=20, description="messages per minute for this robot (WeCom: 20)"
+    )
+    email_to: list[str] = Field(default_factory=list, description="fallback recipients; empty = smtp.admins")
+
+
+class Scope(BaseModel):
+    """What a maintenance window covers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["all", "project", "workflow", "host"] = Field(
+        default="all", description="all | project | workflow | host"
+    )
+    value: str = Field(
+        default="", description="project name, workflow name or host (ip or ip:port); empty for all"
+    )
+
+    @model_validator(mode="after")
+    def _value_needed(self) -> Scope:
+        if self.kind != "all" and not self.value:
+            raise ValueError(f"scope kind {self.kind!r} needs a value")
+        return self
+
+
+class MaintenanceSchedule(BaseModel):
+    """A planned maintenance window: either a cron start plus a duration, or a fixed start/end."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="short name shown in suppression records, e.g. nightly-worker-restart")
+    cron: str = Field(
+        default="", description="5-field cron (minute hour day month weekday) in `timezone`; needs duration"
+    )
+    duration_minutes: int = Field(
+        default=0, ge=0, le=7 * 24 * 60, description="length of each cron occurrence"
+    )
+    start: datetime | None = Field(default=None, description="fixed start (ISO 8601, with offset)")
+    end: datetime | None = Field(default=None, description="fixed end (ISO 8601, with offset)")
+    scope: Scope = Field(default_factory=lambda: Scope(), description="what the window silences")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> MaintenanceSchedule:
+        if self.cron:
+            # local import: config must not import the pipeline package eagerly
+            from agent.alerts.cron import CronSpec
+
+            CronSpec.parse(self.cron)  # raises ValueError with the problem
+            if self.duration_minutes <= 0:
+                raise ValueError("a cron schedule needs duration_minutes > 0")
+            if self.start or self.end:
+                raise ValueError("use either cron + duration_minutes or start + end, not both")
+        else:
+            if self.start is None or self.end is None:
+                raise ValueError("give cron + duration_minutes, or both start and end")
+            if self.start.tzinfo is None or self.end.tzinfo is None:
+                raise ValueError("start and end need a UTC offset, e.g. 2026-12-02T22:00:00+08:00")
+            if self.end <= self.start:
+                raise ValueError("end must be after start")
+        return self
+
+
+class Delivery(BaseModel):
+    """How the outbox sender behaves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    robot_base_url: str = Field(
+        default="https://qyapi.weixin.qq.com/cgi-bin/webhook/send",
+        description="WeCom robot webhook endpoint (the fakes override it)",
+    )
+    timeout_seconds: float = Field(default=5.0, gt=0, description="HTTP timeout per attempt")
+    tries_per_run: int = Field(
+        default=3, ge=1, le=10, description="tenacity attempts per row per run for retryable errors"
+    )
+    failures_before_email: int = Field(
+        default=3, ge=1, description="consecutive failed rows before a channel falls back to e-mail"
+    )
+    probe_seconds: int = Field(
+        default=60, ge=1, description="while on e-mail, try the robot again this often"
+    )
+    retry_seconds: int = Field(
+        default=30, ge=1, description="first back-off for a row that failed; doubles, capped at 10 min"
+    )
+    lease_seconds: int = Field(
+        default=60, ge=5, description="claim lease; a crashed sender's rows are taken back after it"
+    )
+    batch: int = Field(default=50, ge=1, description="rows claimed per run")
+
+
+class Smtp(BaseModel):
+    """The e-mail fallback (standard-library smtplib)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field(default="", description="SMTP server; empty disables the e-mail fallback")
+    port: int = Field(default=25, description="SMTP port (587 with starttls, 25 plain)")
+    starttls: bool = Field(default=False, description="upgrade the connection with STARTTLS")
+    username: str = Field(default="", description="login name; empty = no AUTH")
+    password_env: str = Field(default="", description="environment variable holding the SMTP password")
+    from_addr: str = Field(default="xihe@localhost", description="envelope and header From")
+    admins: list[str] = Field(default_factory=list, description="default recipients of fallback mail")
+    timeout_seconds: float = Field(default=10.0, gt=0, description="socket timeout")
+
+
+class Webhook(BaseModel):
+    """`POST /hooks/dolphinscheduler` (DolphinScheduler's HTTP alert plugin)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    secret_env: str = Field(
+        default="XIHE_DS_WEBHOOK_SECRET", description="environment variable with the shared secret"
+    )
+    header: str = Field(
+        default="X-Xihe-Token",
+        description="header carrying the secret (configure it in the plugin's headerParams)",
+    )
+    ds_timezone: str = Field(
+        default="Asia/Shanghai", description="timezone of the naive times DolphinScheduler posts"
+    )
+
+
+class AlertsConfig(BaseModel):
+    """All alert pipeline settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timezone: str = Field(
+        default="Asia/Shanghai", description="timezone for cron schedules and times shown in messages"
+    )
+    instance_wait_seconds: int = Field(
+        default=15,
+        ge=0,
+        le=600,
+        description="hold a new instance's message this long so its other failed tasks join it",
+    )
+    window_minutes: int = Field(
+        default=10, ge=1, le=1440, description="fingerprint and P2 aggregation window"
+    )
+    fold_p0: bool = Field(
+        default=False,
+        description="also fold P0 failures into fingerprint windows (default: P0 always pushed)",
+    )
+    node_storm: NodeStorm = Field(default_factory=lambda: NodeStorm(), description="suspect-node detection")
+    memory_hours: int = Field(default=24, ge=1, description="how long instance and dedupe state is kept")
+    log_tail_chars: int = Field(
+        default=500, ge=50, le=2000, description="characters of the log tail kept in a message"
+    )
+    max_bytes: int = Field(
+        default=4096, ge=512, le=4096, description="markdown content limit in UTF-8 bytes (WeCom: 4096)"
+    )
+    templates_dir: str = Field(
+        default="", description="directory with admin overrides of instance/aggregate/node .md.j2"
+    )
+    channels: dict[str, Channel] = Field(
+        default_factory=lambda: {"default": Channel(robot_key_env="XIHE_ROBOT_KEY")},
+        description="channel name → robot and fallback; workflows name their channel",
+    )
+    maintenance: list[MaintenanceSchedule] = Field(
+        default_factory=list, description="planned maintenance windows"
+    )
+    delivery: Delivery = Field(default_factory=lambda: Delivery(), description="outbox sender settings")
+    smtp: Smtp = Field(default_factory=lambda: Smtp(), description="e-mail fallback")
+    webhook: Webhook = Field(default_factory=lambda: Webhook(), description="DolphinScheduler alert webhook")
+
+    @model_validator(mode="after")
+    def _default_channel(self) -> AlertsConfig:
+        if "default" not in self.channels:
+            raise ValueError("channels must define 'default' (workflows without a channel use it)")
+        if self.node_storm.channel not in self.channels:
+            raise ValueError(f"node_storm.channel {self.node_storm.channel!r} is not defined under channels")
+        return self
