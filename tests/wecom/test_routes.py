@@ -293,3 +293,10 @@ def test_get_verification_rejects_forged_and_stale(gateway: Gateway) -> None:
     assert requests.get(f"{gateway.url}/wecom/callback", params=forged, timeout=5).status_code == 401
     stale = {**sender.signed_query(echostr, timestamp="1000"), "echostr": echostr}
     assert requests.get(f"{gateway.url}/wecom/callback", params=stale, timeout=5).status_code == 403
+
+
+def test_only_enabled_routes_are_served(make_gateway: Callable[..., Gateway]) -> None:
+    gw = make_gateway(app_enabled=False, aibot=None)
+    sender = gw.app_sender()
+    assert sender.post_app_text("alice", "hi", 1, AGENT_ID).status_code == 404
+    assert sender.verify_url("1", path="/wecom/aibot").status_code == 404
