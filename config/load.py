@@ -55,8 +55,8 @@ class Settings:
     texts: dict[str, str] = field(default_factory=dict)
 
     def section(self, name: str) -> Any:
-        """A section by attribute name (core, access, ... or a registered extra)."""
-        return getattr(self, name) if hasattr(self, name) else self.extra[name]
+        """A section by attribute name (core, access, ...), or a feature section; None when not configured."""
+        return getattr(self, name) if name in Settings.__dataclass_fields__ else self.extra.get(name)
 
     def secret(self, env_name: str) -> str | None:
         """The value of a secret the YAML names; never logged."""
@@ -111,9 +111,7 @@ def load_dir(directory: str | Path, sections: dict[str, tuple[str, type[BaseMode
         model = _model(ref)
         path = root / file
         if not path.exists():
-            if attr not in Settings.__dataclass_fields__:
-                settings.extra[attr] = model()
-            continue
+            continue  # core sections keep their defaults; a feature section is simply absent
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

@@ -60,11 +60,15 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'xihe.db'}"
 
 
-def write_config(directory: Path, *, llm_url: str = "", overrides: dict[str, Any] | None = None) -> Path:
-    """Copy the shipped config and point it at the fakes; `overrides` merge into xihe.yaml."""
+CORE_FILES = ("xihe.yaml", "access.yaml")
+
+
+def write_config(directory: Path, *, llm_url: str = "", overrides: dict[str, Any] | None = None,
+                 files: tuple[str, ...] = CORE_FILES) -> Path:
+    """Copy shipped config files and point them at the fakes; `overrides` merge into xihe.yaml."""
     directory.mkdir(parents=True, exist_ok=True)
-    for f in (REPO / "config").glob("*.yaml"):
-        shutil.copy(f, directory / f.name)
+    for name in files:
+        shutil.copy(REPO / "config" / name, directory / name)
     core = yaml.safe_load((directory / "xihe.yaml").read_text())
     core["llm"].update({"base_url": llm_url, "model": "scripted", "max_wait_seconds": 0})
     core["plugins"] = ["tests.support.tools:SPECS"]
@@ -98,12 +102,13 @@ def make_app(tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, sqlite_url: str
     counter = {"n": 0}
 
     def make(script: list[Step] | None = None, *, db: str | None = None, with_llm: bool = True,
-             overrides: dict[str, Any] | None = None, notify: Callable[[str, str], None] | None = None) -> App:
+             overrides: dict[str, Any] | None = None, notify: Callable[[str, str], None] | None = None,
+             files: tuple[str, ...] = CORE_FILES) -> App:
         counter["n"] += 1
         if script:
             llm.add(*script)
         cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url if with_llm else "",
-                           overrides=overrides)
+                           overrides=overrides, files=files)
         return build_app(cfg, clock=clock, database_url=db or sqlite_url, notify=notify,
                          holder=f"test-{counter['n']}")
 
