@@ -47,8 +47,13 @@ def escape_md(value: Any) -> str:
 
 
 def escape_inline(value: Any) -> str:
-    """Escape free text for use inside one line (newlines and tabs become spaces)."""
-    return escape_md(re.sub(r"\s+", " ", str(value)).strip())
+    """Escape free text for use inside one line (newlines and tabs become spaces).
+
+    Only a leading #*+-=| is neutralised: "10.0.0.1" or "3. step" in the middle of a line is not a list.
+    """
+    text = _CONTROL.sub("", re.sub(r"\s+", " ", str(value)).strip())
+    text = text.replace("<", "＜").replace(">", "＞").replace("`", "｀")
+    return _FULL[text[0]] + text[1:] if text and text[0] in _FULL else text
 
 
 def _finalize(value: Any) -> str:

@@ -1,0 +1,222 @@
+"""Replay a recorded FailureEvent stream through the real pipeline and deliverer on a simulated clock.
+
+Used by `xihe alerts replay`, the tests and the storm benchmark. Stores are in memory; the robot is
+`SimRobot`, which enforces WeCom's 20 messages/minute on the simulated clock and counts violations.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tenacity import wait_none
+
+from agent.alerts.deliver import Deliverer, DeliveryAttempt
+from agent.alerts.model import PUSHED, AlertRecord
+from agent.alerts.outbox import InMemoryOutbox
+from agent.alerts.pipeline import Pipeline
+from agent.alerts.ratelimit import RateLimiter
+from agent.alerts.state import InMemoryAlertStateStore
+from agent.clock import FakeClock
+from agent.errors import MailError
+from agent.events import FailureEvent
+from config.alerts import AlertsConfig
+from config.workflows import WorkflowsConfig
+from integrations.wecom_robot import RobotError, RobotReply
+
+
+class SimRobot:
+    """An in-process robot on a simulated clock: WeCom's per-key limit, byte limit and outages."""
+
+    def __init__(self, clock: FakeClock, per_minute: int = 20, max_bytes: int = 4096) -> None:
+        self.clock = clock
+        self.per_minute = per_minute
+        self.max_bytes = max_bytes
+        self.sent: list[tuple[datetime, str, str]] = []
+        self.requests: dict[str, list[datetime]] = {}
+        self.violations = 0
+        self.down: list[tuple[datetime, datetime]] = []  # outage stretches [start, end)
+
+    def send_markdown(self, key: str, content: str) -> RobotReply:
+        """Accept, or raise RobotError like WeCom would."""
+        now = self.clock()
+        reqs = self.requests.setdefault(key, [])
+        reqs.append(now)
+        recent = sum(1 for t in reqs[-self.per_minute - 1 :] if t > now - timedelta(minutes=1))
+        if any(a <= now < b for a, b in self.down):
+            raise RobotError("robot HTTP 502", retryable=True, status=502, body="bad gateway")
+        if recent > self.per_minute:
+            self.violations += 1
+            raise RobotError(
+                "robot errcode 45009",
+                errcode=45009,
+                retryable=True,
+                status=200,
+                body='{"errcode":45009,"errmsg":"api freq out of limit"}',
+            )
+        if len(content.encode("utf-8")) > self.max_bytes:
+            raise RobotError("robot errcode 40058", errcode=40058, status=200, body='{"errcode":40058}')
+        self.sent.append((now, key, content))
+        return RobotReply(200, '{"errcode":0,"errmsg":"ok"}', 0)
+
+
+class SimMailer:
+    """Records mail instead of sending it; can be down for a stretch."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.sent: list[tuple[datetime, list[str], str, str]] = []
+        self.down: list[tuple[datetime, datetime]] = []
+
+    def send(self, to: list[str], subject: str, body: str, message_id_key: str = "") -> str:
+        """Record one mail."""
+        now = self.clock()
+        if any(a <= now < b for a, b in self.down):
+            raise MailError("SMTP 451: simulated outage", retryable=True)
+        self.sent.append((now, list(to), subject, body))
+        return "250 OK"
+
+
+@dataclass
+class ReplayResult:
+    """Everything a replay produced."""
+
+    notifications: list[dict[str, Any]]
+    records: list[AlertRecord]
+    attempts: list[DeliveryAttempt]
+    events: int
+    naive: int
+    rate_limit_violations: int
+    core_seconds: float
+    unsent: int
+    robot: SimRobot = field(repr=False)
+
+    def suppressed(self) -> list[dict[str, Any]]:
+        """Records of events that were not pushed as their own message, with the reason."""
+        return [r.to_dict() for r in self.records if r.reason not in PUSHED]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for humans and the benchmark."""
+        by_reason = Counter(r.reason.value for r in self.records)
+        by_kind = Counter(n["kind"] for n in self.notifications)
+        return {
+            "events": self.events,
+            "notifications": len(self.notifications),
+            "by_kind": dict(by_kind),
+            "naive_one_per_failure": self.naive,
+            "by_reason": dict(sorted(by_reason.items())),
+            "rate_limit_violations": self.rate_limit_violations,
+            "unsent": self.unsent,
+            "via": dict(Counter(n["via"] for n in self.notifications)),
+        }
+
+
+def load_events(path: str | Path) -> tuple[list[FailureEvent], list[str]]:
+    """Parse a JSONL file; bad lines come back as `file:line: problem`."""
+    events: list[FailureEvent] = []
+    errors: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("expected a JSON object")
+                data.setdefault("source", "replay")
+                events.append(FailureEvent.from_dict(data))
+            except json.JSONDecodeError as exc:
+                errors.append(f"{path}:{n}: invalid JSON: {exc.msg} (column {exc.colno})")
+            except (ValueError, TypeError) as exc:
+                errors.append(f"{path}:{n}: {exc}")
+    return events, errors
+
+
+def is_failure_report(e: FailureEvent) -> bool:
+    """What a naive one-alert-per-failure policy would push."""
+    return e.state.upper() not in ("SUCCESS", "STOP", "PAUSE") and e.task_state.upper() not in ("SUCCESS",)
+
+
+def run_replay(
+    events: Iterable[FailureEvent],
+    config: AlertsConfig,
+    workflows: WorkflowsConfig,
+    robot_down: Iterable[tuple[datetime, datetime]] = (),
+) -> ReplayResult:
+    """Feed `events` in time order on a simulated clock; deliver through SimRobot/SimMailer."""
+    stream = sorted(events, key=lambda e: e.at)
+    start = stream[0].at if stream else datetime.fromisoformat("2026-01-01T00:00:00+00:00")
+    clock = FakeClock(start)
+    state = InMemoryAlertStateStore()
+    outbox = InMemoryOutbox()
+    pipeline = Pipeline(config, workflows, state, outbox)
+    robot = SimRobot(clock)
+    robot.down = list(robot_down)
+    mailer = SimMailer(clock)
+    env = {ch.robot_key_env: f"sim-{name}" for name, ch in config.channels.items()}
+    deliverer = Deliverer(
+        config, outbox, robot, mailer, RateLimiter(), env=env, wait=wait_none(), sleep=lambda _s: None
+    )
+    records: list[AlertRecord] = []
+    attempts: list[DeliveryAttempt] = []
+    core = 0.0
+    horizon = timedelta(
+        minutes=max(config.window_minutes, config.node_storm.window_minutes),
+        seconds=config.instance_wait_seconds + 1,
+    )
+    last = stream[-1].at + horizon if stream else start
+    i, n = 0, len(stream)
+    while True:
+        candidates = [
+            t
+            for t in (stream[i].at if i < n else None, pipeline.next_due(), outbox.next_due())
+            if t is not None
+        ]
+        if i >= n:
+            candidates = [t for t in candidates if t <= last] or [
+                t for t in (outbox.next_due(),) if t is not None
+            ]
+        if not candidates:
+            break
+        now = max(min(candidates), clock.now)
+        clock.now = now
+        t0 = time.perf_counter()
+        while i < n and stream[i].at <= now:
+            records.extend(pipeline.feed(stream[i], now).records)
+            i += 1
+        pipeline.tick(now)
+        core += time.perf_counter() - t0
+        attempts.extend(deliverer.run_once(now))
+        if i >= n and outbox.next_due() is None and (pipeline.next_due() or last) > last:
+            break
+    sent = [r for r in outbox.rows() if r.status == "sent"]
+    notes = [
+        {
+            "time": r.sent_at.isoformat() if r.sent_at else None,
+            "created": r.created_at.isoformat(),
+            "tier": r.tier,
+            "channel": r.channel,
+            "via": r.sent_via,
+            "key": r.key,
+            "kind": r.kind,
+            "text": r.text,
+        }
+        for r in sorted(sent, key=lambda r: (r.sent_at or r.created_at, r.key))
+    ]
+    return ReplayResult(
+        notes,
+        records,
+        attempts,
+        n,
+        sum(1 for e in stream if is_failure_report(e)),
+        robot.violations,
+        core,
+        sum(1 for r in outbox.rows() if r.status != "sent"),
+        robot,
+    )
