@@ -87,14 +87,17 @@ class RetrievalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     candidates: int = Field(50, description="top-N taken from each of BM25 and vectors before fusion")
+    fusion: Literal["linear", "rrf"] = Field(
+        "linear", description="linear = bm25/max + vector_weight * cosine (measured best); rrf = reciprocal rank"
+    )
     rrf_k: int = Field(60, description="reciprocal rank fusion constant")
-    bm25_weight: float = Field(1.0, description="weight of the BM25 list in the fusion")
-    vector_weight: float = Field(1.0, description="weight of the vector list in the fusion")
+    bm25_weight: float = Field(1.0, description="weight of the BM25 list in rrf fusion")
+    vector_weight: float = Field(1.0, description="weight of the vector score (linear) or list (rrf)")
     cjk_bridge: bool = Field(True, description="add English terms for Chinese words of a question")
     min_bm25_score: float = Field(
-        2.0, description="below this best BM25 score (and the vector floor) a search reports 'nothing relevant'"
+        6.0, description="below this best BM25 score (and the vector floor) a search reports 'nothing relevant'"
     )
-    min_vector_score: float = Field(0.35, description="cosine floor used with min_bm25_score")
+    min_vector_score: float = Field(0.5, description="cosine floor used with min_bm25_score")
 
 
 class CodeConfig(BaseModel):

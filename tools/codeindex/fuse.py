@@ -17,3 +17,15 @@ def rrf(lists: Sequence[Sequence[int]], k: int = 60, weights: Sequence[float] | 
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
     order = {item: i for i, item in enumerate(dict.fromkeys(x for items in lists for x in items))}
     return sorted(scores.items(), key=lambda p: (-p[1], order[p[0]]))
+
+
+def linear(bm25: dict[int, float], cosine: dict[int, float], weight: float = 1.0) -> list[tuple[int, float]]:
+    """Score fusion: bm25 / max(bm25) + weight * cosine over the candidates of both lists; best first.
+
+    Measured on the stdlib benchmark this beat RRF (which let the weaker vector list push good
+    keyword hits down); each dict must hold both scores for every candidate.
+    """
+    top = max(bm25.values(), default=0.0) or 1.0
+    keys = list(dict.fromkeys([*bm25, *cosine]))
+    scored = [(i, bm25.get(i, 0.0) / top + weight * cosine.get(i, 0.0)) for i in keys]
+    return sorted(scored, key=lambda p: -p[1])
