@@ -27,7 +27,7 @@ def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsCon
     workflows = (
         load_model(wf_path.read_text(encoding="utf-8"), str(wf_path), WorkflowsConfig)
         if wf_path.exists()
-        else WorkflowsConfig()
+        else WorkflowsConfig.model_validate({})
     )
     return alerts, workflows
 
