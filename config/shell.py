@@ -222,7 +222,9 @@ class ShellConfig(BaseModel):
     run_as_gid: int = Field(
         65534, ge=1, description="gid commands run as inside the sandbox when the bot is root"
     )
-    limits: Limits = Field(default_factory=lambda: Limits.model_validate({}), description="global resource limits")
+    limits: Limits = Field(
+        default_factory=lambda: Limits.model_validate({}), description="global resource limits"
+    )
     artifact_cap_mb: int = Field(16, ge=1, le=1024, description="largest full-output artifact kept, MB")
     max_argv_chars: int = Field(8192, ge=64, le=131072, description="longest whole argv in characters")
     production_environments: list[str] = Field(

@@ -289,6 +289,16 @@ def _throwaway_copy(src: Path, uid: int | None, gid: int | None) -> Path:
     return dest
 
 
+def _parents(paths: list[str]) -> list[str]:
+    """Ancestor directories of bind targets that bwrap must create, outside the system binds, shallow first."""
+    out: set[str] = set()
+    for p in paths:
+        for parent in Path(p).parents:
+            if str(parent) not in ("/", "/tmp") and not str(parent).startswith(("/usr", "/proc", "/dev")):
+                out.add(str(parent))
+    return sorted(out, key=lambda x: (x.count("/"), x))
+
+
 class BwrapSandbox:
     """bubblewrap back end (Debian package `bubblewrap`, 0.8 or newer)."""
 
@@ -341,13 +351,14 @@ class BwrapSandbox:
         if not plan.network:
             cmd.append("--unshare-net")
         cmd += ["--die-with-parent", "--new-session", *self._base_binds()]
-        etc = ETC_FILES + (NET_ETC_FILES if plan.network else ())
-        for name in etc:
-            cmd += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        for extra in plan.ro_binds:
-            cmd += ["--ro-bind-try", extra, extra]
+        etc = [f"/etc/{name}" for name in ETC_FILES + (NET_ETC_FILES if plan.network else ())]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         cmd += ["--perms", "1777", "--size", str(plan.limits.tmp_size_mb << 20), "--tmpfs", "/tmp"]
+        # parents of bind targets would otherwise be created root-only (0700) and block the sandbox user
+        for parent in _parents([*etc, *plan.ro_binds, *map(str, plan.workspaces.values())]):
+            cmd += ["--perms", "0755", "--dir", parent]
+        for path in [*etc, *plan.ro_binds]:
+            cmd += ["--ro-bind-try", path, path]
         for root in plan.workspaces.values():
             if workspace_copy is not None and root == plan.writable:
                 cmd += ["--bind", str(workspace_copy), str(root)]  # the copy shadows the real checkout
@@ -525,6 +536,15 @@ class Unsandboxed:
                 shutil.rmtree(copy.parent, ignore_errors=True)
 
 
+def make_backend(config: ShellConfig) -> Backend:
+    """The back end the config names (availability is checked when used, not here)."""
+    if config.sandbox == "bwrap":
+        return BwrapSandbox()
+    if config.sandbox == "docker":
+        return DockerSandbox(config.docker_image)
+    return Unsandboxed()
+
+
 @dataclass(frozen=True)
 class SandboxStatus:
     """What `/help` and start-up logging show about the sandbox."""
@@ -551,14 +571,7 @@ class ShellRunner:
             if save_artifact is not None
             else TempArtifacts(max_bytes=config.artifact_cap_mb << 20)
         )
-        if backend is not None:
-            self.backend: Backend = backend
-        elif config.sandbox == "bwrap":
-            self.backend = BwrapSandbox()
-        elif config.sandbox == "docker":
-            self.backend = DockerSandbox(config.docker_image)
-        else:
-            self.backend = Unsandboxed()
+        self.backend: Backend = backend if backend is not None else make_backend(config)
         if self.backend.name == "none":
             log.warning(
                 "SHELL SANDBOX DISABLED (sandbox: none in shell.yaml): whitelisted commands run directly "

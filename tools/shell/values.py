@@ -19,6 +19,12 @@ ENV_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=")
 INTEGER = re.compile(r"^-?[0-9]{1,18}$")  # ASCII digits only: int() also accepts Arabic-Indic digits
 # ASCII characters whose look-alikes are refused even where Unicode letters are allowed.
 SENSITIVE_ASCII = frozenset("-/.=\\'\"") | SHELL_CHARS | GLOB_CHARS
+# Look-alikes that NFKC leaves alone: dashes and minus signs (option look), slashes (path look).
+CONFUSABLES = {
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u02d7\ufe58\ufe63\uff0d\u2796", "-"),
+    **dict.fromkeys("\u2215\u2044\u29f8\u2571\u27cb", "/"),
+    **dict.fromkeys("\u037e\uff1b", ";"),
+}
 
 
 class BadValue(ValueError):
@@ -26,7 +32,8 @@ class BadValue(ValueError):
 
 
 def _char_name(ch: str) -> str:
-    return f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
+    fallback = "control" if unicodedata.category(ch) == "Cc" else "unnamed"
+    return f"U+{ord(ch):04X} ({unicodedata.name(ch, fallback)})"
 
 
 def check_characters(value: str, spec: ArgSpec) -> None:
@@ -51,6 +58,8 @@ def check_characters(value: str, spec: ArgSpec) -> None:
                 raise BadValue(
                     f"contains the non-ASCII character {_char_name(ch)}; only ASCII is allowed here"
                 )
+            if ch in CONFUSABLES:
+                raise BadValue(f"contains {_char_name(ch)}, a look-alike of {CONFUSABLES[ch]!r}")
             if any(c in SENSITIVE_ASCII for c in folded) or cat == "Pd":
                 raise BadValue(f"contains {_char_name(ch)}, a look-alike of {folded!r}")
     for ch in value:

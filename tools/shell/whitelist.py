@@ -205,13 +205,15 @@ class Whitelist:
             out.append(f)
         return tuple(out)
 
-    def _render(self, entry: Entry, values: Mapping[str, str], flags: tuple[str, ...]) -> Match:
+    @staticmethod
+    def render_values(entry: Entry, values: Mapping[str, str], flags: Sequence[str]) -> tuple[str, ...]:
+        """Fill the entry's template with already-validated values (also used to render redacted argv)."""
         argv: list[str] = []
 
         def part(p: Lit | Slot) -> str:
             return p.text if isinstance(p, Lit) else p.prefix + values[p.arg] + p.suffix
 
-        for item in self._templates[entry.name]:
+        for item in compile_template(entry):
             if isinstance(item, Group):
                 if all(p.arg in values for p in item.items if isinstance(p, Slot)):
                     argv += [part(p) for p in item.items]
@@ -219,6 +221,10 @@ class Whitelist:
                 argv += flags
             else:
                 argv.append(part(item))
+        return tuple(argv)
+
+    def _render(self, entry: Entry, values: Mapping[str, str], flags: tuple[str, ...]) -> Match:
+        argv = self.render_values(entry, values, flags)
         total = sum(len(a) + 1 for a in argv)
         if total > self.config.max_argv_chars:
             raise ShellRefused(
@@ -356,9 +362,7 @@ def _walk(
             return dict(captured), list(flags)
         extra = tokens[j]
         hint = f" (allowed flags: {', '.join(entry.flags)})" if entry.flags else ""
-        return _Fail(
-            j, f"unexpected extra argument {extra[:60]!r} at position {j}{hint}", _token_arg(extra, j)
-        )
+        return _Fail(j, f"unexpected extra argument {extra[:60]!r} at argv[{j}]{hint}", _token_arg(extra, j))
     item = items[i]
     if isinstance(item, Flags):
         best: _Fail | None = None
@@ -390,13 +394,13 @@ def _walk(
         return with_group if with_group.depth >= without.depth else without
     if j >= len(tokens):
         return _Fail(
-            j, f"missing {_expect(item, entry)} at position {j}", item.arg if isinstance(item, Slot) else None
+            j, f"missing {_expect(item, entry)} at argv[{j}]", item.arg if isinstance(item, Slot) else None
         )
     value = _part_match(item, tokens[j])
     if value is None:
         return _Fail(
             j,
-            f"expected {_expect(item, entry)} at position {j}, got {tokens[j][:60]!r}",
+            f"expected {_expect(item, entry)} at argv[{j}], got {tokens[j][:60]!r}",
             item.arg if isinstance(item, Slot) else _token_arg(tokens[j], j),
         )
     if isinstance(item, Slot):
@@ -420,14 +424,14 @@ def _walk_seq(
         if j + n >= len(tokens):
             return _Fail(
                 j + n,
-                f"missing {_expect(p, entry)} at position {j + n}",
+                f"missing {_expect(p, entry)} at argv[{j + n}]",
                 p.arg if isinstance(p, Slot) else None,
             )
         value = _part_match(p, tokens[j + n])
         if value is None:
             return _Fail(
                 j + n,
-                f"expected {_expect(p, entry)} at position {j + n}, got {tokens[j + n][:60]!r}",
+                f"expected {_expect(p, entry)} at argv[{j + n}], got {tokens[j + n][:60]!r}",
                 p.arg if isinstance(p, Slot) else _token_arg(tokens[j + n], j + n),
             )
         if isinstance(p, Slot):
