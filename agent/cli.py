@@ -94,9 +94,28 @@ def cmd_task_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def holder_is_dead(holder: str | None) -> bool:
+    """A lease holder named `host:pid` on this host whose process no longer exists."""
+    import os
+    import socket
+
+    host, _, pid = (holder or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def cmd_task_resume(args: argparse.Namespace) -> int:
     app = _app(args)
-    outcome = app.agent.resume(args.id)
+    task = app.deps.tasks.get(args.id)
+    take_over = args.force or holder_is_dead(task.lease_owner)
+    outcome = app.agent.resume(args.id, take_over=take_over)
     print(f"task {outcome.task_id} {outcome.status}: {outcome.reply}")
     return 0 if outcome.status in ("done", "awaiting_confirmation") else 1
 
@@ -154,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_task_show)
     resume = task.add_parser("resume", help="continue a task at its first unfinished step")
     resume.add_argument("id", type=int)
+    resume.add_argument("--force", action="store_true", help="take the task over even if another holder's lease is live")
     resume.set_defaults(func=cmd_task_resume)
 
     audit = sub.add_parser("audit", help="audit trail").add_subparsers(dest="audit_command", required=True)

@@ -83,12 +83,16 @@ class Agent:
                                output_text=json.dumps({"message": message, "finish_reason": "tool_calls"}))
         return self._drive(task)
 
-    def resume(self, task_id: int) -> Outcome:
-        """Continue a task from its first unfinished step."""
+    def resume(self, task_id: int, *, take_over: bool = False) -> Outcome:
+        """Continue a task from its first unfinished step; `take_over` breaks a dead holder's lease."""
         task = self.deps.tasks.get(task_id)
         if task.status in ("done", "cancelled"):
             raise TaskStateError(f"task {task_id} is {task.status}; there is nothing to resume")
         now = self.deps.clock()
+        if take_over and task.lease_owner and task.lease_owner != self.deps.holder:
+            self.deps.tasks.release(task_id, task.lease_owner)
+            self.deps.audit.record(AuditEvent(at=now, kind="task", actor=self.deps.holder, outcome="lease_taken",
+                                              task_id=task_id, reason=f"lease of {task.lease_owner} broken"))
         self.deps.tasks.update(task_id, now, status="running", error=None)
         return self._drive(self.deps.tasks.get(task_id))
 

@@ -1,0 +1,55 @@
+"""`xihe config check` names file:line: key: problem and exits non-zero."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.cli import main
+from tests.conftest import REPO
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    d = tmp_path / "cfg"
+    d.mkdir(exist_ok=True)
+    (d / name).write_text(text, encoding="utf-8")
+    return d
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("xihe.yaml", "loop:\n  max_turns: 8\n  max_turn: 3\n", "xihe.yaml:3: loop.max_turn: Extra inputs are not permitted"),
+    ("xihe.yaml", "loop:\n  max_turns: lots\n", "xihe.yaml:2: loop.max_turns: Input should be a valid integer"),
+    ("xihe.yaml", "llm:\n  model: [unclosed\n", "xihe.yaml:3: invalid YAML"),
+    ("access.yaml", "roles:\n  dev: {tools: ['*']}\nusers:\n  alice:\n    roles: [dev, ops]\n",
+     "access.yaml:5: users.alice.roles.1: undefined role 'ops'"),
+    ("access.yaml", "roles:\n  dev:\n    tools: ['*']\n    environments: [staging]\n",
+     "access.yaml:4: roles.dev.environments.0: undefined environment 'staging'"),
+    ("xihe.yml", "a: 1\n", "xihe.yml: unknown config file"),
+    ("xihe.yaml", "tools: [echo_typo]\n", "xihe.yaml: tools.0: unknown tool 'echo_typo'"),
+])
+def test_broken_config_is_reported_with_file_line_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       name: str, text: str, expected: str) -> None:
+    directory = write(tmp_path, name, text)
+    assert main(["config", "check", str(directory)]) == 1
+    err = capsys.readouterr().err
+    assert expected in err, err
+
+
+def test_shipped_config_is_valid() -> None:
+    result = subprocess.run([sys.executable, "-m", "agent.cli", "config", "check", str(REPO / "config")],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "OK" in result.stdout
+
+
+def test_tools_prints_the_schemas_the_model_gets(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["--config", str(REPO / "config"), "tools"]) == 0
+    schemas = json.loads(capsys.readouterr().out)
+    by_name = {s["function"]["name"]: s["function"] for s in schemas}
+    assert by_name["read_artifact"]["parameters"]["required"] == ["artifact_id"]
+    assert "artifact id" in by_name["read_artifact"]["parameters"]["properties"]["artifact_id"]["description"]
