@@ -6,7 +6,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from tools.codeindex.index import CodeIndex, Scored, normalise_path
-from tools.codeindex.walk import read_source
+from tools.codeindex.units import EXTENSIONS
+from tools.codeindex.walk import TEXT_EXTENSIONS, TEXT_NAMES, read_source
 
 NOTHING_FOUND = "No matching implementation in the repository"
 MAX_UNIT_LINES = 80
@@ -70,6 +71,16 @@ _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]
 _CODE = re.compile(r"`([^`\n]+)`")
 _SYMBOL = re.compile(r"^[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*(?:\(\))?$")
 _NOT_FILES = frozenset({"e.g", "i.e", "etc"})
+# `Class.method` looks like `name.ext`: only known file extensions make a bare name a path
+_FILE_EXTENSIONS = frozenset(EXTENSIONS) | TEXT_EXTENSIONS | {".json", ".lock", ".env", ".csv", ".ipynb", ".j2"}
+
+
+def _is_path(p: str) -> bool:
+    name = p.rsplit("/", 1)[-1]
+    if name in TEXT_NAMES:
+        return True
+    dot = name.rfind(".")
+    return dot > 0 and name[dot:].lower() in _FILE_EXTENSIONS
 
 
 def _symbol(code: str) -> str | None:
@@ -88,12 +99,12 @@ def extract_citations(text: str) -> list[tuple[str, str | None]]:
     out: dict[tuple[str, str | None], None] = {}
     for line in text.splitlines():
         paths = [(m.start(), m.group(1)) for m in _PATH.finditer(line) if m.group(1).lower() not in _NOT_FILES]
-        paths = [(pos, p) for pos, p in paths if "/" in p or "." in p.rsplit("/", 1)[-1]]
+        paths = [(pos, p) for pos, p in paths if _is_path(p)]
         code_spans = [(m.start(), m.group(1)) for m in _CODE.finditer(line)]
         path_values = {p for _, p in paths}
         symbols: list[tuple[int, str]] = []
         for pos, code in code_spans:
-            if code.strip() in path_values or _PATH.fullmatch(code.strip()):
+            if code.strip() in path_values or _is_path(code.strip()):
                 continue
             sym = _symbol(code)
             if sym and not _looks_like_path(sym, path_values):
