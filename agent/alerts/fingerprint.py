@@ -9,13 +9,13 @@ from functools import lru_cache
 # Order matters: the specific shapes go before bare numbers eat their digits.
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"), "<uuid>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.@~+-]+){2,}[/\\]?"), "<path>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?(Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
     (re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}"), "<date>"),
     (re.compile(r"\b\d{2}:\d{2}:\d{2}([.,]\d+)?\b"), "<time>"),
     (re.compile(r"\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b"), "<ip>"),
     (re.compile(r"\[?[0-9a-fA-F:]*::[0-9a-fA-F:]+\]?(:\d+)?"), "<ip>"),
     (re.compile(r"\b[\w.-]+:\d{2,5}\b"), "<host:port>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.@~+-]+){2,}[/\\]?"), "<path>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     (re.compile(r"\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b"), "<hex>"),
     (re.compile(r"\d+"), "<n>"),

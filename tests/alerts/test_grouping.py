@@ -1,0 +1,155 @@
+"""Grouping rules on a FakeClock: per instance, fingerprint windows, P2 summaries, node storms, restarts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from agent.alerts.model import Kind, Reason
+from agent.alerts.outbox import InMemoryOutbox
+from agent.alerts.state import InMemoryAlertStateStore
+from agent.clock import FakeClock
+from tests.alerts.conftest import T0, config, event
+
+
+def kinds(outbox: InMemoryOutbox) -> list[str]:
+    return [r.kind for r in outbox.rows()]
+
+
+def test_several_failed_tasks_of_one_instance_give_one_message(make_pipeline):
+    clock = FakeClock(T0)
+    outbox = InMemoryOutbox()
+    p = make_pipeline(config(instance_wait_seconds=15), outbox=outbox)
+    r1 = p.feed(event(task="a"), clock())
+    r2 = p.feed(event(task="b"), clock.advance(5))
+    assert r1.records[0].reason is Reason.NEW_INSTANCE and r2.records[0].reason is Reason.JOINED_INSTANCE
+    assert outbox.rows() == []  # still held
+    out = p.tick(clock.advance(10))
+    assert len(out.notifications) == 1 and len(outbox.rows()) == 1
+    assert "失败节点：a、b" in out.notifications[0].text
+
+
+def test_late_task_of_a_notified_instance_makes_no_second_message(make_pipeline):
+    clock = FakeClock(T0)
+    outbox = InMemoryOutbox()
+    p = make_pipeline(outbox=outbox)
+    p.feed(event(task="a"), clock())
+    late = p.feed(event(task="late"), clock.advance(120))
+    assert late.records[0].reason is Reason.INSTANCE_ALREADY_NOTIFIED
+    assert len(outbox.rows()) == 1
+
+
+def test_duplicate_event_is_recorded_not_processed(make_pipeline):
+    p = make_pipeline()
+    p.feed(event(), T0)
+    assert p.feed(event(), T0 + timedelta(seconds=1)).records[0].reason is Reason.DUPLICATE_EVENT
+
+
+def test_same_fingerprint_folds_into_one_aggregate_at_window_end(make_pipeline):
+    clock = FakeClock(T0)
+    outbox = InMemoryOutbox()
+    p = make_pipeline(config(window_minutes=10), outbox=outbox)
+    p.feed(event(instance_id=1, error="timeout after 30s on 10.0.0.5:80"), clock())
+    for i in range(2, 6):  # same cause, different numbers → same fingerprint
+        r = p.feed(event(instance_id=i, host=f"10.0.1.{i}:1", error=f"timeout after {i}s on 10.0.0.{i}:80",
+                         workflow="daily_sales", workflow_code=1002, project="etl"), clock.advance(60))
+        assert r.records[0].reason is Reason.FINGERPRINT_REPEAT
+    assert kinds(outbox) == [Kind.INSTANCE.value]
+    p.tick(T0 + timedelta(minutes=9, seconds=59))
+    assert kinds(outbox) == [Kind.INSTANCE.value]
+    out = p.tick(T0 + timedelta(minutes=10))
+    assert kinds(outbox) == [Kind.INSTANCE.value, Kind.AGGREGATE.value]
+    text = out.notifications[0].text
+    assert "4 次" in text and "daily_sales×4" in text and "profile_test×1" in text
+
+
+def test_window_without_repeats_sends_no_aggregate(make_pipeline):
+    outbox = InMemoryOutbox()
+    p = make_pipeline(outbox=outbox)
+    p.feed(event(), T0)
+    p.tick(T0 + timedelta(hours=1))
+    assert kinds(outbox) == [Kind.INSTANCE.value]
+
+
+def test_p0_is_never_folded_and_mentions_oncall(make_pipeline):
+    outbox = InMemoryOutbox()
+    p = make_pipeline(outbox=outbox)
+    prod = {"workflow": "order_sync", "workflow_code": 1001, "project": "etl", "environment": "prod"}
+    p.feed(event(instance_id=1, **prod), T0)
+    r = p.feed(event(instance_id=2, host="10.0.0.2:1", **prod), T0 + timedelta(minutes=1))
+    assert r.records[0].reason is Reason.NEW_INSTANCE
+    rows = outbox.rows()
+    assert len(rows) == 2 and all(row.text.startswith("<@zhangsan> <@lisi>") for row in rows)
+    assert all(row.channel == "prod" and row.tier == "P0" for row in rows)
+
+
+def test_p1_is_pushed_without_mentions(make_pipeline):
+    outbox = InMemoryOutbox()
+    make_pipeline(outbox=outbox).feed(event(), T0)
+    assert "<@" not in outbox.rows()[0].text and outbox.rows()[0].tier == "P1"
+
+
+def test_retried_failures_are_summarised_once_per_window(make_pipeline):
+    outbox = InMemoryOutbox()
+    p = make_pipeline(outbox=outbox)
+    for i in range(1, 4):
+        r = p.feed(event(instance_id=i, host=f"h{i}", retry_times=2, max_retry_times=2, error=f"e{i} different"),
+                   T0 + timedelta(minutes=i))
+        assert r.records[0].reason is Reason.AGGREGATED_P2
+    assert outbox.rows() == []
+    p.tick(T0 + timedelta(minutes=11))
+    assert kinds(outbox) == [Kind.SUMMARY.value] and "3 次" in outbox.rows()[0].text
+
+
+def test_node_storm_replaces_held_messages_with_one_node_alert(make_pipeline):
+    clock = FakeClock(T0)
+    outbox = InMemoryOutbox()
+    p = make_pipeline(config(instance_wait_seconds=30, node_storm={"threshold": 3, "window_minutes": 10}),
+                      outbox=outbox)
+    reasons = []
+    for i in range(1, 7):
+        out = p.feed(event(instance_id=i, host="10.0.0.9:1234", error=f"distinct cause {'x' * i}"),
+                     clock.advance(2))
+        reasons.append(out.records[0].reason)
+    assert reasons[:2] == [Reason.NEW_INSTANCE, Reason.NEW_INSTANCE]
+    assert reasons[2] is Reason.NODE_STORM_OPENED and set(reasons[3:]) == {Reason.NODE_STORM}
+    p.tick(clock.advance(60))  # the held instance messages would have been due now
+    assert kinds(outbox) == [Kind.NODE.value]
+    assert "10.0.0.9:1234" in outbox.rows()[0].text
+    p.tick(T0 + timedelta(minutes=11))  # end of the storm window: one follow-up with the 3 later ones
+    assert kinds(outbox) == [Kind.NODE.value, Kind.NODE.value]
+    assert "3 次" in outbox.rows()[1].text
+
+
+def test_maintenance_from_yaml_cron_suppresses(make_pipeline):
+    cfg = config(timezone="UTC", maintenance=[{"name": "nightly", "cron": "55 8 * * *", "duration_minutes": 10,
+                                               "scope": {"kind": "project", "value": "sandbox"}}])
+    outbox = InMemoryOutbox()
+    p = make_pipeline(cfg, outbox=outbox)
+    r = p.feed(event(), T0)  # 09:00 is inside 08:55 + 10 min
+    assert r.records[0].reason is Reason.MAINTENANCE and "nightly" in r.records[0].detail
+    assert p.feed(event(instance_id=2), T0 + timedelta(minutes=5)).records[0].reason is Reason.NEW_INSTANCE
+
+
+def test_restart_in_the_middle_of_a_window_loses_nothing(make_pipeline):
+    cfg = config(instance_wait_seconds=15)
+    state = InMemoryAlertStateStore(serialize=True)  # stored as JSON text, as a database row would be
+    outbox = InMemoryOutbox()
+    first = make_pipeline(cfg, state=state, outbox=outbox)
+    first.feed(event(instance_id=1, task="a"), T0)
+    first.feed(event(instance_id=1, task="b"), T0 + timedelta(seconds=5))
+    first.feed(event(instance_id=2, host="10.0.0.2:1"), T0 + timedelta(seconds=20))
+    del first  # "crash"
+    second = make_pipeline(cfg, state=state, outbox=outbox)
+    r = second.feed(event(instance_id=3, host="10.0.0.3:1"), T0 + timedelta(minutes=2))
+    assert r.records[0].reason is Reason.FINGERPRINT_REPEAT
+    assert second.feed(event(instance_id=1, task="c"), T0 + timedelta(minutes=3)).records[0].reason is (
+        Reason.INSTANCE_ALREADY_NOTIFIED)
+    second.tick(T0 + timedelta(minutes=10, seconds=1))
+    rows = outbox.rows()
+    assert [r.kind for r in rows] == ["instance", "aggregate"]
+    assert "失败节点：a、b" in rows[0].text
+    assert "2 次" in rows[1].text  # instances 2 and 3 folded across the restart
+    # a third pipeline re-flushing the same state cannot send twice
+    third = make_pipeline(cfg, state=state, outbox=outbox)
+    third.tick(T0 + timedelta(hours=1))
+    assert len(outbox.rows()) == 2
