@@ -36,8 +36,8 @@ def _char_name(ch: str) -> str:
     return f"U+{ord(ch):04X} ({unicodedata.name(ch, fallback)})"
 
 
-def check_characters(value: str, spec: ArgSpec) -> None:
-    """Refuse control, invisible, bidi, look-alike, shell and glob characters the spec does not allow."""
+def check_invisible(value: str) -> None:
+    """Refuse NUL, line breaks, controls, bidi/format/invisible characters and unusual spaces."""
     for ch in value:
         cat = unicodedata.category(ch)
         if ch == "\x00":
@@ -52,6 +52,13 @@ def check_characters(value: str, spec: ArgSpec) -> None:
             raise BadValue(f"contains the invisible or bidirectional character {_char_name(ch)}")
         if cat.startswith("Z") and ch != " ":
             raise BadValue(f"contains the unusual space {_char_name(ch)}")
+
+
+def check_characters(value: str, spec: ArgSpec) -> None:
+    """Refuse control, invisible, bidi, look-alike, shell and glob characters the spec does not allow."""
+    check_invisible(value)
+    for ch in value:
+        cat = unicodedata.category(ch)
         if ord(ch) > 127:
             folded = unicodedata.normalize("NFKC", ch)
             if not spec.unicode_ok:

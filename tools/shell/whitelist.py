@@ -15,7 +15,7 @@ from rapidfuzz import fuzz
 
 from agent.errors import ToolRetry
 from config.shell import FLAGS_MARKER, PLACEHOLDER, ArgSpec, Entry, ShellConfig
-from tools.shell.values import ENV_ASSIGNMENT, BadValue, check_characters, check_value
+from tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
 
 
 class ShellRefused(ToolRetry):
@@ -194,13 +194,15 @@ class Whitelist:
             if not isinstance(f, str) or f not in entry.flags:
                 allowed = ", ".join(entry.flags) or "none"
                 raise ShellRefused(
-                    f"entry {entry.name!r}: flag {str(f)[:40]!r} is not allowed (allowed: {allowed})",
+                    f"entry {entry.name!r}: flag {str(f)[:40]!r} is not among the allowed flags ({allowed})",
                     entry=entry.name,
                     argument="flags",
                 )
             if f in out:
                 raise ShellRefused(
-                    f"entry {entry.name!r}: flag {f!r} given twice", entry=entry.name, argument="flags"
+                    f"entry {entry.name!r}: flag {f!r} given twice in flags",
+                    entry=entry.name,
+                    argument="flags",
                 )
             out.append(f)
         return tuple(out)
@@ -264,7 +266,7 @@ class Whitelist:
     def match_argv(self, tokens: Sequence[str]) -> Match:
         """An argv list (already split) that must match exactly one entry's template."""
         if not tokens:
-            raise ShellRefused("empty command", argument="line")
+            raise ShellRefused("empty command line", argument="line")
         if ENV_ASSIGNMENT.match(tokens[0]):
             name = tokens[0].split("=", 1)[0]
             raise ShellRefused(
@@ -380,7 +382,7 @@ def _walk(
                 if k < len(tokens) and tokens[k].startswith("-") and best.depth <= k + 1:
                     return _Fail(
                         k + 1,
-                        f"flag {tokens[k][:60]!r} is not allowed (allowed: {', '.join(entry.flags)})",
+                        f"flag {tokens[k][:60]!r} is not among the allowed flags ({', '.join(entry.flags)})",
                         "flags",
                     )
                 return best
@@ -394,7 +396,9 @@ def _walk(
         return with_group if with_group.depth >= without.depth else without
     if j >= len(tokens):
         return _Fail(
-            j, f"missing {_expect(item, entry)} at argv[{j}]", item.arg if isinstance(item, Slot) else None
+            j,
+            f"missing {_expect(item, entry)} at argv[{j}]",
+            item.arg if isinstance(item, Slot) else f"argv[{j}]",
         )
     value = _part_match(item, tokens[j])
     if value is None:
@@ -425,7 +429,7 @@ def _walk_seq(
             return _Fail(
                 j + n,
                 f"missing {_expect(p, entry)} at argv[{j + n}]",
-                p.arg if isinstance(p, Slot) else None,
+                p.arg if isinstance(p, Slot) else f"argv[{j + n}]",
             )
         value = _part_match(p, tokens[j + n])
         if value is None:
@@ -446,17 +450,8 @@ def _token_arg(token: str, position: int) -> str:
 
 def _screen(token: str) -> str | None:
     """Characters no token may hold anywhere (NUL, controls, bidi, invisible), or None."""
-    spec = ArgSpec.model_validate(
-        {
-            "type": "text",
-            "description": "token",
-            "allow_shell_chars": True,
-            "allow_glob": True,
-            "max_length": 8192,
-        }
-    )
     try:
-        check_characters(token, spec)
+        check_invisible(token)
     except BadValue as exc:
         return str(exc)
     return None
