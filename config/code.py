@@ -41,7 +41,7 @@ class WalkConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_file_bytes: int = Field(512_000, description="files larger than this are skipped (bytes)")
+    max_file_bytes: int = Field(default=512_000, description="files larger than this are skipped (bytes)")
     skip_dirs: list[str] = Field(
         default_factory=lambda: list(DEFAULT_VENDORED),
         description="directory names skipped anywhere in the tree (vendored, build output, VCS)",
@@ -49,8 +49,8 @@ class WalkConfig(BaseModel):
     extra_ignore: list[str] = Field(
         default_factory=list, description="extra gitignore-style patterns, e.g. 'docs/generated/'"
     )
-    window_lines: int = Field(60, description="line-window size for files without a grammar")
-    window_overlap: int = Field(15, description="lines shared by consecutive windows")
+    window_lines: int = Field(default=60, description="line-window size for files without a grammar")
+    window_overlap: int = Field(default=15, description="lines shared by consecutive windows")
 
 
 class EmbeddingConfig(BaseModel):
@@ -59,13 +59,18 @@ class EmbeddingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["wordllama", "openai", "none"] = Field(
-        "wordllama", description="wordllama = local 256-d static model in the wheel; openai = HTTP endpoint"
+        default="wordllama",
+        description="wordllama = local 256-d static model in the wheel; openai = HTTP endpoint",
     )
-    base_url: str = Field("", description="endpoint base URL for kind=openai, e.g. http://llm:8000/v1")
-    model: str = Field("", description="embedding model name for kind=openai")
-    api_key_env: str = Field("", description="environment variable holding the API key (never the key)")
-    batch_size: int = Field(64, description="texts per embeddings request")
-    timeout_seconds: float = Field(30.0, description="HTTP timeout per request")
+    base_url: str = Field(
+        default="", description="endpoint base URL for kind=openai, e.g. http://llm:8000/v1"
+    )
+    model: str = Field(default="", description="embedding model name for kind=openai")
+    api_key_env: str = Field(
+        default="", description="environment variable holding the API key (never the key)"
+    )
+    batch_size: int = Field(default=64, description="texts per embeddings request")
+    timeout_seconds: float = Field(default=30.0, description="HTTP timeout per request")
 
 
 class RerankConfig(BaseModel):
@@ -73,12 +78,12 @@ class RerankConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = Field(False, description="rerank the fused candidates through the endpoint")
-    base_url: str = Field("", description="endpoint base URL, e.g. http://reranker:8000/v1")
-    model: str = Field("", description="rerank model name")
-    api_key_env: str = Field("", description="environment variable holding the API key")
-    top_n: int = Field(30, description="how many fused candidates are sent to the reranker")
-    timeout_seconds: float = Field(10.0, description="HTTP timeout per request")
+    enabled: bool = Field(default=False, description="rerank the fused candidates through the endpoint")
+    base_url: str = Field(default="", description="endpoint base URL, e.g. http://reranker:8000/v1")
+    model: str = Field(default="", description="rerank model name")
+    api_key_env: str = Field(default="", description="environment variable holding the API key")
+    top_n: int = Field(default=30, description="how many fused candidates are sent to the reranker")
+    timeout_seconds: float = Field(default=10.0, description="HTTP timeout per request")
 
 
 class RetrievalConfig(BaseModel):
@@ -86,18 +91,20 @@ class RetrievalConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    candidates: int = Field(50, description="top-N taken from each of BM25 and vectors before fusion")
+    candidates: int = Field(default=50, description="top-N taken from each of BM25 and vectors before fusion")
     fusion: Literal["linear", "rrf"] = Field(
-        "linear", description="linear = bm25/max + vector_weight * cosine (measured best); rrf = reciprocal rank"
+        default="linear",
+        description="linear = bm25/max + vector_weight * cosine (measured best); rrf = reciprocal rank",
     )
-    rrf_k: int = Field(60, description="reciprocal rank fusion constant")
-    bm25_weight: float = Field(1.0, description="weight of the BM25 list in rrf fusion")
-    vector_weight: float = Field(1.0, description="weight of the vector score (linear) or list (rrf)")
-    cjk_bridge: bool = Field(True, description="add English terms for Chinese words of a question")
+    rrf_k: int = Field(default=60, description="reciprocal rank fusion constant")
+    bm25_weight: float = Field(default=1.0, description="weight of the BM25 list in rrf fusion")
+    vector_weight: float = Field(default=1.0, description="weight of the vector score (linear) or list (rrf)")
+    cjk_bridge: bool = Field(default=True, description="add English terms for Chinese words of a question")
     min_bm25_score: float = Field(
-        6.0, description="below this best BM25 score (and the vector floor) a search reports 'nothing relevant'"
+        default=6.0,
+        description="below this best BM25 score (and the vector floor) a search reports 'nothing relevant'",
     )
-    min_vector_score: float = Field(0.5, description="cosine floor used with min_bm25_score")
+    min_vector_score: float = Field(default=0.5, description="cosine floor used with min_bm25_score")
 
 
 class CodeConfig(BaseModel):
@@ -105,15 +112,18 @@ class CodeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    index_dir: str = Field("var/index", description="indexes are kept under <index_dir>/<repo-key>/")
+    index_dir: str = Field(default="var/index", description="indexes are kept under <index_dir>/<repo-key>/")
     repos: list[str] = Field(default_factory=list, description="repository paths indexed at start-up")
-    walk: WalkConfig = Field(default_factory=WalkConfig, description="file selection")
-    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig, description="dense vectors")
-    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig, description="fusion settings")
-    rerank: RerankConfig = Field(default_factory=RerankConfig, description="optional reranker")
-    context_units: int = Field(4, ge=1, le=10, description="units put into the model's context (3-5)")
+    walk: WalkConfig = Field(default_factory=lambda: WalkConfig(), description="file selection")
+    embedding: EmbeddingConfig = Field(default_factory=lambda: EmbeddingConfig(), description="dense vectors")
+    retrieval: RetrievalConfig = Field(
+        default_factory=lambda: RetrievalConfig(), description="fusion settings"
+    )
+    rerank: RerankConfig = Field(default_factory=lambda: RerankConfig(), description="optional reranker")
+    context_units: int = Field(default=4, ge=1, le=10, description="units put into the model's context (3-5)")
     webhook_secret_env: str = Field(
-        "", description="environment variable with the GitLab token / GitHub secret for POST /hooks/git"
+        default="",
+        description="environment variable with the GitLab token / GitHub secret for POST /hooks/git",
     )
 
 

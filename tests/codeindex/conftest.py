@@ -16,7 +16,9 @@ def git(root: Path, *args: str) -> str:
     """Run git in `root` with a fixed identity; return stdout."""
     return subprocess.run(
         ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
 
 
@@ -72,7 +74,7 @@ def notify_owner(order):
     return order.owner
 '''
 
-MAILER_JAVA = '''package demo;
+MAILER_JAVA = """package demo;
 
 /** Sends e-mail through SMTP. */
 public class Mailer {
@@ -81,4 +83,4 @@ public class Mailer {
         transport.send(m);
     }
 }
-'''
+"""

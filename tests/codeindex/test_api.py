@@ -18,7 +18,9 @@ from tools.codeindex.service import index_repo
 
 @pytest.fixture
 def idx(make_repo, cfg, embedder):
-    repo = make_repo({"app/orders.py": ORDERS_PY, "src/demo/Mailer.java": MAILER_JAVA, "README.md": "# Demo\n"})
+    repo = make_repo(
+        {"app/orders.py": ORDERS_PY, "src/demo/Mailer.java": MAILER_JAVA, "README.md": "# Demo\n"}
+    )
     return index_repo(repo, cfg, embedder=embedder)[0]
 
 
@@ -73,5 +75,7 @@ def test_exists_checks_paths_and_symbols(idx) -> None:
 
 
 def test_missing_citations_lists_invented_ones(idx) -> None:
-    answer = "See `app/orders.py` `OrderStateMachine.on_timeout` and `app/payments.py` `PaymentGateway.refund`."
+    answer = (
+        "See `app/orders.py` `OrderStateMachine.on_timeout` and `app/payments.py` `PaymentGateway.refund`."
+    )
     assert missing_citations(idx, answer) == ["app/payments.py: PaymentGateway.refund"]

@@ -28,19 +28,43 @@ def test_index_then_search_json(make_repo, conf_dir, capsys) -> None:
     assert report["mode"] == "full" and report["units"] >= 3
     assert main(["index", "--repo", str(repo), "--config", str(conf_dir)]) == 0
     assert capsys.readouterr().out.startswith("unchanged:")
-    assert main(["search", "--repo", str(repo), "--json", "-k", "2", "--config", str(conf_dir),
-                 "cancel", "unpaid", "order"]) == 0
+    assert (
+        main(
+            [
+                "search",
+                "--repo",
+                str(repo),
+                "--json",
+                "-k",
+                "2",
+                "--config",
+                str(conf_dir),
+                "cancel",
+                "unpaid",
+                "order",
+            ]
+        )
+        == 0
+    )
     hits = json.loads(capsys.readouterr().out)
     assert len(hits) == 2
     assert set(hits[0]) == {"path", "start", "end", "symbol", "score"}
-    assert hits[0] == {"path": "app/orders.py", "start": 10, "end": 13, "symbol": "OrderStateMachine.on_timeout",
-                       "score": hits[0]["score"]}
+    assert hits[0] == {
+        "path": "app/orders.py",
+        "start": 10,
+        "end": 13,
+        "symbol": "OrderStateMachine.on_timeout",
+        "score": hits[0]["score"],
+    }
     assert hits[0]["score"] >= hits[1]["score"]
 
 
 def test_search_json_prints_empty_list_when_nothing_matches(make_repo, conf_dir, capsys) -> None:
     repo = make_repo({"app/orders.py": ORDERS_PY})
-    assert main(["search", "--repo", str(repo), "--json", "--config", str(conf_dir), "KubernetesPodAutoscaler"]) == 0
+    assert (
+        main(["search", "--repo", str(repo), "--json", "--config", str(conf_dir), "KubernetesPodAutoscaler"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out) == []
 
 

@@ -9,7 +9,10 @@ import json
 from tools.codeindex.githook import parse, verify
 
 GITLAB_PUSH = {
-    "object_kind": "push", "ref": "refs/heads/main", "before": "a" * 40, "after": "b" * 40,
+    "object_kind": "push",
+    "ref": "refs/heads/main",
+    "before": "a" * 40,
+    "after": "b" * 40,
     "project": {"git_http_url": "https://git.example.invalid/g/r.git"},
     "commits": [
         {"added": ["app/new.py"], "modified": ["app/orders.py"], "removed": []},
@@ -41,19 +44,33 @@ def test_gitlab_push_gives_net_changed_paths() -> None:
 
 
 def test_github_push_and_merged_pull_request() -> None:
-    push = {"ref": "refs/heads/main", "before": "1", "after": "2", "repository": {"clone_url": "u"},
-            "commits": [{"added": [], "modified": ["a.go"], "removed": ["b.go"]}]}
+    push = {
+        "ref": "refs/heads/main",
+        "before": "1",
+        "after": "2",
+        "repository": {"clone_url": "u"},
+        "commits": [{"added": [], "modified": ["a.go"], "removed": ["b.go"]}],
+    }
     ev = parse({"X-GitHub-Event": "push"}, json.dumps(push).encode())
     assert ev is not None and ev.paths() == {"a.go", "b.go"}
-    pr = {"action": "closed", "pull_request": {"merged": True, "merge_commit_sha": "c" * 40, "base": {"ref": "main"}}}
+    pr = {
+        "action": "closed",
+        "pull_request": {"merged": True, "merge_commit_sha": "c" * 40, "base": {"ref": "main"}},
+    }
     merged = parse({"X-GitHub-Event": "pull_request"}, json.dumps(pr).encode())
-    assert merged is not None and merged.kind == "merge" and merged.after == "c" * 40 and merged.paths() == set()
+    assert (
+        merged is not None and merged.kind == "merge" and merged.after == "c" * 40 and merged.paths() == set()
+    )
     pr["pull_request"]["merged"] = False  # type: ignore[index]
     assert parse({"X-GitHub-Event": "pull_request"}, json.dumps(pr).encode()) is None
 
 
 def test_gitlab_merge_request_only_when_merged_and_junk_is_ignored() -> None:
-    mr = {"object_kind": "merge_request", "project": {}, "object_attributes": {"action": "open", "target_branch": "main"}}
+    mr = {
+        "object_kind": "merge_request",
+        "project": {},
+        "object_attributes": {"action": "open", "target_branch": "main"},
+    }
     assert parse({"X-Gitlab-Event": "Merge Request Hook"}, json.dumps(mr).encode()) is None
     mr["object_attributes"] = {"action": "merge", "target_branch": "main", "merge_commit_sha": "d" * 40}
     ev = parse({"X-Gitlab-Event": "Merge Request Hook"}, json.dumps(mr).encode())

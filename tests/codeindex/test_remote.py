@@ -20,8 +20,14 @@ def fake(monkeypatch):
 
 
 def emb_cfg(fake: FakeEmbeddings, **kw) -> EmbeddingConfig:
-    return EmbeddingConfig(kind="openai", base_url=fake.url, model="fake-embed", api_key_env="XIHE_TEST_EMBED_KEY",
-                           batch_size=2, **kw)
+    return EmbeddingConfig(
+        kind="openai",
+        base_url=fake.url,
+        model="fake-embed",
+        api_key_env="XIHE_TEST_EMBED_KEY",
+        batch_size=2,
+        **kw,
+    )
 
 
 def test_embeds_in_batches_with_the_key_from_env(fake) -> None:
@@ -61,7 +67,9 @@ def test_rerank_hook_reorders_candidates(fake, make_repo, tmp_path) -> None:
     cfg = CodeConfig(
         index_dir=str(tmp_path / "index"),
         embedding=emb_cfg(fake),
-        rerank=RerankConfig(enabled=True, base_url=fake.url, model="fake-rerank", api_key_env="XIHE_TEST_EMBED_KEY"),
+        rerank=RerankConfig(
+            enabled=True, base_url=fake.url, model="fake-rerank", api_key_env="XIHE_TEST_EMBED_KEY"
+        ),
     )
     idx, _ = index_repo(repo, cfg)
     hits = idx.search("Send a message to the order's owner", 3).hits

@@ -38,13 +38,13 @@ def top(a, b=2):
 
 
 def test_java_methods_are_qualified_by_class_and_take_javadoc() -> None:
-    src = '''package a;
+    src = """package a;
 /** Order state machine. */
 public class OrderStateMachine {
     /** Move to timeout. */
     public void onTimeout(Order o) { o.setState(State.TIMEOUT); notifyOwner(o); }
 }
-'''
+"""
     units = by_qual("A.java", src)
     assert units["OrderStateMachine"].doc == "Order state machine."
     m = units["OrderStateMachine.onTimeout"]
@@ -54,7 +54,7 @@ public class OrderStateMachine {
 
 
 def test_go_methods_are_qualified_by_receiver_type() -> None:
-    src = '''package main
+    src = """package main
 
 // Server serves.
 type Server struct { addr string }
@@ -63,28 +63,37 @@ type Server struct { addr string }
 func (s *Server) Start() error { return listen(s.addr) }
 
 func helper() {}
-'''
+"""
     units = by_qual("s.go", src)
     assert units["Server"].kind == "class" and units["Server"].doc == "Server serves."
     start = units["Server.Start"]
-    assert (start.kind, start.start, start.doc, start.calls) == ("method", 7, "Start starts listening.", ("listen",))
+    assert (start.kind, start.start, start.doc, start.calls) == (
+        "method",
+        7,
+        "Start starts listening.",
+        ("listen",),
+    )
     assert units["helper"].signature == "func helper()"
 
 
 def test_typescript_classes_methods_and_arrow_functions() -> None:
-    src = '''/** Handles requests. */
+    src = """/** Handles requests. */
 export class Api {
   /** fetch users */
   async getUsers(id: number): Promise<User[]> { return this.http.get(`/u/${id}`); }
 }
 // makes a thing
 export const makeThing = (x: string) => { return new Thing(x); };
-'''
+"""
     units = by_qual("src/api.ts", src)
     assert units["Api"].doc == "Handles requests." and units["Api"].start == 2
     assert units["Api.getUsers"].kind == "method" and units["Api.getUsers"].doc == "fetch users"
     thing = units["makeThing"]
-    assert thing.kind == "function" and thing.start == 7 and thing.signature == "const makeThing = (x: string) =>"
+    assert (
+        thing.kind == "function"
+        and thing.start == 7
+        and thing.signature == "const makeThing = (x: string) =>"
+    )
     assert "Thing" in thing.calls
 
 

@@ -67,12 +67,16 @@ def get_code_context(index: CodeIndex, question: str, n: int = 4) -> str:
 
 
 # a path: segments of word characters, dots, dashes, ending in an extension; optional :line or #Lline
-_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,9})(?::\d+(?:-\d+)?|#L\d+)?(?![\w/])")
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,9})(?::\d+(?:-\d+)?|#L\d+)?(?![\w/])"
+)
 _CODE = re.compile(r"`([^`\n]+)`")
 _SYMBOL = re.compile(r"^[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*(?:\(\))?$")
 _NOT_FILES = frozenset({"e.g", "i.e", "etc"})
 # `Class.method` looks like `name.ext`: only known file extensions make a bare name a path
-_FILE_EXTENSIONS = frozenset(EXTENSIONS) | TEXT_EXTENSIONS | {".json", ".lock", ".env", ".csv", ".ipynb", ".j2"}
+_FILE_EXTENSIONS = (
+    frozenset(EXTENSIONS) | TEXT_EXTENSIONS | {".json", ".lock", ".env", ".csv", ".ipynb", ".j2"}
+)
 
 
 def _is_path(p: str) -> bool:
@@ -98,7 +102,9 @@ def extract_citations(text: str) -> list[tuple[str, str | None]]:
     """
     out: dict[tuple[str, str | None], None] = {}
     for line in text.splitlines():
-        paths = [(m.start(), m.group(1)) for m in _PATH.finditer(line) if m.group(1).lower() not in _NOT_FILES]
+        paths = [
+            (m.start(), m.group(1)) for m in _PATH.finditer(line) if m.group(1).lower() not in _NOT_FILES
+        ]
         paths = [(pos, p) for pos, p in paths if _is_path(p)]
         code_spans = [(m.start(), m.group(1)) for m in _CODE.finditer(line)]
         path_values = {p for _, p in paths}

@@ -108,8 +108,9 @@ class OpenAIEmbedder:
         return _normalise(np.asarray(rows, dtype=np.float32))
 
 
-def _post_json(session: requests.Session, url: str, payload: dict[str, Any], headers: dict[str, str],
-               timeout: float) -> Any:
+def _post_json(
+    session: requests.Session, url: str, payload: dict[str, Any], headers: dict[str, str], timeout: float
+) -> Any:
     """POST JSON and return the decoded body; failures become EmbeddingError (retryable on 429/5xx)."""
     try:
         resp = session.post(url, json=payload, headers=headers, timeout=timeout)
@@ -117,8 +118,9 @@ def _post_json(session: requests.Session, url: str, payload: dict[str, Any], hea
         raise EmbeddingError(f"{url}: {type(exc).__name__}", retryable=True) from None
     if resp.status_code >= 400:
         retry = resp.status_code == 429 or resp.status_code >= 500
-        raise EmbeddingError(f"{url}: HTTP {resp.status_code}: {resp.text[:200]}", status=resp.status_code,
-                             retryable=retry)
+        raise EmbeddingError(
+            f"{url}: HTTP {resp.status_code}: {resp.text[:200]}", status=resp.status_code, retryable=retry
+        )
     try:
         return resp.json()
     except ValueError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 import re
 import shutil
-import statistics
 import sysconfig
 import time
 from collections.abc import Sequence
@@ -25,8 +24,18 @@ from tools.codeindex.service import index_repo
 from tools.codeindex.tokens import split_identifier
 
 SKIP_TOP = frozenset(
-    {"test", "site-packages", "idlelib", "lib2to3", "tkinter", "turtledemo", "ensurepip", "encodings",
-     "__pycache__", "pydoc_data"}
+    {
+        "test",
+        "site-packages",
+        "idlelib",
+        "lib2to3",
+        "tkinter",
+        "turtledemo",
+        "ensurepip",
+        "encodings",
+        "__pycache__",
+        "pydoc_data",
+    }
 )
 QUERY_MODULES = ("email", "asyncio", "logging", "json", "http", "urllib")
 
@@ -41,64 +50,139 @@ class Query:
 
 
 MANUAL: list[tuple[str, list[tuple[str, str]]]] = [
-    ("how does a logger decide whether a message of a given level will be processed",
-     [("logging/__init__.py", "Logger.isEnabledFor")]),
-    ("rotate the log file when it grows past a maximum size",
-     [("logging/handlers.py", "RotatingFileHandler"), ("logging/handlers.py", "RotatingFileHandler.shouldRollover"),
-      ("logging/handlers.py", "RotatingFileHandler.doRollover")]),
-    ("where is the status line of an HTTP response read and checked",
-     [("http/client.py", "HTTPResponse._read_status")]),
-    ("send a request with method, url, body and headers over an http connection",
-     [("http/client.py", "HTTPConnection.request"), ("http/client.py", "HTTPConnection._send_request")]),
+    (
+        "how does a logger decide whether a message of a given level will be processed",
+        [("logging/__init__.py", "Logger.isEnabledFor")],
+    ),
+    (
+        "rotate the log file when it grows past a maximum size",
+        [
+            ("logging/handlers.py", "RotatingFileHandler"),
+            ("logging/handlers.py", "RotatingFileHandler.shouldRollover"),
+            ("logging/handlers.py", "RotatingFileHandler.doRollover"),
+        ],
+    ),
+    (
+        "where is the status line of an HTTP response read and checked",
+        [("http/client.py", "HTTPResponse._read_status")],
+    ),
+    (
+        "send a request with method, url, body and headers over an http connection",
+        [("http/client.py", "HTTPConnection.request"), ("http/client.py", "HTTPConnection._send_request")],
+    ),
     ("deserialize a JSON document read from a file object", [("json/__init__.py", "load")]),
-    ("turn a python object into a JSON formatted string",
-     [("json/__init__.py", "dumps"), ("json/encoder.py", "JSONEncoder.encode")]),
+    (
+        "turn a python object into a JSON formatted string",
+        [("json/__init__.py", "dumps"), ("json/encoder.py", "JSONEncoder.encode")],
+    ),
     ("decode RFC 2047 encoded words in a mail header", [("email/header.py", "decode_header")]),
-    ("parse an email message from a bytes object",
-     [("email/__init__.py", "message_from_bytes"), ("email/parser.py", "BytesParser.parsebytes")]),
+    (
+        "parse an email message from a bytes object",
+        [("email/__init__.py", "message_from_bytes"), ("email/parser.py", "BytesParser.parsebytes")],
+    ),
     ("add a file attachment to an email message", [("email/message.py", "MIMEPart.add_attachment")]),
-    ("run a coroutine until it finishes and then close the event loop",
-     [("asyncio/runners.py", "run"), ("asyncio/runners.py", "Runner.run")]),
-    ("wait for an awaitable with a timeout and cancel it when time runs out",
-     [("asyncio/tasks.py", "wait_for")]),
-    ("run a blocking function in a thread so the event loop is not blocked",
-     [("asyncio/base_events.py", "BaseEventLoop.run_in_executor"), ("asyncio/threads.py", "to_thread")]),
-    ("limit how many coroutines run at once with a counter", [("asyncio/locks.py", "Semaphore"),
-                                                               ("asyncio/locks.py", "BoundedSemaphore")]),
-    ("percent-encode special characters in a url component",
-     [("urllib/parse.py", "quote"), ("urllib/parse.py", "quote_plus"), ("urllib/parse.py", "quote_from_bytes")]),
-    ("split a url into scheme, network location, path, query and fragment",
-     [("urllib/parse.py", "urlsplit"), ("urllib/parse.py", "urlparse")]),
-    ("follow a redirect response when opening a url",
-     [("urllib/request.py", "HTTPRedirectHandler.redirect_request"),
-      ("urllib/request.py", "HTTPRedirectHandler.http_error_302"), ("urllib/request.py", "HTTPRedirectHandler")]),
-    ("configure logging handlers and formatters from a dictionary",
-     [("logging/config.py", "dictConfig"), ("logging/config.py", "DictConfigurator.configure")]),
-    ("format exception traceback text for a log record", [("logging/__init__.py", "Formatter.formatException")]),
-    ("serve the files of the current directory over http",
-     [("http/server.py", "SimpleHTTPRequestHandler"), ("http/server.py", "SimpleHTTPRequestHandler.do_GET")]),
+    (
+        "run a coroutine until it finishes and then close the event loop",
+        [("asyncio/runners.py", "run"), ("asyncio/runners.py", "Runner.run")],
+    ),
+    (
+        "wait for an awaitable with a timeout and cancel it when time runs out",
+        [("asyncio/tasks.py", "wait_for")],
+    ),
+    (
+        "run a blocking function in a thread so the event loop is not blocked",
+        [("asyncio/base_events.py", "BaseEventLoop.run_in_executor"), ("asyncio/threads.py", "to_thread")],
+    ),
+    (
+        "limit how many coroutines run at once with a counter",
+        [("asyncio/locks.py", "Semaphore"), ("asyncio/locks.py", "BoundedSemaphore")],
+    ),
+    (
+        "percent-encode special characters in a url component",
+        [
+            ("urllib/parse.py", "quote"),
+            ("urllib/parse.py", "quote_plus"),
+            ("urllib/parse.py", "quote_from_bytes"),
+        ],
+    ),
+    (
+        "split a url into scheme, network location, path, query and fragment",
+        [("urllib/parse.py", "urlsplit"), ("urllib/parse.py", "urlparse")],
+    ),
+    (
+        "follow a redirect response when opening a url",
+        [
+            ("urllib/request.py", "HTTPRedirectHandler.redirect_request"),
+            ("urllib/request.py", "HTTPRedirectHandler.http_error_302"),
+            ("urllib/request.py", "HTTPRedirectHandler"),
+        ],
+    ),
+    (
+        "configure logging handlers and formatters from a dictionary",
+        [("logging/config.py", "dictConfig"), ("logging/config.py", "DictConfigurator.configure")],
+    ),
+    (
+        "format exception traceback text for a log record",
+        [("logging/__init__.py", "Formatter.formatException")],
+    ),
+    (
+        "serve the files of the current directory over http",
+        [
+            ("http/server.py", "SimpleHTTPRequestHandler"),
+            ("http/server.py", "SimpleHTTPRequestHandler.do_GET"),
+        ],
+    ),
     ("encode a dictionary of query parameters for a url", [("urllib/parse.py", "urlencode")]),
-    ("怎么把 JSON 字符串解码成 Python 对象", [("json/__init__.py", "loads"), ("json/decoder.py", "JSONDecoder.decode")]),
-    ("日志文件按大小轮转", [("logging/handlers.py", "RotatingFileHandler"),
-                      ("logging/handlers.py", "RotatingFileHandler.shouldRollover"),
-                      ("logging/handlers.py", "RotatingFileHandler.doRollover")]),
+    (
+        "怎么把 JSON 字符串解码成 Python 对象",
+        [("json/__init__.py", "loads"), ("json/decoder.py", "JSONDecoder.decode")],
+    ),
+    (
+        "日志文件按大小轮转",
+        [
+            ("logging/handlers.py", "RotatingFileHandler"),
+            ("logging/handlers.py", "RotatingFileHandler.shouldRollover"),
+            ("logging/handlers.py", "RotatingFileHandler.doRollover"),
+        ],
+    ),
     ("解码邮件头里的编码字符", [("email/header.py", "decode_header")]),
-    ("给协程设置超时时间", [("asyncio/tasks.py", "wait_for"), ("asyncio/timeouts.py", "timeout"),
-                    ("asyncio/timeouts.py", "Timeout")]),
-    ("发送 HTTP 请求", [("http/client.py", "HTTPConnection.request"),
-                    ("http/client.py", "HTTPConnection._send_request")]),
+    (
+        "给协程设置超时时间",
+        [
+            ("asyncio/tasks.py", "wait_for"),
+            ("asyncio/timeouts.py", "timeout"),
+            ("asyncio/timeouts.py", "Timeout"),
+        ],
+    ),
+    (
+        "发送 HTTP 请求",
+        [("http/client.py", "HTTPConnection.request"), ("http/client.py", "HTTPConnection._send_request")],
+    ),
     ("把查询参数编码成 URL 字符串", [("urllib/parse.py", "urlencode")]),
     ("取消事件循环中所有未完成的任务", [("asyncio/runners.py", "_cancel_all_tasks")]),
     ("判断日志记录器是否启用了某个级别", [("logging/__init__.py", "Logger.isEnabledFor")]),
     ("给邮件添加附件", [("email/message.py", "MIMEPart.add_attachment")]),
-    ("解析 cookie 字符串", [("http/cookies.py", "BaseCookie.load"), ("http/cookies.py", "BaseCookie.__parse_string")]),
-    ("创建子进程并读取它的输出", [("asyncio/subprocess.py", "create_subprocess_exec"),
-                        ("asyncio/subprocess.py", "Process.communicate"),
-                        ("asyncio/subprocess.py", "create_subprocess_shell")]),
+    (
+        "解析 cookie 字符串",
+        [("http/cookies.py", "BaseCookie.load"), ("http/cookies.py", "BaseCookie.__parse_string")],
+    ),
+    (
+        "创建子进程并读取它的输出",
+        [
+            ("asyncio/subprocess.py", "create_subprocess_exec"),
+            ("asyncio/subprocess.py", "Process.communicate"),
+            ("asyncio/subprocess.py", "create_subprocess_shell"),
+        ],
+    ),
     ("队列为空时等待取出元素", [("asyncio/queues.py", "Queue.get")]),
-    ("用户名密码基本认证", [("urllib/request.py", "HTTPBasicAuthHandler"),
-                    ("urllib/request.py", "AbstractBasicAuthHandler"),
-                    ("urllib/request.py", "AbstractBasicAuthHandler.http_error_auth_reqed")]),
+    (
+        "用户名密码基本认证",
+        [
+            ("urllib/request.py", "HTTPBasicAuthHandler"),
+            ("urllib/request.py", "AbstractBasicAuthHandler"),
+            ("urllib/request.py", "AbstractBasicAuthHandler.http_error_auth_reqed"),
+        ],
+    ),
     ("拆分 URL 的各个部分", [("urllib/parse.py", "urlsplit"), ("urllib/parse.py", "urlparse")]),
 ]
 
@@ -147,7 +231,11 @@ def docstring_queries(index: CodeIndex, modules: Sequence[str], limit: int, seed
     """Docstring first sentence -> its function/method, the function's own name words removed."""
     by_sentence: dict[str, list[tuple[str, str]]] = {}
     for u in index.live_units:
-        if u.kind not in {"function", "method"} or not u.doc or u.path.split("/", 1)[0].removesuffix(".py") not in modules:
+        if (
+            u.kind not in {"function", "method"}
+            or not u.doc
+            or u.path.split("/", 1)[0].removesuffix(".py") not in modules
+        ):
             continue
         sentence = first_sentence(u.doc)
         name_words = {w.lower() for w in split_identifier(u.name)} | {u.name.lower()}
@@ -199,7 +287,7 @@ def metrics(ranks: Sequence[int | None]) -> dict[str, float]:
 
 def _pct(values: list[float], p: float) -> float:
     s = sorted(values)
-    return round(s[min(len(s) - 1, int(round(p * (len(s) - 1))))] * 1000, 2) if s else 0.0
+    return round(s[min(len(s) - 1, round(p * (len(s) - 1)))] * 1000, 2) if s else 0.0
 
 
 def evaluate(
@@ -223,8 +311,11 @@ def evaluate(
         "embedder": idx.embedder.name if idx.embedder else None,
         "manual_targets_missing": missing,
     }
-    groups = {"docstring": queries, "manual": [q for q in manual if q.source == "manual"],
-              "manual-zh": [q for q in manual if q.source == "manual-zh"]}
+    groups = {
+        "docstring": queries,
+        "manual": [q for q in manual if q.source == "manual"],
+        "manual-zh": [q for q in manual if q.source == "manual-zh"],
+    }
     latencies: list[float] = []
     for mode in ("bm25", "vector", "hybrid"):
         per: dict[str, Any] = {}
@@ -253,8 +344,13 @@ def evaluate(
         "negatives": len(neg),
         "answerable_judged_relevant": sum(1 for r in pos if r.relevant),
         "answerable": len(pos),
-        "negative_best_scores": [[q, round(r.best_bm25, 2), round(r.best_cosine, 3)] for q, r in zip(NEGATIVE, neg, strict=True)],
-        "answerable_best_scores_min": [round(min(r.best_bm25 for r in pos), 2), round(min(r.best_cosine for r in pos), 3)],
+        "negative_best_scores": [
+            [q, round(r.best_bm25, 2), round(r.best_cosine, 3)] for q, r in zip(NEGATIVE, neg, strict=True)
+        ],
+        "answerable_best_scores_min": [
+            round(min(r.best_bm25 for r in pos), 2),
+            round(min(r.best_cosine for r in pos), 3),
+        ],
     }
     result["query_ms"] = {"p50": _pct(latencies, 0.5), "p95": _pct(latencies, 0.95), "n": len(latencies)}
     result["incremental"] = _one_file_update(idx, build_s)
@@ -268,8 +364,10 @@ def _one_file_update(idx: CodeIndex, build_s: float) -> dict[str, Any]:
     rel = "json/decoder.py" if "json/decoder.py" in idx.files else sorted(idx.files)[0]
     path = idx.root / rel
     original = path.read_text(encoding="utf-8")
-    path.write_text(original + "\n\ndef added_for_eval(x):\n    \"\"\"Added by the evaluation.\"\"\"\n    return x\n",
-                    encoding="utf-8")
+    path.write_text(
+        original + '\n\ndef added_for_eval(x):\n    """Added by the evaluation."""\n    return x\n',
+        encoding="utf-8",
+    )
     try:
         t0 = time.perf_counter()
         stats = idx.update_files([rel])

@@ -46,8 +46,10 @@ class FakeEmbeddings:
             docs = body.get("documents") or []
             q = set(str(body.get("query", "")).lower().split())
             scores = [len(q & set(str(d).lower().split())) / (1 + len(q)) for d in docs]
-            results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
-                             key=lambda r: -r["relevance_score"])
+            results = sorted(
+                ({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
+                key=lambda r: -r["relevance_score"],
+            )
             return Response.of_json({"results": results})
         if not req.path.endswith("/embeddings"):
             return Response.of_json({"error": {"message": "not found"}}, 404)
@@ -56,9 +58,18 @@ class FakeEmbeddings:
             inputs = [inputs]
         if not isinstance(inputs, list) or body.get("model") != self.model:
             return Response.of_json({"error": {"message": "bad input or unknown model"}}, 400)
-        data = [{"object": "embedding", "index": i, "embedding": _vector(t, self.dim)} for i, t in enumerate(inputs)]
-        return Response.of_json({"object": "list", "data": data, "model": self.model,
-                                 "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+        data = [
+            {"object": "embedding", "index": i, "embedding": _vector(t, self.dim)}
+            for i, t in enumerate(inputs)
+        ]
+        return Response.of_json(
+            {
+                "object": "list",
+                "data": data,
+                "model": self.model,
+                "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            }
+        )
 
     @property
     def url(self) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def rrf(lists: Sequence[Sequence[int]], k: int = 60, weights: Sequence[float] | None = None) -> list[tuple[int, float]]:
+def rrf(
+    lists: Sequence[Sequence[int]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[int, float]]:
     """Reciprocal rank fusion: score(d) = sum_i w_i / (k + rank_i(d)), ranks from 1; best first.
 
     Ties keep the order of first appearance (earlier list, better rank), so results are stable.

@@ -94,7 +94,9 @@ def _gitlab(d: dict[str, Any]) -> PushEvent | None:
     url = project.get("git_http_url") or project.get("web_url") or ""
     if kind == "push":
         a, m, r = _files(d.get("commits") or [])
-        return PushEvent("gitlab", "push", url, d.get("ref", ""), d.get("before", ""), d.get("after", ""), a, m, r)
+        return PushEvent(
+            "gitlab", "push", url, d.get("ref", ""), d.get("before", ""), d.get("after", ""), a, m, r
+        )
     if kind == "merge_request":
         attrs = d.get("object_attributes") or {}
         if attrs.get("action") != "merge" and attrs.get("state") != "merged":
@@ -110,11 +112,15 @@ def _github(event: str, d: dict[str, Any]) -> PushEvent | None:
     url = repo.get("clone_url") or repo.get("html_url") or ""
     if event == "push":
         a, m, r = _files(d.get("commits") or [])
-        return PushEvent("github", "push", url, d.get("ref", ""), d.get("before", ""), d.get("after", ""), a, m, r)
+        return PushEvent(
+            "github", "push", url, d.get("ref", ""), d.get("before", ""), d.get("after", ""), a, m, r
+        )
     if event == "pull_request":
         pr = d.get("pull_request") or {}
         if d.get("action") != "closed" or not pr.get("merged"):
             return None
         base = (pr.get("base") or {}).get("ref", "")
-        return PushEvent("github", "merge", url, f"refs/heads/{base}" if base else "", "", pr.get("merge_commit_sha") or "")
+        return PushEvent(
+            "github", "merge", url, f"refs/heads/{base}" if base else "", "", pr.get("merge_commit_sha") or ""
+        )
     return None

@@ -205,7 +205,10 @@ class CodeIndex:
             texts = [embed_text(u, u.text) for u in units]
             batch = 2048
             chunks = [str(i) for i in range(0, len(texts), batch)]
-            rows = [self.embedder.embed(texts[int(i) : int(i) + batch]) for i in progress(chunks, "embedding", len(chunks))]
+            rows = [
+                self.embedder.embed(texts[int(i) : int(i) + batch])
+                for i in progress(chunks, "embedding", len(chunks))
+            ]
             vecs = np.concatenate(rows) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
             self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
         # the search text is only needed to build rows; dropping it keeps memory and reloads equal
@@ -325,8 +328,9 @@ class CodeIndex:
             ranked = rrf([[i for i, _ in bm], [i for i, _ in vec]], r.rrf_k, [r.bm25_weight, r.vector_weight])
         else:
             cands = list(dict.fromkeys([i for i, _ in bm] + [i for i, _ in vec]))
-            ranked = linear({i: float(bm_all[i]) for i in cands}, {i: float(vec_all[i]) for i in cands},
-                            r.vector_weight)
+            ranked = linear(
+                {i: float(bm_all[i]) for i in cands}, {i: float(vec_all[i]) for i in cands}, r.vector_weight
+            )
         bm_s = {i: float(bm_all[i]) for i, _ in ranked[:k]} if bm_all is not None else {}
         vec_s = {i: float(vec_all[i]) for i, _ in ranked[:k]} if vec_all is not None else {}
         if self.reranker is not None and self.cfg.rerank.enabled and ranked:
@@ -369,7 +373,9 @@ class CodeIndex:
             slots = range(len(self.units))
         for s in slots:
             u = self.units[s]
-            if u is not None and (u.name == symbol or u.qualname == symbol or u.qualname.endswith("." + symbol)):
+            if u is not None and (
+                u.name == symbol or u.qualname == symbol or u.qualname.endswith("." + symbol)
+            ):
                 return True
         return False
 
@@ -430,9 +436,15 @@ class CodeIndex:
         idx.bm25 = Bm25Index.load(Path(directory))
         idx.vectors = np.load(Path(directory) / "vectors.npy")
         with open(Path(directory) / "units.jsonl", encoding="utf-8") as fh:
-            idx.units = [None if line.strip() == "null" else CodeUnit.from_json(json.loads(line)) for line in fh]
+            idx.units = [
+                None if line.strip() == "null" else CodeUnit.from_json(json.loads(line)) for line in fh
+            ]
         idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
-        idx.commit, idx.dirty, idx.built_at = meta.get("commit"), list(meta.get("dirty", [])), meta.get("built_at", 0.0)
+        idx.commit, idx.dirty, idx.built_at = (
+            meta.get("commit"),
+            list(meta.get("dirty", [])),
+            meta.get("built_at", 0.0),
+        )
         return idx
 
 
@@ -443,7 +455,9 @@ def _top(scores: np.ndarray, n: int, positive: bool = False) -> list[tuple[int, 
     n = min(n, len(scores))
     cand = np.argpartition(-scores, n - 1)[:n]
     cand = cand[np.argsort(-scores[cand], kind="stable")]
-    return [(int(i), float(scores[i])) for i in cand if np.isfinite(scores[i]) and (scores[i] > 0 or not positive)]
+    return [
+        (int(i), float(scores[i])) for i in cand if np.isfinite(scores[i]) and (scores[i] > 0 or not positive)
+    ]
 
 
 def _without_text(u: CodeUnit) -> CodeUnit:

@@ -132,8 +132,13 @@ LANGS: dict[str, LangSpec] = {
         "java",
         _java,
         frozenset(
-            {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
-             "annotation_type_declaration"}
+            {
+                "class_declaration",
+                "interface_declaration",
+                "enum_declaration",
+                "record_declaration",
+                "annotation_type_declaration",
+            }
         ),
         frozenset({"method_declaration", "constructor_declaration"}),
         frozenset({"method_invocation", "object_creation_expression"}),
@@ -147,9 +152,15 @@ LANGS: dict[str, LangSpec] = {
         frozenset({"call_expression"}),
         frozenset({"identifier", "field_identifier", "type_identifier", "package_identifier"}),
     ),
-    "javascript": LangSpec("javascript", _js, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS),
-    "typescript": LangSpec("typescript", _ts, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS),
-    "tsx": LangSpec("tsx", _tsx, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS),
+    "javascript": LangSpec(
+        "javascript", _js, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS
+    ),
+    "typescript": LangSpec(
+        "typescript", _ts, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS
+    ),
+    "tsx": LangSpec(
+        "tsx", _tsx, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS
+    ),
 }
 
 EXTENSIONS = {
@@ -294,7 +305,11 @@ def _python_docstring(node: Node) -> str:
     if body is None or not body.named_children:
         return ""
     first = body.named_children[0]
-    if first.type == "expression_statement" and first.named_children and first.named_children[0].type == "string":
+    if (
+        first.type == "expression_statement"
+        and first.named_children
+        and first.named_children[0].type == "string"
+    ):
         return _clean_docstring(_text(first.named_children[0]))
     return ""
 
@@ -421,7 +436,11 @@ def parse_units(path: str, source: str, lang: str, parsers: Parsers) -> list[Cod
 
 def unit_ids_within(node: Node, found: list[tuple[Node, str, str]]) -> list[Node]:
     """Unit nodes strictly inside `node`."""
-    return [n for n, _, _ in found if n.id != node.id and n.start_byte >= node.start_byte and n.end_byte <= node.end_byte]
+    return [
+        n
+        for n, _, _ in found
+        if n.id != node.id and n.start_byte >= node.start_byte and n.end_byte <= node.end_byte
+    ]
 
 
 def _own_lines(node: Node, inner: list[Node], lines: list[str]) -> str:
@@ -473,7 +492,9 @@ def window_units(path: str, source: str, size: int = 60, overlap: int = 15) -> l
     return units
 
 
-def units_for_file(path: str, source: str, parsers: Parsers, window: int = 60, overlap: int = 15) -> list[CodeUnit]:
+def units_for_file(
+    path: str, source: str, parsers: Parsers, window: int = 60, overlap: int = 15
+) -> list[CodeUnit]:
     """Units of one file: grammar-parsed when its language has one, line windows otherwise."""
     lang = language_of(path)
     if lang is None:

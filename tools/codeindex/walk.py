@@ -13,9 +13,63 @@ from tools.codeindex.units import EXTENSIONS
 
 # files without a grammar that are still worth windowing (configs, scripts, SQL, docs, other languages)
 TEXT_EXTENSIONS = frozenset(
-    """.sql .sh .bash .zsh .ps1 .bat .yaml .yml .toml .ini .cfg .conf .properties .xml .md .rst .txt
-    .c .h .cc .cpp .cxx .hpp .hh .rs .rb .php .scala .kt .kts .swift .cs .lua .pl .r .gradle .groovy .proto
-    .thrift .graphql .html .css .scss .vue .svelte .hql .dart .ex .exs .erl .clj .m .mm .jl .tf""".split()
+    [
+        ".sql",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".ps1",
+        ".bat",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".properties",
+        ".xml",
+        ".md",
+        ".rst",
+        ".txt",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".hpp",
+        ".hh",
+        ".rs",
+        ".rb",
+        ".php",
+        ".scala",
+        ".kt",
+        ".kts",
+        ".swift",
+        ".cs",
+        ".lua",
+        ".pl",
+        ".r",
+        ".gradle",
+        ".groovy",
+        ".proto",
+        ".thrift",
+        ".graphql",
+        ".html",
+        ".css",
+        ".scss",
+        ".vue",
+        ".svelte",
+        ".hql",
+        ".dart",
+        ".ex",
+        ".exs",
+        ".erl",
+        ".clj",
+        ".m",
+        ".mm",
+        ".jl",
+        ".tf",
+    ]
 )
 TEXT_NAMES = frozenset({"Dockerfile", "Makefile", "Jenkinsfile", "Rakefile", "Gemfile", "CMakeLists.txt"})
 GENERATED_NAME = re.compile(
@@ -96,10 +150,16 @@ def walk_repo(root: Path, cfg: WalkConfig, rules: IgnoreRules | None = None) -> 
     for dirpath, dirnames, filenames in os.walk(root):
         base = os.path.relpath(dirpath, root).replace(os.sep, "/")
         base = "" if base == "." else base + "/"
-        dirnames[:] = sorted(d for d in dirnames if not rules.ignored(base + d, is_dir=True) and not d.startswith("."))
+        dirnames[:] = sorted(
+            d for d in dirnames if not rules.ignored(base + d, is_dir=True) and not d.startswith(".")
+        )
         for name in filenames:
             rel = base + name
-            if wanted_name(rel) and not rules.ignored(rel) and not os.path.islink(os.path.join(dirpath, name)):
+            if (
+                wanted_name(rel)
+                and not rules.ignored(rel)
+                and not os.path.islink(os.path.join(dirpath, name))
+            ):
                 out.append(rel)
     return sorted(out)
 
