@@ -76,6 +76,14 @@ entries:
       code: {{type: text, max_length: 4000, allow_shell_chars: true, allow_glob: true, description: code}}
     timeout_seconds: {timeout}
     output_cap_bytes: 2000
+  - name: py_cpu
+    description: run test code with a 1 s CPU limit (test only)
+    workspace: repo
+    argv: [{python}, -c, "{{code}}"]
+    args:
+      code: {{type: text, max_length: 4000, allow_shell_chars: true, allow_glob: true, description: code}}
+    limits: {{cpu_seconds: 1, memory_mb: 1024, processes: 64, file_size_mb: 4, tmp_size_mb: 16, max_output_mb: 4}}
+    timeout_seconds: 20
   - name: py_write
     description: run test code on a writable copy (test only)
     workspace: repo

@@ -14,7 +14,7 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from agent.errors import ToolRetry
-from config.shell import FLAGS_MARKER, PLACEHOLDER, ArgSpec, Entry, ShellConfig
+from config.shell import FLAGS_MARKER, PLACEHOLDER, Entry, ShellConfig
 from tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
 
 
