@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, insert, select
 from agent.schema import audit_event
 
 SCHEMA_VERSION = 1
+_INSERT = insert(audit_event)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class AuditSink(Protocol):
 
 def write(conn: Connection, event: AuditEvent) -> None:
     """Insert inside the caller's transaction (so a step outcome and its audit commit together)."""
-    conn.execute(insert(audit_event).values(**event.row()))
+    conn.execute(_INSERT, event.row())
 
 
 class SqlAuditSink:

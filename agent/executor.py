@@ -77,7 +77,9 @@ class Executor:
                     begun = deps.tasks.begin_step(task.id, step_key, spec.name, now, input_digest=digest,
                                                   input_preview=preview)
                     return self._done(task, begun, call, found, intent, reason, redacted, 0, recovered=True)
-        begun = deps.tasks.begin_step(task.id, step_key, spec.name, now, input_digest=digest, input_preview=preview)
+        attempt = latest.attempt + 1 if latest is not None else 1
+        begun = deps.tasks.begin_step(task.id, step_key, spec.name, now, input_digest=digest, input_preview=preview,
+                                      attempt=attempt)
         started = time.perf_counter()
         try:
             value = spec.run(call.args, ctx)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, insert, or_, select, update
+from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, update
 
 from agent.audit import AuditEvent
 from agent.audit import write as write_audit
@@ -19,6 +19,13 @@ from agent.errors import TaskStateError
 from agent.schema import task, task_step
 
 ACTIVE = ("pending", "running", "awaiting_confirmation")
+
+# Statements built once, executed with parameters: the step path is the hot path of every tool call.
+_INSERT_STEP = insert(task_step).returning(task_step.c.id)
+_NEXT_ATTEMPT = select(func.coalesce(func.max(task_step.c.attempt), 0) + 1).where(
+    and_(task_step.c.task_id == bindparam("t"), task_step.c.step_key == bindparam("k")))
+_SET_CURRENT = update(task).where(task.c.id == bindparam("t")).values(
+    current_step=bindparam("k"), updated_at=bindparam("now"))
 FINISHED = ("done", "failed", "cancelled")
 
 
@@ -165,26 +172,30 @@ class TaskStore:
         return out
 
     def begin_step(self, task_id: int, step_key: str, tool_name: str, now: datetime, *,
-                   input_digest: str | None = None, input_preview: str | None = None) -> TaskStep:
-        """Append a `running` row (a new attempt) and move the task's current_step to it."""
+                   input_digest: str | None = None, input_preview: str | None = None,
+                   attempt: int | None = None) -> TaskStep:
+        """Append a `running` row (a new attempt) and move the task's current_step to it.
+
+        `attempt` may be given when the caller already read the step's latest row (saves a query).
+        """
         with self.engine.begin() as conn:
-            attempt = conn.execute(select(func.coalesce(func.max(task_step.c.attempt), 0)).where(
-                and_(task_step.c.task_id == task_id, task_step.c.step_key == step_key))).scalar_one() + 1
+            if attempt is None:
+                attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
             values = dict(task_id=task_id, step_key=step_key, attempt=attempt, status="running",
                           tool_name=tool_name, idempotency_key=f"{task_id}:{step_key}",
-                          input_digest=input_digest, input_preview=input_preview, started_at=now)
-            step_id = conn.execute(insert(task_step).values(**values).returning(task_step.c.id)).scalar_one()
-            conn.execute(update(task).where(task.c.id == task_id).values(current_step=step_key, updated_at=now))
-        return TaskStep(id=step_id, output_digest=None, output_ref=None, output_text=None, error=None,
-                        external_ids=None, finished_at=None, duration_ms=None, **values)  # type: ignore[arg-type]
+                          input_digest=input_digest, input_preview=input_preview, output_digest=None,
+                          output_ref=None, output_text=None, error=None, external_ids=None, started_at=now,
+                          finished_at=None, duration_ms=None)
+            step_id = conn.execute(_INSERT_STEP, values).scalar_one()
+            conn.execute(_SET_CURRENT, {"t": task_id, "k": step_key, "now": now})
+        return TaskStep(id=step_id, **values)  # type: ignore[arg-type]
 
     def record(self, task_id: int, step_key: str, tool_name: str, status: str, now: datetime, *,
                input_digest: str | None = None, input_preview: str | None = None, output_text: str | None = None,
                error: str | None = None, audit: AuditEvent | None = None) -> TaskStep:
         """Append an outcome for a call that never ran (invalid, denied, refused): no `running` row."""
-        with self.engine.begin() as conn:
-            attempt = conn.execute(select(func.coalesce(func.max(task_step.c.attempt), 0)).where(
-                and_(task_step.c.task_id == task_id, task_step.c.step_key == step_key))).scalar_one() + 1
+        with self.engine.connect() as conn:
+            attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
         begun = TaskStep(id=0, task_id=task_id, step_key=step_key, attempt=attempt, status="running",
                          tool_name=tool_name, idempotency_key=f"{task_id}:{step_key}", input_digest=input_digest,
                          input_preview=input_preview, output_digest=None, output_ref=None, output_text=None,
@@ -205,7 +216,7 @@ class TaskStore:
                       error=error, external_ids=external_ids, started_at=begun.started_at,
                       finished_at=now, duration_ms=duration)
         with self.engine.begin() as conn:
-            step_id = conn.execute(insert(task_step).values(**values).returning(task_step.c.id)).scalar_one()
+            step_id = conn.execute(_INSERT_STEP, values).scalar_one()
             if audit is not None:
                 write_audit(conn, audit)
         return TaskStep(id=step_id, **values)  # type: ignore[arg-type]
