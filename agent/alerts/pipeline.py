@@ -57,6 +57,9 @@ class FeedResult:
         return FeedResult(self.records + other.records, self.notifications + other.notifications)
 
 
+_EMPTY = FeedResult()
+
+
 def decide_group(
     event: FailureEvent,
     tier: Tier,
@@ -139,12 +142,13 @@ class Pipeline:
 
     def feed_batch(self, events: Iterable[FailureEvent], now: datetime) -> FeedResult:
         """Process events reported together (e.g. one webhook post), then flush what is due."""
-        out = self.tick(now)  # close windows that ended before these events, so they do not reopen them
+        before = self.tick(now)  # close windows that ended before these events, so they do not reopen them
         recs: list[AlertRecord] = []
-        notes: list[Notification] = []
+        notes: list[Notification] = list(before.notifications)
         for event in events:
             recs.extend(self._decide(event, now, notes))
-        out = out + FeedResult(tuple(recs), tuple(notes)) + self.tick(now)
+        notes.extend(self.tick(now).notifications)
+        out = FeedResult(tuple(recs), tuple(notes))
         if self.records is not None:
             for r in recs:
                 self.records.record(r)
@@ -152,6 +156,9 @@ class Pipeline:
 
     def tick(self, now: datetime) -> FeedResult:
         """Flush held instance messages and ended windows due at `now`; expire old state."""
+        due = self.state.next_due()
+        if due is None or due > now:
+            return _EMPTY  # the common case: nothing due; skip the generator
         notes: list[Notification] = []
         for ns, key, value in self.state.pop_due(now):
             if ns == NS_INSTANCE and isinstance(value, InstanceState) and value.status == "held":
@@ -181,10 +188,11 @@ class Pipeline:
         tier: Tier | None = None,
         detail: str = "",
         target: str = "",
+        ekey: str = "",
     ) -> AlertRecord:
         return AlertRecord(
             now,
-            idempotency_key(event),
+            ekey or idempotency_key(event),
             event.instance_id,
             event.workflow,
             event.task,
@@ -198,11 +206,11 @@ class Pipeline:
         st = self.state
         ekey = idempotency_key(event)
         if st.get(NS_SEEN, ekey) is not None:
-            return [self._record(event, now, Reason.DUPLICATE_EVENT)]
-        st.put(NS_SEEN, ekey, now.isoformat(), now + self._memory)
+            return [self._record(event, now, Reason.DUPLICATE_EVENT, ekey=ekey)]
+        st.put(NS_SEEN, ekey, "1", now + self._memory)
         reason, detail = classify(event, self.book, now)
         if reason is not Reason.FINAL_FAILURE:
-            return [self._record(event, now, reason, detail=detail)]
+            return [self._record(event, now, reason, detail=detail, ekey=ekey)]
         wf = self.index.find(event)
         tier, tier_reason = tier_for(event, wf)
         channel = wf.channel if wf is not None and wf.channel in self.config.channels else "default"

@@ -161,6 +161,9 @@ class Renderer:
             t=self._time,
             esc=lambda v: Md(escape_inline(v)),
         )
+        # Compile now (once per config load), so a bad override template fails at load, not mid-storm.
+        for name in ("instance.md.j2", "aggregate.md.j2", "summary.md.j2", "node.md.j2"):
+            self.env.get_template(name)
 
     def _time(self, value: datetime | None) -> str:
         return value.astimezone(self.tz).strftime("%m-%d %H:%M:%S") if value else "-"

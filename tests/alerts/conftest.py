@@ -17,30 +17,61 @@ from config.workflows import WorkflowsConfig
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
-WORKFLOWS = WorkflowsConfig.model_validate({"workflows": [
-    {"name": "order_sync", "project": "etl", "code": 1001, "environment": "prod", "core": True,
-     "oncall": ["zhangsan", "lisi"], "channel": "prod"},
-    {"name": "daily_sales", "project": "etl", "code": 1002, "environment": "prod"},
-    {"name": "profile_test", "project": "sandbox", "code": 2001, "environment": "test"},
-    {"name": "report_export", "project": "etl", "code": 1003, "environment": "prod", "tier": "P2"},
-    {"name": "pinned_p0", "project": "sandbox", "code": 2002, "environment": "test", "tier": "P0",
-     "oncall": ["wangwu"]},
-]})
+WORKFLOWS = WorkflowsConfig.model_validate(
+    {
+        "workflows": [
+            {
+                "name": "order_sync",
+                "project": "etl",
+                "code": 1001,
+                "environment": "prod",
+                "core": True,
+                "oncall": ["zhangsan", "lisi"],
+                "channel": "prod",
+            },
+            {"name": "daily_sales", "project": "etl", "code": 1002, "environment": "prod"},
+            {"name": "profile_test", "project": "sandbox", "code": 2001, "environment": "test"},
+            {"name": "report_export", "project": "etl", "code": 1003, "environment": "prod", "tier": "P2"},
+            {
+                "name": "pinned_p0",
+                "project": "sandbox",
+                "code": 2002,
+                "environment": "test",
+                "tier": "P0",
+                "oncall": ["wangwu"],
+            },
+        ]
+    }
+)
 
 
 def event(**kw: Any) -> FailureEvent:
     """A final failure of profile_test unless overridden."""
-    base: dict[str, Any] = {"at": T0, "project": "sandbox", "workflow": "profile_test", "workflow_code": 2001,
-                            "instance_id": 1, "state": "FAILURE", "task": "t1", "host": "10.0.0.1:1234",
-                            "error": "Connection refused to 10.9.9.9:5432", "environment": "test"}
+    base: dict[str, Any] = {
+        "at": T0,
+        "project": "sandbox",
+        "workflow": "profile_test",
+        "workflow_code": 2001,
+        "instance_id": 1,
+        "state": "FAILURE",
+        "task": "t1",
+        "host": "10.0.0.1:1234",
+        "error": "Connection refused to 10.9.9.9:5432",
+        "environment": "test",
+    }
     base.update(kw)
     return FailureEvent(**base)
 
 
 def config(**kw: Any) -> AlertsConfig:
     """Alerts config with test-friendly defaults (no hold, two channels)."""
-    data: dict[str, Any] = {"instance_wait_seconds": 0, "channels": {
-        "default": {"robot_key_env": "XIHE_ROBOT_KEY"}, "prod": {"robot_key_env": "XIHE_ROBOT_KEY_PROD"}}}
+    data: dict[str, Any] = {
+        "instance_wait_seconds": 0,
+        "channels": {
+            "default": {"robot_key_env": "XIHE_ROBOT_KEY"},
+            "prod": {"robot_key_env": "XIHE_ROBOT_KEY_PROD"},
+        },
+    }
     data.update(kw)
     return AlertsConfig.model_validate(data)
 
@@ -49,9 +80,14 @@ def config(**kw: Any) -> AlertsConfig:
 def make_pipeline() -> Callable[..., Pipeline]:
     """Pipeline over fresh (or given) in-memory stores."""
 
-    def make(cfg: AlertsConfig | None = None, state: InMemoryAlertStateStore | None = None,
-             outbox: InMemoryOutbox | None = None, **kw: Any) -> Pipeline:
-        return Pipeline(cfg or config(), WORKFLOWS, state or InMemoryAlertStateStore(), outbox or InMemoryOutbox(),
-                        **kw)
+    def make(
+        cfg: AlertsConfig | None = None,
+        state: InMemoryAlertStateStore | None = None,
+        outbox: InMemoryOutbox | None = None,
+        **kw: Any,
+    ) -> Pipeline:
+        return Pipeline(
+            cfg or config(), WORKFLOWS, state or InMemoryAlertStateStore(), outbox or InMemoryOutbox(), **kw
+        )
 
     return make

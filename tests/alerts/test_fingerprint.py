@@ -10,7 +10,11 @@ SAME = [
     ("numbers", "retry 3 of 5 failed", "retry 4 of 5 failed"),
     ("ip:port", "Connection refused to 10.0.0.5:5432", "Connection refused to 10.0.0.7:5433"),
     ("timestamps", "failed at 2026-12-02 09:01:02.123", "failed at 2026-12-03T10:11:12Z"),
-    ("uuids", "job 3f2b1c4e-1111-2222-3333-444455556666 lost", "job 00000000-aaaa-bbbb-cccc-ddddeeeeffff lost"),
+    (
+        "uuids",
+        "job 3f2b1c4e-1111-2222-3333-444455556666 lost",
+        "job 00000000-aaaa-bbbb-cccc-ddddeeeeffff lost",
+    ),
     ("hex ids", "container 0xdeadbeef exited", "container 0xcafe exited"),
     ("long hex", "commit abcdef0123456789 missing", "commit 0123456789abcdef missing"),
     ("paths", "No such file /data/etl/2026/12/01/a.csv", "No such file /data/etl/2026/12/02/b.csv"),

@@ -50,8 +50,17 @@ def test_same_fingerprint_folds_into_one_aggregate_at_window_end(make_pipeline):
     p = make_pipeline(config(window_minutes=10), outbox=outbox)
     p.feed(event(instance_id=1, error="timeout after 30s on 10.0.0.5:80"), clock())
     for i in range(2, 6):  # same cause, different numbers → same fingerprint
-        r = p.feed(event(instance_id=i, host=f"10.0.1.{i}:1", error=f"timeout after {i}s on 10.0.0.{i}:80",
-                         workflow="daily_sales", workflow_code=1002, project="etl"), clock.advance(60))
+        r = p.feed(
+            event(
+                instance_id=i,
+                host=f"10.0.1.{i}:1",
+                error=f"timeout after {i}s on 10.0.0.{i}:80",
+                workflow="daily_sales",
+                workflow_code=1002,
+                project="etl",
+            ),
+            clock.advance(60),
+        )
         assert r.records[0].reason is Reason.FINGERPRINT_REPEAT
     assert kinds(outbox) == [Kind.INSTANCE.value]
     p.tick(T0 + timedelta(minutes=9, seconds=59))
@@ -92,8 +101,10 @@ def test_retried_failures_are_summarised_once_per_window(make_pipeline):
     outbox = InMemoryOutbox()
     p = make_pipeline(outbox=outbox)
     for i in range(1, 4):
-        r = p.feed(event(instance_id=i, host=f"h{i}", retry_times=2, max_retry_times=2, error=f"e{i} different"),
-                   T0 + timedelta(minutes=i))
+        r = p.feed(
+            event(instance_id=i, host=f"h{i}", retry_times=2, max_retry_times=2, error=f"e{i} different"),
+            T0 + timedelta(minutes=i),
+        )
         assert r.records[0].reason is Reason.AGGREGATED_P2
     assert outbox.rows() == []
     p.tick(T0 + timedelta(minutes=11))
@@ -103,12 +114,14 @@ def test_retried_failures_are_summarised_once_per_window(make_pipeline):
 def test_node_storm_replaces_held_messages_with_one_node_alert(make_pipeline):
     clock = FakeClock(T0)
     outbox = InMemoryOutbox()
-    p = make_pipeline(config(instance_wait_seconds=30, node_storm={"threshold": 3, "window_minutes": 10}),
-                      outbox=outbox)
+    p = make_pipeline(
+        config(instance_wait_seconds=30, node_storm={"threshold": 3, "window_minutes": 10}), outbox=outbox
+    )
     reasons = []
     for i in range(1, 7):
-        out = p.feed(event(instance_id=i, host="10.0.0.9:1234", error=f"distinct cause {'x' * i}"),
-                     clock.advance(2))
+        out = p.feed(
+            event(instance_id=i, host="10.0.0.9:1234", error=f"distinct cause {'x' * i}"), clock.advance(2)
+        )
         reasons.append(out.records[0].reason)
     assert reasons[:2] == [Reason.NEW_INSTANCE, Reason.NEW_INSTANCE]
     assert reasons[2] is Reason.NODE_STORM_OPENED and set(reasons[3:]) == {Reason.NODE_STORM}
@@ -121,8 +134,17 @@ def test_node_storm_replaces_held_messages_with_one_node_alert(make_pipeline):
 
 
 def test_maintenance_from_yaml_cron_suppresses(make_pipeline):
-    cfg = config(timezone="UTC", maintenance=[{"name": "nightly", "cron": "55 8 * * *", "duration_minutes": 10,
-                                               "scope": {"kind": "project", "value": "sandbox"}}])
+    cfg = config(
+        timezone="UTC",
+        maintenance=[
+            {
+                "name": "nightly",
+                "cron": "55 8 * * *",
+                "duration_minutes": 10,
+                "scope": {"kind": "project", "value": "sandbox"},
+            }
+        ],
+    )
     outbox = InMemoryOutbox()
     p = make_pipeline(cfg, outbox=outbox)
     r = p.feed(event(), T0)  # 09:00 is inside 08:55 + 10 min
@@ -143,7 +165,8 @@ def test_restart_in_the_middle_of_a_window_loses_nothing(make_pipeline):
     r = second.feed(event(instance_id=3, host="10.0.0.3:1"), T0 + timedelta(minutes=2))
     assert r.records[0].reason is Reason.FINGERPRINT_REPEAT
     assert second.feed(event(instance_id=1, task="c"), T0 + timedelta(minutes=3)).records[0].reason is (
-        Reason.INSTANCE_ALREADY_NOTIFIED)
+        Reason.INSTANCE_ALREADY_NOTIFIED
+    )
     second.tick(T0 + timedelta(minutes=10, seconds=1))
     rows = outbox.rows()
     assert [r.kind for r in rows] == ["instance", "aggregate"]

@@ -35,7 +35,9 @@ def test_chat_maint_on_scope_and_off():
     assert removed == added and book2.active(T0 + timedelta(minutes=2), event()) is None
 
 
-@pytest.mark.parametrize("text", ["/maint", "/maint on", "/maint on soon", "/maint on 9d", "/maint on 5m project:"])
+@pytest.mark.parametrize(
+    "text", ["/maint", "/maint on", "/maint on soon", "/maint on 9d", "/maint on 5m project:"]
+)
 def test_bad_maint_commands_explain_usage(text: str):
     with pytest.raises(ValueError):
         parse_maint_command(text, T0, "alice")
@@ -53,9 +55,17 @@ def test_store_round_trip():
 
 
 def test_cron_with_timezone_and_workflow_scope():
-    cfg = config(timezone="Asia/Shanghai", maintenance=[
-        {"name": "n", "cron": "0 17 * * 1-5", "duration_minutes": 30, "scope": {"kind": "workflow",
-                                                                                   "value": "profile_test"}}])
+    cfg = config(
+        timezone="Asia/Shanghai",
+        maintenance=[
+            {
+                "name": "n",
+                "cron": "0 17 * * 1-5",
+                "duration_minutes": 30,
+                "scope": {"kind": "workflow", "value": "profile_test"},
+            }
+        ],
+    )
     book = MaintenanceBook.from_config(cfg)
     # T0 is Wednesday 09:00 UTC = 17:00 Shanghai
     assert book.active(T0 + timedelta(minutes=10), event()) == "n"
@@ -63,8 +73,9 @@ def test_cron_with_timezone_and_workflow_scope():
     assert book.active(T0 + timedelta(minutes=31), event()) is None
 
 
-@pytest.mark.parametrize(("expr", "problem"), [("* * *", "5 fields"), ("61 * * * *", "outside"),
-                                               ("*/0 * * * *", "step")])
+@pytest.mark.parametrize(
+    ("expr", "problem"), [("* * *", "5 fields"), ("61 * * * *", "outside"), ("*/0 * * * *", "step")]
+)
 def test_bad_cron_is_rejected(expr: str, problem: str):
     with pytest.raises(ValueError, match=problem):
         CronSpec.parse(expr)

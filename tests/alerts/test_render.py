@@ -16,11 +16,24 @@ from agent.alerts.render import Renderer, escape_md, fit_bytes
 
 def ctx(**kw: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "mentions": ("zhangsan",), "tier": "P0", "workflow_name": "order_sync", "project_name": "etl", "code": 1001,
-        "instance_id": 42, "environment": "prod", "task_list": [{"name": "load", "retry": 2}], "task_more": 0,
-        "host_list": ["10.0.0.1:1234"], "start": datetime(2026, 12, 2, 1, 0, tzinfo=UTC),
-        "end": datetime(2026, 12, 2, 1, 5, tzinfo=UTC), "seconds": 300, "summary_error": "boom",
-        "tail_log": "ok\nERROR: cause", "log_url": "http://ds.example/log/42", "next_summary": None}
+        "mentions": ("zhangsan",),
+        "tier": "P0",
+        "workflow_name": "order_sync",
+        "project_name": "etl",
+        "code": 1001,
+        "instance_id": 42,
+        "environment": "prod",
+        "task_list": [{"name": "load", "retry": 2}],
+        "task_more": 0,
+        "host_list": ["10.0.0.1:1234"],
+        "start": datetime(2026, 12, 2, 1, 0, tzinfo=UTC),
+        "end": datetime(2026, 12, 2, 1, 5, tzinfo=UTC),
+        "seconds": 300,
+        "summary_error": "boom",
+        "tail_log": "ok\nERROR: cause",
+        "log_url": "http://ds.example/log/42",
+        "next_summary": None,
+    }
     base.update(kw)
     return base
 
@@ -39,14 +52,30 @@ def test_escapes_tags_backticks_and_line_start_controls():
 def test_instance_message_has_the_fields_and_our_mention_intact():
     text = Renderer().render("instance.md.j2", ctx())
     assert text.startswith("<@zhangsan>")
-    for needle in ("order_sync", "1001", "42", "load", "10.0.0.1:1234", "boom", "> ERROR: cause",
-                   "[查看完整日志](http://ds.example/log/42)", "5m00s", "P0"):
+    for needle in (
+        "order_sync",
+        "1001",
+        "42",
+        "load",
+        "10.0.0.1:1234",
+        "boom",
+        "> ERROR: cause",
+        "[查看完整日志](http://ds.example/log/42)",
+        "5m00s",
+        "P0",
+    ):
         assert needle in text
 
 
 def test_values_cannot_inject_mentions_or_fonts():
-    text = Renderer().render("instance.md.j2", ctx(workflow_name="<@all>", summary_error='<font color="warning">',
-                                                   mentions=("bad id<script>", "ok_user")))
+    text = Renderer().render(
+        "instance.md.j2",
+        ctx(
+            workflow_name="<@all>",
+            summary_error='<font color="warning">',
+            mentions=("bad id<script>", "ok_user"),
+        ),
+    )
     assert "<@all>" not in text and "<@bad" not in text and "<@ok_user>" in text
     assert text.count("<font") == 1  # only the tier colour we add
 
@@ -64,7 +93,9 @@ def test_missing_variable_fails_loudly():
 
 
 def test_admin_override_directory_wins(tmp_path: Path):
-    (tmp_path / "instance.md.j2").write_text("custom {{ workflow_name }} {{ summary_error }}", encoding="utf-8")
+    (tmp_path / "instance.md.j2").write_text(
+        "custom {{ workflow_name }} {{ summary_error }}", encoding="utf-8"
+    )
     assert Renderer(tmp_path).render("instance.md.j2", ctx(summary_error="<x>")) == "custom order_sync ＜x＞"
 
 
@@ -89,26 +120,57 @@ NASTY = [
 @pytest.mark.parametrize("nasty", NASTY, ids=range(len(NASTY)))
 def test_nasty_inputs_stay_within_4096_bytes(nasty: str):
     r = Renderer()
-    text = r.render("instance.md.j2", ctx(workflow_name=nasty, summary_error=nasty, tail_log=nasty,
-                                          task_list=[{"name": nasty, "retry": 1}] * 50,
-                                          host_list=[nasty] * 10))
+    text = r.render(
+        "instance.md.j2",
+        ctx(
+            workflow_name=nasty,
+            summary_error=nasty,
+            tail_log=nasty,
+            task_list=[{"name": nasty, "retry": 1}] * 50,
+            host_list=[nasty] * 10,
+        ),
+    )
     assert nbytes(text) <= 4096 and text.startswith("<@zhangsan>")
-    text2 = r.render("aggregate.md.j2", {
-        "mentions": (), "tier": "P1", "folded": 3, "total": 4, "opened": None, "ends": None,
-        "workflow_list": [{"name": nasty, "count": 1}] * 40, "instance_list": list(range(40)),
-        "host_list": [nasty], "sample_name": nasty, "sample_task_name": nasty, "sample_error": nasty})
+    text2 = r.render(
+        "aggregate.md.j2",
+        {
+            "mentions": (),
+            "tier": "P1",
+            "folded": 3,
+            "total": 4,
+            "opened": None,
+            "ends": None,
+            "workflow_list": [{"name": nasty, "count": 1}] * 40,
+            "instance_list": list(range(40)),
+            "host_list": [nasty],
+            "sample_name": nasty,
+            "sample_task_name": nasty,
+            "sample_error": nasty,
+        },
+    )
     assert nbytes(text2) <= 4096
 
 
 @settings(max_examples=60, deadline=None)
-@given(log=st.text(max_size=3000), err=st.text(max_size=2000), name=st.text(max_size=400),
-       tasks=st.lists(st.text(max_size=200), max_size=30))
+@given(
+    log=st.text(max_size=3000),
+    err=st.text(max_size=2000),
+    name=st.text(max_size=400),
+    tasks=st.lists(st.text(max_size=200), max_size=30),
+)
 def test_property_any_text_fits_the_byte_limit(log: str, err: str, name: str, tasks: list[str]):
-    text = Renderer().render("instance.md.j2", ctx(tail_log=log, summary_error=err, workflow_name=name,
-                                                   task_list=[{"name": t, "retry": 0} for t in tasks]))
+    text = Renderer().render(
+        "instance.md.j2",
+        ctx(
+            tail_log=log,
+            summary_error=err,
+            workflow_name=name,
+            task_list=[{"name": t, "retry": 0} for t in tasks],
+        ),
+    )
     assert nbytes(text) <= 4096
     assert text.startswith("<@zhangsan>")
-    assert "<@" not in text[len("<@zhangsan>"):]  # no mention other than ours
+    assert "<@" not in text[len("<@zhangsan>") :]  # no mention other than ours
 
 
 def test_fit_bytes_never_splits_a_character_or_our_tag():

@@ -1,0 +1,113 @@
+"""The DolphinScheduler HTTP alert plugin webhook: secret, validation, parsing, idempotency."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.alerts.classify import idempotency_key
+from agent.alerts.model import Reason
+from agent.alerts.webhook import handle_ds_webhook
+from tests.alerts.conftest import T0
+
+SECRET = "s3cret-token-value"
+ITEMS = [
+    {
+        "projectCode": 7,
+        "projectName": "etl",
+        "owner": "admin",
+        "processId": 345,
+        "processDefinitionCode": 1001,
+        "processName": "order_sync-1-20261202170000123",
+        "taskCode": 11,
+        "taskName": "load",
+        "taskType": "SHELL",
+        "taskState": "FAILURE",
+        "taskStartTime": "2026-12-02 17:00:00",
+        "taskEndTime": "2026-12-02 17:05:00",
+        "taskHost": "10.0.0.11:1234",
+        "taskPriority": "MEDIUM",
+        "logPath": "/logs/345/11.log",
+    },
+    {
+        "projectCode": 7,
+        "projectName": "etl",
+        "processId": 345,
+        "processName": "order_sync-1-20261202170000123",
+        "taskName": "index",
+        "taskType": "SQL",
+        "taskState": "KILL",
+        "taskHost": "10.0.0.12:1234",
+    },
+]
+
+
+def post(body: object, token: str = SECRET) -> tuple[int, object]:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return handle_ds_webhook({"X-Xihe-Token": token, "Content-Type": "application/json"}, raw, SECRET, T0)
+
+
+def test_wrong_or_missing_secret_is_401():
+    assert post({"msg": "[]"}, token="nope")[0] == 401
+    assert handle_ds_webhook({}, b"{}", SECRET, T0)[0] == 401
+    assert handle_ds_webhook({"X-Xihe-Token": ""}, b"{}", "", T0)[0] == 401  # unset secret never opens
+
+
+def test_bearer_header_is_accepted():
+    status, _ = handle_ds_webhook(
+        {"Authorization": f"Bearer {SECRET}"}, json.dumps({"msg": "[]"}).encode(), SECRET, T0
+    )
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"msg": "start process failed" + json.dumps(ITEMS)},  # contentField holding title + content
+        {"title": "start process failed", "content": json.dumps(ITEMS)},
+        {"title": "start process failed", "content": ITEMS},
+        ITEMS,
+    ],
+)
+def test_failure_items_become_events(body):
+    status, events = post(body)
+    assert status == 200 and isinstance(events, list) and len(events) == 2
+    first = events[0]
+    assert (
+        first.instance_id,
+        first.workflow,
+        first.workflow_code,
+        first.task,
+        first.host,
+        first.state,
+        first.task_state,
+        first.source,
+    ) == (345, "order_sync", 1001, "load", "10.0.0.11:1234", "FAILURE", "FAILURE", "webhook")
+    assert first.start_time is not None and first.start_time.utcoffset().total_seconds() == 8 * 3600
+    assert idempotency_key(events[0]) != idempotency_key(events[1])
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"not json", "not UTF-8 JSON"),
+        ({"other": 1}, "no alert content field"),
+        ({"msg": "no array here"}, "no JSON array"),
+        ({"msg": '[{"processName": "x"}]'}, "processId"),
+    ],
+)
+def test_invalid_payloads_are_400_with_the_problem(body, problem):
+    status, error = post(body)
+    assert status == 400 and problem in str(error)
+
+
+def test_reposted_alert_is_idempotent(make_pipeline):
+    p = make_pipeline()
+    _, events = post({"msg": json.dumps(ITEMS)})
+    assert isinstance(events, list)
+    first = p.feed_batch(events, T0)
+    again = p.feed_batch(events, T0)
+    assert [r.reason for r in first.records] == [Reason.NEW_INSTANCE, Reason.JOINED_INSTANCE]
+    assert [r.reason for r in again.records] == [Reason.DUPLICATE_EVENT, Reason.DUPLICATE_EVENT]
+    assert len(p.outbox.rows()) == 1
