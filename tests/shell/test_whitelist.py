@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tools.shell.capture import StreamCapture, TempArtifacts
-from tools.shell.tool import redact_argv, redact_args
+from tools.shell.tool import redact_args, redact_argv
 from tools.shell.whitelist import ShellRefused, Whitelist, template_text
 
 
