@@ -39,19 +39,15 @@ log = logging.getLogger(__name__)
 SaveArtifact = Callable[[bytes], str]
 KilledBy = Literal["timeout", "limit"]
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+# Only what common tools need: each bind mount costs start-up time (about 0.3 ms each).
 ETC_FILES = (
     "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
     "alternatives",
     "localtime",
-    "timezone",
     "passwd",
     "group",
     "nsswitch.conf",
     "ssl",
-    "ca-certificates",
-    "mime.types",
     "gitconfig",
 )
 NET_ETC_FILES = ("resolv.conf", "hosts", "gai.conf", "host.conf")
@@ -351,7 +347,11 @@ class BwrapSandbox:
         if not plan.network:
             cmd.append("--unshare-net")
         cmd += ["--die-with-parent", "--new-session", *self._base_binds()]
-        etc = [f"/etc/{name}" for name in ETC_FILES + (NET_ETC_FILES if plan.network else ())]
+        etc = [
+            f"/etc/{n}"
+            for n in ETC_FILES + (NET_ETC_FILES if plan.network else ())
+            if os.path.lexists(f"/etc/{n}")
+        ]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         cmd += ["--perms", "1777", "--size", str(plan.limits.tmp_size_mb << 20), "--tmpfs", "/tmp"]
         # parents of bind targets would otherwise be created root-only (0700) and block the sandbox user
