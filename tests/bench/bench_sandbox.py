@@ -40,8 +40,10 @@ def _times(fn: Callable[[], object], runs: int) -> list[float]:
 
 def _stats(ms: list[float]) -> dict[str, float]:
     ordered = sorted(ms)
-    return {"median_ms": round(statistics.median(ordered), 3),
-            "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3)}
+    return {
+        "median_ms": round(statistics.median(ordered), 3),
+        "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3),
+    }
 
 
 def run(runs: int) -> dict[str, object]:

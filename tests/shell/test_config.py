@@ -113,3 +113,17 @@ def test_duplicate_entry_names_are_refused() -> None:
     text = BASE + BASE.split("entries:\n", 1)[1]
     with pytest.raises(ConfigErrors, match=r"shell.yaml:10: entries.1.name: duplicate entry name 'git_log'"):
         load_shell_config(text, "shell.yaml")
+
+
+def test_reload_keeps_the_last_good_whitelist(tmp_path: Path) -> None:
+    from tools.shell.reload import ReloadingWhitelist
+
+    path = tmp_path / "shell.yaml"
+    path.write_text(BASE)
+    holder = ReloadingWhitelist(path)
+    path.write_text(BASE.replace("git_log", "git_history"))
+    assert holder.reload() is None and "git_history" in holder.current.entries
+    path.write_text(BASE.replace('"{count}"', '"{cnt}"'))
+    error = holder.reload()
+    assert error is not None and "placeholder {cnt}" in str(error)
+    assert "git_history" in holder.current.entries  # still serving the previous version
