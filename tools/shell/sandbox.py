@@ -594,11 +594,11 @@ class ShellRunner:
             detail = f"shell commands are refused: sandbox {self.backend.name} is not available on this host"
         return SandboxStatus(self.backend.name, ok, self.unsandboxed, detail)
 
-    def run(self, match: Match) -> ShellResult:
-        """Run one matched command; ToolFailed when the sandbox is not available."""
+    def run(self, match: Match, save_artifact: SaveArtifact | None = None) -> ShellResult:
+        """Run one matched command (artifact callback per call if given); ToolFailed when no sandbox."""
         if not self.backend.available():
             raise ToolFailed(
                 f"refusing to run {match.entry.name!r}: sandbox {self.backend.name!r} is not available on this host "
                 "(install bubblewrap, start Docker, or have an admin set sandbox: none)"
             )
-        return self.backend.run(plan_for(match, self.config), self.save_artifact)
+        return self.backend.run(plan_for(match, self.config), save_artifact or self.save_artifact)

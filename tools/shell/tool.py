@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agent.errors import ToolDenied
-from tools.shell.sandbox import ShellResult, ShellRunner
+from tools.shell.sandbox import SaveArtifact, ShellResult, ShellRunner
 from tools.shell.whitelist import Match, ShellRefused, Whitelist, template_text
 
 MASK = "***"
@@ -95,6 +95,7 @@ def run_shell_command(
     user: str,
     flags: Iterable[str] = (),
     roles: Iterable[str] | None = None,
+    save_artifact: SaveArtifact | None = None,
 ) -> ShellResult:
     """Validate (entry, args) against the whitelist and run it sandboxed.
 
@@ -103,7 +104,7 @@ def run_shell_command(
     """
     match = whitelist.from_args(command, args, flags)
     _check_roles(match, user, roles)
-    return runner.run(match)
+    return runner.run(match, save_artifact)
 
 
 def run_shell_line(
