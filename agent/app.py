@@ -47,7 +47,9 @@ def load_plugins(paths: list[str]) -> list[ToolSpec]:
         try:
             value: Any = getattr(importlib.import_module(module_name), attr or "SPEC")
         except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"cannot import tool plugin {path!r}: {exc}", "xihe.yaml", None, f"plugins.{i}") from None
+            raise ConfigError(
+                f"cannot import tool plugin {path!r}: {exc}", "xihe.yaml", None, f"plugins.{i}"
+            ) from None
         specs.extend(value if isinstance(value, list | tuple) else [value])
     return specs
 
@@ -60,8 +62,14 @@ def secrets_of(settings: Settings) -> list[str]:
     return [os.environ[n] for n in names if os.environ.get(n)]
 
 
-def build_app(config_dir: str | Path = "config", *, clock: Clock = utc_now, notify: Notify | None = None,
-              database_url: str | None = None, holder: str | None = None) -> App:
+def build_app(
+    config_dir: str | Path = "config",
+    *,
+    clock: Clock = utc_now,
+    notify: Notify | None = None,
+    database_url: str | None = None,
+    holder: str | None = None,
+) -> App:
     """Load config, open (and migrate) the store, build the registry and the loop."""
     from tools import ALL
 
@@ -70,9 +78,17 @@ def build_app(config_dir: str | Path = "config", *, clock: Clock = utc_now, noti
     redactor = Redactor(secrets_of(settings))
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter(redactor))
-    deps = Deps(settings=settings, engine=engine, clock=clock, tasks=TaskStore(engine), audit=SqlAuditSink(engine),
-                pending=PendingStore(engine), artifacts=ArtifactStore(engine), redactor=redactor,
-                holder=holder or f"{socket.gethostname()}:{os.getpid()}")
+    deps = Deps(
+        settings=settings,
+        engine=engine,
+        clock=clock,
+        tasks=TaskStore(engine),
+        audit=SqlAuditSink(engine),
+        pending=PendingStore(engine),
+        artifacts=ArtifactStore(engine),
+        redactor=redactor,
+        holder=holder or f"{socket.gethostname()}:{os.getpid()}",
+    )
     if notify is not None:
         deps.notify = notify
     registry = build_registry([*ALL, *load_plugins(settings.core.plugins)], settings.core.tools)

@@ -62,14 +62,27 @@ class SqlAuditSink:
         with self.engine.begin() as conn:
             write(conn, event)
 
-    def search(self, *, actor: str | None = None, tool: str | None = None, outcome: str | None = None,
-               kind: str | None = None, task_id: int | None = None, since: datetime | None = None,
-               until: datetime | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    def search(
+        self,
+        *,
+        actor: str | None = None,
+        tool: str | None = None,
+        outcome: str | None = None,
+        kind: str | None = None,
+        task_id: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
         """Newest first, filtered by any of the given fields."""
         q = select(audit_event).order_by(audit_event.c.id.desc()).limit(limit)
-        for col, val in ((audit_event.c.actor, actor), (audit_event.c.tool, tool),
-                         (audit_event.c.outcome, outcome), (audit_event.c.kind, kind),
-                         (audit_event.c.task_id, task_id)):
+        for col, val in (
+            (audit_event.c.actor, actor),
+            (audit_event.c.tool, tool),
+            (audit_event.c.outcome, outcome),
+            (audit_event.c.kind, kind),
+            (audit_event.c.task_id, task_id),
+        ):
             if val is not None:
                 q = q.where(col == val)
         if since is not None:

@@ -42,11 +42,19 @@ def _one_backend(url: str, n: int, workdir: Path) -> dict[str, Any]:
     cfg = workdir / "cfg"
     cfg.mkdir(exist_ok=True)
     (cfg / "xihe.yaml").write_text(yaml.safe_dump({"plugins": ["agent.bench:ECHO"]}))
-    (cfg / "access.yaml").write_text(yaml.safe_dump({"roles": {"dev": {"tools": ["*"], "environments": ["test"]}},
-                                                     "users": {"bench": {"roles": ["dev"]}}}))
+    (cfg / "access.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "roles": {"dev": {"tools": ["*"], "environments": ["test"]}},
+                "users": {"bench": {"roles": ["dev"]}},
+            }
+        )
+    )
     app = build_app(cfg, database_url=url, holder="bench")
     deps, registry = app.deps, app.registry
-    task = deps.tasks.create(kind="bench", owner="bench", conversation="bench", goal="bench", now=deps.clock())
+    task = deps.tasks.create(
+        kind="bench", owner="bench", conversation="bench", goal="bench", now=deps.clock()
+    )
     who = identify("bench", deps.settings.access)
     raw = '{"text": "hello"}'
     spec = registry.get("bench_echo")
@@ -57,8 +65,9 @@ def _one_backend(url: str, n: int, workdir: Path) -> dict[str, Any]:
         spec.run(spec.args.model_validate_json(raw), ctx)
         t1 = time.perf_counter()
         call = registry.parse("bench_echo", raw)
-        decision = decide(call.spec.name, call.spec.risk, call.spec.environment(call.args, deps), who,
-                          deps.settings.access)
+        decision = decide(
+            call.spec.name, call.spec.risk, call.spec.environment(call.args, deps), who, deps.settings.access
+        )
         app.agent.executor.run(task, f"tool:{i}:0", call, intent="bench", reason=decision.reason)
         t2 = time.perf_counter()
         if i >= n // 10:
@@ -66,11 +75,17 @@ def _one_backend(url: str, n: int, workdir: Path) -> dict[str, Any]:
             full.append(t2 - t1)
     app.deps.engine.dispose()
     med_bare, med_full = statistics.median(bare), statistics.median(full)
-    return {"backend": url.split(":", 1)[0], "calls": n,
-            "bare_median_ms": round(med_bare * 1000, 4), "full_median_ms": round(med_full * 1000, 4),
-            "bare_p99_ms": round(_pct(bare, 0.99) * 1000, 4), "full_p99_ms": round(_pct(full, 0.99) * 1000, 4),
-            "overhead_median_ms": round((med_full - med_bare) * 1000, 4),
-            "ratio_median": round(med_full / med_bare, 1), "target_median_ms_sqlite": 1.0}
+    return {
+        "backend": url.split(":", 1)[0],
+        "calls": n,
+        "bare_median_ms": round(med_bare * 1000, 4),
+        "full_median_ms": round(med_full * 1000, 4),
+        "bare_p99_ms": round(_pct(bare, 0.99) * 1000, 4),
+        "full_p99_ms": round(_pct(full, 0.99) * 1000, 4),
+        "overhead_median_ms": round((med_full - med_bare) * 1000, 4),
+        "ratio_median": round(med_full / med_bare, 1),
+        "target_median_ms_sqlite": 1.0,
+    }
 
 
 def bench_core(n: int = 2000, database_url: str | None = None) -> dict[str, Any]:
@@ -84,4 +99,7 @@ def bench_core(n: int = 2000, database_url: str | None = None) -> dict[str, Any]
         if pg:
             (work / "pg").mkdir()
             results.append(_one_backend(pg, n, work / "pg"))
-    return {"benchmark": "core per-call overhead (validate + gate + task_step x2 + audit)", "results": results}
+    return {
+        "benchmark": "core per-call overhead (validate + gate + task_step x2 + audit)",
+        "results": results,
+    }

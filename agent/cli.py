@@ -1,13 +1,13 @@
 """`xihe`: one console script, short handlers.
 
-    xihe chat --user ID            terminal chat on the same session code as WeCom
-    xihe config check [DIR]        validate the YAML; exit 1 with file:line: key: problem
-    xihe tools                     the exact JSON schemas the model receives
-    xihe task show ID [--json]     which step failed, with what input, how long each took
-    xihe task resume ID            continue at the first unfinished step
-    xihe audit search [...]        the audit trail, filtered
-    xihe demo                      a scripted tour on the loopback fakes
-    xihe bench core                per-call overhead of validate + gate + task_step + audit
+xihe chat --user ID            terminal chat on the same session code as WeCom
+xihe config check [DIR]        validate the YAML; exit 1 with file:line: key: problem
+xihe tools                     the exact JSON schemas the model receives
+xihe task show ID [--json]     which step failed, with what input, how long each took
+xihe task resume ID            continue at the first unfinished step
+xihe audit search [...]        the audit trail, filtered
+xihe demo                      a scripted tour on the loopback fakes
+xihe bench core                per-call overhead of validate + gate + task_step + audit
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 from collections.abc import Sequence
 from datetime import datetime
 
 from agent.errors import BotError, ConfigError
 
 
-def _app(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _app(args: argparse.Namespace) -> Any:
     from agent.app import build_app
 
     def notify(conversation: str, text: str) -> None:
@@ -124,14 +125,24 @@ def cmd_audit_search(args: argparse.Namespace) -> int:
     app = _app(args)
     since = datetime.fromisoformat(args.since) if args.since else None
     until = datetime.fromisoformat(args.until) if args.until else None
-    rows = app.deps.audit.search(actor=args.user, tool=args.tool, outcome=args.outcome, kind=args.kind,
-                                 task_id=args.task, since=since, until=until, limit=args.limit)
+    rows = app.deps.audit.search(
+        actor=args.user,
+        tool=args.tool,
+        outcome=args.outcome,
+        kind=args.kind,
+        task_id=args.task,
+        since=since,
+        until=until,
+        limit=args.limit,
+    )
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
     else:
         for r in rows:
-            print(f"{r['at']:%Y-%m-%d %H:%M:%S} {r['kind']:9} {r['actor']:12} {r['tool'] or '-':24} "
-                  f"{r['outcome']:10} {(r['reason'] or '')[:80]}")
+            print(
+                f"{r['at']:%Y-%m-%d %H:%M:%S} {r['kind']:9} {r['actor']:12} {r['tool'] or '-':24} "
+                f"{r['outcome']:10} {(r['reason'] or '')[:80]}"
+            )
     return 0
 
 
@@ -159,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--conversation", help="conversation id (default cli:USER)")
     chat.set_defaults(func=cmd_chat)
 
-    config = sub.add_parser("config", help="configuration").add_subparsers(dest="config_command", required=True)
+    config = sub.add_parser("config", help="configuration").add_subparsers(
+        dest="config_command", required=True
+    )
     check = config.add_parser("check", help="validate a config directory")
     check.add_argument("dir", nargs="?", help="directory (default: --config)")
     check.set_defaults(func=cmd_config_check)
@@ -173,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_task_show)
     resume = task.add_parser("resume", help="continue a task at its first unfinished step")
     resume.add_argument("id", type=int)
-    resume.add_argument("--force", action="store_true", help="take the task over even if another holder's lease is live")
+    resume.add_argument(
+        "--force", action="store_true", help="take the task over even if another holder's lease is live"
+    )
     resume.set_defaults(func=cmd_task_resume)
 
     audit = sub.add_parser("audit", help="audit trail").add_subparsers(dest="audit_command", required=True)

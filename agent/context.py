@@ -21,9 +21,11 @@ def label_result(tool: str, text: str, cap: int, ref: ArtifactRef | None) -> str
     if len(text) <= cap:
         return head + text
     assert ref is not None, "a truncated result must have been saved as an artifact"
-    return (head + text[:cap] + f"\n…[truncated: {len(text)} characters in all, sha256 {ref.sha256[:16]}; "
-            f"the full output is artifact {ref.id}: call read_artifact(artifact_id=\"{ref.id}\", offset={cap}) "
-            "to read more]")
+    return (
+        head + text[:cap] + f"\n…[truncated: {len(text)} characters in all, sha256 {ref.sha256[:16]}; "
+        f'the full output is artifact {ref.id}: call read_artifact(artifact_id="{ref.id}", offset={cap}) '
+        "to read more]"
+    )
 
 
 def render_output(value: Any) -> str:
@@ -67,8 +69,13 @@ def trim(messages: list[Message], budget_chars: int, *, keep_last: int = 1) -> l
         dropped += len(group)
     out = list(system)
     if dropped:
-        out.append({"role": "system", "content": f"[{dropped} earlier message(s) were trimmed to fit the context; "
-                                                  "their full record is in the task's steps.]"})
+        out.append(
+            {
+                "role": "system",
+                "content": f"[{dropped} earlier message(s) were trimmed to fit the context; "
+                "their full record is in the task's steps.]",
+            }
+        )
     out.extend(m for g in rest for m in g)
     return out
 

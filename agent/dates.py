@@ -13,6 +13,7 @@ that names the input. Pure: `now` is a parameter.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -26,7 +27,9 @@ from agent.errors import ToolRetry
 
 MAX_DATES = 100  # DolphinScheduler refuses more complement dates (1400003)
 
-_RANGE = re.compile(r"^(?:from\s+)?(?P<a>.+?)\s*(?:\.\.|~|到|至|\bto\b|—|–|\bthrough\b|\buntil\b)\s*(?P<b>.+)$")
+_RANGE = re.compile(
+    r"^(?:from\s+)?(?P<a>.+?)\s*(?:\.\.|~|到|至|\bto\b|—|–|\bthrough\b|\buntil\b)\s*(?P<b>.+)$"
+)
 _HYPHEN_RANGE = re.compile(r"^(?P<a>.+?[日号])\s*-\s*(?P<b>.+)$|^(?P<c>.+?)\s+-\s+(?P<d>.+)$")
 _LIST_SEP = re.compile(r"\s*(?:,|、|;|\band\b|和)\s*")
 _ISO = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$|^(\d{4})(\d{2})(\d{2})$")
@@ -35,8 +38,23 @@ _MONTH_SLASH = re.compile(r"^(\d{1,2})/(\d{1,2})$")
 _DAY_ONLY = re.compile(r"^(\d{1,2})[日号]?$")
 _CN_WEEK = re.compile(r"^(上上|上|本|这|下)?(?:周|星期|礼拜)([一二三四五六日天1-7])$")
 _EN_WEEK = re.compile(r"^(last|this|past|previous)?\s*(mon|tue|wed|thu|fri|sat|sun)[a-z]*$")
-_CN_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
-               "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+_CN_WEEKDAY = {
+    "一": 0,
+    "二": 1,
+    "三": 2,
+    "四": 3,
+    "五": 4,
+    "六": 5,
+    "日": 6,
+    "天": 6,
+    "1": 0,
+    "2": 1,
+    "3": 2,
+    "4": 3,
+    "5": 4,
+    "6": 5,
+    "7": 6,
+}
 _EN_WEEKDAY = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 _WEEK_OFFSET = {"上上": -2, "上": -1, "本": 0, "这": 0, "下": 1, None: 0}
 
@@ -67,7 +85,9 @@ def _week_day(today: date, weeks: int, weekday: int) -> date:
 def _one(text: str, today: date, local_now: datetime, zone: tzinfo, left: date | None) -> date | None:
     """Read one date; `left` is the start of a range, whose month/year a bare right side inherits."""
     if m := _ISO.match(text):
-        y, mo, d = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(5), m.group(6))
+        y, mo, d = (
+            (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(5), m.group(6))
+        )
         return date(int(y), int(mo), int(d))
     if m := _CN_MONTH_DAY.match(text):
         month, day = int(m.group(2)), int(m.group(3))
@@ -144,7 +164,9 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
             raise DateError(text, f"'{text}': the range ends ({end}) before it starts ({start})")
         count = (end - start).days + 1
         if count > MAX_DATES:
-            raise DateError(text, f"'{text}' covers {count} dates; DolphinScheduler backfills at most {MAX_DATES}")
+            raise DateError(
+                text, f"'{text}' covers {count} dates; DolphinScheduler backfills at most {MAX_DATES}"
+            )
         dates = [start + timedelta(days=i) for i in range(count)]
     else:
         parts = [p for p in _LIST_SEP.split(s) if p]
@@ -155,7 +177,9 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
             left = value
     dates = sorted(set(dates))
     if len(dates) > MAX_DATES:
-        raise DateError(text, f"'{text}' names {len(dates)} dates; DolphinScheduler backfills at most {MAX_DATES}")
+        raise DateError(
+            text, f"'{text}' names {len(dates)} dates; DolphinScheduler backfills at most {MAX_DATES}"
+        )
     future = [d for d in dates if d > today]
     if future:
         raise DateError(
@@ -168,7 +192,7 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
 
 def is_contiguous(dates: Sequence[date]) -> bool:
     """Whether sorted unique `dates` form one run of consecutive days."""
-    return all((b - a).days == 1 for a, b in zip(dates, dates[1:], strict=False))
+    return all((b - a).days == 1 for a, b in itertools.pairwise(dates))
 
 
 def schedule_time_param(dates: Sequence[date]) -> str:

@@ -57,8 +57,11 @@ def migrate(engine: Engine) -> list[int]:
             if version in done:
                 continue
             run(conn)
-            conn.execute(schema_migrations.insert().values(
-                version=version, description=description, applied_at=utc_now()))
+            conn.execute(
+                schema_migrations.insert().values(
+                    version=version, description=description, applied_at=utc_now()
+                )
+            )
             applied.append(version)
     return applied
 

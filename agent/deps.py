@@ -37,7 +37,9 @@ class Deps:
     redactor: Redactor
     notify: Notify = _ignore
     holder: str = "xihe"  # lease holder name of this process/replica
-    services: dict[str, Any] = field(default_factory=dict)  # integration clients by name (dolphin, robot, ...)
+    services: dict[str, Any] = field(
+        default_factory=dict
+    )  # integration clients by name (dolphin, robot, ...)
 
     def service(self, name: str) -> Any:
         """An integration client, or a clear error when it is not configured."""

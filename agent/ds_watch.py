@@ -85,17 +85,34 @@ class Watch:
 
 
 def watch_from_start(
-    outcome: StartOutcome, *, task_id: str, conversation: str, project: str, project_code: int,
-    workflow: str, definition_code: int, now: datetime, environment: str = "",
-    policy: PollPolicy = PollPolicy(),  # noqa: B008 - frozen, shared default is safe
+    outcome: StartOutcome,
+    *,
+    task_id: str,
+    conversation: str,
+    project: str,
+    project_code: int,
+    workflow: str,
+    definition_code: int,
+    now: datetime,
+    environment: str = "",
+    policy: PollPolicy = PollPolicy(),
 ) -> Watch:
     """The watch row for a run just started (or found again) by `runs.start_workflow`."""
     return Watch(
-        key=outcome.marker, task_id=task_id, conversation=conversation, project=project,
-        project_code=project_code, workflow=workflow, definition_code=definition_code,
-        started_at=outcome.started_at, next_poll_at=now + timedelta(seconds=policy.interval),
-        expected_runs=outcome.expected_runs, instance_ids=outcome.instance_ids, interval=policy.interval,
-        last_change_at=now, environment=environment,
+        key=outcome.marker,
+        task_id=task_id,
+        conversation=conversation,
+        project=project,
+        project_code=project_code,
+        workflow=workflow,
+        definition_code=definition_code,
+        started_at=outcome.started_at,
+        next_poll_at=now + timedelta(seconds=policy.interval),
+        expected_runs=outcome.expected_runs,
+        instance_ids=outcome.instance_ids,
+        interval=policy.interval,
+        last_change_at=now,
+        environment=environment,
     )
 
 
@@ -217,13 +234,25 @@ _ERROR_LINE = re.compile(r"error|exception|failed|traceback", re.IGNORECASE)
 
 
 def failure_events(
-    client: DolphinClient, w: Watch, inst: Instance, now: datetime,
-    policy: PollPolicy = PollPolicy(),  # noqa: B008 - frozen
+    client: DolphinClient,
+    w: Watch,
+    inst: Instance,
+    now: datetime,
+    policy: PollPolicy = PollPolicy(),
 ) -> list[FailureEvent]:
     """One FailureEvent per failed task of a FAILURE instance, with host, retries and log tail."""
-    base = dict(at=now, project=w.project, workflow=w.workflow, workflow_code=w.definition_code,
-                instance_id=inst.id, state=inst.state, environment=w.environment,
-                start_time=inst.start_time, end_time=inst.end_time, source="poller")
+    base = dict(
+        at=now,
+        project=w.project,
+        workflow=w.workflow,
+        workflow_code=w.definition_code,
+        instance_id=inst.id,
+        state=inst.state,
+        environment=w.environment,
+        start_time=inst.start_time,
+        end_time=inst.end_time,
+        source="poller",
+    )
     try:
         _, tasks = client.current_tasks(w.project_code, inst.id)
     except DolphinError as exc:
@@ -242,16 +271,26 @@ def failure_events(
                 note = f" (log unavailable: DS {exc.code})"
         errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
         summary = (errors[-1].strip()[:500] if errors else f"task {t.name} ended {t.state}") + note
-        events.append(FailureEvent(
-            **base,  # type: ignore[arg-type]
-            task=t.name, host=t.host, error=summary, retry_times=t.retry_times,
-            max_retry_times=t.max_retry_times, task_state=t.state, log_tail="\n".join(lines),
-        ))
+        events.append(
+            FailureEvent(
+                **base,  # type: ignore[arg-type]
+                task=t.name,
+                host=t.host,
+                error=summary,
+                retry_times=t.retry_times,
+                max_retry_times=t.max_retry_times,
+                task_state=t.state,
+                log_tail="\n".join(lines),
+            )
+        )
     return events
 
 
 def _fetch_project(
-    client: DolphinClient, project_code: int, watches: Sequence[Watch], policy: PollPolicy,
+    client: DolphinClient,
+    project_code: int,
+    watches: Sequence[Watch],
+    policy: PollPolicy,
 ) -> tuple[dict[int, Instance], dict[str, list[Instance]]]:
     """Read the states of the watched instances and discover new ones; returns (by id, found by key)."""
     wanted = {i for w in watches for i in w.instance_ids if not is_terminal(w.state_of(i))}
@@ -262,14 +301,20 @@ def _fetch_project(
     seen: dict[int, Instance] = {}
     found: dict[str, list[Instance]] = {}
     for page_no in range(1, policy.max_pages + 1):
-        page = client.list_instances(project_code, definition_code=definition, start_from=since, page_no=page_no)
+        page = client.list_instances(
+            project_code, definition_code=definition, start_from=since, page_no=page_no
+        )
         for row in page.items:
             seen[row.id] = row
             if row.id in wanted:
                 continue
             for w in discovering:
-                if (row.definition_code != w.definition_code or row.id in w.instance_ids
-                        or row.id in w.foreign_ids or (row.start_time and row.start_time < w.started_at - DISCOVERY_SKEW)):
+                if (
+                    row.definition_code != w.definition_code
+                    or row.id in w.instance_ids
+                    or row.id in w.foreign_ids
+                    or (row.start_time and row.start_time < w.started_at - DISCOVERY_SKEW)
+                ):
                     continue
                 if row.marker is None:  # 3.1 list rows carry no params: read this one in detail once
                     detail = client.get_instance(project_code, row.id)
@@ -296,15 +341,27 @@ def _discovering(w: Watch) -> bool:
 
 
 def _advance(
-    client: DolphinClient, w: Watch, seen: dict[int, Instance], found: dict[str, list[Instance]],
-    now: datetime, policy: PollPolicy, result: PollResult,
+    client: DolphinClient,
+    w: Watch,
+    seen: dict[int, Instance],
+    found: dict[str, list[Instance]],
+    now: datetime,
+    policy: PollPolicy,
+    result: PollResult,
 ) -> Watch:
     ids = list(w.instance_ids)
     ours = [i for i in found.get(w.key, []) if i.id not in ids]
     ids.extend(i.id for i in ours)
-    foreign = tuple(sorted(set(w.foreign_ids) | {i.id for i in found.get("", []) if i.marker is not None
-                                                   and i.definition_code == w.definition_code
-                                                   and i.id not in ids}))
+    foreign = tuple(
+        sorted(
+            set(w.foreign_ids)
+            | {
+                i.id
+                for i in found.get("", [])
+                if i.marker is not None and i.definition_code == w.definition_code and i.id not in ids
+            }
+        )
+    )
     old = dict(w.states)
     states = dict(old)
     reported = list(w.reported)
@@ -314,7 +371,9 @@ def _advance(
             continue
         states[instance_id] = inst.state
     changed = states != old or len(ids) != len(w.instance_ids)
-    w2 = replace(w, instance_ids=tuple(sorted(ids)), states=tuple(sorted(states.items())), foreign_ids=foreign)
+    w2 = replace(
+        w, instance_ids=tuple(sorted(ids)), states=tuple(sorted(states.items())), foreign_ids=foreign
+    )
     chain_over = not _discovering(w2)
     all_final = all(is_terminal(s) for s in states.values()) and len(states) == len(ids)
     done = chain_over and all_final and bool(ids)
@@ -331,19 +390,30 @@ def _advance(
         elif not is_terminal(inst.state) and (old.get(instance_id) != inst.state or w.progress_tasks):
             result.outcomes.append(Progress(w2, inst, inst.state, _progress_summary(client, w, inst)))
     if not ids and (now - w.started_at).total_seconds() > policy.discovery_timeout:
-        result.outcomes.append(NotFound(w2, f"no {w.workflow} instance with marker {w.key} appeared since "
-                                            f"{w.started_at:%Y-%m-%d %H:%M:%S %Z}"))
+        result.outcomes.append(
+            NotFound(
+                w2,
+                f"no {w.workflow} instance with marker {w.key} appeared since "
+                f"{w.started_at:%Y-%m-%d %H:%M:%S %Z}",
+            )
+        )
         done = True
     interval = policy.interval if changed else min(w.interval * policy.backoff, policy.max_interval)
     return replace(
-        w2, reported=tuple(reported), done=done, interval=interval,
-        next_poll_at=now + timedelta(seconds=interval), last_change_at=now if changed else w.last_change_at,
+        w2,
+        reported=tuple(reported),
+        done=done,
+        interval=interval,
+        next_poll_at=now + timedelta(seconds=interval),
+        last_change_at=now if changed else w.last_change_at,
     )
 
 
 def poll_once(
-    watches: Iterable[Watch], client: DolphinClient, now: datetime,
-    policy: PollPolicy = PollPolicy(),  # noqa: B008 - frozen
+    watches: Iterable[Watch],
+    client: DolphinClient,
+    now: datetime,
+    policy: PollPolicy = PollPolicy(),
 ) -> PollResult:
     """Poll the due, unfinished watches (grouped by project); return updated watches and outcomes."""
     due = [w for w in watches if not w.done and w.next_poll_at <= now]
@@ -357,17 +427,24 @@ def poll_once(
             updated = [_advance(client, w, seen, found, now, policy, result) for w in group]
         except DolphinError as exc:
             result.errors.append(f"project {project_code}: {exc}")
-            updated = [replace(w, interval=min(w.interval * policy.backoff, policy.max_interval),
-                               next_poll_at=now + timedelta(seconds=min(w.interval * policy.backoff,
-                                                                        policy.max_interval)))
-                       for w in group]
+            updated = [
+                replace(
+                    w,
+                    interval=min(w.interval * policy.backoff, policy.max_interval),
+                    next_poll_at=now
+                    + timedelta(seconds=min(w.interval * policy.backoff, policy.max_interval)),
+                )
+                for w in group
+            ]
         result.watches.extend(updated)
     return result
 
 
 def run_poll_cycle(
-    store: WatchStore, client: DolphinClient, now: datetime,
-    policy: PollPolicy = PollPolicy(),  # noqa: B008 - frozen
+    store: WatchStore,
+    client: DolphinClient,
+    now: datetime,
+    policy: PollPolicy = PollPolicy(),
 ) -> PollResult:
     """The scheduler job body: poll the store's due watches and save them back."""
     result = poll_once(store.due(now), client, now, policy)
@@ -379,7 +456,10 @@ def run_poll_cycle(
 def policy_from_config(poll: PollConfig) -> PollPolicy:
     """PollPolicy from the `poll:` section of config/dolphin.yaml."""
     return PollPolicy(
-        interval=poll.interval_seconds, max_interval=poll.max_interval_seconds, backoff=poll.backoff,
-        max_pages=poll.max_pages, discovery_timeout=poll.discovery_timeout_seconds,
+        interval=poll.interval_seconds,
+        max_interval=poll.max_interval_seconds,
+        backoff=poll.backoff,
+        max_pages=poll.max_pages,
+        discovery_timeout=poll.discovery_timeout_seconds,
         log_tail_lines=poll.log_tail_lines,
     )

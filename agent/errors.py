@@ -41,7 +41,12 @@ class ConfigErrors(ConfigError):
     def __init__(self, errors: list[ConfigError]) -> None:
         self.errors = errors
         BotError.__init__(self, "\n".join(str(e) for e in errors))
-        self.file, self.line, self.key, self.problem = errors[0].file, errors[0].line, errors[0].key, errors[0].problem
+        self.file, self.line, self.key, self.problem = (
+            errors[0].file,
+            errors[0].line,
+            errors[0].key,
+            errors[0].problem,
+        )
 
 
 class ToolError(BotError):

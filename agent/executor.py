@@ -55,13 +55,24 @@ class Executor:
             found = self.deps.artifacts.get(step.output_ref)
             if found is not None:
                 cap = self.deps.settings.core.loop.result_cap_chars
-                return StepResult(label_result(step.tool_name, found[1].decode("utf-8", "replace"), cap, found[0]),
-                                  ok=True, reused=True)
+                return StepResult(
+                    label_result(step.tool_name, found[1].decode("utf-8", "replace"), cap, found[0]),
+                    ok=True,
+                    reused=True,
+                )
         shown = text if step.status == "failed" else label_result(step.tool_name, text, len(text) + 1, None)
         return StepResult(shown, ok=step.status == "done", reused=True, error=step.error)
 
-    def run(self, task: Task, step_key: str, call: ParsedCall, *, intent: str, reason: str,
-            latest: TaskStep | None = None) -> StepResult:
+    def run(
+        self,
+        task: Task,
+        step_key: str,
+        call: ParsedCall,
+        *,
+        intent: str,
+        reason: str,
+        latest: TaskStep | None = None,
+    ) -> StepResult:
         """Run `call` as step `step_key` of `task` (or finish an interrupted attempt of it)."""
         deps, spec = self.deps, call.spec
         now = deps.clock()
@@ -70,16 +81,20 @@ class Executor:
         preview = canonical_json(redacted)[:PREVIEW_INPUT]
         digest = sha256_text(canonical_json(call.data))
         if latest is not None and latest.status == "running":
-            deps.tasks.finish_step(latest, "failed", now, error="interrupted: the process stopped during this step")
+            deps.tasks.finish_step(
+                latest, "failed", now, error="interrupted: the process stopped during this step"
+            )
             if spec.lookup is not None:
                 found = spec.lookup(call.args, ctx)
                 if found is not None:  # the effect happened before the crash: record it, do not repeat it
-                    begun = deps.tasks.begin_step(task.id, step_key, spec.name, now, input_digest=digest,
-                                                  input_preview=preview)
+                    begun = deps.tasks.begin_step(
+                        task.id, step_key, spec.name, now, input_digest=digest, input_preview=preview
+                    )
                     return self._done(task, begun, call, found, intent, reason, redacted, 0, recovered=True)
         attempt = latest.attempt + 1 if latest is not None else 1
-        begun = deps.tasks.begin_step(task.id, step_key, spec.name, now, input_digest=digest, input_preview=preview,
-                                      attempt=attempt)
+        begun = deps.tasks.begin_step(
+            task.id, step_key, spec.name, now, input_digest=digest, input_preview=preview, attempt=attempt
+        )
         started = time.perf_counter()
         try:
             value = spec.run(call.args, ctx)
@@ -90,42 +105,102 @@ class Executor:
             raise
         return self._done(task, begun, call, value, intent, reason, redacted, time.perf_counter() - started)
 
-    def _done(self, task: Task, begun: TaskStep, call: ParsedCall, value: Any, intent: str, reason: str,
-              redacted: Any, seconds: float, *, recovered: bool = False) -> StepResult:
+    def _done(
+        self,
+        task: Task,
+        begun: TaskStep,
+        call: ParsedCall,
+        value: Any,
+        intent: str,
+        reason: str,
+        redacted: Any,
+        seconds: float,
+        *,
+        recovered: bool = False,
+    ) -> StepResult:
         deps, spec = self.deps, call.spec
         now = deps.clock()
         cap = deps.settings.core.loop.result_cap_chars
         text = deps.redactor.text(render_output(value))
         ref = None
         if len(text) > cap:
-            ref = deps.artifacts.put(text, now, task_id=task.id, step_key=begun.step_key, owner=task.owner,
-                                     name=f"{spec.name} output")
+            ref = deps.artifacts.put(
+                text,
+                now,
+                task_id=task.id,
+                step_key=begun.step_key,
+                owner=task.owner,
+                name=f"{spec.name} output",
+            )
         digest = sha256_text(text)
         ext = external_ids(value)
-        audit = AuditEvent(at=now, kind="tool_call", actor=task.owner, outcome="done", task_id=task.id,
-                           step_key=begun.step_key, intent=intent, tool=spec.name, args_redacted=redacted,
-                           reason=reason, result_digest=digest, duration_ms=int(seconds * 1000),
-                           state_before=task.status, state_after="running", external_ids=ext,
-                           detail={"recovered_by_lookup": True} if recovered else {})
-        deps.tasks.finish_step(begun, "done", now, output_digest=digest, output_ref=ref.id if ref else None,
-                               output_text=text if ref is None else text[:cap], external_ids=ext, audit=audit)
+        audit = AuditEvent(
+            at=now,
+            kind="tool_call",
+            actor=task.owner,
+            outcome="done",
+            task_id=task.id,
+            step_key=begun.step_key,
+            intent=intent,
+            tool=spec.name,
+            args_redacted=redacted,
+            reason=reason,
+            result_digest=digest,
+            duration_ms=int(seconds * 1000),
+            state_before=task.status,
+            state_after="running",
+            external_ids=ext,
+            detail={"recovered_by_lookup": True} if recovered else {},
+        )
+        deps.tasks.finish_step(
+            begun,
+            "done",
+            now,
+            output_digest=digest,
+            output_ref=ref.id if ref else None,
+            output_text=text if ref is None else text[:cap],
+            external_ids=ext,
+            audit=audit,
+        )
         return StepResult(label_result(spec.name, text, cap, ref), ok=True)
 
-    def _failed(self, task: Task, begun: TaskStep, call: ParsedCall, exc: Exception, intent: str, redacted: Any,
-                started: float, *, internal: bool = False) -> StepResult:
+    def _failed(
+        self,
+        task: Task,
+        begun: TaskStep,
+        call: ParsedCall,
+        exc: Exception,
+        intent: str,
+        redacted: Any,
+        started: float,
+        *,
+        internal: bool = False,
+    ) -> StepResult:
         deps, spec = self.deps, call.spec
         now = deps.clock()
         if internal:
             message = f"internal error in {spec.name}: {type(exc).__name__}"
         elif isinstance(exc, IntegrationError):
             message = f"{exc.service} error: {deps.redactor.text(str(exc))}" + (
-                " (temporary; may be retried)" if exc.retryable else "")
+                " (temporary; may be retried)" if exc.retryable else ""
+            )
         else:
             message = deps.redactor.text(str(exc))
         shown = f"[Tool Result: {spec.name}]\nERROR: {message}"
-        audit = AuditEvent(at=now, kind="tool_call", actor=task.owner, outcome="failed", task_id=task.id,
-                           step_key=begun.step_key, intent=intent, tool=spec.name, args_redacted=redacted,
-                           reason=message, duration_ms=int((time.perf_counter() - started) * 1000),
-                           state_before=task.status, state_after="running")
+        audit = AuditEvent(
+            at=now,
+            kind="tool_call",
+            actor=task.owner,
+            outcome="failed",
+            task_id=task.id,
+            step_key=begun.step_key,
+            intent=intent,
+            tool=spec.name,
+            args_redacted=redacted,
+            reason=message,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+            state_before=task.status,
+            state_after="running",
+        )
         deps.tasks.finish_step(begun, "failed", now, output_text=shown, error=message, audit=audit)
         return StepResult(shown, ok=False, error=message)

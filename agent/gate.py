@@ -57,7 +57,9 @@ def _roles_text(who: Who) -> str:
 
 def decide(tool: str, risk: str, environment: str, who: Who, access: AccessConfig) -> Decision:
     """Decide one call. `environment` is '' for tools that act on no environment."""
-    granting = [r for r in who.roles if r in access.roles and any(fnmatch(tool, g) for g in access.roles[r].tools)]
+    granting = [
+        r for r in who.roles if r in access.roles and any(fnmatch(tool, g) for g in access.roles[r].tools)
+    ]
     if not granting:
         return Deny(f"no role of {_roles_text(who)} grants the tool {tool}")
     production = False
@@ -65,8 +67,11 @@ def decide(tool: str, risk: str, environment: str, who: Who, access: AccessConfi
         env = access.environments.get(environment)
         if env is None:
             return Deny(f"{tool} would act on unknown environment {environment!r}")
-        granting = [r for r in granting
-                    if environment in access.roles[r].environments or "*" in access.roles[r].environments]
+        granting = [
+            r
+            for r in granting
+            if environment in access.roles[r].environments or "*" in access.roles[r].environments
+        ]
         if not granting:
             return Deny(f"{_roles_text(who)} may use {tool} but not on environment {environment}")
         production = env.production
@@ -74,8 +79,11 @@ def decide(tool: str, risk: str, environment: str, who: Who, access: AccessConfi
     if risk == "read":
         return Allow(f"read tool {tool}{where} allowed by role {granting[0]}")
     if production:
-        return Confirm(f"{tool} writes to production environment {environment}: it needs your /confirm "
-                       "and an approver's /approve", needs_approval=True)
+        return Confirm(
+            f"{tool} writes to production environment {environment}: it needs your /confirm "
+            "and an approver's /approve",
+            needs_approval=True,
+        )
     return Confirm(f"{tool} is a write{where}: it runs only after your /confirm")
 
 

@@ -51,14 +51,17 @@ def _retry_after(exc: BaseException | None) -> float | None:
 class LLMClient:
     """Chat completions with bounded retries; `complete()` returns a Completion or raises LLMError."""
 
-    def __init__(self, cfg: LLMConfig, api_key: str | None, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, cfg: LLMConfig, api_key: str | None, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         host = urlsplit(cfg.base_url).hostname or ""
         if os.environ.get(GUARD_ENV) and host not in _LOOPBACK:
             raise LLMError(f"model requests to {host or cfg.base_url!r} are forbidden under tests")
         self.cfg = cfg
         self._sleep = sleep
-        self._client = openai.OpenAI(base_url=cfg.base_url, api_key=api_key or "not-set",
-                                     timeout=cfg.timeout_seconds, max_retries=0)
+        self._client = openai.OpenAI(
+            base_url=cfg.base_url, api_key=api_key or "not-set", timeout=cfg.timeout_seconds, max_retries=0
+        )
         self.calls = 0  # HTTP attempts, for metrics and tests
 
     def _wait(self, state: RetryCallState) -> float:
@@ -77,7 +80,10 @@ class LLMClient:
         retrying = Retrying(
             retry=retry_if_exception(_retryable),
             stop=stop_after_attempt(self.cfg.max_attempts) | stop_after_delay(self.cfg.retry_budget_seconds),
-            wait=self._wait, sleep=self._sleep, reraise=True)
+            wait=self._wait,
+            sleep=self._sleep,
+            reraise=True,
+        )
         try:
             for attempt in retrying:
                 with attempt:
@@ -85,22 +91,35 @@ class LLMClient:
                     resp = self._client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
             code = _error_code(exc)
-            raise LLMError(f"the model endpoint answered HTTP {exc.status_code}{f' ({code})' if code else ''}",
-                           status=exc.status_code, retryable=_retryable(exc)) from None
+            raise LLMError(
+                f"the model endpoint answered HTTP {exc.status_code}{f' ({code})' if code else ''}",
+                status=exc.status_code,
+                retryable=_retryable(exc),
+            ) from None
         except openai.APITimeoutError:
-            raise LLMError(f"the model endpoint timed out after {self.cfg.timeout_seconds:g}s",
-                           retryable=True) from None
+            raise LLMError(
+                f"the model endpoint timed out after {self.cfg.timeout_seconds:g}s", retryable=True
+            ) from None
         except openai.APIConnectionError:
             raise LLMError("the model endpoint could not be reached", retryable=True) from None
         choice = resp.choices[0]
         msg = choice.message
         data: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
         if msg.tool_calls:
-            data["tool_calls"] = [{"id": tc.id, "type": "function",
-                                   "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
-                                  for tc in msg.tool_calls if getattr(tc, "function", None) is not None]
-        usage = {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens} \
-            if resp.usage else {}
+            data["tool_calls"] = [
+                {
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                }
+                for tc in msg.tool_calls
+                if getattr(tc, "function", None) is not None
+            ]
+        usage = (
+            {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens}
+            if resp.usage
+            else {}
+        )
         return Completion(data, choice.finish_reason or "stop", usage)
 
 

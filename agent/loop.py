@@ -23,7 +23,7 @@ from agent.context import for_api, trim
 from agent.deps import Deps
 from agent.errors import LLMError, TaskStateError, ToolRetry
 from agent.executor import Executor, StepResult
-from agent.gate import Allow, Confirm, Deny, Who, decide, identify
+from agent.gate import Confirm, Deny, Who, decide, identify
 from agent.llm import LLMClient
 from agent.registry import ParsedCall, Registry
 from agent.tasks import Task, TaskStep
@@ -73,14 +73,30 @@ class Agent:
         task = self._create("chat", who, conversation, text, channel)
         return self._drive(task)
 
-    def start_command(self, who: Who, conversation: str, text: str, tool: str, args: dict[str, Any], *,
-                      channel: str = "cli") -> Outcome:
+    def start_command(
+        self, who: Who, conversation: str, text: str, tool: str, args: dict[str, Any], *, channel: str = "cli"
+    ) -> Outcome:
         """A new task for an explicit command: one tool call, no model involved."""
         task = self._create("command", who, conversation, text, channel)
-        message = {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "cmd_0", "type": "function", "function": {"name": tool, "arguments": canonical_json(args)}}]}
-        self.deps.tasks.record(task.id, "llm:1", "command", "done", self.deps.clock(),
-                               output_text=json.dumps({"message": message, "finish_reason": "tool_calls"}))
+        message = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "cmd_0",
+                    "type": "function",
+                    "function": {"name": tool, "arguments": canonical_json(args)},
+                }
+            ],
+        }
+        self.deps.tasks.record(
+            task.id,
+            "llm:1",
+            "command",
+            "done",
+            self.deps.clock(),
+            output_text=json.dumps({"message": message, "finish_reason": "tool_calls"}),
+        )
         return self._drive(task)
 
     def resume(self, task_id: int, *, take_over: bool = False) -> Outcome:
@@ -91,8 +107,16 @@ class Agent:
         now = self.deps.clock()
         if take_over and task.lease_owner and task.lease_owner != self.deps.holder:
             self.deps.tasks.release(task_id, task.lease_owner)
-            self.deps.audit.record(AuditEvent(at=now, kind="task", actor=self.deps.holder, outcome="lease_taken",
-                                              task_id=task_id, reason=f"lease of {task.lease_owner} broken"))
+            self.deps.audit.record(
+                AuditEvent(
+                    at=now,
+                    kind="task",
+                    actor=self.deps.holder,
+                    outcome="lease_taken",
+                    task_id=task_id,
+                    reason=f"lease of {task.lease_owner} broken",
+                )
+            )
         self.deps.tasks.update(task_id, now, status="running", error=None)
         return self._drive(self.deps.tasks.get(task_id))
 
@@ -104,8 +128,16 @@ class Agent:
     def _create(self, kind: str, who: Who, conversation: str, text: str, channel: str) -> Task:
         now = self.deps.clock()
         ttl = timedelta(seconds=self.deps.settings.core.store.lease_seconds)
-        return self.deps.tasks.create(kind=kind, owner=who.user, conversation=conversation, goal=text, now=now,
-                                      channel=channel, lease_owner=self.deps.holder, lease_until=now + ttl)
+        return self.deps.tasks.create(
+            kind=kind,
+            owner=who.user,
+            conversation=conversation,
+            goal=text,
+            now=now,
+            channel=channel,
+            lease_owner=self.deps.holder,
+            lease_until=now + ttl,
+        )
 
     def _drive(self, task: Task) -> Outcome:
         deps = self.deps
@@ -113,10 +145,17 @@ class Agent:
         if not deps.tasks.claim(task.id, deps.holder, deps.clock(), ttl):
             return Outcome(task.id, "busy", f"Task {task.id} is being worked on elsewhere.")
         try:
-            outcome = self._walk(_Run(task, identify(task.owner, deps.settings.access), deps.tasks.latest(task.id)))
+            outcome = self._walk(
+                _Run(task, identify(task.owner, deps.settings.access), deps.tasks.latest(task.id))
+            )
         except LLMError as exc:
-            outcome = self._finish(task, "failed", f"The model endpoint failed ({exc}). Task {task.id} is saved; "
-                                                   f"`xihe task resume {task.id}` continues it.", error=str(exc))
+            outcome = self._finish(
+                task,
+                "failed",
+                f"The model endpoint failed ({exc}). Task {task.id} is saved; "
+                f"`xihe task resume {task.id}` continues it.",
+                error=str(exc),
+            )
         finally:
             deps.tasks.release(task.id, deps.holder)
         return outcome
@@ -126,8 +165,11 @@ class Agent:
         system = SYSTEM_RULES + (f"\n{core.system_prompt}" if core.system_prompt else "")
         system += f"\nYou are talking with user `{task.owner}`. Task id: {task.id}."
         msgs: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        earlier = [t for t in self.deps.tasks.list(conversation=task.conversation, limit=core.loop.history_tasks + 1)
-                   if t.id < task.id and t.reply][: core.loop.history_tasks]
+        earlier = [
+            t
+            for t in self.deps.tasks.recent(conversation=task.conversation, limit=core.loop.history_tasks + 1)
+            if t.id < task.id and t.reply
+        ][: core.loop.history_tasks]
         for t in reversed(earlier):
             msgs += [{"role": "user", "content": t.goal}, {"role": "assistant", "content": t.reply}]
         msgs.append({"role": "user", "content": task.goal, "_goal": True})
@@ -153,11 +195,20 @@ class Agent:
                     return result
                 messages.append({"role": "tool", "tool_call_id": tc["id"], "content": result.shown})
             if run.invalid > loop.max_arg_retries:
-                return self._finish(run.task, "failed", "I stopped: the model kept producing tool calls that could "
-                                    f"not be executed ({run.invalid} invalid). Task {run.task.id} has the details.",
-                                    error="too many invalid tool calls")
-        return self._finish(run.task, "failed", f"I stopped after {loop.max_turns} model turns without finishing. "
-                            f"Task {run.task.id} has what was done so far.", error="turn limit reached")
+                return self._finish(
+                    run.task,
+                    "failed",
+                    "I stopped: the model kept producing tool calls that could "
+                    f"not be executed ({run.invalid} invalid). Task {run.task.id} has the details.",
+                    error="too many invalid tool calls",
+                )
+        return self._finish(
+            run.task,
+            "failed",
+            f"I stopped after {loop.max_turns} model turns without finishing. "
+            f"Task {run.task.id} has what was done so far.",
+            error="turn limit reached",
+        )
 
     def _model_turn(self, run: _Run, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         key = f"llm:{turn}"
@@ -168,7 +219,9 @@ class Agent:
         deps = self.deps
         now = deps.clock()
         if prior is not None and prior.status == "running":
-            deps.tasks.finish_step(prior, "failed", now, error="interrupted: the process stopped during this step")
+            deps.tasks.finish_step(
+                prior, "failed", now, error="interrupted: the process stopped during this step"
+            )
         begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, now)
         api_messages = for_api(trim(messages, deps.settings.core.loop.history_chars))
         try:
@@ -176,27 +229,37 @@ class Agent:
         except LLMError as exc:
             deps.tasks.finish_step(begun, "failed", deps.clock(), error=str(exc))
             raise
-        stored = json.dumps({"message": completion.message, "finish_reason": completion.finish_reason},
-                            ensure_ascii=False)
+        stored = json.dumps(
+            {"message": completion.message, "finish_reason": completion.finish_reason}, ensure_ascii=False
+        )
         deps.tasks.finish_step(begun, "done", deps.clock(), output_text=stored)
         return {"message": completion.message, "finish_reason": completion.finish_reason}
 
-    def _tool_step(self, run: _Run, key: str, tc: dict[str, Any], finish: str,
-                   done_calls: dict[str, str]) -> StepResult | Outcome:
+    def _tool_step(
+        self, run: _Run, key: str, tc: dict[str, Any], finish: str, done_calls: dict[str, str]
+    ) -> StepResult | Outcome:
         deps, loop = self.deps, self.deps.settings.core.loop
         name, raw = tc["function"]["name"], tc["function"].get("arguments")
         prior = run.latest.get(key)
-        if prior is not None and (prior.status == "done" or (prior.status == "failed" and self._superseded(run, prior))):
+        if prior is not None and (
+            prior.status == "done" or (prior.status == "failed" and self._superseded(run, prior))
+        ):
             result = self.executor.replay(prior)
             if prior.status == "done" and prior.input_digest:
                 done_calls[f"{prior.tool_name}:{prior.input_digest}"] = key
             run.tool_calls += 1
             return result
-        now = deps.clock()
+        deps.clock()
         if finish == "length":
             run.invalid += 1
-            return self._refuse(run, key, name, "The response was cut off (output limit), so this tool call was not "
-                                "executed. Send the complete call again.", kind="truncated")
+            return self._refuse(
+                run,
+                key,
+                name,
+                "The response was cut off (output limit), so this tool call was not "
+                "executed. Send the complete call again.",
+                kind="truncated",
+            )
         try:
             call = self.registry.parse(name, raw, max_bytes=loop.max_args_bytes)
         except ToolRetry as exc:
@@ -204,14 +267,26 @@ class Agent:
             return self._refuse(run, key, name, str(exc), kind="invalid_args")
         run.tool_calls += 1
         if run.tool_calls > loop.max_tool_calls:
-            return self._refuse(run, key, name, f"Not executed: the limit of {loop.max_tool_calls} tool calls for one "
-                                "message is reached. Answer with what you have.", kind="limit")
+            return self._refuse(
+                run,
+                key,
+                name,
+                f"Not executed: the limit of {loop.max_tool_calls} tool calls for one "
+                "message is reached. Answer with what you have.",
+                kind="limit",
+            )
         from agent.canonical import sha256_text
 
         repeat_key = f"{name}:{sha256_text(canonical_json(call.data))}"
         if repeat_key in done_calls:
-            return self._refuse(run, key, name, f"Refused: this exact call ({name} with the same arguments) already "
-                                f"succeeded at step {done_calls[repeat_key]}; use that result.", kind="repeat")
+            return self._refuse(
+                run,
+                key,
+                name,
+                f"Refused: this exact call ({name} with the same arguments) already "
+                f"succeeded at step {done_calls[repeat_key]}; use that result.",
+                kind="repeat",
+            )
         environment = call.spec.environment(call.args, deps)
         decision = decide(name, call.spec.risk, environment, run.who, deps.settings.access)
         if isinstance(decision, Deny):
@@ -221,7 +296,9 @@ class Agent:
             gate = self._confirmation(run, key, call, decision, environment)
             if gate is not None:
                 return gate
-        result = self.executor.run(run.task, key, call, intent=run.task.goal, reason=decision.reason, latest=prior)
+        result = self.executor.run(
+            run.task, key, call, intent=run.task.goal, reason=decision.reason, latest=prior
+        )
         if result.ok:
             done_calls[repeat_key] = key
         return result
@@ -230,8 +307,9 @@ class Agent:
         """A failed step the task already moved past (its failure is history, not a frontier)."""
         return any(s.id > step.id for k, s in run.latest.items() if k != step.step_key)
 
-    def _confirmation(self, run: _Run, key: str, call: ParsedCall, decision: Confirm,
-                      environment: str) -> StepResult | Outcome | None:
+    def _confirmation(
+        self, run: _Run, key: str, call: ParsedCall, decision: Confirm, environment: str
+    ) -> StepResult | Outcome | None:
         """None = released, go ahead; otherwise the pause or the refusal."""
         deps = self.deps
         now = deps.clock()
@@ -240,54 +318,110 @@ class Agent:
         if pending is None:
             ttl = timedelta(minutes=deps.settings.core.confirm.ttl_minutes)
             pending = deps.pending.create(
-                task_id=run.task.id, step_key=key, user_id=run.task.owner, conversation=run.task.conversation,
-                tool=call.spec.name, args_json=canonical_json(call.data), args_digest=digest,
-                environment=environment, reason=decision.reason, needs_approval=decision.needs_approval,
-                now=now, expires_at=now + ttl)
+                task_id=run.task.id,
+                step_key=key,
+                user_id=run.task.owner,
+                conversation=run.task.conversation,
+                tool=call.spec.name,
+                args_json=canonical_json(call.data),
+                args_digest=digest,
+                environment=environment,
+                reason=decision.reason,
+                needs_approval=decision.needs_approval,
+                now=now,
+                expires_at=now + ttl,
+            )
             self._audit_gate(run, key, call, "confirm", decision.reason, environment, pending_id=pending.id)
         if pending.status == "pending" and pending.expires_at <= now:
             deps.pending.close(pending.id, "expired", now)
             pending = deps.pending.get(pending.id) or pending
         if pending.status in ("expired", "cancelled", "rejected"):
-            return self._refuse(run, key, call.spec.name, f"NOT EXECUTED: the confirmation was {pending.status}; "
-                                "tell the user nothing was done.", kind=pending.status)
+            return self._refuse(
+                run,
+                key,
+                call.spec.name,
+                f"NOT EXECUTED: the confirmation was {pending.status}; tell the user nothing was done.",
+                kind=pending.status,
+            )
         if pending.status == "executed":
             return None  # consumed before a crash: run (the executor's lookup guards the effect)
         if pending.released and deps.pending.consume(pending.id, digest, now):
             return None
         deps.tasks.update(run.task.id, now, status="awaiting_confirmation", current_step=key)
         args_text = canonical_json(deps.redactor.data(call.data, call.spec.secret_args))
-        ask = (f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n"
-               f"Reply `/confirm {pending.id}` (or 确认执行) within {deps.settings.core.confirm.ttl_minutes} minutes "
-               f"to run it, or `/cancel {pending.id}`.")
+        ask = (
+            f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n"
+            f"Reply `/confirm {pending.id}` (or 确认执行) within {deps.settings.core.confirm.ttl_minutes} minutes "
+            f"to run it, or `/cancel {pending.id}`."
+        )
         if pending.needs_approval and pending.status == "confirmed":
-            ask = (f"Confirmed by you; waiting for an approver: someone with the approver role sends "
-                   f"`/approve {pending.id}`.")
+            ask = (
+                f"Confirmed by you; waiting for an approver: someone with the approver role sends "
+                f"`/approve {pending.id}`."
+            )
         deps.tasks.update(run.task.id, now, reply=ask)
         return Outcome(run.task.id, "awaiting_confirmation", ask, pending.id)
 
-    def _refuse(self, run: _Run, key: str, name: str, message: str, *, kind: str, audited: bool = False) -> StepResult:
+    def _refuse(
+        self, run: _Run, key: str, name: str, message: str, *, kind: str, audited: bool = False
+    ) -> StepResult:
         now = self.deps.clock()
         shown = f"[Tool Result: {name}]\n{message}"
-        audit = None if audited else AuditEvent(at=now, kind="tool_call", actor=run.task.owner, outcome=kind,
-                                                task_id=run.task.id, step_key=key, tool=name, reason=message)
-        self.deps.tasks.record(run.task.id, key, name, "failed", now, output_text=shown, error=message, audit=audit)
+        audit = (
+            None
+            if audited
+            else AuditEvent(
+                at=now,
+                kind="tool_call",
+                actor=run.task.owner,
+                outcome=kind,
+                task_id=run.task.id,
+                step_key=key,
+                tool=name,
+                reason=message,
+            )
+        )
+        self.deps.tasks.record(
+            run.task.id, key, name, "failed", now, output_text=shown, error=message, audit=audit
+        )
         return StepResult(shown, ok=False, error=message)
 
-    def _audit_gate(self, run: _Run, key: str, call: ParsedCall, outcome: str, reason: str, environment: str,
-                    pending_id: int | None = None) -> None:
-        self.deps.audit.record(AuditEvent(
-            at=self.deps.clock(), kind="gate", actor=run.task.owner, outcome=outcome, task_id=run.task.id,
-            step_key=key, intent=run.task.goal, tool=call.spec.name,
-            args_redacted=self.deps.redactor.data(call.data, call.spec.secret_args), reason=reason,
-            detail={"environment": environment, "pending_id": pending_id}))
+    def _audit_gate(
+        self,
+        run: _Run,
+        key: str,
+        call: ParsedCall,
+        outcome: str,
+        reason: str,
+        environment: str,
+        pending_id: int | None = None,
+    ) -> None:
+        self.deps.audit.record(
+            AuditEvent(
+                at=self.deps.clock(),
+                kind="gate",
+                actor=run.task.owner,
+                outcome=outcome,
+                task_id=run.task.id,
+                step_key=key,
+                intent=run.task.goal,
+                tool=call.spec.name,
+                args_redacted=self.deps.redactor.data(call.data, call.spec.secret_args),
+                reason=reason,
+                detail={"environment": environment, "pending_id": pending_id},
+            )
+        )
 
     def _command_reply(self, messages: list[dict[str, Any]]) -> str:
         call = messages[-2]["tool_calls"][0]["function"] if len(messages) >= 2 else {}
         result = messages[-1].get("content", "")
         spec = self.registry.specs.get(call.get("name", ""))
         body = result.split("\n", 1)[1] if result.startswith("[Tool Result:") else result
-        if spec is not None and spec.summarize is not None and not body.startswith(("ERROR", "DENIED", "NOT EXEC")):
+        if (
+            spec is not None
+            and spec.summarize is not None
+            and not body.startswith(("ERROR", "DENIED", "NOT EXEC"))
+        ):
             try:
                 return spec.summarize(json.loads(body))
             except (ValueError, TypeError, KeyError):
@@ -297,7 +431,17 @@ class Agent:
     def _finish(self, task: Task, status: str, reply: str, *, error: str | None = None) -> Outcome:
         now = self.deps.clock()
         self.deps.tasks.update(task.id, now, status=status, reply=reply, error=error)
-        self.deps.audit.record(AuditEvent(at=now, kind="task", actor=task.owner, outcome=status, task_id=task.id,
-                                          intent=task.goal, reason=error, state_before=task.status,
-                                          state_after=status))
+        self.deps.audit.record(
+            AuditEvent(
+                at=now,
+                kind="task",
+                actor=task.owner,
+                outcome=status,
+                task_id=task.id,
+                intent=task.goal,
+                reason=error,
+                state_before=task.status,
+                state_after=status,
+            )
+        )
         return Outcome(task.id, status, reply)

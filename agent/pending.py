@@ -53,19 +53,45 @@ class PendingStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def create(self, *, task_id: int, step_key: str, user_id: str, conversation: str, tool: str,
-               args_json: str, args_digest: str, environment: str, reason: str, needs_approval: bool,
-               now: datetime, expires_at: datetime) -> PendingAction:
+    def create(
+        self,
+        *,
+        task_id: int,
+        step_key: str,
+        user_id: str,
+        conversation: str,
+        tool: str,
+        args_json: str,
+        args_digest: str,
+        environment: str,
+        reason: str,
+        needs_approval: bool,
+        now: datetime,
+        expires_at: datetime,
+    ) -> PendingAction:
         """Insert, or return the existing row for this (task, step)."""
         existing = self.for_step(task_id, step_key)
         if existing is not None:
             return existing
         with self.engine.begin() as conn:
-            conn.execute(insert(pending_action).values(
-                task_id=task_id, step_key=step_key, user_id=user_id, conversation=conversation, tool=tool,
-                args_json=args_json, args_digest=args_digest, environment=environment, reason=reason,
-                needs_approval=needs_approval, status="pending", expires_at=expires_at,
-                created_at=now, updated_at=now))
+            conn.execute(
+                insert(pending_action).values(
+                    task_id=task_id,
+                    step_key=step_key,
+                    user_id=user_id,
+                    conversation=conversation,
+                    tool=tool,
+                    args_json=args_json,
+                    args_digest=args_digest,
+                    environment=environment,
+                    reason=reason,
+                    needs_approval=needs_approval,
+                    status="pending",
+                    expires_at=expires_at,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
         found = self.for_step(task_id, step_key)
         assert found is not None
         return found
@@ -77,14 +103,26 @@ class PendingStore:
 
     def for_step(self, task_id: int, step_key: str) -> PendingAction | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(pending_action).where(and_(
-                pending_action.c.task_id == task_id, pending_action.c.step_key == step_key))).first()
+            row = conn.execute(
+                select(pending_action).where(
+                    and_(pending_action.c.task_id == task_id, pending_action.c.step_key == step_key)
+                )
+            ).first()
         return _pa(row) if row else None
 
-    def open_for(self, *, user_id: str | None = None, conversation: str | None = None,
-                 statuses: tuple[str, ...] = ("pending",)) -> list[PendingAction]:
+    def open_for(
+        self,
+        *,
+        user_id: str | None = None,
+        conversation: str | None = None,
+        statuses: tuple[str, ...] = ("pending",),
+    ) -> list[PendingAction]:
         """Newest first."""
-        q = select(pending_action).where(pending_action.c.status.in_(statuses)).order_by(pending_action.c.id.desc())
+        q = (
+            select(pending_action)
+            .where(pending_action.c.status.in_(statuses))
+            .order_by(pending_action.c.id.desc())
+        )
         if user_id is not None:
             q = q.where(pending_action.c.user_id == user_id)
         if conversation is not None:
@@ -94,9 +132,13 @@ class PendingStore:
 
     def awaiting_approval(self) -> list[PendingAction]:
         """Confirmed production writes that still need an approver."""
-        q = select(pending_action).where(and_(pending_action.c.status.in_(("pending", "confirmed")),
-                                              pending_action.c.needs_approval.is_(True),
-                                              pending_action.c.approved_by.is_(None)))
+        q = select(pending_action).where(
+            and_(
+                pending_action.c.status.in_(("pending", "confirmed")),
+                pending_action.c.needs_approval.is_(True),
+                pending_action.c.approved_by.is_(None),
+            )
+        )
         with self.engine.connect() as conn:
             return [_pa(r) for r in conn.execute(q.order_by(pending_action.c.id))]
 
@@ -108,17 +150,30 @@ class PendingStore:
     def confirm(self, action_id: int, user_id: str, conversation: str, now: datetime) -> bool:
         """pending → confirmed, only for the bound user in the bound conversation before expiry."""
         c = pending_action.c
-        return self._transition(action_id, now, [c.status == "pending", c.user_id == user_id,
-                                                 c.conversation == conversation, c.expires_at > now],
-                                status="confirmed", confirmed_at=now)
+        return self._transition(
+            action_id,
+            now,
+            [c.status == "pending", c.user_id == user_id, c.conversation == conversation, c.expires_at > now],
+            status="confirmed",
+            confirmed_at=now,
+        )
 
     def approve(self, action_id: int, approver: str, now: datetime) -> bool:
         """Record an approver (never the requester) on a live action that needs one."""
         c = pending_action.c
-        return self._transition(action_id, now, [c.status.in_(("pending", "confirmed")), c.needs_approval.is_(True),
-                                                 c.approved_by.is_(None), c.user_id != approver,
-                                                 c.expires_at > now],
-                                approved_by=approver, approved_at=now)
+        return self._transition(
+            action_id,
+            now,
+            [
+                c.status.in_(("pending", "confirmed")),
+                c.needs_approval.is_(True),
+                c.approved_by.is_(None),
+                c.user_id != approver,
+                c.expires_at > now,
+            ],
+            approved_by=approver,
+            approved_at=now,
+        )
 
     def consume(self, action_id: int, args_digest: str, now: datetime) -> bool:
         """confirmed → executed, once, only for the exact arguments that were confirmed."""
@@ -132,7 +187,7 @@ class PendingStore:
     def close(self, action_id: int, status: str, now: datetime, *, by: str | None = None) -> bool:
         """pending/confirmed → cancelled | rejected | expired."""
         c = pending_action.c
-        where = [c.status.in_(("pending", "confirmed"))]
+        where: list[Any] = [c.status.in_(("pending", "confirmed"))]
         if status == "cancelled" and by is not None:
             where.append(c.user_id == by)
         return self._transition(action_id, now, where, status=status)
@@ -143,5 +198,8 @@ class PendingStore:
         q = select(pending_action).where(and_(c.status.in_(("pending", "confirmed")), c.expires_at <= now))
         with self.engine.connect() as conn:
             due = [_pa(r) for r in conn.execute(q)]
-        return [p for p in due if self._transition(p.id, now, [c.status.in_(("pending", "confirmed"))],
-                                                   status="expired")]
+        return [
+            p
+            for p in due
+            if self._transition(p.id, now, [c.status.in_(("pending", "confirmed"))], status="expired")
+        ]

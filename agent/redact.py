@@ -12,7 +12,9 @@ from collections.abc import Iterable
 from typing import Any
 
 MASK = "***"
-_SECRET_KEY = re.compile(r"(pass(word)?|secret|token|api[_-]?key|aes[_-]?key|webhook[_-]?key|credential|^key$)", re.I)
+_SECRET_KEY = re.compile(
+    r"(pass(word)?|secret|token|api[_-]?key|aes[_-]?key|webhook[_-]?key|credential|^key$)", re.I
+)
 _URL_KEY = re.compile(r"([?&](?:key|token|access_token|corpsecret)=)[^&\s]+", re.I)
 
 
@@ -41,8 +43,14 @@ class Redactor:
         """Deep-copy `value`, masking secret-named keys, the given fields and known secret values."""
         fields = set(secret_fields)
         if isinstance(value, dict):
-            return {k: (MASK if (k in fields or _SECRET_KEY.search(str(k))) and v not in (None, "")
-                        else self.data(v, fields)) for k, v in value.items()}
+            return {
+                k: (
+                    MASK
+                    if (k in fields or _SECRET_KEY.search(str(k))) and v not in (None, "")
+                    else self.data(v, fields)
+                )
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self.data(v, fields) for v in value]
         if isinstance(value, str):

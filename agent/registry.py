@@ -63,8 +63,10 @@ class ToolSpec:
         params.pop("title", None)
         for prop in params.get("properties", {}).values():
             prop.pop("title", None)
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": params}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
 
     def environment(self, args: Any, deps: Deps) -> str:
         """Where this call acts ('' when the tool has no environment)."""
@@ -121,13 +123,17 @@ class Registry:
         raw = raw if raw is not None else ""
         size = len(raw.encode())
         if size > max_bytes:
-            raise ToolRetry(f"Arguments for {name} are {size} bytes, over the {max_bytes}-byte limit; "
-                            "they were not executed. Send smaller arguments.")
+            raise ToolRetry(
+                f"Arguments for {name} are {size} bytes, over the {max_bytes}-byte limit; "
+                "they were not executed. Send smaller arguments."
+            )
         try:
             data = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ToolRetry(f"Arguments for {name} are not valid JSON ({exc.msg} at character {exc.pos}); "
-                            "they may have been cut off. Send the complete JSON object again.") from None
+            raise ToolRetry(
+                f"Arguments for {name} are not valid JSON ({exc.msg} at character {exc.pos}); "
+                "they may have been cut off. Send the complete JSON object again."
+            ) from None
         if not isinstance(data, dict):
             raise ToolRetry(f"Arguments for {name} must be a JSON object, not {type(data).__name__}.")
         spec = self.specs[name]
@@ -138,13 +144,16 @@ class Registry:
         return ParsedCall(spec, model, model.model_dump(mode="json"))
 
 
-def build_registry(specs: Iterable[ToolSpec], enabled: Iterable[str] = ("*",), *, source: str = "xihe.yaml") -> Registry:
+def build_registry(
+    specs: Iterable[ToolSpec], enabled: Iterable[str] = ("*",), *, source: str = "xihe.yaml"
+) -> Registry:
     """Keep the specs the config enables; a plain name that matches no tool is a ConfigError."""
     specs = list(specs)
     patterns = list(enabled)
     names = {s.name for s in specs}
     for i, pattern in enumerate(patterns):
         if not any(ch in pattern for ch in "*?[") and pattern not in names:
-            raise ConfigError(f"unknown tool {pattern!r} (known: {', '.join(sorted(names))})", source, None,
-                              f"tools.{i}")
+            raise ConfigError(
+                f"unknown tool {pattern!r} (known: {', '.join(sorted(names))})", source, None, f"tools.{i}"
+            )
     return Registry(s for s in specs if any(fnmatch(s.name, p) for p in patterns))

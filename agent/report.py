@@ -13,8 +13,10 @@ def task_data(deps: Deps, task_id: int) -> dict[str, Any]:
     steps = deps.tasks.steps(task_id)
     return {
         "task": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in task.__dict__.items()},
-        "steps": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in s.__dict__.items()}
-                  for s in steps],
+        "steps": [
+            {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in s.__dict__.items()}
+            for s in steps
+        ],
     }
 
 
@@ -22,8 +24,10 @@ def task_report(deps: Deps, task_id: int) -> str:
     """A readable step table: outcome rows only (plus attempts still running)."""
     task = deps.tasks.get(task_id)
     steps = deps.tasks.steps(task_id)
-    lines = [f"Task #{task.id} [{task.status}] {task.kind} by {task.owner}: {task.goal[:80]}",
-             f"current step: {task.current_step or '-'}"]
+    lines = [
+        f"Task #{task.id} [{task.status}] {task.kind} by {task.owner}: {task.goal[:80]}",
+        f"current step: {task.current_step or '-'}",
+    ]
     finished = {(s.step_key, s.attempt) for s in steps if s.status != "running"}
     for s in steps:
         if s.status == "running" and (s.step_key, s.attempt) in finished:

@@ -41,7 +41,9 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the store; pass an aware UTC datetime")
-        return value.astimezone(UTC) if dialect.name != "sqlite" else value.astimezone(UTC).replace(tzinfo=None)
+        return (
+            value.astimezone(UTC) if dialect.name != "sqlite" else value.astimezone(UTC).replace(tzinfo=None)
+        )
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
         if value is None:
@@ -53,7 +55,8 @@ metadata = MetaData()
 Id = BigInteger().with_variant(Integer, "sqlite")  # SQLite autoincrement needs INTEGER PRIMARY KEY
 
 schema_migrations = Table(
-    "schema_migrations", metadata,
+    "schema_migrations",
+    metadata,
     Column("version", Integer, primary_key=True, autoincrement=False),
     Column("description", String(200), nullable=False),
     Column("applied_at", UTCDateTime, nullable=False),
@@ -61,10 +64,13 @@ schema_migrations = Table(
 
 # What is this task, who owns it, how far did it get? (resume reads status + current_step)
 task = Table(
-    "task", metadata,
+    "task",
+    metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("kind", String(40), nullable=False),
-    Column("status", String(30), nullable=False),  # pending|running|awaiting_confirmation|failed|done|cancelled
+    Column(
+        "status", String(30), nullable=False
+    ),  # pending|running|awaiting_confirmation|failed|done|cancelled
     Column("current_step", String(120)),
     Column("owner", String(120), nullable=False),
     Column("conversation", String(200), nullable=False),
@@ -84,7 +90,8 @@ Index("ix_task_status", task.c.status, task.c.lease_expires_at)
 
 # What happened at each step, attempt by attempt? Append-only: a rerun adds rows.
 task_step = Table(
-    "task_step", metadata,
+    "task_step",
+    metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("task_id", ForeignKey("task.id", ondelete="CASCADE"), nullable=False),
     Column("step_key", String(120), nullable=False),
@@ -107,7 +114,8 @@ Index("ix_step_task", task_step.c.task_id, task_step.c.step_key, task_step.c.id)
 
 # Who did what, through which tool, with what result, and why was it allowed?
 audit_event = Table(
-    "audit_event", metadata,
+    "audit_event",
+    metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("at", UTCDateTime, nullable=False),
     Column("kind", String(40), nullable=False),  # tool_call|gate|command|confirm|config|alert_push|...
@@ -131,7 +139,8 @@ Index("ix_audit_task", audit_event.c.task_id)
 
 # Which risky call is waiting for whose yes, bound to what exact arguments, until when?
 pending_action = Table(
-    "pending_action", metadata,
+    "pending_action",
+    metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("task_id", ForeignKey("task.id", ondelete="CASCADE"), nullable=False),
     Column("step_key", String(120), nullable=False),
@@ -156,7 +165,8 @@ Index("ix_pending_user", pending_action.c.user_id, pending_action.c.status)
 
 # Where is the full output a preview was cut from?
 artifact = Table(
-    "artifact", metadata,
+    "artifact",
+    metadata,
     Column("id", String(64), primary_key=True),  # short id derived from sha256 + task
     Column("task_id", BigInteger),
     Column("step_key", String(120)),
@@ -171,7 +181,8 @@ artifact = Table(
 
 # What does the bot know about this owner, from where, since when? (history kept: current=false)
 memory = Table(
-    "memory", metadata,
+    "memory",
+    metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("owner", String(120), nullable=False),
     Column("key", String(200), nullable=False),
@@ -193,6 +204,9 @@ def _create(*tables: Table) -> Callable[[Connection], None]:
 
 
 MIGRATIONS: list[Migration] = [
-    (1, "tasks, steps, audit, pending actions, artifacts, memory",
-     _create(task, task_step, audit_event, pending_action, artifact, memory)),
+    (
+        1,
+        "tasks, steps, audit, pending actions, artifacts, memory",
+        _create(task, task_step, audit_event, pending_action, artifact, memory),
+    ),
 ]

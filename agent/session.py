@@ -42,13 +42,24 @@ HELP_COMMANDS = [
 class Session:
     """Routes inbound messages to commands or the agent loop."""
 
-    def __init__(self, agent: Agent, commands: dict[str, Handler] | None = None,
-                 help_lines: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        commands: dict[str, Handler] | None = None,
+        help_lines: list[tuple[str, str]] | None = None,
+    ) -> None:
         self.agent = agent
         self.deps = agent.deps
         self.commands: dict[str, Handler] = {
-            "help": _help, "confirm": _confirm, "cancel": _cancel, "approve": _approve, "reject": _reject,
-            "tasks": _tasks, "task": _task, **(commands or {})}
+            "help": _help,
+            "confirm": _confirm,
+            "cancel": _cancel,
+            "approve": _approve,
+            "reject": _reject,
+            "tasks": _tasks,
+            "task": _task,
+            **(commands or {}),
+        }
         self.help_lines = HELP_COMMANDS + (help_lines or [])
 
     def handle(self, msg: Inbound) -> str:
@@ -64,8 +75,16 @@ class Session:
         handler = self.commands.get(command.name)
         if handler is None:
             return f"Unknown command /{command.name}. Try /help."
-        self.deps.audit.record(AuditEvent(at=self.deps.clock(), kind="command", actor=who.user, outcome="received",
-                                          intent=self.deps.redactor.text(msg.text), tool=f"/{command.name}"))
+        self.deps.audit.record(
+            AuditEvent(
+                at=self.deps.clock(),
+                kind="command",
+                actor=who.user,
+                outcome="received",
+                intent=self.deps.redactor.text(msg.text),
+                tool=f"/{command.name}",
+            )
+        )
         try:
             return handler(self, who, msg, command)
         except BotError as exc:
@@ -73,7 +92,9 @@ class Session:
 
     def run_tool(self, who: Who, msg: Inbound, tool: str, args: dict[str, object]) -> Outcome:
         """An explicit command that maps to a tool: same registry, gate, executor and audit."""
-        return self.agent.start_command(who, msg.conversation, msg.text, tool, dict(args), channel=msg.channel)
+        return self.agent.start_command(
+            who, msg.conversation, msg.text, tool, dict(args), channel=msg.channel
+        )
 
 
 def _pick(session: Session, who: Who, msg: Inbound, cmd: Command, verb: str) -> PendingAction | str:
@@ -96,12 +117,18 @@ def _pick(session: Session, who: Who, msg: Inbound, cmd: Command, verb: str) -> 
 
 def _help(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     access = session.deps.settings.access
-    tools = [s for s in session.agent.registry.specs.values()
-             if visible(s.name, s.risk, s.environments or (("*",) if s.environment_of else ()), who, access)]
+    tools = [
+        s
+        for s in session.agent.registry.specs.values()
+        if visible(s.name, s.risk, s.environments or (("*",) if s.environment_of else ()), who, access)
+    ]
     lines = [f"**xihe** — you are `{who.user}` ({', '.join(who.roles) or 'no roles'})", "", "Commands:"]
     lines += [f"- `{c}` {d}" for c, d in session.help_lines]
     lines += ["", "Tools you may ask me to use:" if tools else "You may not use any tools."]
-    lines += [f"- `{s.name}` ({s.risk}) {s.description.splitlines()[0]}" for s in sorted(tools, key=lambda s: s.name)]
+    lines += [
+        f"- `{s.name}` ({s.risk}) {s.description.splitlines()[0]}"
+        for s in sorted(tools, key=lambda s: s.name)
+    ]
     return "\n".join(lines)
 
 
@@ -119,8 +146,18 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         return f"Action {action.id} is not waiting for your confirmation here."
     if not deps.pending.confirm(action.id, who.user, msg.conversation, now):
         return f"Action {action.id} is {action.status}; it cannot be confirmed again."
-    deps.audit.record(AuditEvent(at=now, kind="confirm", actor=who.user, outcome="confirmed", task_id=action.task_id,
-                                 tool=action.tool, reason=action.reason, detail={"pending_id": action.id}))
+    deps.audit.record(
+        AuditEvent(
+            at=now,
+            kind="confirm",
+            actor=who.user,
+            outcome="confirmed",
+            task_id=action.task_id,
+            tool=action.tool,
+            reason=action.reason,
+            detail={"pending_id": action.id},
+        )
+    )
     return session.agent.resume(action.task_id).reply
 
 
@@ -135,14 +172,27 @@ def _approve(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     now = deps.clock()
     if not deps.pending.approve(action.id, who.user, now):
         return f"Action {action.id} is {action.status}; it cannot be approved."
-    deps.audit.record(AuditEvent(at=now, kind="confirm", actor=who.user, outcome="approved", task_id=action.task_id,
-                                 tool=action.tool, reason=decision.reason, detail={"pending_id": action.id}))
+    deps.audit.record(
+        AuditEvent(
+            at=now,
+            kind="confirm",
+            actor=who.user,
+            outcome="approved",
+            task_id=action.task_id,
+            tool=action.tool,
+            reason=decision.reason,
+            detail={"pending_id": action.id},
+        )
+    )
     fresh = deps.pending.get(action.id)
     if fresh is not None and fresh.released:
         outcome = session.agent.resume(action.task_id)
         deps.notify(action.conversation, outcome.reply)
         return f"Approved action {action.id}; it ran: {outcome.reply}"
-    deps.notify(action.conversation, f"{who.user} approved action {action.id}; it runs after your /confirm {action.id}.")
+    deps.notify(
+        action.conversation,
+        f"{who.user} approved action {action.id}; it runs after your /confirm {action.id}.",
+    )
     return f"Approved action {action.id}; it runs once {action.user_id} confirms."
 
 
@@ -172,8 +222,11 @@ def _cancel(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
             except TaskStateError:
                 return f"Nothing numbered {cmd.args[0]} is yours to cancel."
             if task.owner != who.user or task.status in ("done", "failed", "cancelled"):
-                return f"Task {task.id} is {task.status} and not yours to cancel." if task.owner != who.user \
+                return (
+                    f"Task {task.id} is {task.status} and not yours to cancel."
+                    if task.owner != who.user
                     else f"Task {task.id} is already {task.status}."
+                )
             deps.tasks.update(task.id, now, status="cancelled", reply="Cancelled by its owner.")
             return f"Task {task.id} cancelled."
     else:
@@ -183,12 +236,14 @@ def _cancel(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         action = picked
     if not deps.pending.close(action.id, "cancelled", now, by=who.user):
         return f"Action {action.id} is {action.status}."
-    deps.tasks.update(action.task_id, now, status="cancelled", reply=f"Action {action.id} cancelled; nothing was run.")
+    deps.tasks.update(
+        action.task_id, now, status="cancelled", reply=f"Action {action.id} cancelled; nothing was run."
+    )
     return f"Cancelled action {action.id}; nothing was run."
 
 
 def _tasks(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
-    tasks = session.deps.tasks.list(owner=who.user, limit=10)
+    tasks = session.deps.tasks.recent(owner=who.user, limit=10)
     if not tasks:
         return "You have no tasks yet."
     return "\n".join(f"- #{t.id} {t.status} {t.kind}: {t.goal[:60]}" for t in tasks)
@@ -200,7 +255,9 @@ def _task(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if not cmd.args or not cmd.args[0].isdigit():
         return "/task needs a task id, e.g. /task 12."
     task = session.deps.tasks.get(int(cmd.args[0]))
-    if task.owner != who.user and not any(session.deps.settings.access.roles.get(r, None) and
-                                          session.deps.settings.access.roles[r].approver for r in who.roles):
+    if task.owner != who.user and not any(
+        session.deps.settings.access.roles.get(r, None) and session.deps.settings.access.roles[r].approver
+        for r in who.roles
+    ):
         return f"Task {task.id} belongs to someone else."
     return task_report(session.deps, task.id)

@@ -23,9 +23,13 @@ ACTIVE = ("pending", "running", "awaiting_confirmation")
 # Statements built once, executed with parameters: the step path is the hot path of every tool call.
 _INSERT_STEP = insert(task_step).returning(task_step.c.id)
 _NEXT_ATTEMPT = select(func.coalesce(func.max(task_step.c.attempt), 0) + 1).where(
-    and_(task_step.c.task_id == bindparam("t"), task_step.c.step_key == bindparam("k")))
-_SET_CURRENT = update(task).where(task.c.id == bindparam("t")).values(
-    current_step=bindparam("k"), updated_at=bindparam("now"))
+    and_(task_step.c.task_id == bindparam("t"), task_step.c.step_key == bindparam("k"))
+)
+_SET_CURRENT = (
+    update(task)
+    .where(task.c.id == bindparam("t"))
+    .values(current_step=bindparam("k"), updated_at=bindparam("now"))
+)
 FINISHED = ("done", "failed", "cancelled")
 
 
@@ -88,15 +92,40 @@ class TaskStore:
         self.engine = engine
 
     # ---- tasks
-    def create(self, *, kind: str, owner: str, conversation: str, goal: str, now: datetime,
-               channel: str = "cli", retry_budget: int = 0, status: str = "running",
-               lease_owner: str | None = None, lease_until: datetime | None = None) -> Task:
+    def create(
+        self,
+        *,
+        kind: str,
+        owner: str,
+        conversation: str,
+        goal: str,
+        now: datetime,
+        channel: str = "cli",
+        retry_budget: int = 0,
+        status: str = "running",
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> Task:
         """Insert a new task and return it."""
         with self.engine.begin() as conn:
-            new_id = conn.execute(insert(task).values(
-                kind=kind, status=status, owner=owner, conversation=conversation, channel=channel,
-                goal=goal, retry_budget=retry_budget, lease_owner=lease_owner, lease_expires_at=lease_until,
-                schema_version=1, created_at=now, updated_at=now).returning(task.c.id)).scalar_one()
+            new_id = conn.execute(
+                insert(task)
+                .values(
+                    kind=kind,
+                    status=status,
+                    owner=owner,
+                    conversation=conversation,
+                    channel=channel,
+                    goal=goal,
+                    retry_budget=retry_budget,
+                    lease_owner=lease_owner,
+                    lease_expires_at=lease_until,
+                    schema_version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+                .returning(task.c.id)
+            ).scalar_one()
         return self.get(new_id)
 
     def get(self, task_id: int) -> Task:
@@ -107,7 +136,9 @@ class TaskStore:
             raise TaskStateError(f"task {task_id} does not exist")
         return _task(row)
 
-    def update(self, task_id: int, now: datetime, *, expect: tuple[str, ...] | None = None, **values: Any) -> bool:
+    def update(
+        self, task_id: int, now: datetime, *, expect: tuple[str, ...] | None = None, **values: Any
+    ) -> bool:
         """Set columns (status, current_step, reply, error, ...); with `expect`, only from those statuses."""
         q = update(task).where(task.c.id == task_id)
         if expect:
@@ -115,12 +146,24 @@ class TaskStore:
         with self.engine.begin() as conn:
             return conn.execute(q.values(updated_at=now, **values)).rowcount == 1
 
-    def list(self, *, owner: str | None = None, conversation: str | None = None, status: str | None = None,
-             kind: str | None = None, since: datetime | None = None, limit: int = 20) -> list[Task]:
+    def recent(
+        self,
+        *,
+        owner: str | None = None,
+        conversation: str | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+        since: datetime | None = None,
+        limit: int = 20,
+    ) -> list[Task]:
         """Newest first."""
         q = select(task).order_by(task.c.id.desc()).limit(limit)
-        for col, val in ((task.c.owner, owner), (task.c.conversation, conversation),
-                         (task.c.status, status), (task.c.kind, kind)):
+        for col, val in (
+            (task.c.owner, owner),
+            (task.c.conversation, conversation),
+            (task.c.status, status),
+            (task.c.kind, kind),
+        ):
             if val is not None:
                 q = q.where(col == val)
         if since is not None:
@@ -133,26 +176,43 @@ class TaskStore:
         """Take (or renew) the lease if it is free, expired or already ours."""
         free = or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now, task.c.lease_owner == holder)
         with self.engine.begin() as conn:
-            return conn.execute(update(task).where(and_(task.c.id == task_id, free)).values(
-                lease_owner=holder, lease_expires_at=now + ttl)).rowcount == 1
+            return (
+                conn.execute(
+                    update(task)
+                    .where(and_(task.c.id == task_id, free))
+                    .values(lease_owner=holder, lease_expires_at=now + ttl)
+                ).rowcount
+                == 1
+            )
 
     def release(self, task_id: int, holder: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(update(task).where(and_(task.c.id == task_id, task.c.lease_owner == holder)).values(
-                lease_owner=None, lease_expires_at=None))
+            conn.execute(
+                update(task)
+                .where(and_(task.c.id == task_id, task.c.lease_owner == holder))
+                .values(lease_owner=None, lease_expires_at=None)
+            )
 
     def orphans(self, now: datetime, limit: int = 50) -> list[Task]:
         """Tasks left `running` whose holder is gone (no lease, or the lease expired)."""
-        q = select(task).where(task.c.status == "running").where(
-            or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now)).order_by(task.c.id).limit(limit)
+        q = (
+            select(task)
+            .where(task.c.status == "running")
+            .where(or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now))
+            .order_by(task.c.id)
+            .limit(limit)
+        )
         with self.engine.connect() as conn:
             return [_task(r) for r in conn.execute(q)]
 
     def spend_retry(self, task_id: int, now: datetime) -> int | None:
         """Spend one unit of the task's stored retry budget; None when it is exhausted."""
         with self.engine.begin() as conn:
-            ok = conn.execute(update(task).where(and_(task.c.id == task_id, task.c.retry_budget > 0)).values(
-                retry_budget=task.c.retry_budget - 1, updated_at=now)).rowcount
+            ok = conn.execute(
+                update(task)
+                .where(and_(task.c.id == task_id, task.c.retry_budget > 0))
+                .values(retry_budget=task.c.retry_budget - 1, updated_at=now)
+            ).rowcount
             if not ok:
                 return None
             return int(conn.execute(select(task.c.retry_budget).where(task.c.id == task_id)).scalar_one())
@@ -161,7 +221,9 @@ class TaskStore:
     def steps(self, task_id: int) -> list[TaskStep]:
         """Every row, oldest first."""
         with self.engine.connect() as conn:
-            rows = conn.execute(select(task_step).where(task_step.c.task_id == task_id).order_by(task_step.c.id))
+            rows = conn.execute(
+                select(task_step).where(task_step.c.task_id == task_id).order_by(task_step.c.id)
+            )
             return [_step(r) for r in rows]
 
     def latest(self, task_id: int) -> dict[str, TaskStep]:
@@ -171,9 +233,17 @@ class TaskStore:
             out[s.step_key] = s
         return out
 
-    def begin_step(self, task_id: int, step_key: str, tool_name: str, now: datetime, *,
-                   input_digest: str | None = None, input_preview: str | None = None,
-                   attempt: int | None = None) -> TaskStep:
+    def begin_step(
+        self,
+        task_id: int,
+        step_key: str,
+        tool_name: str,
+        now: datetime,
+        *,
+        input_digest: str | None = None,
+        input_preview: str | None = None,
+        attempt: int | None = None,
+    ) -> TaskStep:
         """Append a `running` row (a new attempt) and move the task's current_step to it.
 
         `attempt` may be given when the caller already read the step's latest row (saves a query).
@@ -181,40 +251,101 @@ class TaskStore:
         with self.engine.begin() as conn:
             if attempt is None:
                 attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
-            values = dict(task_id=task_id, step_key=step_key, attempt=attempt, status="running",
-                          tool_name=tool_name, idempotency_key=f"{task_id}:{step_key}",
-                          input_digest=input_digest, input_preview=input_preview, output_digest=None,
-                          output_ref=None, output_text=None, error=None, external_ids=None, started_at=now,
-                          finished_at=None, duration_ms=None)
+            values = dict(
+                task_id=task_id,
+                step_key=step_key,
+                attempt=attempt,
+                status="running",
+                tool_name=tool_name,
+                idempotency_key=f"{task_id}:{step_key}",
+                input_digest=input_digest,
+                input_preview=input_preview,
+                output_digest=None,
+                output_ref=None,
+                output_text=None,
+                error=None,
+                external_ids=None,
+                started_at=now,
+                finished_at=None,
+                duration_ms=None,
+            )
             step_id = conn.execute(_INSERT_STEP, values).scalar_one()
             conn.execute(_SET_CURRENT, {"t": task_id, "k": step_key, "now": now})
         return TaskStep(id=step_id, **values)  # type: ignore[arg-type]
 
-    def record(self, task_id: int, step_key: str, tool_name: str, status: str, now: datetime, *,
-               input_digest: str | None = None, input_preview: str | None = None, output_text: str | None = None,
-               error: str | None = None, audit: AuditEvent | None = None) -> TaskStep:
+    def record(
+        self,
+        task_id: int,
+        step_key: str,
+        tool_name: str,
+        status: str,
+        now: datetime,
+        *,
+        input_digest: str | None = None,
+        input_preview: str | None = None,
+        output_text: str | None = None,
+        error: str | None = None,
+        audit: AuditEvent | None = None,
+    ) -> TaskStep:
         """Append an outcome for a call that never ran (invalid, denied, refused): no `running` row."""
         with self.engine.connect() as conn:
             attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
-        begun = TaskStep(id=0, task_id=task_id, step_key=step_key, attempt=attempt, status="running",
-                         tool_name=tool_name, idempotency_key=f"{task_id}:{step_key}", input_digest=input_digest,
-                         input_preview=input_preview, output_digest=None, output_ref=None, output_text=None,
-                         error=None, external_ids=None, started_at=now, finished_at=None, duration_ms=None)
+        begun = TaskStep(
+            id=0,
+            task_id=task_id,
+            step_key=step_key,
+            attempt=attempt,
+            status="running",
+            tool_name=tool_name,
+            idempotency_key=f"{task_id}:{step_key}",
+            input_digest=input_digest,
+            input_preview=input_preview,
+            output_digest=None,
+            output_ref=None,
+            output_text=None,
+            error=None,
+            external_ids=None,
+            started_at=now,
+            finished_at=None,
+            duration_ms=None,
+        )
         return self.finish_step(begun, status, now, output_text=output_text, error=error, audit=audit)
 
-    def finish_step(self, begun: TaskStep, status: str, now: datetime, *, output_digest: str | None = None,
-                    output_ref: str | None = None, output_text: str | None = None, error: str | None = None,
-                    external_ids: dict[str, Any] | None = None, audit: AuditEvent | None = None) -> TaskStep:
+    def finish_step(
+        self,
+        begun: TaskStep,
+        status: str,
+        now: datetime,
+        *,
+        output_digest: str | None = None,
+        output_ref: str | None = None,
+        output_text: str | None = None,
+        error: str | None = None,
+        external_ids: dict[str, Any] | None = None,
+        audit: AuditEvent | None = None,
+    ) -> TaskStep:
         """Append the outcome row of an attempt (and its audit event, in the same transaction)."""
         if status not in ("done", "failed"):
             raise TaskStateError(f"a step outcome is done or failed, not {status!r}")
         duration = int((now - begun.started_at).total_seconds() * 1000)
-        values = dict(task_id=begun.task_id, step_key=begun.step_key, attempt=begun.attempt, status=status,
-                      tool_name=begun.tool_name, idempotency_key=begun.idempotency_key,
-                      input_digest=begun.input_digest, input_preview=begun.input_preview,
-                      output_digest=output_digest, output_ref=output_ref, output_text=output_text,
-                      error=error, external_ids=external_ids, started_at=begun.started_at,
-                      finished_at=now, duration_ms=duration)
+        values = dict(
+            task_id=begun.task_id,
+            step_key=begun.step_key,
+            attempt=begun.attempt,
+            status=status,
+            tool_name=begun.tool_name,
+            idempotency_key=begun.idempotency_key,
+            input_digest=begun.input_digest,
+            input_preview=begun.input_preview,
+            output_digest=output_digest,
+            output_ref=output_ref,
+            output_text=output_text,
+            error=error,
+            external_ids=external_ids,
+            started_at=begun.started_at,
+            finished_at=now,
+            duration_ms=duration,
+        )
         with self.engine.begin() as conn:
             step_id = conn.execute(_INSERT_STEP, values).scalar_one()
             if audit is not None:

@@ -72,8 +72,10 @@ class Offline:
     @property
     def reason(self) -> str:
         """Refusal text for the user."""
-        return (f"workflow {self.entry.name} (project {self.entry.project}, code {self.entry.code}) is "
-                f"{self.entry.release_state or 'not online'}; release it in DolphinScheduler before running it")
+        return (
+            f"workflow {self.entry.name} (project {self.entry.project}, code {self.entry.code}) is "
+            f"{self.entry.release_state or 'not online'}; release it in DolphinScheduler before running it"
+        )
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,10 @@ def sync_catalog(client: DolphinClient, projects: Sequence[str] = ()) -> list[Ca
         raise DolphinError(f"project(s) not found in DolphinScheduler: {', '.join(missing)}", code=10018)
     out: list[CatalogEntry] = []
     for p in wanted:
-        out.extend(CatalogEntry(p.name, d.name, d.code, d.release_state, p.code) for d in client.list_definitions(p.code))
+        out.extend(
+            CatalogEntry(p.name, d.name, d.code, d.release_state, p.code)
+            for d in client.list_definitions(p.code)
+        )
     return out
 
 

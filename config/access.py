@@ -36,7 +36,8 @@ class AccessConfig(_Strict):
     """Everything in access.yaml."""
 
     environments: dict[str, Environment] = Field(
-        default_factory=lambda: {"test": Environment(), "prod": Environment(production=True)})
+        default_factory=lambda: {"test": Environment(), "prod": Environment(production=True)}
+    )
     roles: dict[str, Role] = Field(default_factory=dict)
     users: dict[str, User] = Field(default_factory=dict)
     unknown_user_roles: list[str] = Field(default_factory=list, description="roles of users not listed")

@@ -45,7 +45,9 @@ class ConfirmConfig(_Strict):
     """Confirmation of risky actions."""
 
     ttl_minutes: int = Field(15, ge=1, le=1440, description="a pending action expires after this")
-    phrases: list[str] = Field(default_factory=lambda: ["确认执行"], description="plain words that mean /confirm")
+    phrases: list[str] = Field(
+        default_factory=lambda: ["确认执行"], description="plain words that mean /confirm"
+    )
 
 
 class CoreConfig(_Strict):
@@ -56,6 +58,8 @@ class CoreConfig(_Strict):
     store: StoreConfig = Field(default_factory=StoreConfig)
     confirm: ConfirmConfig = Field(default_factory=ConfirmConfig)
     tools: list[str] = Field(default_factory=lambda: ["*"], description="enabled tools (names or globs)")
-    plugins: list[str] = Field(default_factory=list, description="extra tool specs, 'module:ATTR' import paths")
+    plugins: list[str] = Field(
+        default_factory=list, description="extra tool specs, 'module:ATTR' import paths"
+    )
     system_prompt: str = Field("", description="extra rules appended to the built-in system prompt")
     timezone: str = Field("Asia/Shanghai", description="timezone for dates shown to people")

@@ -76,27 +76,42 @@ def cross_check(settings: Settings) -> list[ConfigError]:
         for i, role in enumerate(user.roles):
             if role not in acc.roles:
                 f, line = _where(settings, "access.yaml", ("users", uid, "roles", i))
-                errors.append(ConfigError(f"undefined role {role!r} (defined: {', '.join(acc.roles) or 'none'})",
-                                          f, line, f"users.{uid}.roles.{i}"))
-    for i, role in enumerate(acc.unknown_user_roles):
-        if role not in acc.roles:
+                errors.append(
+                    ConfigError(
+                        f"undefined role {role!r} (defined: {', '.join(acc.roles) or 'none'})",
+                        f,
+                        line,
+                        f"users.{uid}.roles.{i}",
+                    )
+                )
+    for i, role_name in enumerate(acc.unknown_user_roles):
+        if role_name not in acc.roles:
             f, line = _where(settings, "access.yaml", ("unknown_user_roles", i))
-            errors.append(ConfigError(f"undefined role {role!r}", f, line, f"unknown_user_roles.{i}"))
-    for rname, role in acc.roles.items():
-        for i, env in enumerate(role.environments):
+            errors.append(ConfigError(f"undefined role {role_name!r}", f, line, f"unknown_user_roles.{i}"))
+    for rname, role_cfg in acc.roles.items():
+        for i, env in enumerate(role_cfg.environments):
             if env not in acc.environments and env != "*":
                 f, line = _where(settings, "access.yaml", ("roles", rname, "environments", i))
-                errors.append(ConfigError(f"undefined environment {env!r}", f, line,
-                                          f"roles.{rname}.environments.{i}"))
+                errors.append(
+                    ConfigError(f"undefined environment {env!r}", f, line, f"roles.{rname}.environments.{i}")
+                )
     for i, wf in enumerate(settings.workflows.workflows):
         if wf.environment not in acc.environments:
             f, line = _where(settings, "workflows.yaml", ("workflows", i, "environment"))
-            errors.append(ConfigError(f"undefined environment {wf.environment!r} (see access.yaml)", f, line,
-                                      f"workflows.{i}.environment"))
+            errors.append(
+                ConfigError(
+                    f"undefined environment {wf.environment!r} (see access.yaml)",
+                    f,
+                    line,
+                    f"workflows.{i}.environment",
+                )
+            )
     return errors
 
 
-def load_dir(directory: str | Path, sections: dict[str, tuple[str, type[BaseModel] | str]] | None = None) -> Settings:
+def load_dir(
+    directory: str | Path, sections: dict[str, tuple[str, type[BaseModel] | str]] | None = None
+) -> Settings:
     """Validate every YAML file in `directory`; raise ConfigErrors listing all problems."""
     root = Path(directory)
     known = {**SECTIONS, **(sections or {})}

@@ -18,7 +18,8 @@ class Workflow(BaseModel):
     aliases: list[str] = Field(default_factory=list, description="names people use in chat, e.g. 订单同步")
     environment: str = Field("test", description="environment name from access.yaml, e.g. prod or test")
     tier: Literal["P0", "P1", "P2", "auto"] = Field(
-        "auto", description="alert tier; auto = P0 for core production, P1 otherwise, P2 when retried")
+        "auto", description="alert tier; auto = P0 for core production, P1 otherwise, P2 when retried"
+    )
     core: bool = Field(False, description="a production core workflow: failures page the on-call")
     owner: str = Field("", description="WeCom userid of the owner")
     oncall: list[str] = Field(default_factory=list, description="WeCom userids to @ on P0")

@@ -17,14 +17,24 @@ from agent.clock import FakeClock
 from integrations.fakes.llm_server import ScriptedLLM, Step
 
 REPO = Path(__file__).resolve().parent.parent
-PG_URL = os.environ.get("XIHE_TEST_PG_URL")
+# .ci/setup creates this role and database; XIHE_TEST_PG_URL points elsewhere.
+PG_URL = os.environ.get("XIHE_TEST_PG_URL", "postgresql://xihe:xihe@127.0.0.1:5432/xihe_test")
 
 
 @pytest.fixture(autouse=True)
 def _isolation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No proxies, no real model, no stray database URL; effects and markers in tmp."""
-    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-                "XIHE_DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    for var in (
+        "http_proxy",
+        "https_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+        "XIHE_DATABASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("XIHE_FORBID_REMOTE_LLM", "1")
@@ -48,10 +58,13 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database on each back end (PostgreSQL from XIHE_TEST_PG_URL)."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'xihe.db'}"
-    if not PG_URL:
-        pytest.fail("XIHE_TEST_PG_URL is not set: PostgreSQL tests need a server (.ci/run starts one); "
-                    "run with -m 'not postgres' to leave them out")
-    reset_postgres(PG_URL)
+    try:
+        reset_postgres(PG_URL)
+    except Exception as exc:
+        pytest.fail(
+            f"PostgreSQL at {PG_URL.split('@')[-1]} is not reachable ({type(exc).__name__}); run "
+            "`bash .ci/setup` to install and start it, set XIHE_TEST_PG_URL, or deselect with -m 'not postgres'"
+        )
     return PG_URL
 
 
@@ -63,8 +76,13 @@ def sqlite_url(tmp_path: Path) -> str:
 CORE_FILES = ("xihe.yaml", "access.yaml")
 
 
-def write_config(directory: Path, *, llm_url: str = "", overrides: dict[str, Any] | None = None,
-                 files: tuple[str, ...] = CORE_FILES) -> Path:
+def write_config(
+    directory: Path,
+    *,
+    llm_url: str = "",
+    overrides: dict[str, Any] | None = None,
+    files: tuple[str, ...] = CORE_FILES,
+) -> Path:
     """Copy shipped config files and point them at the fakes; `overrides` merge into xihe.yaml."""
     directory.mkdir(parents=True, exist_ok=True)
     for name in files:
@@ -101,15 +119,26 @@ def make_app(tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, sqlite_url: str
     """Build a bot over the scripted LLM; call again with the same url to simulate a restart."""
     counter = {"n": 0}
 
-    def make(script: list[Step] | None = None, *, db: str | None = None, with_llm: bool = True,
-             overrides: dict[str, Any] | None = None, notify: Callable[[str, str], None] | None = None,
-             files: tuple[str, ...] = CORE_FILES) -> App:
+    def make(
+        script: list[Step] | None = None,
+        *,
+        db: str | None = None,
+        with_llm: bool = True,
+        overrides: dict[str, Any] | None = None,
+        notify: Callable[[str, str], None] | None = None,
+        files: tuple[str, ...] = CORE_FILES,
+    ) -> App:
         counter["n"] += 1
         if script:
             llm.add(*script)
-        cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url if with_llm else "",
-                           overrides=overrides, files=files)
-        return build_app(cfg, clock=clock, database_url=db or sqlite_url, notify=notify,
-                         holder=f"test-{counter['n']}")
+        cfg = write_config(
+            tmp_path / f"config{counter['n']}",
+            llm_url=llm.base_url if with_llm else "",
+            overrides=overrides,
+            files=files,
+        )
+        return build_app(
+            cfg, clock=clock, database_url=db or sqlite_url, notify=notify, holder=f"test-{counter['n']}"
+        )
 
     return make

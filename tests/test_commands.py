@@ -10,13 +10,16 @@ from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import MakeApp
 
 
-@pytest.mark.parametrize(("text", "name", "args"), [
-    ("/help", "help", ()),
-    ("  /confirm 12 ", "confirm", ("12",)),
-    ("确认执行", "confirm", ()),
-    ("/RUN order_sync 2026-12-01", "run", ("order_sync", "2026-12-01")),
-    ('/sh git log -n 3 "src/a b.py"', "sh", ("git", "log", "-n", "3", "src/a b.py")),
-])
+@pytest.mark.parametrize(
+    ("text", "name", "args"),
+    [
+        ("/help", "help", ()),
+        ("  /confirm 12 ", "confirm", ("12",)),
+        ("确认执行", "confirm", ()),
+        ("/RUN order_sync 2026-12-01", "run", ("order_sync", "2026-12-01")),
+        ('/sh git log -n 3 "src/a b.py"', "sh", ("git", "log", "-n", "3", "src/a b.py")),
+    ],
+)
 def test_parse(text: str, name: str, args: tuple[str, ...]) -> None:
     cmd = parse(text)
     assert cmd is not None and cmd.name == name and cmd.args == args
@@ -61,6 +64,6 @@ def test_task_report_shows_the_failed_step_and_its_input(make_app: MakeApp, llm:
     app = make_app([call("always_fail", reason="disk full"), call("echo", text="after"), say("gave up")])
     app.session.handle(Inbound("alice", "c1", "try it"))
     report = app.session.handle(Inbound("alice", "c1", "/task 1"))
-    assert 'tool:1:0 #1 failed  always_fail' in report and 'input={"reason":"disk full"}' in report
+    assert "tool:1:0 #1 failed  always_fail" in report and 'input={"reason":"disk full"}' in report
     assert "error=upstream said no: disk full" in report
     assert "belongs to someone else" in app.session.handle(Inbound("bob", "c2", "/task 1"))

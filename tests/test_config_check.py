@@ -19,19 +19,37 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return d
 
 
-@pytest.mark.parametrize(("name", "text", "expected"), [
-    ("xihe.yaml", "loop:\n  max_turns: 8\n  max_turn: 3\n", "xihe.yaml:3: loop.max_turn: Extra inputs are not permitted"),
-    ("xihe.yaml", "loop:\n  max_turns: lots\n", "xihe.yaml:2: loop.max_turns: Input should be a valid integer"),
-    ("xihe.yaml", "llm:\n  model: [unclosed\n", "xihe.yaml:3: invalid YAML"),
-    ("access.yaml", "roles:\n  dev: {tools: ['*']}\nusers:\n  alice:\n    roles: [dev, ops]\n",
-     "access.yaml:5: users.alice.roles.1: undefined role 'ops'"),
-    ("access.yaml", "roles:\n  dev:\n    tools: ['*']\n    environments: [staging]\n",
-     "access.yaml:4: roles.dev.environments.0: undefined environment 'staging'"),
-    ("xihe.yml", "a: 1\n", "xihe.yml: unknown config file"),
-    ("xihe.yaml", "tools: [echo_typo]\n", "xihe.yaml: tools.0: unknown tool 'echo_typo'"),
-])
-def test_broken_config_is_reported_with_file_line_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                       name: str, text: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "xihe.yaml",
+            "loop:\n  max_turns: 8\n  max_turn: 3\n",
+            "xihe.yaml:3: loop.max_turn: Extra inputs are not permitted",
+        ),
+        (
+            "xihe.yaml",
+            "loop:\n  max_turns: lots\n",
+            "xihe.yaml:2: loop.max_turns: Input should be a valid integer",
+        ),
+        ("xihe.yaml", "llm:\n  model: [unclosed\n", "xihe.yaml:3: invalid YAML"),
+        (
+            "access.yaml",
+            "roles:\n  dev: {tools: ['*']}\nusers:\n  alice:\n    roles: [dev, ops]\n",
+            "access.yaml:5: users.alice.roles.1: undefined role 'ops'",
+        ),
+        (
+            "access.yaml",
+            "roles:\n  dev:\n    tools: ['*']\n    environments: [staging]\n",
+            "access.yaml:4: roles.dev.environments.0: undefined environment 'staging'",
+        ),
+        ("xihe.yml", "a: 1\n", "xihe.yml: unknown config file"),
+        ("xihe.yaml", "tools: [echo_typo]\n", "xihe.yaml: tools.0: unknown tool 'echo_typo'"),
+    ],
+)
+def test_broken_config_is_reported_with_file_line_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, expected: str
+) -> None:
     directory = write(tmp_path, name, text)
     assert main(["config", "check", str(directory)]) == 1
     err = capsys.readouterr().err
@@ -39,8 +57,12 @@ def test_broken_config_is_reported_with_file_line_key(tmp_path: Path, capsys: py
 
 
 def test_shipped_config_is_valid() -> None:
-    result = subprocess.run([sys.executable, "-m", "agent.cli", "config", "check", str(REPO / "config")],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "config", "check", str(REPO / "config")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode == 0, result.stderr
     assert "OK" in result.stdout
 

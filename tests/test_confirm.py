@@ -19,7 +19,9 @@ def effects(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_write_waits_for_yes_and_survives_restart(make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path) -> None:
+def test_write_waits_for_yes_and_survives_restart(
+    make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path
+) -> None:
     app = make_app([call("write_note", note="hello"), say("Wrote the note.")])
     reply = ask(app, "write hello")
     assert "runs only after your /confirm" in reply and "/confirm 1" in reply
@@ -39,7 +41,9 @@ def test_chinese_confirmation_phrase(make_app: MakeApp, llm: ScriptedLLM, tmp_pa
     assert len(effects(tmp_path)) == 1
 
 
-def test_wrong_user_or_conversation_cannot_confirm(make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path) -> None:
+def test_wrong_user_or_conversation_cannot_confirm(
+    make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path
+) -> None:
     app = make_app([call("write_note", note="n")])
     ask(app, "write")
     assert "not waiting for your confirmation here" in ask(app, "/confirm 1", user="bob")
@@ -57,7 +61,9 @@ def test_double_confirm_runs_once(make_app: MakeApp, llm: ScriptedLLM, tmp_path:
     assert len(effects(tmp_path)) == 1
 
 
-def test_expired_confirmation_runs_nothing(make_app: MakeApp, llm: ScriptedLLM, clock, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_expired_confirmation_runs_nothing(
+    make_app: MakeApp, llm: ScriptedLLM, clock, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     app = make_app([call("write_note", note="n"), say("Nothing was done: the confirmation expired.")])
     ask(app, "write")
     clock.advance(minutes=16)
@@ -93,8 +99,10 @@ def test_text_in_a_tool_result_cannot_confirm(make_app: MakeApp, llm: ScriptedLL
 
 def test_production_write_needs_an_approver(make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path) -> None:
     notes: list[tuple[str, str]] = []
-    app = make_app([call("write_note", note="prod!", environment="prod"), say("Written to prod.")],
-                   notify=lambda conv, text: notes.append((conv, text)))
+    app = make_app(
+        [call("write_note", note="prod!", environment="prod"), say("Written to prod.")],
+        notify=lambda conv, text: notes.append((conv, text)),
+    )
     reply = ask(app, "write to prod", user="bob")
     assert "needs your /confirm and an approver" in reply
     assert "waiting for an approver" in ask(app, "/confirm 1", user="bob")
@@ -109,7 +117,10 @@ def test_production_write_needs_an_approver(make_app: MakeApp, llm: ScriptedLLM,
 def test_developer_cannot_write_to_prod(make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path) -> None:
     app = make_app([call("write_note", note="x", environment="prod"), say("Not allowed.")])
     assert ask(app, "write prod") == "Not allowed."
-    assert "DENIED: alice (developer) may use write_note but not on environment prod" in llm.messages[-1][-1]["content"]
+    assert (
+        "DENIED: alice (developer) may use write_note but not on environment prod"
+        in llm.messages[-1][-1]["content"]
+    )
     gate = app.deps.audit.search(kind="gate")
     assert gate[0]["outcome"] == "deny" and "not on environment prod" in gate[0]["reason"]
 

@@ -35,7 +35,9 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> N
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize(("k", "after_effect"), [(k, False) for k in range(1, STEPS + 1)] + [(3, True), (5, True)])
+@pytest.mark.parametrize(
+    ("k", "after_effect"), [(k, False) for k in range(1, STEPS + 1)] + [(3, True), (5, True)]
+)
 def test_kill_during_step_k_then_resume(tmp_path: Path, llm: ScriptedLLM, k: int, after_effect: bool) -> None:
     llm.add(*[call("effect_step", step=i) for i in range(1, STEPS + 1)], say("all five done"))
     cfg = write_config(tmp_path / "cfg", llm_url=llm.base_url)
@@ -44,18 +46,26 @@ def test_kill_during_step_k_then_resume(tmp_path: Path, llm: ScriptedLLM, k: int
     if after_effect:
         env["XIHE_TEST_BLOCK_AFTER_EFFECT"] = "1"
     cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
-    proc = subprocess.Popen([*cli, "chat", "--user", "alice"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [*cli, "chat", "--user", "alice"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.stdin is not None
     proc.stdin.write("do the five steps\n")
     proc.stdin.flush()
-    _wait_for(tmp_path / f"started-{k}", proc)
+    _wait_for(tmp_path / (f"effected-{k}" if after_effect else f"started-{k}"), proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
 
     env.pop("XIHE_TEST_BLOCK_STEP")
-    resumed = subprocess.run([*cli, "task", "resume", "1"], capture_output=True, text=True, env=env, cwd=tmp_path,
-                             timeout=120)
+    resumed = subprocess.run(
+        [*cli, "task", "resume", "1"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "task 1 done: all five done" in resumed.stdout
 
@@ -72,7 +82,7 @@ def test_kill_during_step_k_then_resume(tmp_path: Path, llm: ScriptedLLM, k: int
         assert by_key[f"tool:{i}:0"] == ["running", "done"]
     effects = [json.loads(line)["key"] for line in (tmp_path / "effects.jsonl").read_text().splitlines()]
     assert effects == [f"1:tool:{i}:0" for i in range(1, STEPS + 1)]  # each effect exactly once, in order
-    recovered = [r for r in rows if r.step_key == f"tool:{k}:0" and r.status == "done"][0]
+    recovered = next(r for r in rows if r.step_key == f"tool:{k}:0" and r.status == "done")
     assert ("found" in (recovered.output_text or "")) is after_effect  # lookup found it instead of rerunning
     assert len(llm.requests) == STEPS + 1  # no model turn was asked twice
     llm.assert_consumed()

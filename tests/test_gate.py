@@ -7,20 +7,25 @@ import pytest
 from agent.gate import Allow, Confirm, Deny, decide, identify, may_approve
 from config.access import AccessConfig
 
-ACCESS = AccessConfig.model_validate({
-    "environments": {"test": {}, "prod": {"production": True}},
-    "roles": {
-        "viewer": {"tools": ["query_*", "search_code"], "environments": ["test", "prod"]},
-        "developer": {"tools": ["*"], "environments": ["test"]},
-        "operator": {"tools": ["*"], "environments": ["test", "prod"]},
-        "approver": {"tools": ["query_*"], "environments": ["*"], "approver": True},
-    },
-    "users": {
-        "vic": {"roles": ["viewer"]}, "dev": {"roles": ["developer"]}, "ops": {"roles": ["operator"]},
-        "amy": {"roles": ["approver"]}, "ops2": {"roles": ["operator", "approver"]},
-    },
-    "unknown_user_roles": [],
-})
+ACCESS = AccessConfig.model_validate(
+    {
+        "environments": {"test": {}, "prod": {"production": True}},
+        "roles": {
+            "viewer": {"tools": ["query_*", "search_code"], "environments": ["test", "prod"]},
+            "developer": {"tools": ["*"], "environments": ["test"]},
+            "operator": {"tools": ["*"], "environments": ["test", "prod"]},
+            "approver": {"tools": ["query_*"], "environments": ["*"], "approver": True},
+        },
+        "users": {
+            "vic": {"roles": ["viewer"]},
+            "dev": {"roles": ["developer"]},
+            "ops": {"roles": ["operator"]},
+            "amy": {"roles": ["approver"]},
+            "ops2": {"roles": ["operator", "approver"]},
+        },
+        "unknown_user_roles": [],
+    }
+)
 
 CASES = [
     # user, tool, risk, env, decision type, needs_approval, words in the reason
@@ -42,7 +47,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("user", "tool", "risk", "env", "kind", "approval", "words"), CASES)
-def test_gate_table(user: str, tool: str, risk: str, env: str, kind: type, approval: bool | None, words: str) -> None:
+def test_gate_table(
+    user: str, tool: str, risk: str, env: str, kind: type, approval: bool | None, words: str
+) -> None:
     decision = decide(tool, risk, env, identify(user, ACCESS), ACCESS)
     assert isinstance(decision, kind), decision
     assert words in decision.reason
@@ -56,13 +63,16 @@ def test_unknown_users_get_the_configured_roles() -> None:
     assert isinstance(decide("stop_run", "write", "test", identify("stranger", access), access), Deny)
 
 
-@pytest.mark.parametrize(("approver", "requester", "kind", "words"), [
-    ("amy", "ops", Allow, "approver role"),
-    ("ops", "ops", Deny, "cannot approve their own"),
-    ("ops2", "ops2", Deny, "cannot approve their own"),
-    ("dev", "ops", Deny, "no approver role"),
-    ("stranger", "ops", Deny, "no approver role"),
-])
+@pytest.mark.parametrize(
+    ("approver", "requester", "kind", "words"),
+    [
+        ("amy", "ops", Allow, "approver role"),
+        ("ops", "ops", Deny, "cannot approve their own"),
+        ("ops2", "ops2", Deny, "cannot approve their own"),
+        ("dev", "ops", Deny, "no approver role"),
+        ("stranger", "ops", Deny, "no approver role"),
+    ],
+)
 def test_who_may_approve(approver: str, requester: str, kind: type, words: str) -> None:
     decision = may_approve(approver, requester, ACCESS)
     assert isinstance(decision, kind) and words in decision.reason

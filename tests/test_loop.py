@@ -27,14 +27,17 @@ def test_read_tool_result_goes_back_labelled(make_app: MakeApp, llm: ScriptedLLM
 
 
 def test_malformed_and_truncated_arguments_never_execute(make_app: MakeApp, llm: ScriptedLLM) -> None:
-    app = make_app([
-        raw("write_note", '{"note": "half'),  # non-JSON, cut off
-        truncated("write_note", '{"note": "x"}'),  # finish_reason=length: never trusted
-        raw("echo", '{"text": 5}'),  # wrong type
-        raw("nope", "{}"),  # unknown tool
-        raw("echo", json.dumps({"text": "y" * 70000})),  # over 64 KB
-        say("I could not do it."),
-    ], overrides={"loop": {"max_arg_retries": 5}})
+    app = make_app(
+        [
+            raw("write_note", '{"note": "half'),  # non-JSON, cut off
+            truncated("write_note", '{"note": "x"}'),  # finish_reason=length: never trusted
+            raw("echo", '{"text": 5}'),  # wrong type
+            raw("nope", "{}"),  # unknown tool
+            raw("echo", json.dumps({"text": "y" * 70000})),  # over 64 KB
+            say("I could not do it."),
+        ],
+        overrides={"loop": {"max_arg_retries": 5}},
+    )
     assert ask(app, "do things") == "I could not do it."
     shown = [tool_messages(llm, i)[-1] for i in range(1, 6)]
     assert "not valid JSON" in shown[0] and "cut off" in shown[0]
@@ -59,7 +62,10 @@ def test_invalid_calls_are_bounded(make_app: MakeApp, llm: ScriptedLLM) -> None:
 def test_an_exact_repeat_of_a_successful_call_is_refused(make_app: MakeApp, llm: ScriptedLLM) -> None:
     app = make_app([call("echo", text="a"), call("echo", text="a"), call("echo", text="b"), say("done")])
     assert ask(app, "go") == "done"
-    assert "Refused: this exact call (echo with the same arguments) already succeeded" in tool_messages(llm, 2)[-1]
+    assert (
+        "Refused: this exact call (echo with the same arguments) already succeeded"
+        in tool_messages(llm, 2)[-1]
+    )
     assert '"echo": "b"' in tool_messages(llm, 3)[-1]
     llm.assert_consumed()
 
@@ -126,17 +132,28 @@ def test_conversation_history_reaches_the_model(make_app: MakeApp, llm: Scripted
     ask(app, "first question")
     ask(app, "second question")
     assert [m["content"] for m in llm.messages[1][1:]] == [
-        "first question", "first answer", "second question"]
+        "first question",
+        "first answer",
+        "second question",
+    ]
 
 
 def test_trimming_keeps_tool_calls_with_their_results() -> None:
-    tc = {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "a", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
-        {"id": "b", "type": "function", "function": {"name": "echo", "arguments": "{}"}}]}
+    tc = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
+        ],
+    }
     msgs = [{"role": "system", "content": "rules"}, {"role": "user", "content": "goal", "_goal": True}]
     for i in range(10):
-        msgs += [dict(tc), {"role": "tool", "tool_call_id": "a", "content": f"r{i}" * 200},
-                 {"role": "tool", "tool_call_id": "b", "content": "x" * 100}]
+        msgs += [
+            dict(tc),
+            {"role": "tool", "tool_call_id": "a", "content": f"r{i}" * 200},
+            {"role": "tool", "tool_call_id": "b", "content": "x" * 100},
+        ]
     for budget in (500, 2000, 4000, 8000):
         out = trim(msgs, budget)
         assert out[0]["content"] == "rules" and any(m.get("_goal") for m in out)

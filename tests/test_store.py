@@ -26,7 +26,15 @@ def engine(db_url: str):  # type: ignore[no-untyped-def]
 
 def test_migrations_create_every_table_once(engine) -> None:  # type: ignore[no-untyped-def]
     names = set(inspect(engine).get_table_names())
-    assert {"task", "task_step", "audit_event", "pending_action", "artifact", "memory", "schema_migrations"} <= names
+    assert {
+        "task",
+        "task_step",
+        "audit_event",
+        "pending_action",
+        "artifact",
+        "memory",
+        "schema_migrations",
+    } <= names
     assert migrate(engine) == []  # a second run applies nothing
 
 
@@ -39,7 +47,12 @@ def test_steps_are_append_only_and_latest_wins(engine) -> None:  # type: ignore[
     second = tasks.begin_step(t.id, "tool:1:0", "echo", clock())
     tasks.finish_step(second, "done", clock.advance(1), output_text="ok")
     rows = tasks.steps(t.id)
-    assert [(r.attempt, r.status) for r in rows] == [(1, "running"), (1, "failed"), (2, "running"), (2, "done")]
+    assert [(r.attempt, r.status) for r in rows] == [
+        (1, "running"),
+        (1, "failed"),
+        (2, "running"),
+        (2, "done"),
+    ]
     assert rows[1].error == "boom" and rows[1].duration_ms == 2000  # the failure is still there
     assert tasks.latest(t.id)["tool:1:0"].status == "done"
     assert tasks.get(t.id).current_step == "tool:1:0"
@@ -77,9 +90,20 @@ def test_retry_budget_is_stored_and_runs_out(engine) -> None:  # type: ignore[no
 def _pending(engine, clock, **kw):  # type: ignore[no-untyped-def]
     tasks, pending = TaskStore(engine), PendingStore(engine)
     t = tasks.create(kind="chat", owner="alice", conversation="c1", goal="g", now=clock())
-    values = dict(task_id=t.id, step_key="tool:1:0", user_id="alice", conversation="c1", tool="write_note",
-                  args_json='{"note":"x"}', args_digest="D1", environment="test", reason="write",
-                  needs_approval=False, now=clock(), expires_at=clock() + timedelta(minutes=15))
+    values = dict(
+        task_id=t.id,
+        step_key="tool:1:0",
+        user_id="alice",
+        conversation="c1",
+        tool="write_note",
+        args_json='{"note":"x"}',
+        args_digest="D1",
+        environment="test",
+        reason="write",
+        needs_approval=False,
+        now=clock(),
+        expires_at=clock() + timedelta(minutes=15),
+    )
     values.update(kw)
     return pending, pending.create(**values)
 
@@ -122,7 +146,15 @@ def test_artifacts_and_audit_round_trip(engine) -> None:  # type: ignore[no-unty
     got = ArtifactStore(engine).get(ref.id)
     assert got is not None and got[1] == b"x" * 10000 and got[0].size == 10000 and len(ref.sha256) == 64
     sink = SqlAuditSink(engine)
-    sink.record(AuditEvent(at=clock(), kind="tool_call", actor="alice", outcome="done", tool="echo",
-                           args_redacted={"token": "***"}))
+    sink.record(
+        AuditEvent(
+            at=clock(),
+            kind="tool_call",
+            actor="alice",
+            outcome="done",
+            tool="echo",
+            args_redacted={"token": "***"},
+        )
+    )
     rows = sink.search(actor="alice", tool="echo")
     assert rows[0]["args_redacted"] == {"token": "***"} and rows[0]["at"] == clock()

@@ -9,7 +9,9 @@ from agent.registry import ToolContext, ToolSpec
 
 
 class Args(BaseModel):
-    artifact_id: str = Field(description="artifact id named in a truncated tool result, e.g. '3f2a9c01d4e5b6a7'")
+    artifact_id: str = Field(
+        description="artifact id named in a truncated tool result, e.g. '3f2a9c01d4e5b6a7'"
+    )
     offset: int = Field(0, ge=0, description="character offset to start reading at")
     length: int = Field(6000, ge=1, le=8000, description="how many characters to read")
 
@@ -22,11 +24,16 @@ def run(args: Args, ctx: ToolContext) -> str:
     if owner and owner != ctx.user:
         raise ToolFailed(f"artifact {args.artifact_id} belongs to another user")
     text = content.decode("utf-8", "replace")
-    chunk = text[args.offset: args.offset + args.length]
+    chunk = text[args.offset : args.offset + args.length]
     end = args.offset + len(chunk)
     more = f" ({len(text) - end} more characters after offset {end})" if end < len(text) else " (end)"
     return f"artifact {ref.id} sha256 {ref.sha256[:16]} characters {args.offset}-{end} of {len(text)}{more}:\n{chunk}"
 
 
-SPEC = ToolSpec(name="read_artifact", risk="read", args=Args, run=run,
-                description="Read part of a saved full tool output (artifact) that was truncated in an earlier result.")
+SPEC = ToolSpec(
+    name="read_artifact",
+    risk="read",
+    args=Args,
+    run=run,
+    description="Read part of a saved full tool output (artifact) that was truncated in an earlier result.",
+)

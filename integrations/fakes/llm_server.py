@@ -93,25 +93,41 @@ class ScriptedLLM:
             self.requests.append(body)
             if not self.script:
                 self.unexpected.append(body)
-                return Response.of_json({"error": {"message": "ScriptedLLM: unexpected extra call",
-                                                   "type": "scripted_exhausted"}}, 400)
+                return Response.of_json(
+                    {
+                        "error": {
+                            "message": "ScriptedLLM: unexpected extra call",
+                            "type": "scripted_exhausted",
+                        }
+                    },
+                    400,
+                )
             step = self.script.pop(0)
             self._n += 1
             n = self._n
         if step.status != 200:
-            return Response.of_json({"error": {"message": f"scripted HTTP {step.status}", "code": step.error_code}},
-                                    step.status, headers=step.headers)
+            return Response.of_json(
+                {"error": {"message": f"scripted HTTP {step.status}", "code": step.error_code}},
+                step.status,
+                headers=step.headers,
+            )
         message: dict[str, Any] = {"role": "assistant", "content": step.content or None}
         if step.tool_calls:
-            message["tool_calls"] = [{"id": f"call_{n}_{i}", "type": "function",
-                                      "function": {"name": name, "arguments": args}}
-                                     for i, (name, args) in enumerate(step.tool_calls)]
+            message["tool_calls"] = [
+                {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+                for i, (name, args) in enumerate(step.tool_calls)
+            ]
         finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
-        return Response.of_json({
-            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        })
+        return Response.of_json(
+            {
+                "id": f"chatcmpl-{n}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": self.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        )
 
     def assert_consumed(self) -> None:
         """Every scripted step was used and no request came past the end."""

@@ -47,7 +47,9 @@ class Response:
     delay: float = 0.0  # seconds to stall before answering (slow-upstream scenarios)
 
     @classmethod
-    def of_json(cls, data: Any, status: int = 200, headers: dict[str, str] | None = None, **kw: Any) -> Response:
+    def of_json(
+        cls, data: Any, status: int = 200, headers: dict[str, str] | None = None, **kw: Any
+    ) -> Response:
         merged = {"Content-Type": "application/json", **(headers or {})}
         return cls(status, json.dumps(data, ensure_ascii=False).encode(), merged, **kw)
 
@@ -72,8 +74,13 @@ class LoopbackServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 parts = urlsplit(self.path)
-                req = Request(self.command, parts.path, parse_qs(parts.query, keep_blank_values=True),
-                              {k.lower(): v for k, v in self.headers.items()}, body)
+                req = Request(
+                    self.command,
+                    parts.path,
+                    parse_qs(parts.query, keep_blank_values=True),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                )
                 with outer._lock:
                     outer.requests.append(req)
                 try:
@@ -91,7 +98,7 @@ class LoopbackServer:
                 if resp.body:
                     self.wfile.write(resp.body)
 
-            do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815
+            do_GET = do_POST = do_PUT = do_DELETE = _serve
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 return

@@ -40,7 +40,9 @@ def _effects_file() -> Path:
 def _record_effect(key: str, payload: dict) -> bool:
     """Append an effect once per idempotency key (the outside service dedupes by key)."""
     path = _effects_file()
-    if path.exists() and any(json.loads(line)["key"] == key for line in path.read_text().splitlines() if line):
+    if path.exists() and any(
+        json.loads(line)["key"] == key for line in path.read_text().splitlines() if line
+    ):
         return False
     with path.open("a") as fh:
         fh.write(json.dumps({"key": key, **payload}) + "\n")
@@ -73,6 +75,7 @@ def _effect_step(args: StepArgs, ctx: ToolContext) -> dict:
     if os.environ.get("XIHE_TEST_BLOCK_STEP") == str(args.step):
         if os.environ.get("XIHE_TEST_BLOCK_AFTER_EFFECT"):
             _record_effect(ctx.idempotency_key, {"step": args.step})
+            (marker_dir / f"effected-{args.step}").write_text("1")
         while True:  # the test kills us here with SIGKILL
             (marker_dir / "never").exists()
     _record_effect(ctx.idempotency_key, {"step": args.step})
@@ -91,9 +94,20 @@ def _effect_lookup(args: StepArgs, ctx: ToolContext) -> dict | None:
 SPECS = (
     ToolSpec(name="echo", description="Echo text back.", args=EchoArgs, run=_echo),
     ToolSpec(name="big_output", description="Produce a long output.", args=BigArgs, run=_big),
-    ToolSpec(name="write_note", description="Write a note (a side effect).", args=NoteArgs, run=_write_note,
-             risk="write", environment_of=lambda a, d: a.environment),
+    ToolSpec(
+        name="write_note",
+        description="Write a note (a side effect).",
+        args=NoteArgs,
+        run=_write_note,
+        risk="write",
+        environment_of=lambda a, d: a.environment,
+    ),
     ToolSpec(name="always_fail", description="Fail with a reason.", args=FailArgs, run=_fail),
-    ToolSpec(name="effect_step", description="Do step N's side effect.", args=StepArgs, run=_effect_step,
-             lookup=_effect_lookup),
+    ToolSpec(
+        name="effect_step",
+        description="Do step N's side effect.",
+        args=StepArgs,
+        run=_effect_step,
+        lookup=_effect_lookup,
+    ),
 )
