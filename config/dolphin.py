@@ -17,12 +17,15 @@ class PollConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    interval_seconds: float = Field(15.0, gt=0, description="seconds between polls right after a state change")
+    interval_seconds: float = Field(
+        15.0, gt=0, description="seconds between polls right after a state change"
+    )
     max_interval_seconds: float = Field(300.0, gt=0, description="back off up to this while nothing changes")
     backoff: float = Field(2.0, ge=1.0, description="interval multiplier per unchanged poll")
     max_pages: int = Field(20, gt=0, description="instance-list pages read per project and cycle")
     discovery_timeout_seconds: float = Field(
-        3600.0, gt=0, description="give up on a started run whose instance never appears")
+        3600.0, gt=0, description="give up on a started run whose instance never appears"
+    )
     log_tail_lines: int = Field(50, gt=0, description="log lines kept per failed task")
 
 
@@ -31,18 +34,26 @@ class DolphinConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = Field(description="API base URL ending in /dolphinscheduler, e.g. http://ds:12345/dolphinscheduler")
+    base_url: str = Field(
+        description="API base URL ending in /dolphinscheduler, e.g. http://ds:12345/dolphinscheduler"
+    )
     version: Literal["auto", "3.1", "3.2", "3.3"] = Field(
-        "auto", description="API profile; auto probes once (404 on workflow-definition = pre-3.3)")
+        "auto", description="API profile; auto probes once (404 on workflow-definition = pre-3.3)"
+    )
     token_env: str | None = Field(
-        "XIHE_DS_TOKEN", description="environment variable holding the access token (header `token`)")
+        "XIHE_DS_TOKEN", description="environment variable holding the access token (header `token`)"
+    )
     user: str | None = Field(None, description="user for session login, used when no token is set")
     password_env: str | None = Field(None, description="environment variable holding that user's password")
     server_timezone: str = Field("UTC", description="spring.jackson.time-zone of the DS API server")
     timeout_seconds: float = Field(10.0, gt=0, description="connect and read timeout of every request")
-    retries: int = Field(3, ge=0, le=10, description="retries for connect errors, timeouts and 5xx (never business errors)")
+    retries: int = Field(
+        3, ge=0, le=10, description="retries for connect errors, timeouts and 5xx (never business errors)"
+    )
     page_size: int = Field(100, gt=0, le=1000, description="page size for list endpoints")
-    projects: list[str] = Field(default_factory=list, description="projects the name sync scans; empty = all visible")
+    projects: list[str] = Field(
+        default_factory=list, description="projects the name sync scans; empty = all visible"
+    )
     worker_group: str = Field("default", description="workerGroup sent on start")
     tenant_code: str = Field("default", description="tenantCode sent on start (3.2+)")
     failure_strategy: Literal["END", "CONTINUE"] = Field("END", description="failureStrategy sent on start")
@@ -68,4 +79,6 @@ def credentials(cfg: DolphinConfig, env: Mapping[str, str] | None = None) -> dic
     if cfg.user and cfg.password_env and env.get(cfg.password_env):
         return {"user": cfg.user, "password": env[cfg.password_env]}
     names = " or ".join(n for n in (cfg.token_env, cfg.password_env) if n)
-    raise ConfigError(f"no DolphinScheduler credentials: set {names}", "config/dolphin.yaml", None, "token_env")
+    raise ConfigError(
+        f"no DolphinScheduler credentials: set {names}", "config/dolphin.yaml", None, "token_env"
+    )

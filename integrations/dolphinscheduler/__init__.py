@@ -8,12 +8,20 @@ from integrations.dolphinscheduler.client import (
     StartOutcomeUnknown,
     is_offline_error,
 )
-from integrations.dolphinscheduler.models import MARKER_KEY, Definition, Instance, Page, Project, StartResult, TaskRun
+from integrations.dolphinscheduler.models import (
+    MARKER_KEY,
+    Definition,
+    Instance,
+    Page,
+    Project,
+    StartResult,
+    TaskRun,
+)
 
 __all__ = [
     "MARKER_KEY",
-    "DefinitionOffline",
     "Definition",
+    "DefinitionOffline",
     "DolphinAuthError",
     "DolphinClient",
     "DolphinError",

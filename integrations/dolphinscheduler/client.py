@@ -126,7 +126,9 @@ class DolphinClient:
             raise DolphinAuthError("DolphinScheduler login returned no sessionId")
         self._session_id = str(session_id)
 
-    def _send_once(self, method: str, path: str, params: dict[str, Any], idempotent: bool) -> requests.Response:
+    def _send_once(
+        self, method: str, path: str, params: dict[str, Any], idempotent: bool
+    ) -> requests.Response:
         url = self.base_url + path
         try:
             if method == "GET":
@@ -145,8 +147,13 @@ class DolphinClient:
             raise DolphinError(f"{method} {path}: connection failed", retryable=True) from exc
 
     def _call(
-        self, method: str, path: str, params: dict[str, Any] | None = None, *,
-        idempotent: bool = True, authed: bool = True,
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        idempotent: bool = True,
+        authed: bool = True,
     ) -> Any:
         """One logical call: retries per policy, re-login once on 401 in session mode, envelope check."""
         params = {k: v for k, v in (params or {}).items() if v is not None}
@@ -175,7 +182,9 @@ class DolphinClient:
     def _unwrap(self, method: str, path: str, resp: requests.Response, idempotent: bool) -> Any:
         status = resp.status_code
         if status == 401:  # empty body by contract: never parse it
-            raise DolphinAuthError(f"{method} {path}: HTTP 401 (token or session missing, expired or user disabled)")
+            raise DolphinAuthError(
+                f"{method} {path}: HTTP 401 (token or session missing, expired or user disabled)"
+            )
         if status >= 500:
             if not idempotent:
                 raise StartOutcomeUnknown(f"{method} {path}: HTTP {status}")
@@ -232,7 +241,9 @@ class DolphinClient:
 
         status = tenacity.Retrying(
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, DolphinError) and e.retryable),
-            stop=tenacity.stop_after_attempt(self.retries + 1), wait=self._wait, reraise=True,
+            stop=tenacity.stop_after_attempt(self.retries + 1),
+            wait=self._wait,
+            reraise=True,
         )(attempt)
         return "3.2" if status == 404 else "3.3"
 
@@ -257,12 +268,19 @@ class DolphinClient:
         for items in self._pages(path, {}):
             for d in items:
                 out.append(
-                    Definition(project_code, int(d["code"]), str(d["name"]), str(d.get("releaseState") or ""),
-                               int(d.get("version") or 0))
+                    Definition(
+                        project_code,
+                        int(d["code"]),
+                        str(d["name"]),
+                        str(d.get("releaseState") or ""),
+                        int(d.get("version") or 0),
+                    )
                 )
         return out
 
-    def _pages(self, path: str, params: dict[str, Any], max_pages: int = 1000) -> Iterator[list[dict[str, Any]]]:
+    def _pages(
+        self, path: str, params: dict[str, Any], max_pages: int = 1000
+    ) -> Iterator[list[dict[str, Any]]]:
         page = 1
         while page <= max_pages:
             data = self._call("GET", path, {**params, "pageNo": page, "pageSize": self.page_size}) or {}
@@ -316,8 +334,9 @@ class DolphinClient:
             params["executionOrder"] = "ASC_ORDER"  # 3.2 defaults to newest-first
         if profile.sends_timeout:
             params["timeout"] = 86400
-        data = self._call("POST", f"/projects/{project_code}/executors/{profile.start_path}", params,
-                          idempotent=False)
+        data = self._call(
+            "POST", f"/projects/{project_code}/executors/{profile.start_path}", params, idempotent=False
+        )
         if isinstance(data, list):
             return StartResult(instance_ids=tuple(int(i) for i in data))
         if isinstance(data, int | str) and str(data).lstrip("-").isdigit():
@@ -327,8 +346,12 @@ class DolphinClient:
     def instances_by_trigger(self, project_code: int, trigger_code: int) -> list[Instance]:
         """3.2: instances created from a start's trigger code (empty until the master consumes it)."""
         profile = self.profile
-        data = self._call("GET", f"/projects/{project_code}/{profile.instances}/trigger",
-                          {"triggerCode": trigger_code}) or []
+        data = (
+            self._call(
+                "GET", f"/projects/{project_code}/{profile.instances}/trigger", {"triggerCode": trigger_code}
+            )
+            or []
+        )
         return [Instance.from_json(r, profile, self.zone) for r in data]
 
     def list_instances(
@@ -359,7 +382,9 @@ class DolphinClient:
         data = self._call("GET", f"/projects/{project_code}/{profile.instances}", params) or {}
         return Page(
             [Instance.from_json(r, profile, self.zone) for r in data.get("totalList") or []],
-            int(data.get("total") or 0), int(data.get("totalPage") or 0), int(data.get("currentPage") or page_no),
+            int(data.get("total") or 0),
+            int(data.get("totalPage") or 0),
+            int(data.get("currentPage") or page_no),
         )
 
     def get_instance(self, project_code: int, instance_id: int) -> Instance:
@@ -402,14 +427,21 @@ class DolphinClient:
             out.extend(TaskRun.from_json(t, profile, self.zone) for t in items)
         return out
 
-    def log_tail(self, task_instance_id: int, lines: int = 100, page_lines: int = 1000,
-                 max_pages: int = 10_000) -> list[str]:
+    def log_tail(
+        self, task_instance_id: int, lines: int = 100, page_lines: int = 1000, max_pages: int = 10_000
+    ) -> list[str]:
         """The last `lines` lines of a task's log, paging `/log/detail` until an empty message."""
         tail: deque[str] = deque(maxlen=lines)
         skip = 0
         for _ in range(max_pages):
-            data = self._call("GET", "/log/detail",
-                              {"taskInstanceId": task_instance_id, "skipLineNum": skip, "limit": page_lines}) or {}
+            data = (
+                self._call(
+                    "GET",
+                    "/log/detail",
+                    {"taskInstanceId": task_instance_id, "skipLineNum": skip, "limit": page_lines},
+                )
+                or {}
+            )
             message = str(data.get("message") or "")
             if not message:
                 break
@@ -427,8 +459,12 @@ class DolphinClient:
     def execute(self, project_code: int, instance_id: int, execute_type: str) -> None:
         """Run an instance action (START_FAILURE_TASK_PROCESS, STOP, PAUSE, ...); asynchronous in DS."""
         profile = self.profile
-        self._call("POST", f"/projects/{project_code}/executors/execute",
-                   {profile.instance_id_param: instance_id, "executeType": execute_type}, idempotent=False)
+        self._call(
+            "POST",
+            f"/projects/{project_code}/executors/execute",
+            {profile.instance_id_param: instance_id, "executeType": execute_type},
+            idempotent=False,
+        )
 
     def rerun_failed(self, project_code: int, instance_id: int) -> None:
         """Rerun a FAILURE instance from its failed tasks (same instance id, runTimes+1)."""
@@ -437,5 +473,3 @@ class DolphinClient:
     def stop(self, project_code: int, instance_id: int) -> None:
         """Ask DS to stop a running instance (READY_STOP, then STOP)."""
         self.execute(project_code, instance_id, "STOP")
-
-

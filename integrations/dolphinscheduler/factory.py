@@ -11,10 +11,22 @@ from integrations.dolphinscheduler.client import DolphinClient
 
 
 def client_from_config(
-    cfg: DolphinConfig, env: Mapping[str, str] | None = None, *, wait: tenacity.wait.wait_base | None = None,
+    cfg: DolphinConfig,
+    env: Mapping[str, str] | None = None,
+    *,
+    wait: tenacity.wait.wait_base | None = None,
 ) -> DolphinClient:
     """A client with the configured URL, profile, credentials (from env), timeouts and retries."""
+    creds = credentials(cfg, env)
     return DolphinClient(
-        cfg.base_url, version=cfg.version, timeout=cfg.timeout_seconds, retries=cfg.retries, wait=wait,
-        server_timezone=cfg.server_timezone, page_size=cfg.page_size, **credentials(cfg, env),
+        cfg.base_url,
+        version=cfg.version,
+        timeout=cfg.timeout_seconds,
+        retries=cfg.retries,
+        wait=wait,
+        server_timezone=cfg.server_timezone,
+        page_size=cfg.page_size,
+        token=creds.get("token"),
+        user=creds.get("user"),
+        password=creds.get("password"),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent.dates import schedule_time_param
 from integrations.dolphinscheduler.client import DolphinClient, StartOutcomeUnknown
@@ -80,8 +80,9 @@ def find_started(
             return sorted(found, key=lambda i: i.id)
     out: dict[int, Instance] = {}
     for page_no in range(1, max_pages + 1):
-        page = client.list_instances(pc, definition_code=workflow.code, start_from=since - DISCOVERY_SKEW,
-                                     page_no=page_no)
+        page = client.list_instances(
+            pc, definition_code=workflow.code, start_from=since - DISCOVERY_SKEW, page_no=page_no
+        )
         for row in page.items:
             found_marker = row.marker
             if found_marker is None:
@@ -101,7 +102,7 @@ def start_workflow(
     dates: Sequence[date] = (),
     *,
     resume_since: datetime | None = None,
-    **start_options: str,
+    **start_options: Any,
 ) -> StartOutcome:
     """Start one run (no dates) or a serial ascending backfill of `dates`, at most once per marker.
 
@@ -114,15 +115,22 @@ def start_workflow(
     if resume_since is not None:
         found = find_started(client, workflow, marker, resume_since)
         if found:
-            return StartOutcome(marker, resume_since, days, schedule,
-                                instance_ids=tuple(i.id for i in found), reused=True)
+            return StartOutcome(
+                marker, resume_since, days, schedule, instance_ids=tuple(i.id for i in found), reused=True
+            )
     try:
-        result = client.start(workflow.project_code, workflow.code, marker=marker,
-                              schedule_time=schedule or None, **start_options)
+        result = client.start(
+            workflow.project_code,
+            workflow.code,
+            marker=marker,
+            schedule_time=schedule or None,
+            **start_options,
+        )
     except StartOutcomeUnknown:
         return StartOutcome(marker, now, days, schedule, uncertain=True)
-    return StartOutcome(marker, now, days, schedule, trigger_code=result.trigger_code,
-                        instance_ids=result.instance_ids)
+    return StartOutcome(
+        marker, now, days, schedule, trigger_code=result.trigger_code, instance_ids=result.instance_ids
+    )
 
 
 def start_backfill(

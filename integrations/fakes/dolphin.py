@@ -34,11 +34,19 @@ from integrations.fakes.loopback import LoopbackServer, Request, Response
 
 DS_TIME = "%Y-%m-%d %H:%M:%S"
 _WF_CODES = {
-    "SUBMITTED_SUCCESS": (0, "submit success"), "RUNNING_EXECUTION": (1, "running"),
-    "READY_PAUSE": (2, "ready pause"), "PAUSE": (3, "pause"), "READY_STOP": (4, "ready stop"),
-    "STOP": (5, "stop"), "FAILURE": (6, "failure"), "SUCCESS": (7, "success"),
-    "DELAY_EXECUTION": (12, "delay execution"), "SERIAL_WAIT": (14, "serial wait"),
-    "READY_BLOCK": (15, "ready block"), "BLOCK": (16, "block"), "WAIT_TO_RUN": (17, "wait to run"),
+    "SUBMITTED_SUCCESS": (0, "submit success"),
+    "RUNNING_EXECUTION": (1, "running"),
+    "READY_PAUSE": (2, "ready pause"),
+    "PAUSE": (3, "pause"),
+    "READY_STOP": (4, "ready stop"),
+    "STOP": (5, "stop"),
+    "FAILURE": (6, "failure"),
+    "SUCCESS": (7, "success"),
+    "DELAY_EXECUTION": (12, "delay execution"),
+    "SERIAL_WAIT": (14, "serial wait"),
+    "READY_BLOCK": (15, "ready block"),
+    "BLOCK": (16, "block"),
+    "WAIT_TO_RUN": (17, "wait to run"),
     "FAILOVER": (18, "failover"),
 }
 _WF_FINAL = {"SUCCESS", "FAILURE", "STOP", "PAUSE", "BLOCK"}
@@ -46,20 +54,40 @@ _WF_FINAL = {"SUCCESS", "FAILURE", "STOP", "PAUSE", "BLOCK"}
 # The names each version uses (kept apart from the client's profiles on purpose: if the client
 # got a name wrong, a shared table would hide it).
 _NAMES: dict[str, dict[str, str]] = {
-    "3.1": {"defs": "process-definition", "insts": "process-instances", "start": "start-process-instance",
-            "start_code": "processDefinitionCode", "list_def": "processDefineCode",
-            "inst_param": "processInstanceId", "def_field": "processDefinitionCode",
-            "def_version": "processDefinitionVersion", "task_inst": "processInstanceId",
-            "task_inst_name": "processInstanceName", "tasks_state": "processInstanceState",
-            "priority": "processInstancePriority", "is_sub": "isSubProcess", "dag_def": "processDefinition"},
+    "3.1": {
+        "defs": "process-definition",
+        "insts": "process-instances",
+        "start": "start-process-instance",
+        "start_code": "processDefinitionCode",
+        "list_def": "processDefineCode",
+        "inst_param": "processInstanceId",
+        "def_field": "processDefinitionCode",
+        "def_version": "processDefinitionVersion",
+        "task_inst": "processInstanceId",
+        "task_inst_name": "processInstanceName",
+        "tasks_state": "processInstanceState",
+        "priority": "processInstancePriority",
+        "is_sub": "isSubProcess",
+        "dag_def": "processDefinition",
+    },
 }
 _NAMES["3.2"] = dict(_NAMES["3.1"])
-_NAMES["3.3"] = {"defs": "workflow-definition", "insts": "workflow-instances", "start": "start-workflow-instance",
-                 "start_code": "workflowDefinitionCode", "list_def": "workflowDefinitionCode",
-                 "inst_param": "workflowInstanceId", "def_field": "workflowDefinitionCode",
-                 "def_version": "workflowDefinitionVersion", "task_inst": "workflowInstanceId",
-                 "task_inst_name": "workflowInstanceName", "tasks_state": "workflowInstanceState",
-                 "priority": "workflowInstancePriority", "is_sub": "isSubWorkflow", "dag_def": "workflowDefinition"}
+_NAMES["3.3"] = {
+    "defs": "workflow-definition",
+    "insts": "workflow-instances",
+    "start": "start-workflow-instance",
+    "start_code": "workflowDefinitionCode",
+    "list_def": "workflowDefinitionCode",
+    "inst_param": "workflowInstanceId",
+    "def_field": "workflowDefinitionCode",
+    "def_version": "workflowDefinitionVersion",
+    "task_inst": "workflowInstanceId",
+    "task_inst_name": "workflowInstanceName",
+    "tasks_state": "workflowInstanceState",
+    "priority": "workflowInstancePriority",
+    "is_sub": "isSubWorkflow",
+    "dag_def": "workflowDefinition",
+}
 
 
 @dataclass(frozen=True)
@@ -233,6 +261,9 @@ class DolphinSimulator:
         self._sessions_made = itertools.count(1)
         self._lock = threading.RLock()
         self.server = LoopbackServer(self._handle)
+        # LoopbackServer writes headers and body in two sends; with Nagle on, each keep-alive answer
+        # waits ~40 ms for a delayed ACK. StreamRequestHandler's own switch turns Nagle off.
+        self.server._httpd.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
 
     # ---- lifecycle and control -----------------------------------------------------------------
 
@@ -299,14 +330,24 @@ class DolphinSimulator:
         """Instances of a definition, oldest first."""
         return sorted((i for i in self.instances.values() if i.definition.name == name), key=lambda i: i.id)
 
-    def run_directly(self, definition: str, *, schedule: datetime | None = None, marker: str = "",
-                     executor: str = "admin") -> SimInstance:
+    def run_directly(
+        self, definition: str, *, schedule: datetime | None = None, marker: str = "", executor: str = "admin"
+    ) -> SimInstance:
         """Create a running instance now without a start request (cron runs, bench set-up)."""
         with self._lock:
             project, d = self._find_def_by_name(definition)
             params = {"xihe_run": marker} if marker else {}
-            return self._create_instance(project, d, self.clock(), schedule, [], params, executor, None,
-                                         "SCHEDULER" if not marker else "START_PROCESS")
+            return self._create_instance(
+                project,
+                d,
+                self.clock(),
+                schedule,
+                [],
+                params,
+                executor,
+                None,
+                "SCHEDULER" if not marker else "START_PROCESS",
+            )
 
     # ---- the event engine -----------------------------------------------------------------------
 
@@ -338,16 +379,34 @@ class DolphinSimulator:
         raise KeyError(name)
 
     def _create_instance(
-        self, project: SimProject, d: SimDefinition, at: datetime, schedule: datetime | None,
-        remaining: list[datetime], params: dict[str, str], executor: str, trigger: int | None, command_type: str,
+        self,
+        project: SimProject,
+        d: SimDefinition,
+        at: datetime,
+        schedule: datetime | None,
+        remaining: list[datetime],
+        params: dict[str, str],
+        executor: str,
+        trigger: int | None,
+        command_type: str,
     ) -> SimInstance:
         sc = d.scenario
         fails = sc.kind == "fail" or (schedule is not None and schedule.strftime("%Y-%m-%d") in sc.fail_dates)
         inst = SimInstance(
-            id=next(self._ids), project=project, definition=d, state="SUBMITTED_SUCCESS",
-            command_type=command_type, start_time=at, schedule_time=schedule, start_params=params,
-            executor=executor, trigger_code=trigger, remaining_dates=remaining, fails=fails,
-            restart_time=at, command_start=at,
+            id=next(self._ids),
+            project=project,
+            definition=d,
+            state="SUBMITTED_SUCCESS",
+            command_type=command_type,
+            start_time=at,
+            schedule_time=schedule,
+            start_params=params,
+            executor=executor,
+            trigger_code=trigger,
+            remaining_dates=remaining,
+            fails=fails,
+            restart_time=at,
+            command_start=at,
         )
         self.instances[inst.id] = inst
         if sc.wait_state:
@@ -366,10 +425,17 @@ class DolphinSimulator:
         d = inst.definition
         first = next((t.first_submit_time for t in inst.tasks if t.index == index), at)
         task = SimTask(
-            id=next(self._task_ids), name=d.tasks[index], code=d.code * 10 + index, index=index,
-            instance_id=inst.id, state="SUBMITTED_SUCCESS", retry_times=retry,
-            max_retry_times=d.scenario.max_retry_times, retry_interval=d.scenario.retry_interval_minutes,
-            submit_time=at, first_submit_time=first,
+            id=next(self._task_ids),
+            name=d.tasks[index],
+            code=d.code * 10 + index,
+            index=index,
+            instance_id=inst.id,
+            state="SUBMITTED_SUCCESS",
+            retry_times=retry,
+            max_retry_times=d.scenario.max_retry_times,
+            retry_interval=d.scenario.retry_interval_minutes,
+            submit_time=at,
+            first_submit_time=first,
         )
         inst.tasks.append(task)
         self.tasks[task.id] = task
@@ -386,17 +452,23 @@ class DolphinSimulator:
             self._begin(inst, at)
         elif inst.phase == "dispatch" and task is not None:
             task.state, task.host, task.start_time = "RUNNING_EXECUTION", sc.host, at
-            task.log_path = f"/opt/ds/worker-server/logs/{at:%Y%m%d}/{inst.definition.code}/{inst.id}/{task.id}.log"
+            task.log_path = (
+                f"/opt/ds/worker-server/logs/{at:%Y%m%d}/{inst.definition.code}/{inst.id}/{task.id}.log"
+            )
             task.log = [f"[INFO] {_fmt(at)} - Begin to execute task: {task.name}"]
-            task.log += [f"[INFO] {_fmt(at)} - {task.name}: processed batch {i + 1}" for i in range(sc.log_lines)]
+            task.log += [
+                f"[INFO] {_fmt(at)} - {task.name}: processed batch {i + 1}" for i in range(sc.log_lines)
+            ]
             seconds = 10**7 if sc.kind == "long_running" else sc.task_seconds
             self._schedule(inst, at + timedelta(seconds=seconds), "finish")
         elif inst.phase == "finish" and task is not None:
             task.end_time = at
             if self._attempt_fails(inst, task):
                 task.state = "FAILURE"
-                task.log += [f"[ERROR] {_fmt(at)} - {task.name} failed: {sc.error}",
-                             f"[INFO] {_fmt(at)} - FINALIZE_SESSION, exit code 1"]
+                task.log += [
+                    f"[ERROR] {_fmt(at)} - {task.name} failed: {sc.error}",
+                    f"[INFO] {_fmt(at)} - FINALIZE_SESSION, exit code 1",
+                ]
                 if task.retry_times < task.max_retry_times:
                     # the workflow stays RUNNING_EXECUTION while a retry is pending (§11)
                     self._schedule(inst, at + timedelta(minutes=task.retry_interval), "retry")
@@ -439,8 +511,17 @@ class DolphinSimulator:
             nxt, rest = inst.remaining_dates[0], inst.remaining_dates[1:]
 
             def create(when: datetime) -> None:
-                self._create_instance(inst.project, inst.definition, when, nxt, rest, inst.start_params,
-                                      inst.executor, inst.trigger_code, "COMPLEMENT_DATA")
+                self._create_instance(
+                    inst.project,
+                    inst.definition,
+                    when,
+                    nxt,
+                    rest,
+                    inst.start_params,
+                    inst.executor,
+                    inst.trigger_code,
+                    "COMPLEMENT_DATA",
+                )
 
             self._at(at + timedelta(seconds=1), create)
         inst.remaining_dates = []
@@ -457,13 +538,16 @@ class DolphinSimulator:
                 if fault.times > 0 and fault.path_contains in path:
                     fault.times -= 1
                     if fault.status:
-                        return Response(fault.status, b"<html><body>502 Bad Gateway</body></html>",
-                                        {"Content-Type": "text/html"})
+                        return Response(
+                            fault.status,
+                            b"<html><body>502 Bad Gateway</body></html>",
+                            {"Content-Type": "text/html"},
+                        )
                     delay = fault.delay
                     break
             if not path.startswith("/dolphinscheduler/"):
                 return Response(404)
-            path = path[len("/dolphinscheduler"):]
+            path = path[len("/dolphinscheduler") :]
             try:
                 if path == "/login" and req.method == "POST":
                     return self._envelope(self._login(req.form()), delay)
@@ -510,16 +594,22 @@ class DolphinSimulator:
             session_id = match.group(1) if match else None
         if not session_id:
             return False
-        return any(sid == session_id and (now - at).total_seconds() < self.session_ttl
-                   for sid, at in self.sessions.values())
+        return any(
+            sid == session_id and (now - at).total_seconds() < self.session_ttl
+            for sid, at in self.sessions.values()
+        )
 
     def _route(self, method: str, path: str, form: dict[str, str]) -> Any:
         n = self.names
         if method == "GET" and path == "/projects/list":
             return [self._project_json(p) for p in self.projects.values()]
         if method == "GET" and path == "/projects":
-            return self._page(sorted(self.projects.values(), key=lambda p: -p.code), form, self._project_json,
-                              search=lambda p, s: s in p.name)
+            return self._page(
+                sorted(self.projects.values(), key=lambda p: -p.code),
+                form,
+                self._project_json,
+                search=lambda p, s: s in p.name,
+            )
         if path == "/log/detail" and method == "GET":
             return self._log(form)
         m = re.fullmatch(r"/projects/(-?\d+)(/.*)?", path)
@@ -529,8 +619,11 @@ class DolphinSimulator:
         if not rest.startswith(("/process-", "/workflow-", "/executors", "/task-instances")) and rest:
             raise _Reply(0, "", status=404)
         for prefix in ("/process-", "/workflow-"):
-            if rest.startswith(prefix) and not rest.startswith(f"/{n['defs']}") and \
-                    not rest.startswith(f"/{n['insts']}"):
+            if (
+                rest.startswith(prefix)
+                and not rest.startswith(f"/{n['defs']}")
+                and not rest.startswith(f"/{n['insts']}")
+            ):
                 raise _Reply(0, "", status=404)  # the other profile's paths do not exist here
         project = self.projects.get(int(m.group(1)))
         if project is None:
@@ -538,9 +631,9 @@ class DolphinSimulator:
         if not rest and method == "GET":
             return self._project_json(project)
         if rest.startswith(f"/{n['defs']}"):
-            return self._definitions(method, project, rest[len(n["defs"]) + 1:], form)
+            return self._definitions(method, project, rest[len(n["defs"]) + 1 :], form)
         if rest.startswith(f"/{n['insts']}"):
-            return self._instances(method, project, rest[len(n["insts"]) + 1:], form)
+            return self._instances(method, project, rest[len(n["insts"]) + 1 :], form)
         if rest == "/task-instances" and method == "GET":
             return self._task_instances(project, form)
         if rest == f"/executors/{n['start']}" and method == "POST":
@@ -552,23 +645,53 @@ class DolphinSimulator:
     # ---- JSON views ------------------------------------------------------------------------------
 
     def _project_json(self, p: SimProject) -> dict[str, Any]:
-        return {"id": p.code % 1000, "userId": 1, "userName": "admin", "code": p.code, "name": p.name,
-                "description": "", "createTime": "2026-01-01 00:00:00", "updateTime": "2026-01-01 00:00:00",
-                "perm": 7, "defCount": len(p.definitions), "instRunningCount": 0}
+        return {
+            "id": p.code % 1000,
+            "userId": 1,
+            "userName": "admin",
+            "code": p.code,
+            "name": p.name,
+            "description": "",
+            "createTime": "2026-01-01 00:00:00",
+            "updateTime": "2026-01-01 00:00:00",
+            "perm": 7,
+            "defCount": len(p.definitions),
+            "instRunningCount": 0,
+        }
 
     def _definition_json(self, p: SimProject, d: SimDefinition) -> dict[str, Any]:
-        return {"id": d.code % 100000, "code": d.code, "name": d.name, "version": d.version,
-                "releaseState": "ONLINE" if d.online else "OFFLINE", "projectCode": p.code,
-                "description": "", "globalParams": "[]", "globalParamList": [], "globalParamMap": {},
-                "createTime": "2026-01-01 00:00:00", "updateTime": "2026-01-01 00:00:00", "flag": "YES",
-                "userId": 1, "userName": "admin", "projectName": p.name, "locations": None,
-                "scheduleReleaseState": None, "schedule": None, "timeout": 0, "modifyBy": "admin",
-                "warningGroupId": None, "executionType": "PARALLEL"}
+        return {
+            "id": d.code % 100000,
+            "code": d.code,
+            "name": d.name,
+            "version": d.version,
+            "releaseState": "ONLINE" if d.online else "OFFLINE",
+            "projectCode": p.code,
+            "description": "",
+            "globalParams": "[]",
+            "globalParamList": [],
+            "globalParamMap": {},
+            "createTime": "2026-01-01 00:00:00",
+            "updateTime": "2026-01-01 00:00:00",
+            "flag": "YES",
+            "userId": 1,
+            "userName": "admin",
+            "projectName": p.name,
+            "locations": None,
+            "scheduleReleaseState": None,
+            "schedule": None,
+            "timeout": 0,
+            "modifyBy": "admin",
+            "warningGroupId": None,
+            "executionType": "PARALLEL",
+        }
 
     def _instance_json(self, inst: SimInstance, *, view: str) -> dict[str, Any]:
         """view: list | detail | trigger; 3.1 list rows carry no params, executorName only in lists."""
         n, now = self.names, self.clock()
-        props = [{"prop": k, "direct": "IN", "type": "VARCHAR", "value": v} for k, v in inst.start_params.items()]
+        props = [
+            {"prop": k, "direct": "IN", "type": "VARCHAR", "value": v} for k, v in inst.start_params.items()
+        ]
         if self.version == "3.3":
             command_param: dict[str, Any] = {"commandParams": props}
         else:
@@ -578,49 +701,96 @@ class DolphinSimulator:
         row: dict[str, Any] = {
             "id": inst.id,
             "name": f"{inst.definition.name}-{inst.definition.version}-"
-                    f"{inst.start_time.astimezone(UTC):%Y%m%d%H%M%S}{inst.start_time.microsecond // 1000:03d}",
-            n["def_field"]: inst.definition.code, n["def_version"]: inst.definition.version,
-            "projectCode": inst.project.code, "state": inst.state, "recovery": "NO",
-            "startTime": _fmt(inst.start_time), "endTime": _fmt(inst.end_time), "runTimes": inst.run_times,
-            "host": self.master_host, "commandType": inst.command_type,
-            "commandParam": json.dumps(command_param), "taskDependType": "TASK_POST",
-            "failureStrategy": "END", "warningType": "NONE", "warningGroupId": None,
-            "scheduleTime": _fmt_naive(inst.schedule_time), "commandStartTime": _fmt(inst.command_start),
-            "globalParams": json.dumps(props), "executorId": 1,
-            "executorName": inst.executor if view == "list" else None, "tenantCode": "default",
-            n["is_sub"]: "NO", "historyCmd": inst.command_type,
+            f"{inst.start_time.astimezone(UTC):%Y%m%d%H%M%S}{inst.start_time.microsecond // 1000:03d}",
+            n["def_field"]: inst.definition.code,
+            n["def_version"]: inst.definition.version,
+            "projectCode": inst.project.code,
+            "state": inst.state,
+            "recovery": "NO",
+            "startTime": _fmt(inst.start_time),
+            "endTime": _fmt(inst.end_time),
+            "runTimes": inst.run_times,
+            "host": self.master_host,
+            "commandType": inst.command_type,
+            "commandParam": json.dumps(command_param),
+            "taskDependType": "TASK_POST",
+            "failureStrategy": "END",
+            "warningType": "NONE",
+            "warningGroupId": None,
+            "scheduleTime": _fmt_naive(inst.schedule_time),
+            "commandStartTime": _fmt(inst.command_start),
+            "globalParams": json.dumps(props),
+            "executorId": 1,
+            "executorName": inst.executor if view == "list" else None,
+            "tenantCode": "default",
+            n["is_sub"]: "NO",
+            "historyCmd": inst.command_type,
             "duration": _duration(inst.start_time, inst.end_time, now) if view == "list" else None,
-            n["priority"]: "MEDIUM", "workerGroup": "default", "environmentCode": -1, "timeout": 0,
-            "dryRun": 0, "testFlag": 0, "restartTime": _fmt(inst.restart_time), "stateHistory": "[]",
-            "complementData": inst.schedule_time is not None, "blocked": False,
+            n["priority"]: "MEDIUM",
+            "workerGroup": "default",
+            "environmentCode": -1,
+            "timeout": 0,
+            "dryRun": 0,
+            "testFlag": 0,
+            "restartTime": _fmt(inst.restart_time),
+            "stateHistory": "[]",
+            "complementData": inst.schedule_time is not None,
+            "blocked": False,
         }
         if self.version == "3.1" and view == "list":
             for key in ("commandParam", "globalParams"):
                 row.pop(key)  # the 3.1.9 list SQL does not select them (§6, §15.3)
             row["complementData"] = False
         if view == "detail":
-            row["dagData"] = {n["dag_def"]: self._definition_json(inst.project, inst.definition),
-                              "taskDefinitionList": [], "processTaskRelationList": []}
+            row["dagData"] = {
+                n["dag_def"]: self._definition_json(inst.project, inst.definition),
+                "taskDefinitionList": [],
+                "processTaskRelationList": [],
+            }
             row["locations"] = None
         return row
 
     def _task_json(self, t: SimTask, *, with_duration: bool) -> dict[str, Any]:
         n, inst = self.names, self.instances[t.instance_id]
         return {
-            "id": t.id, "name": t.name, "taskType": "SHELL", n["task_inst"]: t.instance_id,
+            "id": t.id,
+            "name": t.name,
+            "taskType": "SHELL",
+            n["task_inst"]: t.instance_id,
             n["task_inst_name"]: self._instance_json(inst, view="trigger")["name"],
-            "projectCode": inst.project.code, "taskCode": t.code, "taskDefinitionVersion": 1, "state": t.state,
-            "firstSubmitTime": _fmt(t.first_submit_time), "submitTime": _fmt(t.submit_time),
-            "startTime": _fmt(t.start_time), "endTime": _fmt(t.end_time), "host": t.host, "logPath": t.log_path,
-            "retryTimes": t.retry_times, "maxRetryTimes": t.max_retry_times, "retryInterval": t.retry_interval,
-            "flag": t.flag, "alertFlag": "NO", "pid": 4000 + t.id % 1000, "taskInstancePriority": "MEDIUM",
-            "workerGroup": "default", "executorName": inst.executor, "delayTime": 0, "dryRun": 0,
-            "taskExecuteType": "BATCH", "testFlag": 0,
+            "projectCode": inst.project.code,
+            "taskCode": t.code,
+            "taskDefinitionVersion": 1,
+            "state": t.state,
+            "firstSubmitTime": _fmt(t.first_submit_time),
+            "submitTime": _fmt(t.submit_time),
+            "startTime": _fmt(t.start_time),
+            "endTime": _fmt(t.end_time),
+            "host": t.host,
+            "logPath": t.log_path,
+            "retryTimes": t.retry_times,
+            "maxRetryTimes": t.max_retry_times,
+            "retryInterval": t.retry_interval,
+            "flag": t.flag,
+            "alertFlag": "NO",
+            "pid": 4000 + t.id % 1000,
+            "taskInstancePriority": "MEDIUM",
+            "workerGroup": "default",
+            "executorName": inst.executor,
+            "delayTime": 0,
+            "dryRun": 0,
+            "taskExecuteType": "BATCH",
+            "testFlag": 0,
             "duration": _duration(t.start_time, t.end_time, self.clock()) if with_duration else None,
         }
 
-    def _page(self, rows: list[Any], form: dict[str, str], render: Callable[[Any], dict[str, Any]],
-              search: Callable[[Any, str], bool] | None = None) -> dict[str, Any]:
+    def _page(
+        self,
+        rows: list[Any],
+        form: dict[str, str],
+        render: Callable[[Any], dict[str, Any]],
+        search: Callable[[Any, str], bool] | None = None,
+    ) -> dict[str, Any]:
         try:
             page_no, page_size = int(form.get("pageNo", "")), int(form.get("pageSize", ""))
         except ValueError:
@@ -632,9 +802,14 @@ class DolphinSimulator:
             rows = [r for r in rows if search(r, term)]
         total = len(rows)
         offset = (page_no - 1) * page_size
-        return {"totalList": [render(r) for r in rows[offset:offset + page_size]], "total": total,
-                "totalPage": (total + page_size - 1) // page_size if total else 0, "pageSize": page_size,
-                "currentPage": page_no, "pageNo": offset}
+        return {
+            "totalList": [render(r) for r in rows[offset : offset + page_size]],
+            "total": total,
+            "totalPage": (total + page_size - 1) // page_size if total else 0,
+            "pageSize": page_size,
+            "currentPage": page_no,
+            "pageNo": offset,
+        }
 
     def _parse_time(self, value: str | None, key: str) -> datetime | None:
         if not value:
@@ -649,30 +824,45 @@ class DolphinSimulator:
     def _definitions(self, method: str, p: SimProject, rest: str, form: dict[str, str]) -> Any:
         n = self.names
         if method == "GET" and rest == "":
-            return self._page(list(reversed(p.definitions)), form, lambda d: self._definition_json(p, d),
-                              search=lambda d, s: s in d.name)
+            return self._page(
+                list(reversed(p.definitions)),
+                form,
+                lambda d: self._definition_json(p, d),
+                search=lambda d, s: s in d.name,
+            )
         if method == "GET" and rest == "/simple-list":
-            return [{"id": d.code % 100000, "code": d.code, "name": d.name, "projectCode": p.code}
-                    for d in p.definitions]
+            return [
+                {"id": d.code % 100000, "code": d.code, "name": d.name, "projectCode": p.code}
+                for d in p.definitions
+            ]
         if method == "GET" and rest == "/query-by-name":
             for d in p.definitions:
                 if d.name == form.get("name"):
-                    return {n["dag_def"]: self._definition_json(p, d), "taskDefinitionList":
-                            [{"code": d.code * 10 + i, "name": t} for i, t in enumerate(d.tasks)],
-                            "processTaskRelationList": []}
+                    return {
+                        n["dag_def"]: self._definition_json(p, d),
+                        "taskDefinitionList": [
+                            {"code": d.code * 10 + i, "name": t} for i, t in enumerate(d.tasks)
+                        ],
+                        "processTaskRelationList": [],
+                    }
             raise _Reply(50003, f"process definition {form.get('name')} does not exist")
         m = re.fullmatch(r"/(\d+)(/release)?", rest)
         if m:
-            d = next((d for d in p.definitions if d.code == int(m.group(1))), None)
-            if d is None:
+            hit = next((x for x in p.definitions if x.code == int(m.group(1))), None)
+            if hit is None:
                 raise _Reply(50003, f"process definition {_thousands(int(m.group(1)))} does not exist")
+            d = hit
             if m.group(2) and method == "POST":
                 d.online = form.get("releaseState") == "ONLINE"
                 return True
             if method == "GET":
-                return {n["dag_def"]: self._definition_json(p, d), "taskDefinitionList":
-                        [{"code": d.code * 10 + i, "name": t} for i, t in enumerate(d.tasks)],
-                        "processTaskRelationList": []}
+                return {
+                    n["dag_def"]: self._definition_json(p, d),
+                    "taskDefinitionList": [
+                        {"code": d.code * 10 + i, "name": t} for i, t in enumerate(d.tasks)
+                    ],
+                    "processTaskRelationList": [],
+                }
         raise _Reply(0, "", status=404)
 
     # ---- instances -----------------------------------------------------------------------------
@@ -689,19 +879,33 @@ class DolphinSimulator:
             if form.get("stateType"):
                 rows = [i for i in rows if i.state == form["stateType"]]
             if form.get("host"):
-                rows = [i for i in rows if form["host"] in self.master_host]  # master host, not worker (§15.2)
+                rows = [
+                    i for i in rows if form["host"] in self.master_host
+                ]  # master host, not worker (§15.2)
             start = self._parse_time(form.get("startDate"), "startDate")
             end = self._parse_time(form.get("endDate"), "endDate")
-            rows = [i for i in rows if (start is None or i.start_time >= start)
-                    and (end is None or i.start_time <= end)]
-            rows.sort(key=lambda i: (i.start_time, i.end_time or datetime.max.replace(tzinfo=UTC), i.id),
-                      reverse=True)
-            return self._page(rows, form, lambda i: self._instance_json(i, view="list"),
-                              search=lambda i, s: s in i.definition.name)
+            rows = [
+                i
+                for i in rows
+                if (start is None or i.start_time >= start) and (end is None or i.start_time <= end)
+            ]
+            rows.sort(
+                key=lambda i: (i.start_time, i.end_time or datetime.max.replace(tzinfo=UTC), i.id),
+                reverse=True,
+            )
+            return self._page(
+                rows,
+                form,
+                lambda i: self._instance_json(i, view="list"),
+                search=lambda i, s: s in i.definition.name,
+            )
         if rest == "/trigger" and self.version == "3.2":
             code = int(form.get("triggerCode") or 0)
-            return [self._instance_json(i, view="trigger") for i in self.instances.values()
-                    if i.project is p and i.trigger_code == code]
+            return [
+                self._instance_json(i, view="trigger")
+                for i in self.instances.values()
+                if i.project is p and i.trigger_code == code
+            ]
         m = re.fullmatch(r"/(-?\d+)(/tasks)?", rest)
         if not m:
             raise _Reply(10001, "request parameter id is not valid")
@@ -713,11 +917,16 @@ class DolphinSimulator:
             raise _Reply(50003, f"{label} definition {inst.definition.code} does not exist")
         if not m.group(2):
             return self._instance_json(inst, view="detail")
-        rows = [t for t in inst.tasks if t.flag == "YES"]
-        rows.sort(key=lambda t: (t.start_time or datetime.max.replace(tzinfo=UTC), t.id), reverse=True)
+        current = [t for t in inst.tasks if t.flag == "YES"]
+        current.sort(key=lambda t: (t.start_time or datetime.max.replace(tzinfo=UTC), t.id), reverse=True)
         code, desc = _WF_CODES[inst.state]
-        state = inst.state if self.version == "3.3" else f"WorkflowExecutionStatus{{code={code}, desc='{desc}'}}"
-        return {n["tasks_state"]: state, "taskList": [self._task_json(t, with_duration=False) for t in rows]}
+        state = (
+            inst.state if self.version == "3.3" else f"WorkflowExecutionStatus{{code={code}, desc='{desc}'}}"
+        )
+        return {
+            n["tasks_state"]: state,
+            "taskList": [self._task_json(t, with_duration=False) for t in current],
+        }
 
     def _task_instances(self, p: SimProject, form: dict[str, str]) -> Any:
         n = self.names
@@ -733,11 +942,16 @@ class DolphinSimulator:
             rows = [t for t in rows if t.name == form["taskName"]]
         start = self._parse_time(form.get("startDate"), "startDate")
         end = self._parse_time(form.get("endDate"), "endDate")
-        rows = [t for t in rows if (start is None or (t.start_time and t.start_time >= start))
-                and (end is None or (t.start_time and t.start_time <= end))]
+        rows = [
+            t
+            for t in rows
+            if (start is None or (t.start_time and t.start_time >= start))
+            and (end is None or (t.start_time and t.start_time <= end))
+        ]
         rows.sort(key=lambda t: (t.submit_time, t.id), reverse=True)
-        return self._page(rows, form, lambda t: self._task_json(t, with_duration=True),
-                          search=lambda t, s: s in t.name)
+        return self._page(
+            rows, form, lambda t: self._task_json(t, with_duration=True), search=lambda t, s: s in t.name
+        )
 
     # ---- start and actions ---------------------------------------------------------------------
 
@@ -751,7 +965,8 @@ class DolphinSimulator:
     def _start(self, p: SimProject, form: dict[str, str]) -> Any:
         n = self.names
         for key in (n["start_code"], "failureStrategy", "warningType") + (
-                ("scheduleTime",) if self.version != "3.3" else ()):
+            ("scheduleTime",) if self.version != "3.3" else ()
+        ):
             if key not in form:
                 raise self._start_error(50014, f"Required request parameter '{key}' is not present")
         try:
@@ -771,7 +986,9 @@ class DolphinSimulator:
         if not d.online:
             if self.version == "3.3":
                 raise self._start_error(50014, " The workflowDefinition should be online")
-            raise _Reply(50004, f"process definition {_thousands(code)} process version {d.version} not online")
+            raise _Reply(
+                50004, f"process definition {_thousands(code)} process version {d.version} not online"
+            )
         exec_type = form.get("execType") or "START_PROCESS"
         dates: list[datetime] = []
         if exec_type == "COMPLEMENT_DATA":
@@ -846,8 +1063,11 @@ class DolphinSimulator:
             if self.version == "3.2":
                 raise _Reply(50015, "execute process instance error")
             raise _Reply(50003, f"{label} definition {inst.definition.code} does not exist")
-        allowed = {"START_FAILURE_TASK_PROCESS": {"FAILURE"}, "STOP": {"RUNNING_EXECUTION", "READY_PAUSE"},
-                   "REPEAT_RUNNING": _WF_FINAL}.get(action)
+        allowed = {
+            "START_FAILURE_TASK_PROCESS": {"FAILURE"},
+            "STOP": {"RUNNING_EXECUTION", "READY_PAUSE"},
+            "REPEAT_RUNNING": _WF_FINAL,
+        }.get(action)
         if allowed is not None and action == "STOP" and self.version == "3.3":
             allowed = allowed | {"READY_STOP", "SERIAL_WAIT", "WAIT_TO_RUN"}
         if allowed is None:
@@ -855,18 +1075,23 @@ class DolphinSimulator:
         if inst.state not in allowed:
             if self.version == "3.1":
                 code, desc = _WF_CODES[inst.state]
-                raise _Reply(50006, f"the status of process instance {inst_id} is "
-                                    f"WorkflowExecutionStatus{{code={code}, desc='{desc}'}},Cannot perform {action} operation")
+                raise _Reply(
+                    50006,
+                    f"the status of process instance {inst_id} is "
+                    f"WorkflowExecutionStatus{{code={code}, desc='{desc}'}},Cannot perform {action} operation",
+                )
             if self.version == "3.2":
                 raise _Reply(50015, "execute process instance error")
-            raise _Reply(10000, f"Internal Server Error: The workflow instance state is {inst.state}, "
-                                f"cannot {action}")
+            raise _Reply(
+                10000, f"Internal Server Error: The workflow instance state is {inst.state}, cannot {action}"
+            )
         now = self.clock()
         if action == "STOP":
             inst.state, inst.command_type = "READY_STOP", "STOP"
             inst.remaining_dates = []
             self._schedule(inst, now + timedelta(seconds=inst.definition.scenario.stop_seconds), "stop")
         elif action == "START_FAILURE_TASK_PROCESS":
+
             def consume(at: datetime) -> None:  # asynchronous: the state stays FAILURE until then
                 inst.run_times += 1
                 inst.reruns += 1
@@ -894,8 +1119,8 @@ class DolphinSimulator:
             raise _Reply(10008, "task instance not found")
         if not task.host:
             raise _Reply(10191, "task instance host is null")
-        lines = task.log[skip:skip + limit]
-        budget, chosen = 64 * 1024, []
+        lines = task.log[skip : skip + limit]
+        budget, chosen = 64 * 1024, list[str]()
         for line in lines:  # the worker stops early at about 64 KiB
             budget -= len(line) + 2
             if budget < 0 and chosen:

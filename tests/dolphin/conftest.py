@@ -14,7 +14,14 @@ from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition
 
 ETL, DW = 1000000000001, 1000000000002
 ORDER_SYNC, FLAKY, BROKEN, LONG, WAITING, OFFLINE, BACKFILL = (
-    2000000000001, 2000000000002, 2000000000003, 2000000000004, 2000000000005, 2000000000006, 2000000000007)
+    2000000000001,
+    2000000000002,
+    2000000000003,
+    2000000000004,
+    2000000000005,
+    2000000000006,
+    2000000000007,
+)
 DW_SALES, DW_BROKEN = 2000000000011, 2000000000012
 BAD_HOST = "10.0.0.9:1234"
 
@@ -22,20 +29,39 @@ BAD_HOST = "10.0.0.9:1234"
 def seed() -> list[SimProject]:
     """Projects and definitions used across the DolphinScheduler tests."""
     return [
-        SimProject("etl", ETL, [
-            SimDefinition("order_sync", ORDER_SYNC),
-            SimDefinition("flaky_sync", FLAKY, scenario=Scenario(kind="retry_then_success", max_retry_times=2)),
-            SimDefinition("broken_sync", BROKEN, scenario=Scenario(kind="fail", max_retry_times=1, host=BAD_HOST)),
-            SimDefinition("long_sync", LONG, scenario=Scenario(kind="long_running")),
-            SimDefinition("queued_sync", WAITING, scenario=Scenario(wait_state="SERIAL_WAIT", wait_seconds=600)),
-            SimDefinition("legacy_export", OFFLINE, online=False),
-            SimDefinition("daily_backfill", BACKFILL,
-                          scenario=Scenario(fail_dates=frozenset({"2026-11-29"}), task_seconds=30)),
-        ]),
-        SimProject("dw", DW, [
-            SimDefinition("dw_sales", DW_SALES),
-            SimDefinition("dw_broken", DW_BROKEN, scenario=Scenario(kind="fail", max_retry_times=0, host=BAD_HOST)),
-        ]),
+        SimProject(
+            "etl",
+            ETL,
+            [
+                SimDefinition("order_sync", ORDER_SYNC),
+                SimDefinition(
+                    "flaky_sync", FLAKY, scenario=Scenario(kind="retry_then_success", max_retry_times=2)
+                ),
+                SimDefinition(
+                    "broken_sync", BROKEN, scenario=Scenario(kind="fail", max_retry_times=1, host=BAD_HOST)
+                ),
+                SimDefinition("long_sync", LONG, scenario=Scenario(kind="long_running")),
+                SimDefinition(
+                    "queued_sync", WAITING, scenario=Scenario(wait_state="SERIAL_WAIT", wait_seconds=600)
+                ),
+                SimDefinition("legacy_export", OFFLINE, online=False),
+                SimDefinition(
+                    "daily_backfill",
+                    BACKFILL,
+                    scenario=Scenario(fail_dates=frozenset({"2026-11-29"}), task_seconds=30),
+                ),
+            ],
+        ),
+        SimProject(
+            "dw",
+            DW,
+            [
+                SimDefinition("dw_sales", DW_SALES),
+                SimDefinition(
+                    "dw_broken", DW_BROKEN, scenario=Scenario(kind="fail", max_retry_times=0, host=BAD_HOST)
+                ),
+            ],
+        ),
     ]
 
 

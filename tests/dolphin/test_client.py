@@ -66,7 +66,9 @@ def test_requests_are_form_encoded_with_token_header(sim: DolphinSimulator, clie
     assert form[code_param] == str(ORDER_SYNC)
 
 
-def test_start_returns_per_version_and_marker_finds_the_instance(sim: DolphinSimulator, client: DolphinClient) -> None:
+def test_start_returns_per_version_and_marker_finds_the_instance(
+    sim: DolphinSimulator, client: DolphinClient
+) -> None:
     t0 = sim.clock()
     out = start_workflow(client, ref(ORDER_SYNC), "t1:s1", t0)
     if sim.version == "3.1":
@@ -111,20 +113,25 @@ def test_serial_backfill_runs_ascending_and_stops_at_first_failed_date(
     form = sim.starts[-1]
     assert form["execType"] == "COMPLEMENT_DATA" and form["runMode"] == "RUN_MODE_SERIAL"
     assert json.loads(form["scheduleTime"]) == {
-        "complementStartDate": "2026-11-28 00:00:00", "complementEndDate": "2026-11-30 00:00:00"}
+        "complementStartDate": "2026-11-28 00:00:00",
+        "complementEndDate": "2026-11-30 00:00:00",
+    }
     if sim.version != "3.1":
         assert form["executionOrder"] == "ASC_ORDER"
     sim.advance(3600)
     runs = sim.instances_of("daily_backfill")
     assert [(r.schedule_time.day if r.schedule_time else 0, r.state) for r in runs] == [
-        (28, "SUCCESS"), (29, "FAILURE")]  # 11-30 never started
+        (28, "SUCCESS"),
+        (29, "FAILURE"),
+    ]  # 11-30 never started
     assert all(r.command_type == "COMPLEMENT_DATA" for r in runs)
 
 
 def test_backfill_date_list_for_gaps(sim: DolphinSimulator, client: DolphinClient) -> None:
     start_backfill(client, ref(ORDER_SYNC), [date(2026, 11, 20), date(2026, 11, 22)], "t4:s1", sim.clock())
     assert json.loads(sim.starts[-1]["scheduleTime"]) == {
-        "complementScheduleDateList": "2026-11-20 00:00:00,2026-11-22 00:00:00"}
+        "complementScheduleDateList": "2026-11-20 00:00:00,2026-11-22 00:00:00"
+    }
     sim.advance(3600)
     assert [r.schedule_time.day for r in sim.instances_of("order_sync") if r.schedule_time] == [20, 22]
 
@@ -134,7 +141,9 @@ def test_more_than_100_list_dates_is_refused_by_ds(make_sim: Callable[..., Dolph
     client = client_for(sim)
     days = ",".join(f"2026-0{1 + i // 28}-{1 + i % 28:02d} 00:00:00" for i in range(101))
     with pytest.raises(DolphinError) as err:
-        client.start(ETL, ORDER_SYNC, marker="m", schedule_time=json.dumps({"complementScheduleDateList": days}))
+        client.start(
+            ETL, ORDER_SYNC, marker="m", schedule_time=json.dumps({"complementScheduleDateList": days})
+        )
     assert err.value.code == 1400003 and not err.value.retryable
 
 
@@ -146,13 +155,16 @@ def test_offline_definition_is_refused(sim: DolphinSimulator, client: DolphinCli
     assert total(sim, "start-") == 1  # a business error is not retried
 
 
-@pytest.mark.parametrize(("code", "msg", "offline"), [
-    (50004, "process definition 1 process version 1 not online", True),
-    (50014, "start workflow instance error: The workflowDefinition should be online", True),
-    (10000, "Internal Server Error: workflow definition is not online", True),
-    (50014, "start process instance error", False),
-    (10000, "Internal Server Error: NullPointerException", False),
-])
+@pytest.mark.parametrize(
+    ("code", "msg", "offline"),
+    [
+        (50004, "process definition 1 process version 1 not online", True),
+        (50014, "start workflow instance error: The workflowDefinition should be online", True),
+        (10000, "Internal Server Error: workflow definition is not online", True),
+        (50014, "start process instance error", False),
+        (10000, "Internal Server Error: NullPointerException", False),
+    ],
+)
 def test_offline_detection_across_versions(code: int, msg: str, offline: bool) -> None:
     assert is_offline_error(code, msg) is offline
 
@@ -251,7 +263,7 @@ def test_start_with_unknown_outcome_is_reported_uncertain(sim: DolphinSimulator)
 
 
 def test_tasks_retry_history_and_host_filter(sim: DolphinSimulator, client: DolphinClient) -> None:
-    flaky = client.start(ETL, FLAKY, marker="a")
+    client.start(ETL, FLAKY, marker="a")
     broken = client.start(ETL, BROKEN, marker="b")
     client.start(DW, DW_BROKEN, marker="c")
     sim.advance(3600)
@@ -262,18 +274,36 @@ def test_tasks_retry_history_and_host_filter(sim: DolphinSimulator, client: Dolp
     assert [t.retry_times for t in current if t.name == "load"] == [1]
     history = client.task_runs(ETL, instance_id=f.id)
     loads = sorted((t for t in history if t.name == "load"), key=lambda t: t.id)
-    assert [(t.state, t.current, t.retry_times) for t in loads] == [("FAILURE", False, 0), ("SUCCESS", True, 1)]
+    assert [(t.state, t.current, t.retry_times) for t in loads] == [
+        ("FAILURE", False, 0),
+        ("SUCCESS", True, 1),
+    ]
     assert loads[0].id != loads[1].id
     on_bad_host = client.task_runs(ETL, host=BAD_HOST, state="FAILURE") + client.task_runs(
-        DW, host=BAD_HOST, state="FAILURE")
+        DW, host=BAD_HOST, state="FAILURE"
+    )
     assert {t.host for t in on_bad_host} == {BAD_HOST} and len({t.instance_id for t in on_bad_host}) == 2
     assert broken.trigger_code is not None or sim.version != "3.2"
 
 
 def test_log_tail_pages_until_empty(make_sim: Callable[..., DolphinSimulator], version: str) -> None:
-    sim = make_sim(version, [SimProject("etl", ETL, [
-        SimDefinition("chatty", 2000000000099, tasks=("only",), scenario=Scenario(kind="fail", max_retry_times=0,
-                                                                                  log_lines=2500))])])
+    sim = make_sim(
+        version,
+        [
+            SimProject(
+                "etl",
+                ETL,
+                [
+                    SimDefinition(
+                        "chatty",
+                        2000000000099,
+                        tasks=("only",),
+                        scenario=Scenario(kind="fail", max_retry_times=0, log_lines=2500),
+                    )
+                ],
+            )
+        ],
+    )
     client = client_for(sim, version=version)
     client.start(ETL, 2000000000099, marker="m")
     sim.advance(600)

@@ -23,25 +23,57 @@ from agent.workflow_names import CatalogEntry
 from integrations.dolphinscheduler import DolphinClient
 from integrations.dolphinscheduler.runs import start_workflow
 from integrations.fakes.dolphin import DolphinSimulator
-from tests.dolphin.conftest import BACKFILL, BAD_HOST, BROKEN, ETL, FLAKY, LONG, ORDER_SYNC, WAITING, client_for
+from tests.dolphin.conftest import (
+    BACKFILL,
+    BAD_HOST,
+    BROKEN,
+    ETL,
+    FLAKY,
+    LONG,
+    ORDER_SYNC,
+    WAITING,
+    client_for,
+)
 
 POLICY = PollPolicy(interval=15, max_interval=120, backoff=2.0, discovery_timeout=1800)
 
 
-def begin(sim: DolphinSimulator, client: DolphinClient, store: InMemoryWatchStore, code: int, name: str,
-          key: str, dates: tuple[date, ...] = ()) -> Watch:
+def begin(
+    sim: DolphinSimulator,
+    client: DolphinClient,
+    store: InMemoryWatchStore,
+    code: int,
+    name: str,
+    key: str,
+    dates: tuple[date, ...] = (),
+) -> Watch:
     wf = CatalogEntry("etl", name, code, "ONLINE", ETL)
     now = sim.clock()
     out = start_workflow(client, wf, key, now, dates)
-    watch = watch_from_start(out, task_id=key.split(":")[0], conversation="conv-1", project="etl",
-                             project_code=ETL, workflow=name, definition_code=code, now=now,
-                             environment="prod", policy=POLICY)
+    watch = watch_from_start(
+        out,
+        task_id=key.split(":")[0],
+        conversation="conv-1",
+        project="etl",
+        project_code=ETL,
+        workflow=name,
+        definition_code=code,
+        now=now,
+        environment="prod",
+        policy=POLICY,
+    )
     store.add(watch)
     return watch
 
 
-def drive(sim: DolphinSimulator, client: DolphinClient, store: InMemoryWatchStore, key: str,
-          seconds: float = 3600, step: float = 15) -> list[PollResult]:
+def drive(
+    sim: DolphinSimulator,
+    client: DolphinClient,
+    store: InMemoryWatchStore,
+    key: str,
+    seconds: float = 3600,
+    step: float = 15,
+) -> list[PollResult]:
     results = []
     elapsed = 0.0
     while elapsed < seconds and not store.get(key).done:  # type: ignore[union-attr]
@@ -138,8 +170,9 @@ def test_ready_stop_is_not_final(sim: DolphinSimulator, store: InMemoryWatchStor
     assert [o.state for o in result.outcomes] == ["READY_STOP"] and not result.watches[0].done
 
 
-def test_restart_continues_from_the_store(make_sim: Callable[..., DolphinSimulator],
-                                          store: InMemoryWatchStore) -> None:
+def test_restart_continues_from_the_store(
+    make_sim: Callable[..., DolphinSimulator], store: InMemoryWatchStore
+) -> None:
     sim = make_sim("3.1")  # the hardest case: no id from start, marker only in the detail
     first = client_for(sim)
     begin(sim, first, store, BROKEN, "broken_sync", "t8:s1")
@@ -160,13 +193,16 @@ def test_serial_backfill_watch_follows_each_date_and_stops_with_the_chain(
     results = drive(sim, client, store, "t9:s1", seconds=7200)
     fins = finished(results)
     assert [(f.instance.schedule_time.day, f.state) for f in fins if f.instance.schedule_time] == [
-        (28, "SUCCESS"), (29, "FAILURE")]
+        (28, "SUCCESS"),
+        (29, "FAILURE"),
+    ]
     assert fins[-1].watch_done and not fins[0].watch_done
     assert len([e for r in results for e in r.events]) == 1
 
 
-def test_backs_off_while_nothing_changes(make_sim: Callable[..., DolphinSimulator],
-                                         store: InMemoryWatchStore) -> None:
+def test_backs_off_while_nothing_changes(
+    make_sim: Callable[..., DolphinSimulator], store: InMemoryWatchStore
+) -> None:
     sim = make_sim("3.3")
     client = client_for(sim)
     begin(sim, client, store, LONG, "long_sync", "t10:s1")
@@ -180,23 +216,35 @@ def test_backs_off_while_nothing_changes(make_sim: Callable[..., DolphinSimulato
     assert polls < 10  # 30 cycles, but the watch was due far less often
 
 
-def test_run_that_never_appears_is_reported_not_found(make_sim: Callable[..., DolphinSimulator],
-                                                      store: InMemoryWatchStore) -> None:
+def test_run_that_never_appears_is_reported_not_found(
+    make_sim: Callable[..., DolphinSimulator], store: InMemoryWatchStore
+) -> None:
     sim = make_sim("3.1")
     client = client_for(sim)
     sim.fail("executors/start", status=502)  # DS never got the start
     wf = CatalogEntry("etl", "order_sync", ORDER_SYNC, "ONLINE", ETL)
     out = start_workflow(client, wf, "t11:s1", sim.clock())
     assert out.uncertain
-    store.add(watch_from_start(out, task_id="t11", conversation="c", project="etl", project_code=ETL,
-                               workflow="order_sync", definition_code=ORDER_SYNC, now=sim.clock(),
-                               policy=POLICY))
+    store.add(
+        watch_from_start(
+            out,
+            task_id="t11",
+            conversation="c",
+            project="etl",
+            project_code=ETL,
+            workflow="order_sync",
+            definition_code=ORDER_SYNC,
+            now=sim.clock(),
+            policy=POLICY,
+        )
+    )
     results = drive(sim, client, store, "t11:s1", seconds=4000, step=60)
     assert [type(o) for r in results for o in r.outcomes] == [NotFound]
 
 
-def test_errors_back_off_instead_of_crashing(make_sim: Callable[..., DolphinSimulator],
-                                             store: InMemoryWatchStore) -> None:
+def test_errors_back_off_instead_of_crashing(
+    make_sim: Callable[..., DolphinSimulator], store: InMemoryWatchStore
+) -> None:
     sim = make_sim("3.2")
     client = client_for(sim, retries=0)
     begin(sim, client, store, ORDER_SYNC, "order_sync", "t12:s1")
@@ -208,7 +256,9 @@ def test_errors_back_off_instead_of_crashing(make_sim: Callable[..., DolphinSimu
     assert finished(rest)[0].state == "SUCCESS"
 
 
-def test_progress_with_task_counts(make_sim: Callable[..., DolphinSimulator], store: InMemoryWatchStore) -> None:
+def test_progress_with_task_counts(
+    make_sim: Callable[..., DolphinSimulator], store: InMemoryWatchStore
+) -> None:
     sim = make_sim("3.2")
     client = client_for(sim)
     w = begin(sim, client, store, ORDER_SYNC, "order_sync", "t13:s1")

@@ -52,19 +52,22 @@ workflows:
 ALIASES = aliases_from_config(load_model(WORKFLOWS_YAML, "workflows.yaml", WorkflowsConfig))
 
 
-@pytest.mark.parametrize(("query", "code", "via"), [
-    ("order_sync", 1, "exact"),
-    ("Order Sync", 1, "exact"),
-    ("order-sync workflow", 1, "exact"),
-    ("订单同步", 1, "alias"),
-    ("订单同步任务", 1, "alias"),
-    ("订单同步的任务", 1, "alias"),
-    ("订单", 1, "alias"),  # alias beats the fuzzy tie with order_sync_hourly
-    ("用户同步", 3, "alias"),
-    ("ordr_sync", 1, "fuzzy"),
-    ("inventroy snapshot", 7, "fuzzy"),
-    ("库存", 7, "fuzzy"),
-])
+@pytest.mark.parametrize(
+    ("query", "code", "via"),
+    [
+        ("order_sync", 1, "exact"),
+        ("Order Sync", 1, "exact"),
+        ("order-sync workflow", 1, "exact"),
+        ("订单同步", 1, "alias"),
+        ("订单同步任务", 1, "alias"),
+        ("订单同步的任务", 1, "alias"),
+        ("订单", 1, "alias"),  # alias beats the fuzzy tie with order_sync_hourly
+        ("用户同步", 3, "alias"),
+        ("ordr_sync", 1, "fuzzy"),
+        ("inventroy snapshot", 7, "fuzzy"),
+        ("库存", 7, "fuzzy"),
+    ],
+)
 def test_resolved(query: str, code: int, via: str) -> None:
     result = resolve(query, CATALOG, ALIASES)
     assert isinstance(result, Resolved), result
