@@ -16,6 +16,7 @@ from agent.clock import Clock, utc_now
 from agent.db import open_store_engine
 from agent.deps import Deps, Notify
 from agent.errors import ConfigError
+from agent.features import modules as feature_modules
 from agent.llm import LLMClient
 from agent.loop import Agent
 from agent.pending import PendingStore
@@ -89,10 +90,17 @@ def build_app(
         redactor=redactor,
         holder=holder or f"{socket.gethostname()}:{os.getpid()}",
     )
-    if notify is not None:
-        deps.notify = notify
-    registry = build_registry([*ALL, *load_plugins(settings.core.plugins)], settings.core.tools)
+    deps.fallback_notify = notify
+    features = feature_modules()
+    feature_tools = [spec for f in features if hasattr(f, "tools") for spec in f.tools(deps)]
+    registry = build_registry(
+        [*ALL, *feature_tools, *load_plugins(settings.core.plugins)], settings.core.tools
+    )
     llm_cfg = settings.core.llm
     llm = LLMClient(llm_cfg, settings.secret(llm_cfg.api_key_env)) if llm_cfg.base_url else None
     agent = Agent(deps, registry, llm)
-    return App(settings, deps, registry, agent, Session(agent))
+    app = App(settings, deps, registry, agent, Session(agent))
+    for feature in features:
+        if hasattr(feature, "install"):
+            feature.install(app)
+    return app

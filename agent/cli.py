@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from agent.errors import BotError, ConfigError
 
@@ -146,6 +146,21 @@ def cmd_audit_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    import uvicorn
+
+    from agent.server import create_server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    app = _app(args)
+    uvicorn.run(
+        create_server(app), host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=20
+    )
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from agent.demo import run_demo
 
@@ -200,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true")
     search.set_defaults(func=cmd_audit_search)
 
+    serve = sub.add_parser("serve", help="HTTP server (WeCom callbacks, webhooks, health, metrics) + jobs")
+    serve.add_argument("--config", default=argparse.SUPPRESS, help="directory of YAML files")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.set_defaults(func=cmd_serve)
+
     demo = sub.add_parser("demo", help="a scripted tour on the loopback fakes")
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func=cmd_demo)
@@ -209,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("-n", type=int, default=2000)
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
+
+    from agent import cli_alerts, cli_code, cli_shell
+
+    for feature in (cli_alerts, cli_code, cli_shell):
+        feature.register(sub)
     return p
 
 

@@ -53,7 +53,7 @@ def migrate(engine: Engine) -> list[int]:
             conn.execute(text("SELECT pg_advisory_xact_lock(74261)"))  # two replicas starting at once
         metadata.create_all(conn, tables=[schema_migrations])
         done = set(conn.execute(select(schema_migrations.c.version)).scalars())
-        for version, description, run in MIGRATIONS:
+        for version, description, run in sorted(MIGRATIONS, key=lambda m: m[0]):
             if version in done:
                 continue
             run(conn)

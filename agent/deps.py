@@ -11,16 +11,13 @@ from sqlalchemy import Engine
 from agent.artifacts import ArtifactStore
 from agent.audit import SqlAuditSink
 from agent.clock import Clock
+from agent.metrics import Metrics
 from agent.pending import PendingStore
 from agent.redact import Redactor
 from agent.tasks import TaskStore
 from config.load import Settings
 
 Notify = Callable[[str, str], None]  # (conversation, markdown text): progress and late results
-
-
-def _ignore(conversation: str, text: str) -> None:
-    return None
 
 
 @dataclass
@@ -35,11 +32,20 @@ class Deps:
     pending: PendingStore
     artifacts: ArtifactStore
     redactor: Redactor
-    notify: Notify = _ignore
+    fallback_notify: Notify | None = None  # where messages for conversations no channel claims go
     holder: str = "xihe"  # lease holder name of this process/replica
-    services: dict[str, Any] = field(
-        default_factory=dict
-    )  # integration clients by name (dolphin, robot, ...)
+    metrics: Metrics = field(default_factory=Metrics)
+    services: dict[str, Any] = field(default_factory=dict)  # integration clients by name (dolphin, ...)
+    senders: dict[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
+
+    def notify(self, conversation: str, text: str) -> None:
+        """Post to a conversation through the channel that owns its id prefix (e.g. 'wecom:app:')."""
+        for prefix in sorted(self.senders, key=len, reverse=True):
+            if conversation.startswith(prefix):
+                self.senders[prefix](conversation, text)
+                return
+        if self.fallback_notify is not None:
+            self.fallback_notify(conversation, text)
 
     def service(self, name: str) -> Any:
         """An integration client, or a clear error when it is not configured."""

@@ -13,9 +13,10 @@ the model; an upstream failure ends the task with a readable reply; our own bugs
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from agent.audit import AuditEvent
 from agent.canonical import args_digest, canonical_json
@@ -37,6 +38,14 @@ Rules:
 - Reply in the user's language, briefly, in Markdown."""
 
 
+class ReplyCheck(Protocol):
+    """Checks a final answer; a complaint sends it back to the model once, then `mark` annotates it."""
+
+    def complaint(self, task: Task, reply: str) -> str | None: ...
+
+    def mark(self, task: Task, reply: str) -> str: ...
+
+
 @dataclass(frozen=True)
 class Outcome:
     """How handling a message (or resuming a task) ended."""
@@ -54,6 +63,7 @@ class _Run:
     latest: dict[str, TaskStep]
     tool_calls: int = 0
     invalid: int = 0
+    rechecked: bool = False
 
 
 class Agent:
@@ -64,6 +74,8 @@ class Agent:
         self.registry = registry
         self.llm = llm
         self.executor = Executor(deps)
+        self.reply_checks: list[ReplyCheck] = []  # e.g. cited code paths must exist
+        self.context_providers: list[Callable[[Task], str | None]] = []  # extra system context per task
 
     # ---- entry points
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
@@ -172,6 +184,10 @@ class Agent:
         ][: core.loop.history_tasks]
         for t in reversed(earlier):
             msgs += [{"role": "user", "content": t.goal}, {"role": "assistant", "content": t.reply}]
+        for provide in self.context_providers:
+            extra = provide(task)
+            if extra:
+                msgs.append({"role": "system", "content": extra})
         msgs.append({"role": "user", "content": task.goal, "_goal": True})
         return msgs
 
@@ -187,7 +203,15 @@ class Agent:
             messages.append(message)
             calls = message.get("tool_calls") or []
             if not calls:
-                return self._finish(run.task, "done", message.get("content") or "(no answer)")
+                reply = message.get("content") or "(no answer)"
+                complaint = self._complaint(run, reply)
+                if complaint is not None and not run.rechecked:
+                    run.rechecked = True  # one chance to fix the answer, then it is marked
+                    messages.append({"role": "user", "content": f"[Answer check] {complaint}"})
+                    continue
+                if complaint is not None:
+                    reply = self._mark(run, reply)
+                return self._finish(run.task, "done", reply)
             for i, tc in enumerate(calls):
                 key = f"tool:{turn}:{i}"
                 result = self._tool_step(run, key, tc, finish, done_calls)
@@ -427,6 +451,19 @@ class Agent:
             except (ValueError, TypeError, KeyError):
                 pass
         return body
+
+    def _complaint(self, run: _Run, reply: str) -> str | None:
+        for check in self.reply_checks:
+            complaint = check.complaint(run.task, reply)
+            if complaint:
+                return complaint
+        return None
+
+    def _mark(self, run: _Run, reply: str) -> str:
+        for check in self.reply_checks:
+            if check.complaint(run.task, reply):
+                reply = check.mark(run.task, reply)
+        return reply
 
     def _finish(self, task: Task, status: str, reply: str, *, error: str | None = None) -> Outcome:
         now = self.deps.clock()

@@ -209,4 +209,6 @@ MIGRATIONS: list[Migration] = [
         "tasks, steps, audit, pending actions, artifacts, memory",
         _create(task, task_step, audit_event, pending_action, artifact, memory),
     ),
+    # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
+    # A feature defines its tables above this list, in its own banner block, and adds its entry here.
 ]

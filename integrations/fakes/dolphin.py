@@ -261,9 +261,6 @@ class DolphinSimulator:
         self._sessions_made = itertools.count(1)
         self._lock = threading.RLock()
         self.server = LoopbackServer(self._handle)
-        # LoopbackServer writes headers and body in two sends; with Nagle on, each keep-alive answer
-        # waits ~40 ms for a delayed ACK. StreamRequestHandler's own switch turns Nagle off.
-        self.server._httpd.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
 
     # ---- lifecycle and control -----------------------------------------------------------------
 

@@ -69,6 +69,7 @@ class LoopbackServer:
 
         class _H(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # keep-alive answers otherwise wait ~40 ms for the ACK
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -105,7 +106,9 @@ class LoopbackServer:
 
         self._httpd = ThreadingHTTPServer((host, port), _H)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:

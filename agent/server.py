@@ -1,0 +1,67 @@
+"""`xihe serve`: one ASGI process serving the features' routes plus health, readiness and metrics,
+with the scheduler started in the lifespan and stopped (waiting for running jobs) on shutdown."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from sqlalchemy import text
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from agent import scheduler
+from agent.features import modules as feature_modules
+
+if TYPE_CHECKING:
+    from agent.app import App
+
+log = logging.getLogger("xihe.server")
+
+
+def core_routes(app: App) -> list[BaseRoute]:
+    """/healthz (process up), /readyz (store reachable, config valid), /metrics (Prometheus)."""
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def readyz(request: Request) -> Response:
+        problems = []
+        try:
+            with app.deps.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception as exc:
+            problems.append(f"store unreachable: {type(exc).__name__}")
+        reload_error = app.deps.services.get("config_reload_error")
+        body = {"ready": not problems, "problems": problems, "config_reload_error": reload_error}
+        return JSONResponse(body, status_code=200 if not problems else 503)
+
+    async def metrics(request: Request) -> Response:
+        return Response(app.deps.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
+
+
+def create_server(app: App, *, with_scheduler: bool = True) -> Starlette:
+    """The ASGI application of one replica."""
+    routes = core_routes(app)
+    for feature in feature_modules():
+        if hasattr(feature, "routes"):
+            routes.extend(feature.routes(app))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        sched = scheduler.start(app) if with_scheduler else None
+        log.info("xihe serving as %s", app.deps.holder)
+        try:
+            yield
+        finally:
+            if sched is not None:
+                sched.shutdown(wait=True)  # let running jobs finish; their leases are released by them
+            app.deps.engine.dispose()
+
+    return Starlette(routes=routes, lifespan=lifespan)
