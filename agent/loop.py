@@ -312,7 +312,8 @@ class Agent:
                 kind="repeat",
             )
         environment = call.spec.environment(call.args, deps)
-        decision = decide(name, call.spec.risk, environment, run.who, deps.settings.access)
+        risk = call.spec.risk_for(call.args, deps)
+        decision = decide(name, risk, environment, run.who, deps.settings.access)
         if isinstance(decision, Deny):
             self._audit_gate(run, key, call, "deny", decision.reason, environment)
             return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)

@@ -53,6 +53,7 @@ class ToolSpec:
     risk: Risk = "read"
     environments: tuple[str, ...] = ()  # static places it acts on; empty = no environment
     environment_of: Callable[[Any, Deps], str] | None = None  # per-call environment (e.g. a workflow's)
+    risk_of: Callable[[Any, Deps], Risk] | None = None  # per-call risk (e.g. a shell entry's); `risk` = worst
     lookup: Callable[[Any, ToolContext], Any] | None = None  # find an earlier attempt's effect, or None
     secret_args: frozenset[str] = field(default_factory=frozenset)
     summarize: Callable[[Any], str] | None = None  # how an explicit command shows the result
@@ -67,6 +68,10 @@ class ToolSpec:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": params},
         }
+
+    def risk_for(self, args: Any, deps: Deps) -> Risk:
+        """The risk of this call (the static `risk` unless the tool computes it per call)."""
+        return self.risk_of(args, deps) if self.risk_of is not None else self.risk
 
     def environment(self, args: Any, deps: Deps) -> str:
         """Where this call acts ('' when the tool has no environment)."""
