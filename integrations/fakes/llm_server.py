@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from integrations.fakes.loopback import LoopbackServer, Request, Response
@@ -27,6 +27,7 @@ class Step:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     error_code: str = ""
+    delay: float = 0.0  # seconds the server stalls before answering (a slow model, or time to kill a client)
 
 
 def say(text: str) -> Step:
@@ -37,6 +38,11 @@ def say(text: str) -> Step:
 def call(name: str, **args: Any) -> Step:
     """One tool call with JSON arguments."""
     return Step(tool_calls=((name, json.dumps(args, ensure_ascii=False)),))
+
+
+def slow(step: Step, seconds: float) -> Step:
+    """The same answer, given only after `seconds`."""
+    return replace(step, delay=seconds)
 
 
 def calls(*items: tuple[str, dict[str, Any]]) -> Step:
@@ -126,7 +132,8 @@ class ScriptedLLM:
                 "model": self.model,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }
+            },
+            delay=step.delay,
         )
 
     def assert_consumed(self) -> None:
