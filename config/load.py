@@ -135,7 +135,8 @@ def load_dir(
             continue
         settings.texts[file] = text
         try:
-            value = load_model(text, str(path), model)
+            loader = getattr(model, "load_yaml", None)  # a section may add cross-checks (shell.yaml)
+            value = loader(text, str(path)) if loader else load_model(text, str(path), model)
         except ConfigErrors as exc:
             errors.extend(exc.errors)
             continue

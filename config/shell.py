@@ -232,6 +232,11 @@ class ShellConfig(BaseModel):
     )
     entries: list[Entry] = Field(default_factory=list)
 
+    @classmethod
+    def load_yaml(cls, text: str, name: str) -> ShellConfig:
+        """Validation plus cross-checks (what `config.load.load_dir` calls for shell.yaml)."""
+        return load_shell_config(text, name)
+
 
 def template_args(item: str | list[str]) -> list[str]:
     """Placeholder names in one template item (a group yields those of all its parts)."""
