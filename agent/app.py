@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from agent.db import open_store_engine
 from agent.deps import Deps, Notify
 from agent.errors import ConfigError
 from agent.features import modules as feature_modules
+from agent.holder import holder_name
 from agent.llm import LLMClient
 from agent.loop import Agent
 from agent.pending import PendingStore
@@ -88,7 +88,7 @@ def build_app(
         pending=PendingStore(engine),
         artifacts=ArtifactStore(engine),
         redactor=redactor,
-        holder=holder or f"{socket.gethostname()}:{os.getpid()}",
+        holder=holder or holder_name(),
     )
     deps.fallback_notify = notify
     features = feature_modules()

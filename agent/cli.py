@@ -95,26 +95,11 @@ def cmd_task_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def holder_is_dead(holder: str | None) -> bool:
-    """A lease holder named `host:pid` on this host whose process no longer exists."""
-    import os
-    import socket
-
-    host, _, pid = (holder or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 def cmd_task_resume(args: argparse.Namespace) -> int:
     app = _app(args)
     task = app.deps.tasks.get(args.id)
+    from agent.holder import holder_is_dead
+
     take_over = args.force or holder_is_dead(task.lease_owner)
     outcome = app.agent.resume(args.id, take_over=take_over)
     print(f"task {outcome.task_id} {outcome.status}: {outcome.reply}")

@@ -133,8 +133,8 @@ class Agent:
         return self._drive(self.deps.tasks.get(task_id))
 
     def resume_orphans(self) -> list[Outcome]:
-        """Resume tasks left `running` by a process that died (their lease lapsed)."""
-        return [self.resume(t.id) for t in self.deps.tasks.orphans(self.deps.clock())]
+        """Resume tasks left `running` by a process that died (its lease lapsed, or it is gone from this host)."""
+        return [self.resume(t.id, take_over=True) for t in self.deps.tasks.orphans(self.deps.clock())]
 
     # ---- the walk
     def _create(self, kind: str, who: Who, conversation: str, text: str, channel: str) -> Task:

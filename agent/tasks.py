@@ -16,6 +16,7 @@ from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, updat
 from agent.audit import AuditEvent
 from agent.audit import write as write_audit
 from agent.errors import TaskStateError
+from agent.holder import holder_is_dead
 from agent.schema import task, task_step
 
 ACTIVE = ("pending", "running", "awaiting_confirmation")
@@ -194,16 +195,18 @@ class TaskStore:
             )
 
     def orphans(self, now: datetime, limit: int = 50) -> list[Task]:
-        """Tasks left `running` whose holder is gone (no lease, or the lease expired)."""
-        q = (
-            select(task)
-            .where(task.c.status == "running")
-            .where(or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now))
-            .order_by(task.c.id)
-            .limit(limit)
-        )
+        """Tasks left `running` whose holder is gone: no lease, an expired one, or a dead local process."""
+        q = select(task).where(task.c.status == "running").order_by(task.c.id).limit(limit * 4)
         with self.engine.connect() as conn:
-            return [_task(r) for r in conn.execute(q)]
+            rows = [_task(r) for r in conn.execute(q)]
+        gone = [
+            t
+            for t in rows
+            if t.lease_owner is None
+            or (t.lease_expires_at and t.lease_expires_at < now)
+            or holder_is_dead(t.lease_owner)
+        ]
+        return gone[:limit]
 
     def spend_retry(self, task_id: int, now: datetime) -> int | None:
         """Spend one unit of the task's stored retry budget; None when it is exhausted."""
