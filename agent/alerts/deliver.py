@@ -78,6 +78,57 @@ class ChannelHealth:
     last_probe_at: datetime | None = None
 
 
+class ChannelHealthStore(Protocol):
+    """Where channel health lives; each change is one atomic step so replicas can share it."""
+
+    def get(self, channel: str) -> ChannelHealth:
+        """The channel's health (a fresh channel is on the robot with no failures)."""
+
+    def claim_probe(self, channel: str, now: datetime, every: timedelta) -> bool:
+        """While on e-mail, take the one robot probe allowed per `every`; False when not due or taken."""
+
+    def success(self, channel: str, now: datetime) -> None:
+        """The robot accepted a message: back to the robot, failures reset."""
+
+    def failure(self, channel: str, now: datetime, threshold: int, can_mail: bool) -> ChannelHealth:
+        """Count a failed row; at `threshold` (and with mail possible) switch to e-mail. Returns the result."""
+
+
+class InMemoryChannelHealth:
+    """ChannelHealthStore in a dict (one process); `store[channel]` reads a channel's health."""
+
+    def __init__(self) -> None:
+        self._h: dict[str, ChannelHealth] = {}
+
+    def __getitem__(self, channel: str) -> ChannelHealth:
+        return self._h[channel]
+
+    def get(self, channel: str) -> ChannelHealth:
+        """The channel's health (a copy)."""
+        return replace(self._h.setdefault(channel, ChannelHealth()))
+
+    def claim_probe(self, channel: str, now: datetime, every: timedelta) -> bool:
+        """Take the probe when one is due."""
+        h = self._h.setdefault(channel, ChannelHealth())
+        if h.mode != "email" or (h.last_probe_at is not None and now - h.last_probe_at < every):
+            return False
+        h.last_probe_at = now
+        return True
+
+    def success(self, channel: str, now: datetime) -> None:
+        """Back to the robot."""
+        h = self._h.setdefault(channel, ChannelHealth())
+        h.mode, h.failures = "robot", 0
+
+    def failure(self, channel: str, now: datetime, threshold: int, can_mail: bool) -> ChannelHealth:
+        """Count a failure; maybe switch to e-mail."""
+        h = self._h.setdefault(channel, ChannelHealth())
+        h.failures += 1
+        if h.failures >= threshold and can_mail and h.mode != "email":
+            h.mode, h.last_probe_at = "email", now
+        return replace(h)
+
+
 class _RateLimited(Exception):
     """No slot left in this robot's minute; the row goes back to the queue."""
 
@@ -95,7 +146,8 @@ class Deliverer:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     wait: Any = field(default_factory=lambda: wait_exponential(multiplier=0.5, max=4))
     sleep: Callable[[float], None] | None = None  # None = tenacity's time.sleep
-    health: dict[str, ChannelHealth] = field(default_factory=dict)
+    health: ChannelHealthStore = field(default_factory=InMemoryChannelHealth)
+    clock: Callable[[], datetime] | None = None  # real time for lease renewal (None: the run's `now`)
 
     def _channel(self, name: str) -> Channel:
         return self.config.channels.get(name) or self.config.channels["default"]
@@ -113,14 +165,22 @@ class Deliverer:
         return audit
 
     def _deliver(self, row: OutboxRow, now: datetime, audit: list[DeliveryAttempt]) -> None:
+        d = self.config.delivery
+        # Renew just before sending: a row claimed early in a slow batch must not have lapsed to
+        # another replica, which would then send it a second time.
+        current = self.clock() if self.clock is not None else now
+        if not self.outbox.renew(row.key, self.owner, current + timedelta(seconds=d.lease_seconds)):
+            return
         ch = self._channel(row.channel)
-        health = self.health.setdefault(row.channel, ChannelHealth())
-        can_mail = self.mailer is not None and self._recipients(ch)
-        probe = health.mode == "email" and (
-            health.last_probe_at is None
-            or now - health.last_probe_at >= timedelta(seconds=self.config.delivery.probe_seconds)
+        health = self.health.get(row.channel)
+        can_mail = bool(self.mailer is not None and self._recipients(ch))
+        every = timedelta(seconds=d.probe_seconds)
+        probe_due = (
+            can_mail
+            and health.mode == "email"
+            and (health.last_probe_at is None or now - health.last_probe_at >= every)
         )
-        use_robot = not can_mail or (not row.force_email and (health.mode == "robot" or probe))
+        use_robot = not can_mail or (not row.force_email and (health.mode == "robot" or probe_due))
         if use_robot:
             key = self.env.get(ch.robot_key_env, "")
             if not key:
@@ -134,7 +194,7 @@ class Deliverer:
                         error=f"robot key variable {ch.robot_key_env} is not set",
                     )
                 )
-                outcome: str | None = "failed"
+                outcome = "failed"
             else:
                 robot_id = ch.robot_key_env
                 if not self.limiter.allowed(robot_id, now, ch.rate_limit_per_minute):
@@ -142,12 +202,14 @@ class Deliverer:
                         row.key, self.owner, self.limiter.next_free(robot_id, now, ch.rate_limit_per_minute)
                     )
                     return
-                if probe:
-                    health.last_probe_at = now
-                outcome = self._robot(row, key, robot_id, ch, now, audit, probe)
+                probe = probe_due and self.health.claim_probe(row.channel, now, every)
+                if probe_due and not probe:
+                    outcome = "skip"  # another sender holds this probe: this row goes by mail
+                else:
+                    outcome = self._robot(row, key, robot_id, ch, now, audit, probe)
             if outcome == "sent":
                 self.outbox.mark_sent(row.key, self.owner, now, "robot")
-                health.mode, health.failures = "robot", 0
+                self.health.success(row.channel, now)
                 return
             if outcome == "limited":
                 self.outbox.release(
@@ -158,12 +220,9 @@ class Deliverer:
                 return
             if outcome == "content":
                 row = replace(row, force_email=True)
-            else:
-                health.failures += 1
-                limit = self.config.delivery.failures_before_email
-                if health.failures >= limit and can_mail and health.mode != "email":
-                    health.mode, health.last_probe_at = "email", now
-            if not can_mail or (health.mode != "email" and not row.force_email):
+            elif outcome == "failed":
+                health = self.health.failure(row.channel, now, d.failures_before_email, can_mail)
+            if outcome != "skip" and (not can_mail or (health.mode != "email" and not row.force_email)):
                 self.outbox.mark_failed(
                     row.key,
                     self.owner,
@@ -188,9 +247,8 @@ class Deliverer:
         """Returns sent | failed | content | limited."""
 
         def attempt() -> RobotReply:
-            if not self.limiter.allowed(robot_id, now, ch.rate_limit_per_minute):
+            if not self.limiter.acquire(robot_id, now, ch.rate_limit_per_minute):
                 raise _RateLimited()
-            self.limiter.record(robot_id, now)
             try:
                 reply = self.robot.send_markdown(key, row.text)
             except RobotError as exc:

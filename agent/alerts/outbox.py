@@ -66,6 +66,9 @@ class Outbox(Protocol):
     def release(self, key: str, owner: str, due_at: datetime) -> None:
         """Give a claimed row back untried (e.g. rate limit), due again at `due_at`."""
 
+    def renew(self, key: str, owner: str, until: datetime) -> bool:
+        """Extend `owner`'s lease to `until`; False when `owner` no longer holds the row."""
+
     def get(self, key: str) -> OutboxRow | None:
         """One row."""
 
@@ -144,6 +147,14 @@ class InMemoryOutbox:
         r = self._held(key, owner)
         if r is not None:
             self._rows[key] = replace(r, due_at=due_at, lease_owner="", lease_until=None)
+
+    def renew(self, key: str, owner: str, until: datetime) -> bool:
+        """Extend the lease if `owner` still holds the row."""
+        r = self._held(key, owner)
+        if r is None:
+            return False
+        self._rows[key] = replace(r, lease_until=until)
+        return True
 
     def get(self, key: str) -> OutboxRow | None:
         """One row."""

@@ -48,3 +48,10 @@ class RateLimiter:
     def record(self, robot: str, now: datetime) -> None:
         """Count one attempt at `now`."""
         self._recent(robot, now).append(now)
+
+    def acquire(self, robot: str, now: datetime, limit: int | None = None) -> bool:
+        """Check and count one attempt in one step (a shared limiter does this atomically)."""
+        if not self.allowed(robot, now, limit):
+            return False
+        self.record(robot, now)
+        return True
