@@ -16,7 +16,9 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-FEATURES: tuple[str, ...] = ()
+FEATURES: tuple[str, ...] = (
+    "agent.features.shell",
+)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,206 @@
+"""The whitelisted shell through the product: model tool calls, /sh, the gate, /confirm, audit, reload."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.app import App, build_app
+from agent.clock import FakeClock
+from agent.features.shell import reload_job
+from agent.session import Inbound
+from integrations.fakes.llm_server import ScriptedLLM, call, say
+from tests.conftest import write_config
+from tests.shell.conftest import PYTHON, bwrap_works, config_text
+
+needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
+SECRET = "Sup3rSecretT0ken"
+
+
+@pytest.fixture
+def shell_app(
+    tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, db_url: str, workspace: Path
+) -> Callable[..., App]:
+    """Build a bot whose shell.yaml is the test whitelist over `workspace` (sqlite and postgres)."""
+    counter = {"n": 0}
+
+    def make(text: str | None = None) -> App:
+        counter["n"] += 1
+        cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url)
+        (cfg / "shell.yaml").write_text(text if text is not None else config_text(workspace))
+        return build_app(cfg, clock=clock, database_url=db_url, holder=f"test-{counter['n']}")
+
+    return make
+
+
+def ask(app: App, text: str, user: str = "alice", conv: str = "c1") -> str:
+    return app.session.handle(Inbound(user, conv, text))
+
+
+def shell_audit(app: App) -> list[dict[str, Any]]:
+    return app.deps.audit.search(kind="shell")
+
+
+@needs_bwrap
+def test_read_entry_runs_in_bwrap_and_the_model_sees_capped_output_and_an_artifact(
+    shell_app: Callable[..., App], llm: ScriptedLLM
+) -> None:
+    code = "print('A' * 3000 + 'END')"
+    app = shell_app()
+    llm.add(call("run_shell_command", command="py", args={"code": code}), say("It printed a long line."))
+    assert ask(app, "print a long line") == "It printed a long line."
+    shown = llm.messages[1][-1]["content"]
+    assert shown.startswith("[Tool Result: run_shell_command]\n$ py: exit code 0")
+    assert "[sandbox: bwrap]" in shown
+    assert len(shown) < 2600  # the entry's 2,000-byte cap, head and tail kept
+    art_id = shown.rsplit("(full output: artifact ", 1)[1].split(")")[0]
+    found = app.deps.artifacts.get(art_id)
+    assert found is not None and b"A" * 3000 + b"END" in found[1]
+    (event,) = shell_audit(app)
+    d = event["detail"]
+    assert event["actor"] == "alice" and event["outcome"] == "ran"
+    assert d["entry"] == "py" and d["user"] == "alice" and d["exit_code"] == 0 and d["sandbox"] == "bwrap"
+    assert d["argv"][1:] == ["-c", code] and len(d["output_sha256"]) == 64 and d["duration_s"] >= 0
+    assert d["artifact_ref"] == art_id
+    llm.assert_consumed()
+
+
+@needs_bwrap
+def test_write_entry_waits_for_confirm_then_runs_on_a_copy(
+    shell_app: Callable[..., App], llm: ScriptedLLM, workspace: Path
+) -> None:
+    app = shell_app()
+    code = "open('README.md','w').write('changed'); print('wrote')"
+    llm.add(call("run_shell_command", command="py_write", args={"code": code}), say("Done on a copy."))
+    reply = ask(app, "change the readme")
+    assert "runs only after your /confirm" in reply and "/confirm 1" in reply
+    assert shell_audit(app) == []  # nothing ran before the yes
+    assert ask(app, "/confirm 1") == "Done on a copy."
+    (event,) = shell_audit(app)
+    assert event["detail"]["entry"] == "py_write" and event["detail"]["exit_code"] == 0
+    assert (workspace / "README.md").read_text() == "readme\n"  # a throwaway copy, never the checkout
+    llm.assert_consumed()
+
+
+def test_read_entry_is_allowed_by_the_gate_and_write_entry_is_not(shell_app: Callable[..., App]) -> None:
+    app = shell_app()
+    spec = app.registry.get("run_shell_command")
+    read = spec.args.model_validate({"command": "ls", "args": {"path": "agent"}})
+    write = spec.args.model_validate({"command": "py_write", "args": {"code": "1"}})
+    assert spec.risk_for(read, app.deps) == "read" and spec.risk_for(write, app.deps) == "write"
+    rollout = spec.args.model_validate({"command": "rollout", "args": {"deployment": "order-api"}})
+    assert spec.environment(rollout, app.deps) == "test"
+    assert spec.risk == "write"  # the static risk is the worst entry's
+
+
+INJECTIONS = [
+    ("ls -la -- agent; cat /etc/shadow", "shell operator ';'"),
+    ("ls -la -- agent && id", "shell operator '&&'"),
+    ("ls -la -- agent | sh", "shell operator '|'"),
+    ("ls -la -- $(id)", "shell operator '('"),
+    ("ls -la -- '$(id)'", "shell metacharacter '$'"),
+    ("ls -la -- `id`", "shell metacharacter '`'"),
+    ("ls -la -- agent > /tmp/x", "shell operator '>'"),
+    ("ls -la -- ../..", "path"),
+    ("ls -la -- evil", "path"),
+    ("LD_PRELOAD=/tmp/x.so ls -la -- agent", "LD_PRELOAD"),
+    ("git log --oneline -n 5 --upload-pack=touch -- agent", "closest entry 'git_log'"),
+    ("rm -rf /", "'rm' is not a whitelisted program"),
+    ("python3 -m pytest -o addopts=-p agent", "closest entry 'pytest'"),
+    ("ls -la -- agent\u202e", "bidirectional"),
+    ("ls -la -- a*", "glob"),
+]
+
+
+@pytest.mark.parametrize(("line", "why"), INJECTIONS)
+def test_sh_injection_lines_are_refused_with_a_reason_and_nothing_runs(
+    shell_app: Callable[..., App], line: str, why: str
+) -> None:
+    app = shell_app()
+    reply = ask(app, f"/sh {line}")
+    assert reply.startswith("Refused, nothing was run:") and why in reply
+    assert app.deps.tasks.recent() == []  # no task, no step, no tool call
+    (event,) = shell_audit(app)
+    assert event["outcome"] == "refused" and event["tool"] == "/sh" and why in event["reason"]
+
+
+def test_sh_refuses_entries_whose_roles_the_user_lacks(shell_app: Callable[..., App]) -> None:
+    app = shell_app()
+    reply = ask(app, "/sh kubectl rollout status deployment/order-api --namespace test", user="alice")
+    assert reply.startswith("Refused") and "needs one of the roles operator" in reply
+    assert app.deps.tasks.recent() == []
+
+
+@needs_bwrap
+def test_sh_runs_a_read_entry_through_the_tool_path(shell_app: Callable[..., App]) -> None:
+    app = shell_app()
+    reply = ask(app, "/sh ls -la -- agent")
+    assert "loop.py" in reply and "[sandbox: bwrap]" in reply
+    (task,) = app.deps.tasks.recent()
+    assert task.kind == "command" and task.status == "done"
+    assert app.deps.audit.search(kind="tool_call", tool="run_shell_command")[0]["outcome"] == "done"
+    assert shell_audit(app)[0]["detail"]["entry"] == "ls"
+
+
+def test_sh_ambiguous_line_never_runs(shell_app: Callable[..., App]) -> None:
+    app = shell_app()
+    reply = ask(app, f"/sh {PYTHON} -c 'print(1)'")
+    # the python path matches py and py_cpu and py_write: ambiguous lines never run
+    assert reply.startswith("Refused") and "matches several entries" in reply
+
+
+def test_model_call_for_an_entry_without_the_role_is_denied_before_running(
+    shell_app: Callable[..., App], llm: ScriptedLLM
+) -> None:
+    app = shell_app()
+    llm.add(
+        call("run_shell_command", command="rollout", args={"deployment": "order-api", "namespace": "test"}),
+        say("I may not."),
+    )
+    assert ask(app, "rollout status") == "I may not."
+    shown = llm.messages[1][-1]["content"]
+    assert "may not run 'rollout'" in shown and "operator" in shown
+    assert shell_audit(app)[0]["outcome"] == "denied"
+
+
+def test_secrets_never_reach_the_audit_rows(shell_app: Callable[..., App], llm: ScriptedLLM) -> None:
+    app = shell_app()
+    # deploy_token has `secret: true`; a refused variant (bad characters) still must not leak it
+    llm.add(
+        call("run_shell_command", command="deploy_token", args={"token": SECRET + "!"}),
+        call("run_shell_command", command="deploy_token", args={"token": SECRET}),
+        say("ok"),
+    )
+    ask(app, "deploy")
+    rows = app.deps.audit.search(limit=500)
+    assert rows and SECRET not in json.dumps(rows, default=str)
+    for step in app.deps.tasks.steps(1):
+        assert SECRET not in (step.input_preview or "")
+
+
+def test_help_shows_the_sandbox_status_and_warns_loudly_without_one(
+    shell_app: Callable[..., App], workspace: Path
+) -> None:
+    app = shell_app()
+    assert "Shell:" in ask(app, "/help") and "/sh COMMAND LINE" in ask(app, "/help")
+    none = shell_app("sandbox: none\n" + config_text(workspace))
+    assert "SHELL SANDBOX DISABLED" in ask(none, "/help")
+
+
+def test_hot_reload_keeps_the_last_good_whitelist(shell_app: Callable[..., App], workspace: Path) -> None:
+    app = shell_app()
+    path = app.settings.directory / "shell.yaml"
+    path.write_text(config_text(workspace).replace("name: ls\n", "name: ls\n    bogus_key: 1\n"))
+    reload_job(app)
+    assert "ls" in app.deps.services["shell"].whitelist.entries
+    assert "reload failed" in ask(app, "/help") and "bogus_key" in ask(app, "/help")
+    path.write_text(config_text(workspace).replace("name: ls\n", "name: list_dir\n"))
+    reload_job(app)
+    entries = app.deps.services["shell"].whitelist.entries
+    assert "list_dir" in entries and "ls" not in entries
+    assert "list_dir" in json.dumps(app.registry.get("run_shell_command").schema())
+    assert "reload failed" not in ask(app, "/help")
