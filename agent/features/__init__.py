@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 FEATURES: tuple[str, ...] = (
+    "agent.features.ui",
     "agent.features.shell",
 )
 

@@ -1,0 +1,267 @@
+"""What the pages show, as plain data read from the same stores chat and the CLI use.
+
+Nothing here renders HTML or knows about requests. The alert tables belong to the alerts feature
+and may not exist (or may have other columns) on a given bot, so they are read by reflection and
+every reader returns "absent" instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Engine, MetaData, Table, inspect, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from agent.deps import Deps
+from agent.pending import PendingAction
+from agent.schema import task
+from agent.tasks import FINISHED, Task, TaskStep
+
+STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "done", "cancelled")
+
+
+def parse_when(text: str | None, tz: ZoneInfo, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO date or datetime from a form or the CLI; naive values are in `tz`. ValueError if bad."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if len(text) == 10:
+        day = date.fromisoformat(text)
+        value = datetime.combine(day, time.max if end_of_day else time.min)
+    else:
+        value = datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=tz)
+    return value
+
+
+# ---- tasks
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """The task list's filters (None = any)."""
+
+    status: str | None = None
+    owner: str | None = None
+    kind: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def list_tasks(engine: Engine, f: TaskFilter, *, limit: int, offset: int = 0) -> list[Task]:
+    """Newest first."""
+    q = select(task).order_by(task.c.id.desc()).limit(limit).offset(offset)
+    for col, val in ((task.c.status, f.status), (task.c.owner, f.owner), (task.c.kind, f.kind)):
+        if val:
+            q = q.where(col == val)
+    if f.since is not None:
+        q = q.where(task.c.created_at >= f.since)
+    if f.until is not None:
+        q = q.where(task.c.created_at <= f.until)
+    with engine.connect() as conn:
+        return [Task(**{k: r._mapping[k] for k in Task.__dataclass_fields__}) for r in conn.execute(q)]
+
+
+def task_kinds(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return sorted(r[0] for r in conn.execute(select(task.c.kind).distinct()))
+
+
+@dataclass
+class Attempt:
+    """One attempt of one step: its `running` row joined with its outcome row (if any)."""
+
+    step_key: str
+    attempt: int
+    tool_name: str
+    status: str  # running | done | failed | interrupted
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: int
+    input_digest: str | None
+    input_preview: str | None
+    output_digest: str | None = None
+    output_ref: str | None = None
+    output_text: str | None = None
+    error: str | None = None
+    external_ids: dict[str, Any] | None = None
+    row_ids: list[int] = field(default_factory=list)
+    left: float = 0.0  # percent of the task's span, for the to-scale bar
+    width: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        return self.step_key.split(":", 1)[0]
+
+
+def timeline(steps: list[TaskStep], now: datetime, task_finished: bool) -> tuple[list[Attempt], int]:
+    """Attempts in order with bar positions to scale, and the span in ms they are scaled to."""
+    attempts: dict[tuple[str, int], Attempt] = {}
+    for s in steps:
+        key = (s.step_key, s.attempt)
+        a = attempts.get(key)
+        if a is None:
+            a = attempts[key] = Attempt(
+                s.step_key,
+                s.attempt,
+                s.tool_name,
+                s.status,
+                s.started_at,
+                s.finished_at,
+                s.duration_ms or 0,
+                s.input_digest,
+                s.input_preview,
+            )
+        a.row_ids.append(s.id)
+        if s.status != "running":
+            a.status, a.finished_at = s.status, s.finished_at
+            a.duration_ms = s.duration_ms or 0
+            a.output_digest, a.output_ref, a.output_text = s.output_digest, s.output_ref, s.output_text
+            a.error, a.external_ids = s.error, s.external_ids
+    out = list(attempts.values())
+    for a in out:
+        if a.status == "running":
+            if task_finished:
+                a.status = "interrupted"  # no outcome row: the process died mid-step
+            else:
+                a.duration_ms = max(0, int((now - a.started_at).total_seconds() * 1000))
+    if not out:
+        return out, 0
+    t0 = min(a.started_at for a in out)
+    t1 = max(a.started_at + timedelta(milliseconds=a.duration_ms) for a in out)
+    span = max(1, int((t1 - t0).total_seconds() * 1000))
+    for a in out:
+        a.left = round(min(99.4, (a.started_at - t0).total_seconds() * 1000 / span * 100), 2)
+        a.width = round(min(100 - a.left, max(0.6, a.duration_ms / span * 100)), 2)
+    return out, span
+
+
+def linked_ids(attempts: list[Attempt], audit_rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """External ids (DS instance ids, note ids ...) named by the task's steps and audit events."""
+    found: dict[str, list[Any]] = {}
+    sources = [a.external_ids for a in attempts] + [r.get("external_ids") for r in audit_rows]
+    for ext in sources:
+        for k, v in (ext or {}).items():
+            for item in v if isinstance(v, list) else [v]:
+                if item not in found.setdefault(k, []):
+                    found[k].append(item)
+    return found
+
+
+def is_finished(t: Task) -> bool:
+    return t.status in FINISHED
+
+
+# ---- pending confirmations
+
+
+def redacted_args(deps: Deps, registry: Any, action: PendingAction) -> str:
+    """The bound arguments with the tool's secret arguments masked (args_json is stored in clear)."""
+    try:
+        data = json.loads(action.args_json)
+    except ValueError:
+        return deps.redactor.text(action.args_json)
+    spec = registry.specs.get(action.tool)
+    secret = spec.secret_args if spec is not None else ()
+    return json.dumps(deps.redactor.data(data, secret), ensure_ascii=False, sort_keys=True)
+
+
+# ---- alert tables (owned by the alerts feature; may be absent)
+
+
+def optional_table(engine: Engine, name: str) -> Table | None:
+    """The table by reflection, or None when it does not exist (yet) on this database."""
+    try:
+        if not inspect(engine).has_table(name):
+            return None
+        md = MetaData()
+        return Table(name, md, autoload_with=engine)
+    except SQLAlchemyError:
+        return None
+
+
+def recent_rows(
+    engine: Engine, name: str, *, limit: int = 50, where: dict[str, list[Any]] | None = None
+) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """(columns, newest rows) of an optional table; None when the table is absent or unreadable."""
+    t = optional_table(engine, name)
+    if t is None:
+        return None
+    order = next((t.c[c] for c in ("id", "at", "created_at", "updated_at", "due_at") if c in t.c), None)
+    q = select(t).limit(limit)
+    if order is not None:
+        q = q.order_by(order.desc())
+    for col, values in (where or {}).items():
+        if col not in t.c:
+            return list(t.c.keys()), []
+        q = q.where(t.c[col].in_(values))
+    try:
+        with engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+    except SQLAlchemyError:
+        return None
+    return list(t.c.keys()), rows
+
+
+# Words in a decision/status column that mean "recorded, not pushed".
+SUPPRESSED_WORDS = ("suppress", "maint", "fold", "retry", "cancel", "stop", "ignored", "recorded", "dedup")
+
+
+def is_suppressed(row: dict[str, Any]) -> bool:
+    for col in ("decision", "outcome", "action", "status", "reason_code"):
+        value = str(row.get(col) or "").lower()
+        if any(w in value for w in SUPPRESSED_WORDS):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class MaintRow:
+    name: str
+    when: str
+    scope: str
+    source: str
+    active: bool
+
+
+def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
+    """Windows from alerts.yaml (cron and fixed) plus chat-created ones from `alert_maintenance`."""
+    cfg = deps.settings.section("alerts")
+    rows: list[MaintRow] = []
+    if cfg is not None:
+        from agent.alerts.maintenance import MaintenanceBook
+
+        cron_active = {s.name: s.active(now) for s in MaintenanceBook.from_config(cfg).schedules}
+        for m in cfg.maintenance:
+            scope = "all" if m.scope.kind == "all" else f"{m.scope.kind}:{m.scope.value}"
+            if m.cron:
+                when = f"cron '{m.cron}' for {m.duration_minutes} min ({cfg.timezone})"
+                rows.append(MaintRow(m.name, when, scope, "alerts.yaml", cron_active.get(m.name, False)))
+            elif m.start is not None and m.end is not None:
+                when = f"{m.start.isoformat()} → {m.end.isoformat()}"
+                rows.append(MaintRow(m.name, when, scope, "alerts.yaml", m.start <= now < m.end))
+    stored = recent_rows(deps.engine, "alert_maintenance", limit=100)
+    for r in stored[1] if stored is not None else []:
+        start, end = r.get("start") or r.get("start_at"), r.get("end") or r.get("end_at")
+        if isinstance(start, str):
+            start = _iso(start)
+        if isinstance(end, str):
+            end = _iso(end)
+        active = isinstance(start, datetime) and isinstance(end, datetime) and start <= now < end
+        scope = f"{r.get('scope_kind') or 'all'}:{r.get('scope_value') or ''}".rstrip(":")
+        name = str(r.get("note") or r.get("id") or "")
+        rows.append(MaintRow(name, f"{start} → {end}", scope, str(r.get("source") or "chat"), active))
+    return rows
+
+
+def _iso(text: str) -> datetime | None:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=ZoneInfo("UTC"))
