@@ -20,6 +20,17 @@ from config.load import Settings
 Notify = Callable[[str, str], None]  # (conversation, markdown text): progress and late results
 
 
+class Progress(str):
+    """A progress note for `Deps.notify`: a channel may throttle these per task; other texts always go."""
+
+    task_id: int | None = None
+
+    def __new__(cls, text: str, task_id: int | None = None) -> Progress:
+        note = super().__new__(cls, text)
+        note.task_id = task_id
+        return note
+
+
 @dataclass
 class Deps:
     """Stores, clock, config and outside-service clients for one process."""

@@ -22,7 +22,7 @@ from agent.audit import AuditEvent
 from agent.canonical import args_digest, canonical_json
 from agent.context import for_api, trim
 from agent.deps import Deps
-from agent.errors import LLMError, TaskStateError, ToolRetry
+from agent.errors import LLMError, TaskStateError, ToolError, ToolRetry
 from agent.executor import Executor, StepResult
 from agent.gate import Confirm, Deny, Who, decide, identify
 from agent.llm import LLMClient
@@ -76,6 +76,7 @@ class Agent:
         self.executor = Executor(deps)
         self.reply_checks: list[ReplyCheck] = []  # e.g. cited code paths must exist
         self.context_providers: list[Callable[[Task], str | None]] = []  # extra system context per task
+        self.step_listeners: list[Callable[[Task, str, str], None]] = []  # (task, step, tool) before a tool runs
 
     # ---- entry points
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
@@ -311,7 +312,11 @@ class Agent:
                 f"succeeded at step {done_calls[repeat_key]}; use that result.",
                 kind="repeat",
             )
-        environment = call.spec.environment(call.args, deps)
+        try:
+            environment = call.spec.environment(call.args, deps)
+        except ToolError as exc:  # it cannot say where it would act (e.g. an unknown workflow): nothing runs
+            run.invalid += isinstance(exc, ToolRetry)
+            return self._refuse(run, key, name, f"ERROR: {exc}", kind="invalid_args")
         risk = call.spec.risk_for(call.args, deps)
         decision = decide(name, risk, environment, run.who, deps.settings.access)
         if isinstance(decision, Deny):
@@ -321,6 +326,8 @@ class Agent:
             gate = self._confirmation(run, key, call, decision, environment)
             if gate is not None:
                 return gate
+        for listen in self.step_listeners:  # progress messages
+            listen(run.task, key, name)
         result = self.executor.run(
             run.task, key, call, intent=run.task.goal, reason=decision.reason, latest=prior
         )

@@ -9,15 +9,20 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import and_, update
 
+from agent.errors import TaskStateError
 from agent.features import Job
 from agent.features import modules as feature_modules
+from agent.schema import task
 
 if TYPE_CHECKING:
     from agent.app import App
+    from agent.tasks import Task
 
 log = logging.getLogger("xihe.jobs")
 
@@ -41,9 +46,18 @@ def run_job(app: App, job: Job) -> None:
 
 def all_jobs(app: App) -> list[Job]:
     """Every feature's jobs plus the core ones."""
+    lease = app.settings.core.store.lease_seconds
     jobs = [
-        Job("resume_orphans", "agent.scheduler:resume_orphans", 30, run_at_start=True),
+        # a dead replica's task is taken over within half a lease after its lease lapsed
+        Job(
+            "resume_orphans",
+            "agent.scheduler:resume_orphans",
+            max(1.0, min(30.0, lease / 2)),
+            run_at_start=True,
+        ),
         Job("expire_confirmations", "agent.scheduler:expire_confirmations", 30),
+        # a live replica keeps its tasks however long a step takes
+        Job("renew_leases", "agent.scheduler:renew_leases", max(1.0, lease / 3)),
     ]
     for feature in feature_modules():
         if hasattr(feature, "jobs"):
@@ -69,11 +83,66 @@ def start(app: App, jobs: list[Job] | None = None) -> BackgroundScheduler:
     return scheduler
 
 
+def _take_orphan(app: App, orphan: Task) -> bool:
+    """Compare-and-swap the lease from the holder we saw to us: of two replicas, exactly one wins."""
+    deps = app.deps
+    now = deps.clock()
+    same_owner = (
+        task.c.lease_owner.is_(None)
+        if orphan.lease_owner is None
+        else task.c.lease_owner == orphan.lease_owner
+    )
+    same_expiry = (
+        task.c.lease_expires_at.is_(None)
+        if orphan.lease_expires_at is None
+        else task.c.lease_expires_at == orphan.lease_expires_at
+    )
+    ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
+    with deps.engine.begin() as conn:
+        won = conn.execute(
+            update(task)
+            .where(and_(task.c.id == orphan.id, task.c.status == "running", same_owner, same_expiry))
+            .values(lease_owner=deps.holder, lease_expires_at=now + ttl)
+        ).rowcount
+    return bool(won)
+
+
 def resume_orphans(app: App) -> None:
-    """Tasks left running by a dead replica are continued once their lease lapsed."""
-    for outcome in app.agent.resume_orphans():
-        task = app.deps.tasks.get(outcome.task_id)
-        app.deps.notify(task.conversation, outcome.reply)
+    """Tasks left running by a dead replica are continued once their lease lapsed (by one replica)."""
+    for orphan in app.deps.tasks.orphans(app.deps.clock()):
+        if not _take_orphan(app, orphan):
+            continue  # another replica took it first
+        try:
+            outcome = app.agent.resume(orphan.id)
+        except TaskStateError:
+            continue  # finished meanwhile
+        if outcome.status != "busy":
+            app.deps.notify(orphan.conversation, outcome.reply)
+
+
+def renew_leases(app: App) -> None:
+    """Extend the leases of the tasks this replica is working on (it is alive)."""
+    deps = app.deps
+    now = deps.clock()
+    ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
+    with deps.engine.begin() as conn:
+        conn.execute(
+            update(task)
+            .where(and_(task.c.lease_owner == deps.holder, task.c.lease_expires_at >= now))
+            .values(lease_expires_at=now + ttl)
+        )
+
+
+def release_leases(app: App) -> int:
+    """Shutdown: give up every task lease this replica still holds, so another takes over at once."""
+    with app.deps.engine.begin() as conn:
+        return int(
+            conn.execute(
+                update(task)
+                .where(task.c.lease_owner == app.deps.holder)
+                .values(lease_owner=None, lease_expires_at=None)
+            ).rowcount
+        )
 
 
 def expire_confirmations(app: App) -> None:

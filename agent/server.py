@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -53,15 +54,27 @@ def create_server(app: App, *, with_scheduler: bool = True) -> Starlette:
         if hasattr(feature, "routes"):
             routes.extend(feature.routes(app))
 
+    features = feature_modules()
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        for feature in features:
+            if hasattr(feature, "startup"):
+                feature.startup(app)
         sched = scheduler.start(app) if with_scheduler else None
-        log.info("xihe serving as %s", app.deps.holder)
+        log.info("xihe serving as %s", app.deps.holder, extra={"holder": app.deps.holder})
         try:
             yield
         finally:
+            # stop taking work (channels hand queued messages over), let running jobs finish, then
+            # give up the leases of whatever is still in flight so another replica continues at once
+            for feature in reversed(features):
+                if hasattr(feature, "shutdown"):
+                    await run_in_threadpool(feature.shutdown, app)
             if sched is not None:
-                sched.shutdown(wait=True)  # let running jobs finish; their leases are released by them
+                await run_in_threadpool(sched.shutdown, True)
+            released = scheduler.release_leases(app)
+            log.info("xihe stopped", extra={"holder": app.deps.holder, "leases_released": released})
             app.deps.engine.dispose()
 
     return Starlette(routes=routes, lifespan=lifespan)

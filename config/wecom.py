@@ -66,6 +66,13 @@ class WeComConfig(BaseModel):
         86400, ge=60, description="how long seen MsgIds are remembered; must exceed the timestamp window"
     )
     http_timeout_seconds: float = Field(10.0, gt=0, le=60, description="timeout of each app API call")
+    workers: int = Field(4, ge=1, le=64, description="background workers answering messages per replica")
+    queue_size: int = Field(
+        200, ge=1, description="messages waiting in memory per replica; more wait in the database"
+    )
+    progress_interval_seconds: float = Field(
+        10, ge=0, description="at most one progress message per task this often; final messages always go"
+    )
     aibot: AibotConfig = Field(
         default_factory=lambda: AibotConfig.model_validate({}), description="AI bot (智能机器人) mode"
     )
@@ -98,6 +105,9 @@ class WeComSettings:
     max_body_bytes: int = 65536
     msgid_ttl_seconds: int = 86400
     http_timeout_seconds: float = 10.0
+    workers: int = 4
+    queue_size: int = 200
+    progress_interval_seconds: float = 10.0
     aibot: AibotSettings | None = None
 
 
@@ -174,5 +184,8 @@ def resolve_settings(
         max_body_bytes=config.max_body_bytes,
         msgid_ttl_seconds=config.msgid_ttl_seconds,
         http_timeout_seconds=config.http_timeout_seconds,
+        workers=config.workers,
+        queue_size=config.queue_size,
+        progress_interval_seconds=config.progress_interval_seconds,
         aibot=aibot,
     )

@@ -6,6 +6,7 @@ A feature module may define any of:
     install(app) -> None                services in app.deps.services, chat commands, help lines
     routes(app) -> list[BaseRoute]      HTTP routes served by `xihe serve`
     jobs(app) -> list[Job]              scheduler jobs (APScheduler is only the clock)
+    startup(app) / shutdown(app)        `xihe serve` lifespan: start, then stop taking work and hand it over
 
 `FEATURES` is the explicit list; importing it registers nothing by itself.
 """
@@ -19,6 +20,8 @@ from types import ModuleType
 FEATURES: tuple[str, ...] = (
     "agent.features.ui",
     "agent.features.shell",
+    "agent.features.wecom",
+    "agent.features.ops",
 )
 
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -128,6 +128,26 @@ class Stream:
     updated_at: datetime
 
 
+class Streams(Protocol):
+    """Where streamed answers live: `StreamRegistry` in one process, `store.SqlStreamRegistry` across replicas."""
+
+    def open(self, msgid: str, now: datetime, content: str = "") -> Stream:
+        """Start the stream for `msgid`, or return the one already started for it."""
+        ...
+
+    def get(self, stream_id: str, now: datetime) -> Stream | None:
+        """The stream's latest state, or None when unknown or expired."""
+        ...
+
+    def by_msgid(self, msgid: str, now: datetime) -> Stream | None:
+        """The stream opened for `msgid`, if still live."""
+        ...
+
+    def update(self, stream_id: str, content: str, now: datetime, *, finish: bool = False) -> bool:
+        """Set the full text so far; False when the stream is gone or finished."""
+        ...
+
+
 class StreamRegistry:
     """Streams by id (and by the msgid that opened them); thread-safe; expires after `ttl`."""
 
@@ -223,7 +243,7 @@ class AibotCallback:
         self,
         crypto: MsgCrypto,
         store: MsgIdStore,
-        streams: StreamRegistry,
+        streams: Streams,
         *,
         window_seconds: int = 300,
         max_body_bytes: int = 65536,

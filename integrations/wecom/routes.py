@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from agent.clock import Clock
 from config.wecom import WeComSettings
-from integrations.wecom.aibot import AibotCallback, BotReply, StreamRegistry, encrypt_reply
+from integrations.wecom.aibot import AibotCallback, BotReply, StreamRegistry, Streams, encrypt_reply
 from integrations.wecom.callback import AppCallback
 from integrations.wecom.crypto import MsgCrypto
 from integrations.wecom.inbound import Accepted, Duplicate, Echo, InboundMessage, MsgIdStore, Rejected
@@ -71,7 +71,7 @@ def wecom_routes(
     dispatch: Dispatch,
     clock: Clock,
     *,
-    streams: StreamRegistry | None = None,
+    streams: Streams | None = None,
     on_reject: OnReject | None = None,
 ) -> list[Route]:
     """The callback routes enabled in `settings`; `dispatch(InboundMessage)` receives each new message."""
@@ -123,7 +123,7 @@ def wecom_routes(
     if settings.aibot is not None:
         bot_settings = settings.aibot
         bot_crypto = MsgCrypto.create(bot_settings.token, bot_settings.aes_key, "")
-        registry = (
+        registry: Streams = (
             streams
             if streams is not None
             else StreamRegistry(timedelta(seconds=bot_settings.stream_ttl_seconds))
