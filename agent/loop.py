@@ -8,24 +8,33 @@ a `/confirm` hours later or another replica all continue exactly where the task 
 A turn ends in a reply, tool calls, or a pause for confirmation. Turns, tool calls and invalid
 calls are bounded; an exact repeat of a successful call is refused; a model mistake goes back to
 the model; an upstream failure ends the task with a readable reply; our own bugs are raised.
+
+Long tasks (set up by `agent.features.longtask`, all off by default): each request is built within
+a token budget by priority (`agent.context.build`, with `Block`s from the context providers);
+a request the API rejects as too long is compacted once and retried, then the task stops; tool
+timeouts are recovered by error class against the task's stored retry budget (`agent.recovery`);
+`reminders` may add a note at the end of a request (e.g. open plan items nobody touched).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
 from agent.audit import AuditEvent
+from agent.budget import TokenCounter
 from agent.canonical import args_digest, canonical_json
-from agent.context import for_api, trim
+from agent.context import Block, ContextTooLarge, build, for_api, trim
 from agent.deps import Deps
 from agent.errors import LLMError, TaskStateError, ToolError, ToolRetry
 from agent.executor import Executor, StepResult
 from agent.gate import Confirm, Deny, Who, decide, identify
 from agent.llm import LLMClient
+from agent.recovery import RetryPolicy, RunState, with_recovery
 from agent.registry import ParsedCall, Registry
 from agent.tasks import Task, TaskStep
 
@@ -64,6 +73,35 @@ class _Run:
     tool_calls: int = 0
     invalid: int = 0
     rechecked: bool = False
+    recovery: RunState = field(default_factory=RunState)
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    """How requests are sized when a token budget is configured."""
+
+    counter: TokenCounter
+    total_tokens: int  # the window the request may use
+    reply_tokens: int  # kept free for the answer
+    summary_tokens: int = 400
+    emergency_shrink: float = 0.5  # after a "too long" rejection, retry once within this share
+
+    @property
+    def limit(self) -> int:
+        """Tokens the prompt (messages + tool schemas) may take."""
+        return self.total_tokens - self.reply_tokens
+
+
+class ContextOverflow(Exception):
+    """The request does not fit the model even after compacting once."""
+
+
+def too_long(exc: LLMError) -> bool:
+    """The API refused the request for its length (HTTP 400 context_length_exceeded)."""
+    return exc.status == 400 and "context_length_exceeded" in str(exc)
+
+
+Provider = Callable[[Task], "str | Block | None"]
 
 
 class Agent:
@@ -75,8 +113,18 @@ class Agent:
         self.llm = llm
         self.executor = Executor(deps)
         self.reply_checks: list[ReplyCheck] = []  # e.g. cited code paths must exist
-        self.context_providers: list[Callable[[Task], str | None]] = []  # extra system context per task
-        self.step_listeners: list[Callable[[Task, str, str], None]] = []  # (task, step, tool) before a tool runs
+        self.context_providers: list[Provider] = []  # extra system context per task (a Block has a priority)
+        self.reminders: list[
+            Callable[[Task, list[dict[str, Any]]], str | None]
+        ] = []  # notes at a request's end
+        self.stop_notes: list[Callable[[Task], str | None]] = []  # appended when a task stops unfinished
+        self.context_budget: ContextBudget | None = None  # None: the character trim of core.loop
+        self.recovery: RetryPolicy | None = None  # None: a tool timeout is just a failed step
+        self.retry_budget = 0  # stored on each new task; spent by recoveries, survives restarts
+        self.sleep: Callable[[float], None] = time.sleep  # back-off waits (tests pass a recorder)
+        self.step_listeners: list[
+            Callable[[Task, str, str], None]
+        ] = []  # (task, step, tool) before a tool runs
 
     # ---- entry points
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
@@ -150,6 +198,7 @@ class Agent:
             channel=channel,
             lease_owner=self.deps.holder,
             lease_until=now + ttl,
+            retry_budget=self.retry_budget,
         )
 
     def _drive(self, task: Task) -> Outcome:
@@ -169,6 +218,8 @@ class Agent:
                 f"`xihe task resume {task.id}` continues it.",
                 error=str(exc),
             )
+        except (ContextOverflow, ContextTooLarge) as exc:
+            outcome = self._stop(task, f"the request does not fit the model's context: {exc}")
         finally:
             deps.tasks.release(task.id, deps.holder)
         return outcome
@@ -184,13 +235,51 @@ class Agent:
             if t.id < task.id and t.reply
         ][: core.loop.history_tasks]
         for t in reversed(earlier):
-            msgs += [{"role": "user", "content": t.goal}, {"role": "assistant", "content": t.reply}]
-        for provide in self.context_providers:
-            extra = provide(task)
-            if extra:
-                msgs.append({"role": "system", "content": extra})
+            msgs += [
+                {"role": "user", "content": t.goal, "_history": True},
+                {"role": "assistant", "content": t.reply, "_history": True},
+            ]
         msgs.append({"role": "user", "content": task.goal, "_goal": True})
         return msgs
+
+    def _blocks(self, task: Task) -> list[Block]:
+        """What the context providers add for this turn (asked every turn: a plan changes as it runs)."""
+        out: list[Block] = []
+        for provide in self.context_providers:
+            extra = provide(task)
+            if isinstance(extra, Block):
+                out.append(extra)
+            elif extra:
+                out.append(Block("extra", extra))
+        return out
+
+    def _request(
+        self, run: _Run, messages: list[dict[str, Any]], *, shrink: float = 1.0
+    ) -> list[dict[str, Any]]:
+        """The messages of one model request: providers, reminders, then the budget (or the trim)."""
+        transcript = list(messages)
+        for remind in self.reminders:
+            note = remind(run.task, messages)
+            if note:
+                transcript.append({"role": "user", "content": note})
+        blocks = self._blocks(run.task)
+        budget = self.context_budget
+        if budget is None:
+            chars = int(self.deps.settings.core.loop.history_chars * shrink)
+            extra = [{"role": "system", "content": b.text} for b in blocks]
+            return for_api(trim([transcript[0], *extra, *transcript[1:]], chars))
+        built = build(
+            transcript[0]["content"],
+            transcript[1:],
+            tools=self.registry.schemas(),
+            counter=budget.counter,
+            limit=int(budget.limit * shrink),
+            blocks=blocks,
+            steps=self.deps.tasks.latest(run.task.id),
+            task_id=run.task.id,
+            summary_tokens=budget.summary_tokens,
+        )
+        return for_api(built.messages)
 
     def _walk(self, run: _Run) -> Outcome:
         loop = self.deps.settings.core.loop
@@ -218,7 +307,11 @@ class Agent:
                 result = self._tool_step(run, key, tc, finish, done_calls)
                 if isinstance(result, Outcome):
                     return result
-                messages.append({"role": "tool", "tool_call_id": tc["id"], "content": result.shown})
+                messages.append(
+                    {"role": "tool", "tool_call_id": tc["id"], "content": result.shown, "_step": key}
+                )
+                if run.recovery.stopped:
+                    return self._stop(run.task, run.recovery.stopped)
             if run.invalid > loop.max_arg_retries:
                 return self._finish(
                     run.task,
@@ -231,8 +324,21 @@ class Agent:
             run.task,
             "failed",
             f"I stopped after {loop.max_turns} model turns without finishing. "
-            f"Task {run.task.id} has what was done so far.",
+            f"Task {run.task.id} has what was done so far." + self._notes(run.task),
             error="turn limit reached",
+        )
+
+    def _notes(self, task: Task) -> str:
+        notes = [n for n in (note(task) for note in self.stop_notes) if n]
+        return "".join(f"\n\n{n}" for n in notes)
+
+    def _stop(self, task: Task, reason: str) -> Outcome:
+        """End an unfinished task with the reason and what is still open."""
+        return self._finish(
+            task,
+            "failed",
+            f"I stopped: {reason}. Task {task.id} keeps what was done so far." + self._notes(task),
+            error=reason,
         )
 
     def _model_turn(self, run: _Run, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -248,12 +354,26 @@ class Agent:
                 prior, "failed", now, error="interrupted: the process stopped during this step"
             )
         begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, now)
-        api_messages = for_api(trim(messages, deps.settings.core.loop.history_chars))
         try:
-            completion = self.llm.complete(api_messages, self.registry.schemas())
-        except LLMError as exc:
+            completion = self.llm.complete(self._request(run, messages), self.registry.schemas())
+        except (LLMError, ContextTooLarge) as exc:
             deps.tasks.finish_step(begun, "failed", deps.clock(), error=str(exc))
-            raise
+            if not isinstance(exc, LLMError) or not too_long(exc):
+                raise
+            # Compact once (a smaller share of the budget: fewer turns, results as previews), retry once.
+            shrink = self.context_budget.emergency_shrink if self.context_budget else 0.5
+            begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, deps.clock())
+            try:
+                completion = self.llm.complete(
+                    self._request(run, messages, shrink=shrink), self.registry.schemas()
+                )
+            except (LLMError, ContextTooLarge) as again:
+                deps.tasks.finish_step(begun, "failed", deps.clock(), error=str(again))
+                if isinstance(again, LLMError) and too_long(again):
+                    raise ContextOverflow(
+                        "the model rejected it as too long, and again after compacting it once"
+                    ) from None
+                raise
         stored = json.dumps(
             {"message": completion.message, "finish_reason": completion.finish_reason}, ensure_ascii=False
         )
@@ -328,6 +448,10 @@ class Agent:
                 return gate
         for listen in self.step_listeners:  # progress messages
             listen(run.task, key, name)
+        if self.recovery is not None:
+            call = ParsedCall(
+                with_recovery(call.spec, self.recovery, run.recovery, sleep=self.sleep), call.args, call.data
+            )
         result = self.executor.run(
             run.task, key, call, intent=run.task.goal, reason=decision.reason, latest=prior
         )

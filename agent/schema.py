@@ -321,6 +321,43 @@ alert_event = Table(
 Index("ix_alert_event_at", alert_event.c.at)
 Index("ix_alert_event_instance", alert_event.c.instance_id)
 
+# ---- long tasks (migration 5) -------------------------------------------------------------------
+# What is left to do for this task, in what order, who holds each item and what proves it is done?
+plan_item = Table(
+    "plan_item",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("task_id", ForeignKey("task.id", ondelete="CASCADE"), nullable=False),  # the plan's task
+    Column("seq", Integer, nullable=False),  # 1, 2, ... within the plan; what the model and /plan name
+    Column("description", Text, nullable=False),
+    Column("depends_on", JSON, nullable=False),  # seqs of items that existed when this one was added
+    Column("status", String(20), nullable=False),  # pending|in_progress|completed|failed|cancelled
+    Column("owner", String(120)),  # the worker holding the claim (e.g. task:12)
+    Column("lease_expires_at", UTCDateTime),  # after this another worker may reclaim it
+    Column("evidence", JSON),  # the checked evidence of completion ({kind, ..., checked})
+    Column("reason", Text),  # why it failed or was dropped
+    Column("created_key", String(200)),  # idempotency key of the step that added it (crash lookup)
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("task_id", "seq", name="uq_plan_item_seq"),
+)
+Index("ix_plan_item_key", plan_item.c.created_key)
+
+# How did the plan change, when, by whom and why? (append-only: added, claimed, replaced, dropped ...)
+plan_change = Table(
+    "plan_change",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("task_id", BigInteger, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("change", String(20), nullable=False),
+    Column("actor", String(120), nullable=False),
+    Column("reason", Text),
+    Column("detail", JSON),
+    Column("at", UTCDateTime, nullable=False),
+)
+Index("ix_plan_change_task", plan_change.c.task_id, plan_change.c.id)
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 
@@ -343,6 +380,7 @@ MIGRATIONS: list[Migration] = [
         _create(alert_state, alert_outbox, alert_maintenance, alert_channel, alert_robot, alert_event),
     ),
     (3, "wecom inbox (MsgId de-duplication) and AI-bot streams", _create(wecom_inbox, wecom_stream)),
+    (5, "long tasks: plan items and plan changes", _create(plan_item, plan_change)),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables above this list, in its own banner block, and adds its entry here.
 ]
