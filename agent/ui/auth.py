@@ -73,6 +73,8 @@ def secret_of(settings: Settings, config: UiConfig) -> bytes:
     value = settings.secret(config.session_secret_env)
     if value:
         return value.encode()
+    if settings.section("ui") is None:
+        return secrets.token_bytes(32)  # no ui.yaml: nobody can log in anyway
     log.warning(
         "%s is not set: UI sessions use a random secret and end when this process restarts "
         "(and do not work across replicas)",
