@@ -49,7 +49,7 @@ def ops_config(app: App) -> OpsConfig:
 
 # ---- structured logs -------------------------------------------------------------------------------
 
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", "color_message"}
 
 
 class JsonFormatter(logging.Formatter):
@@ -82,6 +82,7 @@ def configure_logging(app: App) -> None:
     cfg = ops_config(app).logging
     root = logging.getLogger()
     root.setLevel(cfg.level)
+    logging.getLogger("apscheduler").setLevel(max(logging.WARNING, root.level))  # one line per job run
     if not root.handlers:
         root.addHandler(logging.StreamHandler())
     loggers = [root] + [logging.getLogger(n) for n in ("uvicorn", "uvicorn.error", "uvicorn.access")]

@@ -34,8 +34,10 @@ def _insert_ignore(engine: Engine, table: Any, values: dict[str, Any]) -> bool:
         stmt = sqlite.insert(table).values(**values).on_conflict_do_nothing()
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported
         stmt = insert(table).values(**values)
+    pk = next(iter(table.primary_key.columns))
     with engine.begin() as conn:
-        return bool(conn.execute(stmt).rowcount == 1)
+        # RETURNING tells inserted from skipped on both back ends (psycopg's rowcount does not here)
+        return conn.execute(stmt.returning(pk)).first() is not None
 
 
 def message_to_json(message: InboundMessage) -> dict[str, Any]:
