@@ -20,6 +20,7 @@ from types import ModuleType
 FEATURES: tuple[str, ...] = (
     "agent.features.ui",
     "agent.features.shell",
+    "agent.features.alerts",
     "agent.features.code",
     "agent.features.wecom",
     "agent.features.ops",

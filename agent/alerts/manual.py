@@ -1,0 +1,49 @@
+"""Render a message the model raises itself (tool send_wecom_alert) into an outbox row.
+
+The title is escaped for one line; the body is the model's markdown, kept as markdown but unable to
+mention anyone (`<@…>` in it is defused: only the `mentions` argument pages people) and cut to the
+robot's byte limit. The row goes through the same outbox and deliverer as pipeline alerts.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from agent.alerts.outbox import OutboxRow
+from agent.alerts.render import escape_inline, fit_bytes
+
+USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
+
+
+def manual_key(ident: str, channel: str, mentions: tuple[str, ...]) -> str:
+    """Outbox key of a model-raised message: one per tool call (its idempotency key)."""
+    return f"manual:{ident}:{'P0' if mentions else 'P1'}:{channel}"
+
+
+def render_manual(title: str, body: str, mentions: tuple[str, ...], max_bytes: int = 4096) -> str:
+    """WeCom markdown: a heading, the body, then the mentions; within `max_bytes` UTF-8 bytes."""
+    head = f"## {escape_inline(title) or 'xihe'}\n"
+    tail = ("\n" + "".join(f"<@{m}>" for m in mentions)) if mentions else ""
+    text = _CONTROL.sub("", body.replace("\r\n", "\n")).replace("<@", "＜@").strip()
+    room = max_bytes - len((head + tail).encode("utf-8"))
+    return head + fit_bytes(text, max(room, 0)) + tail
+
+
+def manual_row(
+    key: str,
+    channel: str,
+    title: str,
+    body: str,
+    mentions: tuple[str, ...],
+    now: datetime,
+    max_bytes: int = 4096,
+) -> OutboxRow:
+    """A pending outbox row, due at once."""
+    bad = [m for m in mentions if not USERID.match(m)]
+    if bad:
+        raise ValueError(f"not a WeCom user id: {', '.join(bad)}")
+    tier = "P0" if mentions else "P1"
+    text = render_manual(title, body, mentions, max_bytes)
+    return OutboxRow(key, "manual", tier, channel, f"[xihe {tier}] {title[:150]}", text, now, now)

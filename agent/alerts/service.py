@@ -1,0 +1,218 @@
+"""The alert pipeline of one bot process, over the shared SQL stores: what `app.deps.services["alerts"]` is.
+
+    feed(events)          the watcher and the webhook hand over FailureEvents → records (why each went where)
+    tick()                the "flush alert windows" job: held messages and ended windows → outbox
+    deliver()             the "deliver outbox" job: robot (20/min), retries, e-mail fallback; every attempt audited
+    raise_alert(...)      a message the model asked for (tool send_wecom_alert), through the same outbox
+    maintenance_on/off    `/maint` windows, stored, audited, seen by every replica on its next feed
+
+Decisions stay in `agent.alerts.pipeline` (pure per event); this class only opens the unit of work,
+reads the clock once per call, and writes audit rows and metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from agent.alerts.deliver import Deliverer, DeliveryAttempt
+from agent.alerts.maintenance import (
+    MaintenanceBook,
+    MaintenanceWindow,
+    MaintOff,
+    MaintOn,
+    apply_maint_command,
+)
+from agent.alerts.manual import manual_row
+from agent.alerts.model import AlertRecord
+from agent.alerts.pipeline import FeedResult, Pipeline
+from agent.alerts.sql import (
+    SqlAlertStateStore,
+    SqlAlertStores,
+    SqlChannelHealth,
+    SqlMaintenanceStore,
+    SqlOutbox,
+    SqlRateLimiter,
+    SqlRecordSink,
+)
+from agent.audit import AuditEvent
+from agent.deps import Deps
+from agent.events import FailureEvent
+from config.alerts import AlertsConfig
+from config.workflows import WorkflowsConfig
+from integrations.mailer import Mailer
+from integrations.wecom_robot import RobotClient
+
+log = logging.getLogger("xihe.alerts")
+
+
+@dataclass(frozen=True)
+class MaintChange:
+    """What a `/maint on|off` did: windows opened and closed, with their numbers."""
+
+    opened: tuple[tuple[int, MaintenanceWindow], ...] = ()
+    closed: tuple[str, ...] = ()
+
+
+class AlertService:
+    """Pipeline + deliverer over SQL stores, for one process; safe to share between replicas."""
+
+    def __init__(
+        self,
+        deps: Deps,
+        config: AlertsConfig,
+        workflows: WorkflowsConfig,
+        *,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.deps = deps
+        self.config = config
+        self.stores = SqlAlertStores(deps.engine)
+        self.state = SqlAlertStateStore(self.stores, deps.clock)
+        self.outbox = SqlOutbox(self.stores)
+        self.maint = SqlMaintenanceStore(self.stores)
+        self.health = SqlChannelHealth(self.stores)
+        self.records = SqlRecordSink(self.stores, deps.holder)
+        self._base_book = MaintenanceBook.from_config(config)  # YAML windows; chat ones join per call
+        self.pipeline = Pipeline(
+            config, workflows, self.state, self.outbox, self._base_book, records=self.records
+        )
+        smtp = config.smtp
+        mailer = (
+            Mailer(
+                smtp.host,
+                smtp.port,
+                smtp.from_addr,
+                starttls=smtp.starttls,
+                username=smtp.username,
+                password_env=smtp.password_env,
+                timeout=smtp.timeout_seconds,
+            )
+            if smtp.host
+            else None
+        )
+        self.deliverer = Deliverer(
+            config,
+            self.outbox,
+            RobotClient(config.delivery.robot_base_url, config.delivery.timeout_seconds),
+            mailer,
+            SqlRateLimiter(self.stores),
+            owner=deps.holder,
+            sleep=sleep,
+            health=self.health,
+            clock=deps.clock,
+        )
+
+    # ---- the pipeline ----------------------------------------------------------------------------
+    def _book(self, now: datetime) -> MaintenanceBook:
+        return replace(self._base_book, windows=self._base_book.windows + tuple(self.maint.load(since=now)))
+
+    def feed(self, events: Iterable[FailureEvent]) -> list[AlertRecord]:
+        """Decide a batch of events (one poll or one webhook post); returns a record per event."""
+        batch = list(events)
+        if not batch:
+            return []
+        now = self.deps.clock()
+        with self.stores.unit():
+            self.pipeline.set_maintenance(self._book(now))
+            result = self.pipeline.feed_batch(batch, now)
+        self._count(result)
+        return list(result.records)
+
+    def tick(self) -> FeedResult:
+        """Close what came due (held instance messages, ended windows) and audit expired maintenance."""
+        now = self.deps.clock()
+        for number, window in self.maint.expire_due(now):
+            self._audit_maint(now, "expired", "system", number, window)
+        with self.stores.unit():
+            self.pipeline.set_maintenance(self._book(now))
+            result = self.pipeline.tick(now)
+        self._count(result)
+        return result
+
+    def _count(self, result: FeedResult) -> None:
+        for rec in result.records:
+            self.deps.metrics.alerts.labels(rec.reason.value).inc()
+        if result.notifications:
+            self.deps.metrics.alerts.labels("queued").inc(len(result.notifications))
+
+    # ---- delivery ----------------------------------------------------------------------------------
+    def deliver(self) -> list[DeliveryAttempt]:
+        """Send what is due; every attempt is audited (HTTP status and body, key redacted)."""
+        now = self.deps.clock()
+        attempts = self.deliverer.run_once(now)
+        red = self.deps.redactor
+        for a in attempts:
+            detail = red.data(a.to_dict())
+            self.deps.audit.record(
+                AuditEvent(
+                    at=a.at,
+                    kind="alert_push",
+                    actor=self.deps.holder,
+                    outcome="sent" if a.ok else "failed",
+                    tool="wecom_robot" if a.via == "robot" else "email",
+                    reason=red.text(a.error) or None,
+                    external_ids={"outbox_key": a.key},
+                    detail=detail,
+                )
+            )
+            self.records.delivery(replace(a, error=red.text(a.error)))
+            self.deps.metrics.alerts.labels(f"{'sent' if a.ok else 'failed'}_{a.via}").inc()
+        self.deps.metrics.queue.labels("alert_outbox").set(self.outbox.pending_count())
+        return attempts
+
+    # ---- a message the model raises ----------------------------------------------------------------
+    def raise_alert(
+        self, key: str, channel: str, title: str, body: str, mentions: Iterable[str], actor: str
+    ) -> tuple[str, bool]:
+        """Queue a model-written message under outbox key `key`; (key, True if new)."""
+        now = self.deps.clock()
+        row = manual_row(key, channel, title, body, tuple(mentions), now, self.config.max_bytes)
+        with self.stores.unit():
+            added = self.outbox.add(row)
+            if added:
+                self.records.note(now, "manual", row.key, f"raised by {actor}: {title[:200]}", row.tier)
+        return row.key, added
+
+    # ---- maintenance -------------------------------------------------------------------------------
+    def open_windows(self, now: datetime) -> list[tuple[int, MaintenanceWindow]]:
+        """Chat windows not yet ended, with their numbers."""
+        return self.maint.numbered(now)
+
+    def apply_maint(self, cmd: MaintOn | MaintOff, actor: str, number: int | None = None) -> MaintChange:
+        """Store a parsed `/maint on|off` (closing window `number` when given) and audit it."""
+        now = self.deps.clock()
+        if isinstance(cmd, MaintOn):
+            self.maint.save(cmd.window)
+            n = self.maint.number_of(cmd.window.id) or 0
+            self._audit_maint(now, "on", actor, n, cmd.window)
+            return MaintChange(opened=((n, cmd.window),))
+        open_now = self.open_windows(now)
+        if number is not None:
+            targets = [w.id for n, w in open_now if n == number and w.source == "chat"]
+        else:
+            book = MaintenanceBook(tuple(w for _n, w in open_now))
+            _book, _added, targets = apply_maint_command(book, cmd, now)
+        closed = self.maint.close(targets, now, actor)
+        for n, w in open_now:
+            if w.id in closed:
+                self._audit_maint(now, "off", actor, n, w)
+        return MaintChange(closed=tuple(closed))
+
+    def _audit_maint(
+        self, now: datetime, outcome: str, actor: str, number: int, w: MaintenanceWindow
+    ) -> None:
+        self.deps.audit.record(
+            AuditEvent(
+                at=now,
+                kind="maintenance",
+                actor=actor,
+                outcome=outcome,
+                tool="/maint",
+                reason=f"window #{number} {w.scope} {w.start:%Y-%m-%d %H:%M}–{w.end:%H:%M} UTC",
+                external_ids={"maintenance_id": number},
+                detail=w.to_dict(),
+            )
+        )

@@ -1,0 +1,205 @@
+"""The alert pipeline in the product: service, `/maint`, jobs, the DolphinScheduler webhook and a tool.
+
+    install(app)   app.deps.services["alerts"] = AlertService (SQL stores shared by replicas); the
+                   watcher calls `.feed(events)`; chat commands `/maint on 30m [scope]`, `/maint off
+                   [N|scope]`, `/maint` (list), role-checked (admin) and audited
+    jobs(app)      alerts_flush (held messages and ended windows → outbox) and alerts_deliver
+                   (outbox → robot/e-mail; every attempt audited)
+    routes(app)    POST /hooks/dolphinscheduler: shared secret from the env variable alerts.yaml
+                   names, validated body, idempotent (a re-post is recorded as a duplicate)
+    tools(deps)    send_wecom_alert (a write: the gate asks) through the same outbox
+
+Nothing is installed when config/alerts.yaml is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from agent.alerts.maintenance import MaintOff, MaintOn, parse_maint_command
+from agent.alerts.model import PUSHED, Reason
+from agent.alerts.service import AlertService
+from agent.alerts.webhook import handle_ds_webhook
+from agent.audit import AuditEvent
+from agent.features import Job
+from agent.gate import is_admin
+from agent.registry import ToolSpec
+from config.alerts import AlertsConfig
+from tools.send_wecom_alert import make_spec
+
+if TYPE_CHECKING:
+    from agent.app import App
+    from agent.commands import Command
+    from agent.deps import Deps
+    from agent.gate import Who
+    from agent.session import Inbound, Session
+
+log = logging.getLogger("xihe.alerts")
+SERVICE = "alerts"
+
+
+def _config(settings: Any) -> AlertsConfig | None:
+    cfg = settings.section("alerts")
+    return cfg if isinstance(cfg, AlertsConfig) else None
+
+
+def service(app: App) -> AlertService | None:
+    """The installed alert service, or None when alerts are not configured."""
+    svc = app.deps.services.get(SERVICE)
+    return svc if isinstance(svc, AlertService) else None
+
+
+# ---- feature interface ---------------------------------------------------------------------------
+def tools(deps: Deps) -> list[ToolSpec]:
+    """send_wecom_alert, with the configured channels as its enum."""
+    cfg = _config(deps.settings)
+    return [make_spec(sorted(cfg.channels))] if cfg is not None else []
+
+
+def install(app: App) -> None:
+    """Build the service over the SQL stores and add `/maint`."""
+    cfg = _config(app.settings)
+    if cfg is None:
+        return
+    for name in [ch.robot_key_env for ch in cfg.channels.values()] + [
+        cfg.smtp.password_env,
+        cfg.webhook.secret_env,
+    ]:
+        if name:
+            app.deps.redactor.add(app.settings.secret(name))
+    app.deps.services[SERVICE] = AlertService(app.deps, cfg, app.settings.workflows)
+    app.session.commands["maint"] = _maint
+    app.session.help_lines.extend(
+        [
+            ("/maint on 30m [scope]", "admins: silence alerts (scope: all, project:X, workflow:X, host:X)"),
+            ("/maint off [N|scope]", "admins: end maintenance windows (all of yours, number N, or a scope)"),
+            ("/maint", "list open maintenance windows"),
+        ]
+    )
+
+
+def jobs(app: App) -> list[Job]:
+    """Flush windows every 5 s, deliver the outbox every 3 s (both idempotent, replica-safe)."""
+    if _config(app.settings) is None:
+        return []
+    return [
+        Job("alerts_flush", "agent.features.alerts:flush_windows", 5, run_at_start=True),
+        Job("alerts_deliver", "agent.features.alerts:deliver_outbox", 3),
+    ]
+
+
+def flush_windows(app: App) -> None:
+    """Job: held instance messages and ended windows go to the outbox; expired maintenance is audited."""
+    svc = service(app)
+    if svc is not None:
+        svc.tick()
+
+
+def deliver_outbox(app: App) -> None:
+    """Job: send what is due in the outbox."""
+    svc = service(app)
+    if svc is not None:
+        svc.deliver()
+
+
+def routes(app: App) -> list[BaseRoute]:
+    """POST /hooks/dolphinscheduler."""
+    cfg = _config(app.settings)
+    if cfg is None:
+        return []
+
+    async def hook(request: Request) -> Response:
+        svc = service(app)
+        if svc is None:
+            return JSONResponse({"ok": False, "error": "alerts are not configured"}, status_code=503)
+        body = await request.body()
+        secret = app.settings.secret(cfg.webhook.secret_env) or ""
+        now = app.deps.clock()
+        status, out = handle_ds_webhook(
+            request.headers, body, secret, now, cfg.webhook.header, cfg.webhook.ds_timezone
+        )
+        if isinstance(out, str):
+            app.deps.audit.record(
+                AuditEvent(
+                    at=now,
+                    kind="webhook",
+                    actor=request.client.host if request.client else "unknown",
+                    outcome="rejected",
+                    tool="/hooks/dolphinscheduler",
+                    reason=f"HTTP {status}: {out}",
+                )
+            )
+            return JSONResponse({"ok": False, "error": out}, status_code=status)
+        records = await run_in_threadpool(svc.feed, out)
+        return JSONResponse(
+            {
+                "ok": True,
+                "events": len(out),
+                "pushed": sum(1 for r in records if r.reason in PUSHED),
+                "duplicates": sum(1 for r in records if r.reason is Reason.DUPLICATE_EVENT),
+                "records": [r.to_dict() for r in records],
+            }
+        )
+
+    return [Route("/hooks/dolphinscheduler", hook, methods=["POST"])]
+
+
+# ---- /maint --------------------------------------------------------------------------------------
+def _fmt(svc: AlertService, number: int, w: Any) -> str:
+    tz = svc.pipeline.renderer.tz
+    return (
+        f"#{number} {w.scope} {w.start.astimezone(tz):%m-%d %H:%M}–{w.end.astimezone(tz):%H:%M}"
+        f" by {w.created_by or w.source}"
+    )
+
+
+def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    app_deps = session.deps
+    svc = app_deps.services.get(SERVICE)
+    if not isinstance(svc, AlertService):
+        return "Alerts are not configured on this bot."
+    now = app_deps.clock()
+    if not cmd.args:
+        open_windows = svc.open_windows(now)
+        yaml_names = [s.name for s in svc.config.maintenance]
+        lines = [_fmt(svc, n, w) for n, w in open_windows]
+        if not lines:
+            lines = ["No maintenance window is open."]
+        if yaml_names:
+            lines.append("Scheduled in alerts.yaml: " + ", ".join(yaml_names))
+        return "\n".join(lines)
+    if not is_admin(who, app_deps.settings.access):
+        app_deps.audit.record(
+            AuditEvent(
+                at=now,
+                kind="maintenance",
+                actor=who.user,
+                outcome="denied",
+                tool="/maint",
+                intent=app_deps.redactor.text(msg.text),
+                reason="no admin role",
+            )
+        )
+        return f"/maint {cmd.args[0]} needs an admin role; {who.user} has {', '.join(who.roles) or 'none'}."
+    number: int | None = None
+    if cmd.args[0] == "off" and len(cmd.args) == 2 and cmd.args[1].lstrip("#").isdigit():
+        number = int(cmd.args[1].lstrip("#"))
+        parsed: MaintOn | MaintOff = MaintOff(None)
+    else:
+        try:
+            parsed = parse_maint_command("/maint " + cmd.rest, now, who.user)
+        except ValueError as exc:
+            return str(exc)
+    change = svc.apply_maint(parsed, who.user, number)
+    if change.opened:
+        n, w = change.opened[0]
+        return f"Maintenance {_fmt(svc, n, w)} is on: alerts in scope are recorded, not pushed."
+    if not change.closed:
+        return "No open maintenance window matched; nothing changed."
+    return f"Closed {len(change.closed)} maintenance window(s); alerts are pushed again."

@@ -1,0 +1,237 @@
+"""The alerts feature in a whole bot: events → jobs → robot sink; /maint; the webhook over HTTP; the tool."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from sqlalchemy import select
+from starlette.testclient import TestClient
+
+from agent.clock import FakeClock
+from agent.schema import alert_outbox
+from agent.server import create_server
+from agent.session import Inbound
+from integrations.fakes.llm_server import ScriptedLLM, call, say
+from tests.alerts.feature_support import (  # noqa: F401  (fixtures)
+    KEY,
+    KEY_PROD,
+    SECRET,
+    AlertsApp,
+    Sinks,
+    alerts_app,
+    failure,
+    job,
+    run_jobs,
+    sinks,
+    svc,
+)
+
+
+def ask(app, text: str, user: str = "dave", conv: str = "c1") -> str:  # type: ignore[no-untyped-def]
+    return app.session.handle(Inbound(user, conv, text))
+
+
+def test_fed_events_become_exactly_the_expected_wecom_messages(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str
+) -> None:
+    app = alerts_app(db_url)
+    s = svc(app)
+    core = {"project": "etl", "workflow": "order_sync", "workflow_code": 1001, "environment": "prod"}
+    records = s.feed(
+        [
+            failure(clock, instance_id=501, task="extract", host="10.0.0.11:1234", **core),
+            failure(clock, instance_id=501, task="load", host="10.0.0.12:1234", **core),
+            failure(clock, instance_id=601),
+            failure(clock, instance_id=701, state="RUNNING_EXECUTION", retry_times=1, max_retry_times=3),
+            failure(clock, instance_id=801, state="STOP", task_state="KILL"),
+            failure(clock, instance_id=601),  # the same report again (a re-poll)
+        ]
+    )
+    assert [r.reason.value for r in records] == [
+        "new_instance",
+        "joined_instance",
+        "new_instance",
+        "retry_pending",
+        "user_stop",
+        "duplicate_event",
+    ]
+    run_jobs(app)
+    assert sinks.robot.all_messages() == []  # held 10 s so sibling tasks can join
+    clock.advance(11)
+    run_jobs(app)
+    run_jobs(app)  # a second pass sends nothing new
+    prod, default = sinks.robot_texts(KEY_PROD), sinks.robot_texts(KEY)
+    assert len(prod) == 1 and len(default) == 1
+    assert "<@zhangsan>" in prod[0] and "<@lisi>" in prod[0] and "order_sync" in prod[0]
+    assert "extract" in prod[0] and "load" in prod[0] and "501" in prod[0]  # one message per instance
+    assert "user_profile_test" in default[0] and "<@" not in default[0]  # P1: no @
+    assert sinks.smtp.mails == []
+    # every decision is recorded with its reason, every push audited with status and body, key redacted
+    reasons = [r["reason"] for r in s.records.rows()]
+    assert reasons.count("sent") == 2 and "retry_pending" in reasons and "user_stop" in reasons
+    pushes = app.deps.audit.search(kind="alert_push")
+    assert len(pushes) == 2 and all(p["outcome"] == "sent" for p in pushes)
+    for p in pushes:
+        assert p["detail"]["http_status"] == 200 and '"errcode": 0' in p["detail"]["body"]
+        assert KEY not in json.dumps(p, default=str) and KEY_PROD not in json.dumps(p, default=str)
+
+
+def test_maint_on_suppresses_then_expires_with_audit(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str
+) -> None:
+    app = alerts_app(db_url)
+    assert "needs an admin role" in ask(app, "/maint on 30m", user="alice")
+    assert "No maintenance window is open" in ask(app, "/maint", user="alice")
+    reply = ask(app, "/maint on 30m")
+    assert "is on" in reply and "#1 all" in reply
+    assert "#1 all" in ask(app, "/maint", user="alice")
+    records = svc(app).feed([failure(clock, instance_id=11)])
+    assert [r.reason.value for r in records] == ["maintenance"]
+    clock.advance(minutes=29)
+    run_jobs(app)
+    clock.advance(minutes=2)  # the window ran out
+    run_jobs(app)
+    assert sinks.robot.all_messages() == []  # what fell inside the window was never pushed
+    assert [r.reason.value for r in svc(app).feed([failure(clock, instance_id=12)])] == ["new_instance"]
+    clock.advance(11)
+    run_jobs(app)
+    texts = sinks.robot_texts()
+    assert len(texts) == 1 and "12" in texts[0]
+    audit = app.deps.audit.search(kind="maintenance")
+    assert sorted((a["outcome"], a["actor"]) for a in audit) == [
+        ("denied", "alice"),
+        ("expired", "system"),
+        ("on", "dave"),
+    ]
+    run_jobs(app)
+    assert len(app.deps.audit.search(kind="maintenance")) == 3  # expiry audited once
+
+
+def test_maint_off_by_number_and_scope(alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str) -> None:
+    app = alerts_app(db_url)
+    ask(app, "/maint on 2h host:10.0.0.1")
+    clock.advance(1)
+    ask(app, "/maint on 1h workflow:user_profile_test")
+    listing = ask(app, "/maint")
+    assert "#1 host:10.0.0.1" in listing and "#2 workflow:user_profile_test" in listing
+    assert "needs an admin role" in ask(app, "/maint off 1", user="bob")
+    assert "Closed 1" in ask(app, "/maint off 1")
+    assert "No open maintenance window matched" in ask(app, "/maint off 1")
+    assert [r.reason.value for r in svc(app).feed([failure(clock, instance_id=5)])] == ["maintenance"]
+    assert "Closed 1" in ask(app, "/maint off workflow:user_profile_test")
+    assert [r.reason.value for r in svc(app).feed([failure(clock, instance_id=6)])] == ["new_instance"]
+    assert "usage: /maint on" in ask(app, "/maint on forever")
+    outcomes = [a["outcome"] for a in app.deps.audit.search(kind="maintenance")]
+    assert sorted(outcomes) == ["denied", "off", "off", "on", "on"]
+
+
+ITEMS = [
+    {
+        "projectName": "etl",
+        "processId": 345,
+        "processDefinitionCode": 1001,
+        "processName": "order_sync-1-20261202170000123",
+        "taskName": "load",
+        "taskType": "SHELL",
+        "taskState": "FAILURE",
+        "taskHost": "10.0.0.11:1234",
+    },
+    {
+        "projectName": "etl",
+        "processId": 345,
+        "processName": "order_sync-1-20261202170000123",
+        "taskName": "index",
+        "taskType": "SQL",
+        "taskState": "FAILURE",
+        "taskHost": "10.0.0.12:1234",
+    },
+]
+
+
+def test_webhook_route_over_http(alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str) -> None:
+    app = alerts_app(db_url)
+    client = TestClient(create_server(app, with_scheduler=False))
+    body = {"title": "process failed", "msg": json.dumps(ITEMS)}
+    url = "/hooks/dolphinscheduler"
+    assert client.post(url, json=body, headers={"X-Xihe-Token": "wrong"}).status_code == 401
+    assert client.post(url, json=body).status_code == 401
+    bad = client.post(url, content=b"{not json", headers={"X-Xihe-Token": SECRET})
+    assert bad.status_code == 400 and "not UTF-8 JSON" in bad.json()["error"]
+    missing = client.post(url, json={"msg": json.dumps([{"taskName": "x"}])}, headers={"X-Xihe-Token": SECRET})
+    assert missing.status_code == 400 and "processId" in missing.json()["error"]
+    ok = client.post(url, json=body, headers={"X-Xihe-Token": SECRET})
+    assert ok.status_code == 200
+    assert (ok.json()["events"], ok.json()["pushed"], ok.json()["duplicates"]) == (2, 1, 0)
+    again = client.post(url, json=body, headers={"Authorization": f"Bearer {SECRET}"})  # DS retried the post
+    assert again.status_code == 200 and again.json()["duplicates"] == 2 and again.json()["pushed"] == 0
+    clock.advance(11)
+    run_jobs(app)
+    run_jobs(app)
+    prod = sinks.robot_texts(KEY_PROD)
+    assert len(prod) == 1 and "load" in prod[0] and "index" in prod[0] and "345" in prod[0]
+    with app.deps.engine.connect() as conn:
+        assert len(conn.execute(select(alert_outbox.c.key)).all()) == 1
+    rejected = app.deps.audit.search(kind="webhook")
+    assert len(rejected) == 4 and all(r["outcome"] == "rejected" for r in rejected)
+    assert all(SECRET not in json.dumps(r, default=str) for r in rejected)
+
+
+def test_send_wecom_alert_waits_for_confirm_then_lands_in_the_robot_sink(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, llm: ScriptedLLM, db_url: str
+) -> None:
+    args = {
+        "channel": "default",
+        "title": "order_sync is late",
+        "markdown": "**order_sync** has not finished.\nPing <@everyone> please",
+        "mentions": ["zhangsan"],
+    }
+    app = alerts_app(db_url, script=[call("send_wecom_alert", **args), say("Alert queued.")])
+    spec = app.registry.get("send_wecom_alert")
+    assert spec.risk == "write"
+    assert spec.schema()["function"]["parameters"]["properties"]["channel"]["enum"] == ["default", "prod"]
+    reply = ask(app, "tell the default group that order_sync is late", user="alice")
+    assert "/confirm" in reply
+    run_jobs(app)
+    assert svc(app).outbox.rows() == [] and sinks.robot.all_messages() == []  # nothing before the yes
+    assert ask(app, "/confirm", user="alice") == "Alert queued."
+    rows = svc(app).outbox.rows()
+    assert len(rows) == 1 and rows[0].key.startswith("manual:") and rows[0].key.endswith(":P0:default")
+    assert sinks.robot.all_messages() == []  # queued, not posted around the outbox
+    run_jobs(app)
+    texts = sinks.robot_texts()
+    assert len(texts) == 1
+    assert texts[0].startswith("## order_sync is late") and texts[0].endswith("<@zhangsan>")
+    assert "<@everyone>" not in texts[0]  # only the mentions argument pages anyone
+    step = [s for s in app.deps.tasks.steps(1) if s.tool_name == "send_wecom_alert" and s.status == "done"]
+    assert step and rows[0].key in (step[0].output_text or "")
+    assert svc(app).outbox.get(rows[0].key).sent_via == "robot"  # type: ignore[union-attr]
+    llm.assert_consumed()
+
+
+def test_without_alerts_yaml_nothing_is_installed(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(with_llm=False)
+    assert "alerts" not in app.deps.services and "send_wecom_alert" not in app.registry
+    assert "Unknown command /maint" in app.session.handle(Inbound("dave", "c", "/maint"))
+
+
+def test_delivery_falls_back_to_mail_and_the_health_is_shared(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str
+) -> None:
+    app = alerts_app(db_url)
+    sinks.robot.fail_for(600, "http500")
+    svc(app).feed([failure(clock, instance_id=100 + i, host=f"10.1.{i}.1:1", error=f"e{'x' * i}") for i in range(4)])
+    clock.advance(11)
+    for _ in range(3):
+        run_jobs(app)
+        clock.advance(31)
+    assert svc(app).health.get("default").mode == "email"
+    other = alerts_app(db_url)  # another replica (or a restart) sees the same channel state
+    assert svc(other).health.get("default").mode == "email"
+    for _ in range(6):
+        run_jobs(other)
+        clock.advance(timedelta(seconds=61).total_seconds())
+    assert all(r.status == "sent" for r in svc(other).outbox.rows())
+    assert len(sinks.smtp.mails) == 4 and sinks.robot.all_messages() == []
+    failed = app.deps.audit.search(kind="alert_push", outcome="failed")
+    assert failed and all(f["detail"]["http_status"] == 500 for f in failed if f["tool"] == "wecom_robot")
