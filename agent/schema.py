@@ -358,6 +358,53 @@ plan_change = Table(
 )
 Index("ix_plan_change_task", plan_change.c.task_id, plan_change.c.id)
 
+# ---- dolphinscheduler (migration 4) ------------------------------------------------------------
+# Which DolphinScheduler runs is the bot following, for which conversation, and which replica polls
+# each one now? One row per started run or serial backfill, keyed by its startParams marker.
+ds_watch = Table(
+    "ds_watch",
+    metadata,
+    Column("key", String(200), primary_key=True),  # marker "<task>:<step>" carried in startParams
+    Column("task_id", String(40), nullable=False),
+    Column("conversation", String(200), nullable=False),  # where the final state is reported
+    Column("project", String(200), nullable=False),
+    Column("project_code", BigInteger, nullable=False),
+    Column("workflow", String(200), nullable=False),
+    Column("definition_code", BigInteger, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),  # when the start was sent (discovery bound)
+    Column("next_poll_at", UTCDateTime, nullable=False),
+    Column("done", Boolean, nullable=False, default=False),
+    Column("state", JSON, nullable=False),  # the rest of the Watch: instance ids, states, backoff ...
+    Column("lease_owner", String(120)),  # the replica polling it in this cycle
+    Column("lease_expires_at", UTCDateTime),
+    Column("notified_at", UTCDateTime),  # last progress message (throttle)
+    Column("notified_text", Text),
+    Column("schema_version", Integer, nullable=False, default=1),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_ds_watch_due", ds_watch.c.done, ds_watch.c.next_poll_at)
+
+# Which DolphinScheduler definition does a workflow name mean, with what code, and is it online?
+ds_catalog = Table(
+    "ds_catalog",
+    metadata,
+    Column("project", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("code", BigInteger, nullable=False),
+    Column("project_code", BigInteger, nullable=False),
+    Column("release_state", String(20), nullable=False),  # ONLINE | OFFLINE
+    Column("synced_at", UTCDateTime, nullable=False),
+)
+
+# When did the last name sync finish? (one row; replicas' syncs also take turns on it)
+ds_catalog_sync = Table(
+    "ds_catalog_sync",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("synced_at", UTCDateTime),
+)
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 
@@ -380,6 +427,11 @@ MIGRATIONS: list[Migration] = [
         _create(alert_state, alert_outbox, alert_maintenance, alert_channel, alert_robot, alert_event),
     ),
     (3, "wecom inbox (MsgId de-duplication) and AI-bot streams", _create(wecom_inbox, wecom_stream)),
+    (
+        4,
+        "dolphinscheduler: watched runs, workflow name catalog",
+        _create(ds_watch, ds_catalog, ds_catalog_sync),
+    ),
     (5, "long tasks: plan items and plan changes", _create(plan_item, plan_change)),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables above this list, in its own banner block, and adds its entry here.

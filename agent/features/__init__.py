@@ -22,6 +22,7 @@ FEATURES: tuple[str, ...] = (
     "agent.features.shell",
     "agent.features.alerts",
     "agent.features.code",
+    "agent.features.dolphin",
     "agent.features.wecom",
     "agent.features.ops",
 )
