@@ -14,6 +14,7 @@ from agent.alerts.state import InMemoryAlertStateStore
 from agent.events import FailureEvent
 from config.alerts import AlertsConfig
 from config.workflows import WorkflowsConfig
+from tests.alerts.feature_support import alerts_app, sinks  # noqa: F401  (fixtures of the feature tests)
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 

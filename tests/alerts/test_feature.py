@@ -8,27 +8,17 @@ from datetime import timedelta
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
+from agent.app import App
 from agent.clock import FakeClock
 from agent.schema import alert_outbox
 from agent.server import create_server
 from agent.session import Inbound
 from integrations.fakes.llm_server import ScriptedLLM, call, say
-from tests.alerts.feature_support import (  # noqa: F401  (fixtures)
-    KEY,
-    KEY_PROD,
-    SECRET,
-    AlertsApp,
-    Sinks,
-    alerts_app,
-    failure,
-    job,
-    run_jobs,
-    sinks,
-    svc,
-)
+from tests.alerts.feature_support import KEY, KEY_PROD, SECRET, AlertsApp, Sinks, failure, run_jobs, svc
+from tests.conftest import MakeApp
 
 
-def ask(app, text: str, user: str = "dave", conv: str = "c1") -> str:  # type: ignore[no-untyped-def]
+def ask(app: App, text: str, user: str = "dave", conv: str = "c1") -> str:
     return app.session.handle(Inbound(user, conv, text))
 
 
@@ -108,7 +98,9 @@ def test_maint_on_suppresses_then_expires_with_audit(
     assert len(app.deps.audit.search(kind="maintenance")) == 3  # expiry audited once
 
 
-def test_maint_off_by_number_and_scope(alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str) -> None:
+def test_maint_off_by_number_and_scope(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str
+) -> None:
     app = alerts_app(db_url)
     ask(app, "/maint on 2h host:10.0.0.1")
     clock.advance(1)
@@ -158,7 +150,9 @@ def test_webhook_route_over_http(alerts_app: AlertsApp, sinks: Sinks, clock: Fak
     assert client.post(url, json=body).status_code == 401
     bad = client.post(url, content=b"{not json", headers={"X-Xihe-Token": SECRET})
     assert bad.status_code == 400 and "not UTF-8 JSON" in bad.json()["error"]
-    missing = client.post(url, json={"msg": json.dumps([{"taskName": "x"}])}, headers={"X-Xihe-Token": SECRET})
+    missing = client.post(
+        url, json={"msg": json.dumps([{"taskName": "x"}])}, headers={"X-Xihe-Token": SECRET}
+    )
     assert missing.status_code == 400 and "processId" in missing.json()["error"]
     ok = client.post(url, json=body, headers={"X-Xihe-Token": SECRET})
     assert ok.status_code == 200
@@ -209,7 +203,7 @@ def test_send_wecom_alert_waits_for_confirm_then_lands_in_the_robot_sink(
     llm.assert_consumed()
 
 
-def test_without_alerts_yaml_nothing_is_installed(make_app) -> None:  # type: ignore[no-untyped-def]
+def test_without_alerts_yaml_nothing_is_installed(make_app: MakeApp) -> None:
     app = make_app(with_llm=False)
     assert "alerts" not in app.deps.services and "send_wecom_alert" not in app.registry
     assert "Unknown command /maint" in app.session.handle(Inbound("dave", "c", "/maint"))
@@ -220,7 +214,9 @@ def test_delivery_falls_back_to_mail_and_the_health_is_shared(
 ) -> None:
     app = alerts_app(db_url)
     sinks.robot.fail_for(600, "http500")
-    svc(app).feed([failure(clock, instance_id=100 + i, host=f"10.1.{i}.1:1", error=f"e{'x' * i}") for i in range(4)])
+    svc(app).feed(
+        [failure(clock, instance_id=100 + i, host=f"10.1.{i}.1:1", error=f"e{'x' * i}") for i in range(4)]
+    )
     clock.advance(11)
     for _ in range(3):
         run_jobs(app)

@@ -16,7 +16,6 @@ from agent.alerts.maintenance import MaintenanceWindow, MaintScope
 from agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
 from agent.alerts.outbox import InMemoryOutbox, OutboxRow
 from agent.alerts.ratelimit import RateLimiter
-from agent.alerts.state import NS_FP, NS_INSTANCE, NS_SEEN, InMemoryAlertStateStore, InstanceState, Window
 from agent.alerts.sql import (
     SqlAlertStateStore,
     SqlAlertStores,
@@ -26,6 +25,7 @@ from agent.alerts.sql import (
     SqlRateLimiter,
     SqlRecordSink,
 )
+from agent.alerts.state import NS_FP, NS_INSTANCE, NS_SEEN, InMemoryAlertStateStore, InstanceState, Window
 from agent.db import make_engine, open_store_engine
 from tests.alerts.conftest import T0, WORKFLOWS, config, event
 from tests.conftest import PG_URL, reset_postgres
@@ -222,7 +222,9 @@ def test_health_without_mail_never_switches(health):
 
 def test_health_survives_a_new_store(stores):
     SqlChannelHealth(stores).failure("default", T0, 1, True)
-    fresh = SqlChannelHealth(SqlAlertStores(make_engine(stores.engine.url.render_as_string(hide_password=False))))
+    fresh = SqlChannelHealth(
+        SqlAlertStores(make_engine(stores.engine.url.render_as_string(hide_password=False)))
+    )
     assert fresh.get("default").mode == "email"
 
 
@@ -300,7 +302,11 @@ def test_records_and_unit_rollback(stores):
     assert state.get(NS_SEEN, "inside") is None  # nothing of a failed unit is kept
     rows = sink.rows()
     assert len(rows) == 1
-    assert (rows[0]["reason"], rows[0]["detail"], rows[0]["holder"]) == ("maintenance", "nightly", "replica-1")
+    assert (rows[0]["reason"], rows[0]["detail"], rows[0]["holder"]) == (
+        "maintenance",
+        "nightly",
+        "replica-1",
+    )
 
 
 # ---- the pipeline itself: SQL stores decide exactly like the in-memory reference ------------------
@@ -333,7 +339,7 @@ def _run(make: Callable[[], tuple[Any, Any]]) -> tuple[list[tuple[str, str]], li
 
     state, outbox = make()
     p = Pipeline(config(instance_wait_seconds=10), WORKFLOWS, state, outbox)
-    recs = []
+    recs: list[tuple[str, str]] = []
     for e in _storm():
         recs.extend((r.event_key, r.reason.value) for r in p.feed(e, e.at).records)
     p.tick(T0 + 60 * MIN)
