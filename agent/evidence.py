@@ -99,12 +99,14 @@ def _artifact(ev: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 
 def _command(ev: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    step = _find_step(ev, ctx)
+    step = find_step(ev, ctx)
     if step.status != "done":
         raise ToolFailed(f"step {step.step_key} ({step.tool_name}) did not finish successfully")
-    code = exit_code_of(_output(step, ctx))
+    code = exit_code_of(step_output(step, ctx))
     if code is None:
-        raise ToolFailed(f"step {step.step_key} ({step.tool_name}) reports no exit code; it is not a command result")
+        raise ToolFailed(
+            f"step {step.step_key} ({step.tool_name}) reports no exit code; it is not a command result"
+        )
     if code != 0:
         raise ToolFailed(f"step {step.step_key} ({step.tool_name}) exited with code {code}, not 0")
     return {
@@ -118,7 +120,7 @@ def _command(ev: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-def _find_step(ev: dict[str, Any], ctx: ToolContext) -> TaskStep:
+def find_step(ev: dict[str, Any], ctx: ToolContext) -> TaskStep:
     """The step named by `step` (tool:n:i) or by the model's own `tool_call_id`, in this task only."""
     latest = ctx.deps.tasks.latest(ctx.task_id)
     key = str(ev.get("step") or "")
@@ -139,7 +141,7 @@ def _find_step(ev: dict[str, Any], ctx: ToolContext) -> TaskStep:
     return step
 
 
-def _output(step: TaskStep, ctx: ToolContext) -> str:
+def step_output(step: TaskStep, ctx: ToolContext) -> str:
     if step.output_ref:
         found = ctx.deps.artifacts.get(step.output_ref)
         if found is not None:

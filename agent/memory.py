@@ -53,8 +53,8 @@ def _fact(row: Any) -> Fact:
 
 
 def normalize_key(key: str) -> str:
-    """Keys compare case-insensitively with whitespace collapsed (`A3003 : reason` = `a3003:reason`)."""
-    return re.sub(r"\s*:\s*", ":", re.sub(r"\s+", " ", key.strip())).lower()[:MAX_KEY]
+    """Keys compare with whitespace collapsed (`A3003 : reason` = `A3003:reason`)."""
+    return re.sub(r"\s*:\s*", ":", re.sub(r"\s+", " ", key.strip()))[:MAX_KEY]
 
 
 class MemoryStore:

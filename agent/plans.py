@@ -17,6 +17,7 @@ Evidence is checked by `agent.evidence` before `complete` is called; this module
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,6 +26,7 @@ from sqlalchemy import Connection, Engine, and_, exists, insert, or_, select, te
 
 from agent.errors import TaskStateError
 from agent.schema import plan_change, plan_item
+from agent.tasks import Task, TaskStore
 
 STATUSES = ("pending", "in_progress", "completed", "failed", "cancelled")
 OPEN = ("pending", "in_progress")
@@ -133,10 +135,7 @@ class PlanStore:
             rows = conn.execute(
                 select(plan_change).where(plan_change.c.task_id == task_id).order_by(plan_change.c.id)
             )
-            return [
-                PlanChange(r.seq, r.change, r.actor, r.reason, r.detail, r.at)
-                for r in rows
-            ]
+            return [PlanChange(r.seq, r.change, r.actor, r.reason, r.detail, r.at) for r in rows]
 
     def plans_with_open_items(self, task_ids: list[int]) -> list[int]:
         """Which of these tasks have a plan with open items."""
@@ -197,11 +196,21 @@ class PlanStore:
             _log(conn, task_id, seq, "added", actor, None, {"description": description}, now)
         return self.get(task_id, seq)
 
-    def claim(self, task_id: int, seq: int, owner: str, now: datetime, lease: timedelta) -> PlanItem:
+    def claim(
+        self,
+        task_id: int,
+        seq: int,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        *,
+        abandoned: Collection[str] = (),
+    ) -> PlanItem:
         """Take the item for `owner` (or renew its own claim); PlanError says why not.
 
-        One conditional UPDATE: the item must be pending, or in progress under an expired lease or
-        already ours, and every dependency must be completed, all checked in the same statement.
+        One conditional UPDATE: the item must be pending, or in progress under an expired lease, held
+        by an `abandoned` owner (a finished task) or already ours, and every dependency must be
+        completed, all checked in the same statement.
         """
         item = self.get(task_id, seq)  # depends_on never changes after add, so reading it first is safe
         dep = plan_item.alias("dep")
@@ -216,7 +225,11 @@ class PlanStore:
             plan_item.c.status == "pending",
             and_(
                 plan_item.c.status == "in_progress",
-                or_(plan_item.c.owner == owner, plan_item.c.lease_expires_at < now),
+                or_(
+                    plan_item.c.owner == owner,
+                    plan_item.c.lease_expires_at < now,
+                    plan_item.c.owner.in_(list(abandoned) or [""]),
+                ),
             ),
         )
         with self.engine.begin() as conn:
@@ -382,6 +395,34 @@ def _log(
             task_id=task_id, seq=seq, change=change, actor=actor, reason=reason, detail=detail, at=now
         )
     )
+
+
+def active_plan(plans: PlanStore, tasks: TaskStore, task: Task) -> int:
+    """The plan a task works on: its own, else the newest open plan of its owner in its conversation."""
+    if plans.items(task.id):
+        return task.id
+    recent = tasks.recent(owner=task.owner, conversation=task.conversation, limit=20)
+    open_plans = plans.plans_with_open_items([t.id for t in recent if t.id != task.id])
+    return max(open_plans) if open_plans else task.id
+
+
+def worker(task_id: int) -> str:
+    """The claim owner a task works under."""
+    return f"task:{task_id}"
+
+
+def abandoned_owners(items: list[PlanItem], tasks: TaskStore) -> set[str]:
+    """Holders of in-progress items that are tasks already finished (they will never complete them)."""
+    out: set[str] = set()
+    for item in items:
+        if item.status == "in_progress" and item.owner and item.owner.startswith("task:"):
+            try:
+                holder = tasks.get(int(item.owner.split(":", 1)[1]))
+            except (ValueError, TaskStateError):
+                continue
+            if holder.status in ("done", "failed", "cancelled"):
+                out.add(item.owner)
+    return out
 
 
 def open_count(items: list[PlanItem]) -> int:

@@ -32,6 +32,7 @@ SECTIONS: dict[str, tuple[str, type[BaseModel] | str]] = {
     "shell.yaml": ("shell", "config.shell:ShellConfig"),
     "code.yaml": ("code", "config.code:CodeConfig"),
     "dolphin.yaml": ("dolphin", "config.dolphin:DolphinConfig"),
+    "longtask.yaml": ("longtask", "config.longtask:LongTaskConfig"),
     "ops.yaml": ("ops", "config.ops:OpsConfig"),
     "ui.yaml": ("ui", "config.ui:UiConfig"),
 }

@@ -25,6 +25,7 @@ FEATURES: tuple[str, ...] = (
     "agent.features.dolphin",
     "agent.features.wecom",
     "agent.features.ops",
+    "agent.features.longtask",
 )
 
 
