@@ -1,0 +1,217 @@
+"""DolphinScheduler in chat: tools, `/run` `/status` `/rerun` `/stop`, run watching and the name sync.
+
+Active when config/dolphin.yaml exists and the credentials it names are set. Then:
+
+- tools (tools/dolphin.py): trigger_dolphinscheduler, query_ds_task_status, ds_failed_tasks,
+  rerun_failed, stop_run; the gate sees each write's workflow environment (workflows.yaml);
+- commands that go through `session.run_tool` (same registry, gate, confirmation and audit):
+      /run order_sync 2026-12-01..2026-12-03    /status 101    /rerun 101    /stop 101
+- jobs: `ds_poll` polls the claimed watch rows (`run_poll_cycle` over the SQL store), posts
+  progress (throttled) and the final state to the conversation that started the run, and hands
+  FailureEvents to `services["alerts"]` when the alert pipeline is installed; `ds_catalog_sync`
+  refreshes name → code and release state.
+
+Delivery is at most once per outcome: the watch row is saved (lease released) before the
+messages go out, so a crash in between loses that message rather than repeating it forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from agent.commands import Command
+from agent.ds_watch import Finished, NotFound, PollResult, Progress, run_poll_cycle
+from agent.errors import ConfigError
+from agent.events import FailureEvent
+from agent.features import Job
+from config.dolphin import DolphinConfig, credentials
+
+if TYPE_CHECKING:
+    from agent.app import App
+    from agent.deps import Deps
+    from agent.gate import Who
+    from agent.registry import ToolSpec
+    from agent.session import Inbound, Session
+    from tools.ds_service import DolphinService
+
+log = logging.getLogger("xihe.dolphin")
+
+PROGRESS_EVERY = timedelta(minutes=5)  # at most one progress message per run in this window
+ICONS = {"SUCCESS": "✅", "FAILURE": "❌", "STOP": "⏹️", "PAUSE": "⏸️", "BLOCK": "⛔"}
+
+HELP = [
+    (
+        "/run WORKFLOW [DATES]",
+        "start a DolphinScheduler workflow, or backfill dates (2026-12-01..2026-12-03, 昨天)",
+    ),
+    ("/status INSTANCE", "state, task progress and duration of a workflow run"),
+    ("/rerun INSTANCE", "rerun a failed run from its failed tasks"),
+    ("/stop INSTANCE", "stop a running workflow run"),
+]
+
+
+def _config(deps: Deps) -> DolphinConfig | None:
+    """The dolphin section when it is configured and its credentials are present."""
+    cfg: DolphinConfig | None = deps.settings.section("dolphin")
+    if cfg is None:
+        return None
+    try:
+        credentials(cfg)
+    except ConfigError as exc:
+        log.warning("DolphinScheduler is configured but disabled: %s", exc)
+        return None
+    return cfg
+
+
+def tools(deps: Deps) -> list[ToolSpec]:
+    """The DS tools, when dolphin.yaml is configured."""
+    if _config(deps) is None:
+        return []
+    from tools.dolphin import SPECS
+
+    return list(SPECS)
+
+
+def install(app: App) -> None:
+    """The service, the commands and their help lines."""
+    cfg = _config(app.deps)
+    if cfg is None:
+        return
+    from tools.ds_service import build_service
+
+    app.deps.services["dolphin"] = build_service(app.deps, cfg)
+    session = app.session
+    session.commands.update({"run": _run, "status": _status, "rerun": _rerun, "stop": _stop})
+    session.help_lines.extend(HELP)
+
+
+def jobs(app: App) -> list[Job]:
+    """Poll watched runs; keep the name catalog fresh."""
+    svc = app.deps.services.get("dolphin")
+    if svc is None:
+        return []
+    tick = max(1.0, min(svc.config.poll.interval_seconds / 3, 15.0))
+    return [
+        Job("ds_poll", "agent.features.dolphin:poll_watches", tick),
+        Job("ds_catalog_sync", "agent.features.dolphin:sync_names", 600),
+    ]
+
+
+# ---- commands --------------------------------------------------------------------------------
+
+
+def _run(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    if not cmd.args:
+        return "Usage: /run WORKFLOW [DATES], e.g. `/run order_sync 2026-12-01..2026-12-03` or `/run 订单同步 昨天`."
+    args: dict[str, object] = {"workflow": cmd.args[0], "dates": " ".join(cmd.args[1:])}
+    return session.run_tool(who, msg, "trigger_dolphinscheduler", args).reply
+
+
+def _instance_command(tool: str, verb: str) -> Any:
+    def handler(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+        if not cmd.args or not cmd.args[0].lstrip("#").isdigit():
+            return f"Usage: /{verb} INSTANCE [PROJECT], e.g. /{verb} 101."
+        args: dict[str, object] = {"instance_id": int(cmd.args[0].lstrip("#"))}
+        if len(cmd.args) > 1:
+            args["project"] = cmd.args[1]
+        return session.run_tool(who, msg, tool, args).reply
+
+    return handler
+
+
+_status = _instance_command("query_ds_task_status", "status")
+_rerun = _instance_command("rerun_failed", "rerun")
+_stop = _instance_command("stop_run", "stop")
+
+
+# ---- jobs ------------------------------------------------------------------------------------
+
+
+def _failure_lines(events: Sequence[FailureEvent]) -> list[str]:
+    lines = []
+    for e in events:
+        if not e.task:
+            lines.append(f"- {e.error}")
+            continue
+        lines.append(
+            f"- task **{e.task}** {e.task_state} on {e.host or '?'} "
+            f"(retries {e.retry_times}/{e.max_retry_times}): {e.error}"
+        )
+    return lines
+
+
+def finished_text(outcome: Finished, events: Sequence[FailureEvent]) -> str:
+    """The message for a run that reached a final state."""
+    text = f"{ICONS.get(outcome.state, 'ℹ️')} {outcome.summary}."
+    if outcome.state == "FAILURE":
+        mine = [e for e in events if e.instance_id == outcome.instance.id]
+        text += "\n" + "\n".join(_failure_lines(mine)) if mine else ""
+        text += f"\n`/rerun {outcome.instance.id}` reruns the failed tasks."
+    return text
+
+
+def progress_text(outcome: Progress) -> str:
+    """A short progress line, e.g. "⏳ order_sync instance 101 for 2026-12-01 RUNNING, 1/3 tasks done"."""
+    return "⏳ " + outcome.summary.replace("RUNNING_EXECUTION", "RUNNING")
+
+
+def _hand_to_alerts(app: App, events: list[FailureEvent], now: datetime) -> None:
+    alerts = app.deps.services.get("alerts")
+    if alerts is None or not events:
+        return
+    if hasattr(alerts, "feed_batch"):
+        alerts.feed_batch(events, now)
+    else:
+        for event in events:
+            alerts.feed(event, now)
+
+
+def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) -> None:
+    """Post outcomes to their conversations and failures to the alert pipeline; one failure never blocks the rest."""
+    for outcome in result.outcomes:
+        conversation = outcome.watch.conversation
+        try:
+            if isinstance(outcome, Finished):
+                app.deps.notify(conversation, finished_text(outcome, result.events))
+            elif isinstance(outcome, Progress):
+                text = progress_text(outcome)
+                if svc.watches.progress_note(outcome.watch.key, text, now, PROGRESS_EVERY):
+                    app.deps.notify(conversation, text)
+            elif isinstance(outcome, NotFound):
+                app.deps.notify(conversation, f"⚠️ {outcome.summary}; I stopped watching it.")
+        except Exception:
+            log.exception("could not post a DolphinScheduler outcome to %s", conversation)
+    try:
+        _hand_to_alerts(app, result.events, now)
+    except Exception:
+        log.exception("the alert pipeline refused %d DolphinScheduler event(s)", len(result.events))
+    for error in result.errors:
+        log.warning("DolphinScheduler poll: %s", error)
+
+
+def poll_watches(app: App) -> PollResult | None:
+    """The `ds_poll` job: claim due watches, poll them with few requests, save, then report."""
+    svc: DolphinService | None = app.deps.services.get("dolphin")
+    if svc is None:
+        return None
+    now = app.deps.clock()
+    try:
+        result = run_poll_cycle(svc.watches, svc.poll_client, now, svc.policy)
+    except Exception:
+        svc.watches.release()  # let the next cycle (here or on another replica) take them at once
+        raise
+    deliver(app, svc, result, now)
+    return result
+
+
+def sync_names(app: App) -> int:
+    """The `ds_catalog_sync` job: refresh name → code and release state; returns the entry count."""
+    from tools.ds_service import sync
+
+    svc: DolphinService | None = app.deps.services.get("dolphin")
+    if svc is None:
+        return 0
+    return len(sync(svc, app.deps.clock()))

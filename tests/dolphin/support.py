@@ -1,0 +1,95 @@
+"""Helpers for the DolphinScheduler chat tests: a bot configured against a running DolphinSimulator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.app import App, build_app
+from agent.clock import Clock
+from agent.ds_watch import Watch
+from agent.features.dolphin import poll_watches
+from agent.session import Inbound
+from integrations.fakes.dolphin import DolphinSimulator
+from tests.conftest import CORE_FILES, write_config
+
+WORKFLOWS = {
+    "timezone": "Asia/Shanghai",
+    "workflows": [
+        {
+            "name": "order_sync",
+            "project": "etl",
+            "aliases": ["订单同步"],
+            "environment": "prod",
+            "core": True,
+        },
+        {"name": "broken_sync", "project": "etl", "aliases": ["坏任务"], "environment": "test"},
+        {"name": "long_sync", "project": "etl", "environment": "test"},
+        {"name": "legacy_export", "project": "etl", "environment": "test"},
+        {"name": "flaky_sync", "project": "etl", "environment": "test"},
+        {"name": "daily_backfill", "project": "etl", "environment": "test"},
+    ],
+}
+
+
+def write_ds_config(directory: Path, sim: DolphinSimulator, *, llm_url: str = "") -> Path:
+    """xihe.yaml + access.yaml + dolphin.yaml (pointing at `sim`) + workflows.yaml."""
+    cfg = write_config(directory, llm_url=llm_url, files=CORE_FILES)
+    dolphin = {
+        "base_url": sim.url,
+        "version": sim.version,
+        "token_env": "XIHE_DS_TOKEN",
+        "server_timezone": "UTC",
+        "timeout_seconds": 10,
+        "retries": 0,
+        "poll": {"interval_seconds": 15, "max_interval_seconds": 120},
+    }
+    (cfg / "dolphin.yaml").write_text(yaml.safe_dump(dolphin))
+    (cfg / "workflows.yaml").write_text(yaml.safe_dump(WORKFLOWS, allow_unicode=True))
+    return cfg
+
+
+@dataclass
+class Bot:
+    """A bot wired to a simulator, with everything it posted to conversations."""
+
+    app: App
+    sim: DolphinSimulator
+    sent: list[tuple[str, str]] = field(default_factory=list)
+
+    def say(self, user: str, text: str, conversation: str | None = None) -> str:
+        return self.app.session.handle(Inbound(user, conversation or f"cli:{user}", text, "cli"))
+
+    def watch(self, key: str) -> Watch | None:
+        svc: Any = self.app.deps.services["dolphin"]
+        found: Watch | None = svc.watches.get(key)
+        return found
+
+    def poll_until_done(self, key: str, step: float = 15, limit: float = 7200) -> None:
+        """Move the simulated clock (shared with the bot) and run the poll job until the watch ends."""
+        elapsed = 0.0
+        while elapsed < limit:
+            w = self.watch(key)
+            assert w is not None, f"no watch {key}"
+            if w.done:
+                return
+            self.sim.advance(step)
+            elapsed += step
+            poll_watches(self.app)
+        raise AssertionError(f"watch {key} still running after {limit} s")
+
+    def messages(self, conversation: str, prefix: str = "") -> list[str]:
+        return [t for c, t in self.sent if c == conversation and t.startswith(prefix)]
+
+
+def make_bot(
+    directory: Path, sim: DolphinSimulator, clock: Clock, db: str, *, llm_url: str = "", holder: str = "bot"
+) -> Bot:
+    """Build a bot over `sim` (set XIHE_DS_TOKEN to sim.token first)."""
+    cfg = write_ds_config(directory, sim, llm_url=llm_url)
+    sent: list[tuple[str, str]] = []
+    app = build_app(cfg, clock=clock, database_url=db, holder=holder, notify=lambda c, t: sent.append((c, t)))
+    return Bot(app, sim, sent)

@@ -1,0 +1,233 @@
+"""DolphinScheduler in chat, end to end: scripted LLM → gate → /confirm → simulator over HTTP → poll → reply."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from agent.clock import FakeClock
+from agent.events import FailureEvent
+from agent.features.dolphin import poll_watches
+from integrations.fakes.dolphin import DolphinSimulator
+from integrations.fakes.llm_server import ScriptedLLM, call, say
+from tests.dolphin.conftest import BAD_HOST
+from tests.dolphin.support import Bot, make_bot
+
+YESTERDAY = '{"complementStartDate":"2026-12-01 00:00:00","complementEndDate":"2026-12-01 00:00:00"}'
+
+
+class RecordingAlerts:
+    """Stands in for the alert pipeline service: records what the poller hands over."""
+
+    def __init__(self) -> None:
+        self.fed: list[tuple[FailureEvent, datetime]] = []
+
+    def feed(self, event: FailureEvent, now: datetime) -> None:
+        self.fed.append((event, now))
+
+
+@pytest.fixture
+def bot_for(
+    tmp_path: Path,
+    clock: FakeClock,
+    make_sim: Callable[..., DolphinSimulator],
+    llm: ScriptedLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Callable[..., Bot]]:
+    """Factory: a bot on a fresh simulator sharing the test's FakeClock."""
+    made: list[Bot] = []
+
+    def make(version: str = "3.3", db: str | None = None, *, with_llm: bool = True) -> Bot:
+        sim = make_sim(version, clock=clock)
+        monkeypatch.setenv("XIHE_DS_TOKEN", sim.token)
+        bot = make_bot(
+            tmp_path / f"cfg{len(made)}",
+            sim,
+            clock,
+            db or f"sqlite:///{tmp_path / 'xihe.db'}",
+            llm_url=llm.base_url if with_llm else "",
+        )
+        made.append(bot)
+        return bot
+
+    yield make
+    for bot in made:
+        bot.app.deps.engine.dispose()
+
+
+def ask_id(reply: str) -> int:
+    """The pending action id in a confirmation prompt."""
+    return int(reply.split("`/confirm ")[1].split("`")[0])
+
+
+def test_backfill_yesterday_from_chat_polled_to_success(
+    bot_for: Callable[..., Bot], llm: ScriptedLLM, db_url: str
+) -> None:
+    llm.add(
+        call("trigger_dolphinscheduler", workflow="订单同步", dates="昨天"),
+        say("已提交订单同步 2026-12-01 的补数，实例 101，结束后我会在这里通知你。"),
+    )
+    bot = bot_for("3.3", db_url)
+    ask = bot.say("bob", "把订单同步任务补跑一下昨天的")
+    assert "production environment prod" in ask and "/confirm" in ask
+    assert bot.sim.starts == []  # nothing runs before the yes
+    waiting = bot.say("bob", f"/confirm {ask_id(ask)}")
+    assert "waiting for an approver" in waiting and bot.sim.starts == []
+    ran = bot.say("carol", f"/approve {ask_id(ask)}")
+    assert "it ran: 已提交订单同步" in ran
+
+    (start,) = bot.sim.starts
+    assert start["workflowDefinitionCode"] == "2000000000001"  # 订单同步 → order_sync via the alias
+    assert start["execType"] == "COMPLEMENT_DATA" and start["scheduleTime"] == YESTERDAY
+    assert json.loads(start["startParams"]) == {"xihe_run": "1:tool:1:0"}
+    tool_result = llm.requests[-1]["messages"][-1]["content"]
+    shown = json.loads(tool_result.split("\n", 1)[1])
+    assert shown["instance_ids"] == [101] and shown["workflow"] == "order_sync"
+    assert shown["dates"] == ["2026-12-01"] and shown["environment"] == "prod"
+
+    bot.poll_until_done("1:tool:1:0")
+    progress = bot.messages("cli:bob", "⏳")
+    final = bot.messages("cli:bob", "✅")
+    assert progress and len(progress) == 1  # throttled: one progress message for a 3-minute run
+    assert "order_sync instance 101 for 2026-12-01 RUNNING" in progress[0]
+    assert final == ["✅ order_sync instance 101 for 2026-12-01 ended SUCCESS in 3m 3s."]
+    assert bot.sent[-1] == ("cli:bob", final[0])  # the final reply is the last word in the conversation
+    polls = bot.app.deps.metrics.registry.get_sample_value("xihe_ds_poll_requests_total")
+    assert polls is not None and 0 < polls < 40
+    llm.assert_consumed()
+
+
+def test_failing_workflow_reports_failure_and_feeds_alerts(
+    bot_for: Callable[..., Bot], llm: ScriptedLLM
+) -> None:
+    llm.add(call("trigger_dolphinscheduler", workflow="坏任务", dates="2026-11-30"), say("started"))
+    bot = bot_for("3.2")
+    alerts = RecordingAlerts()
+    bot.app.deps.services.setdefault("alerts", alerts)
+    ask = bot.say("alice", "backfill 坏任务 for 2026-11-30")
+    assert "is a write on test" in ask
+    assert bot.say("alice", "/confirm") == "started"
+    (start,) = bot.sim.starts
+    assert start["processDefinitionCode"] == "2000000000003"
+    bot.poll_until_done("1:tool:1:0")
+
+    (inst,) = bot.sim.instances_of("broken_sync")
+    (failure,) = bot.messages("cli:alice", "❌")
+    assert f"broken_sync instance {inst.id} for 2026-11-30 ended FAILURE" in failure
+    assert f"**load** FAILURE on {BAD_HOST} (retries 1/1)" in failure and "SQLException" in failure
+    assert f"/rerun {inst.id}" in failure
+    (event, _), *rest = alerts.fed
+    assert rest == []
+    assert (event.workflow, event.instance_id, event.task, event.host) == (
+        "broken_sync",
+        inst.id,
+        "load",
+        BAD_HOST,
+    )
+    assert event.environment == "test" and event.log_tail.splitlines()[-1].endswith("exit code 1")
+    assert "SQLException" in event.log_tail
+
+    # the failed tasks, then a rerun from the failed task, watched again in the same conversation
+    failed = bot.say("alice", f"/status {inst.id}")
+    assert f"**broken_sync** #{inst.id} (2026-11-30): FAILURE 2/3 tasks, failed load" in failed
+    rerun_ask = bot.say("alice", f"/rerun {inst.id}")
+    assert "rerun_failed is a write on test" in rerun_ask
+    assert "Rerunning the failed tasks of **broken_sync**" in bot.say("alice", "/confirm")
+    keys = [w.key for w in bot.app.deps.services["dolphin"].watches.active()]
+    assert len(keys) == 1
+    bot.poll_until_done(keys[0])
+    assert bot.messages("cli:alice", "✅") == [
+        f"✅ broken_sync instance {inst.id} for 2026-11-30 ended SUCCESS."
+    ]
+    assert len(alerts.fed) == 1 and bot.sim.instances[inst.id].run_times == 2
+    llm.assert_consumed()
+
+
+@pytest.mark.parametrize("version", ["3.1", "3.2", "3.3"])
+def test_run_command_backfills_a_range_without_the_model(
+    bot_for: Callable[..., Bot], clock: FakeClock, version: str
+) -> None:
+    clock.advance(days=2)  # today is 2026-12-04, so 12-01..12-03 are all in the past
+    bot = bot_for(version, with_llm=False)
+    ask = bot.say("bob", "/run order_sync 2026-12-01..2026-12-03")
+    assert "needs your /confirm and an approver's /approve" in ask
+    bot.say("bob", "/confirm")
+    ran = bot.say("carol", f"/approve {ask_id(ask)}")
+    assert "Started **order_sync** (project etl, prod) for 2026-12-01 … 2026-12-03 (3 dates" in ran
+    (start,) = bot.sim.starts
+    assert start["scheduleTime"] == (
+        '{"complementStartDate":"2026-12-01 00:00:00","complementEndDate":"2026-12-03 00:00:00"}'
+    )
+    bot.poll_until_done("1:tool:1:0", limit=4 * 3600)
+    finals = bot.messages("cli:bob", "✅")
+    assert [m.split(" for ")[1][:10] for m in finals] == ["2026-12-01", "2026-12-02", "2026-12-03"]
+    first = bot.sim.instances_of("order_sync")[0].id
+    status = bot.say("bob", f"/status {first}")
+    assert status.startswith(f"**order_sync** #{first} (2026-12-01): SUCCESS 3/3 tasks")
+
+
+def test_names_that_cannot_run_are_refused_before_asking(bot_for: Callable[..., Bot]) -> None:
+    bot = bot_for("3.3", with_llm=False)
+    ambiguous = bot.say("alice", "/run sync 昨天")
+    assert "'sync' matches several workflows" in ambiguous and "order_sync (project etl)" in ambiguous
+    unknown = bot.say("alice", "/run order_export 昨天")
+    assert "no workflow called 'order_export'" in unknown and "Closest names:" in unknown
+    offline = bot.say("alice", "/run legacy_export 昨天")
+    assert "legacy_export" in offline and "OFFLINE" in offline and "release it" in offline
+    future = bot.say("alice", "/run long_sync 2030-01-01")
+    assert "in the future" in future
+    assert "Usage: /run" in bot.say("alice", "/run")
+    assert (
+        bot.sim.starts == []
+        and bot.app.deps.pending.open_for(user_id="alice", conversation="cli:alice") == []
+    )
+
+
+def test_a_new_workflow_is_found_by_resyncing_the_catalog(
+    bot_for: Callable[..., Bot], clock: FakeClock
+) -> None:
+    bot = bot_for("3.3", with_llm=False)
+    assert "no workflow called 'brand_new'" in bot.say("alice", "/run brand_new 昨天")
+    from integrations.fakes.dolphin import SimDefinition
+
+    bot.sim.projects[1000000000001].definitions.append(SimDefinition("brand_new", 2000000000099))
+    assert "no workflow called 'brand_new'" in bot.say("alice", "/run brand_new 昨天")  # synced seconds ago
+    clock.advance(61)
+    ask = bot.say("bob", "/run brand_new 昨天")  # not in workflows.yaml: treated as production
+    assert "production environment prod" in ask
+
+
+def test_production_workflow_needs_an_approver(bot_for: Callable[..., Bot]) -> None:
+    bot = bot_for("3.3", with_llm=False)
+    assert "DENIED" in bot.say("alice", "/run order_sync 昨天")  # developer: test only
+    ask = bot.say("bob", "/run order_sync 昨天")
+    pending = ask_id(ask)
+    bot.say("bob", f"/confirm {pending}")
+    assert "cannot approve their own" in bot.say("bob", f"/approve {pending}")
+    assert bot.sim.starts == []
+    assert "Started **order_sync**" in bot.say("carol", f"/approve {pending}")
+    assert len(bot.sim.starts) == 1
+
+
+def test_stop_a_long_run_reports_stop_without_alert(bot_for: Callable[..., Bot]) -> None:
+    bot = bot_for("3.3", with_llm=False)
+    alerts = RecordingAlerts()
+    bot.app.deps.services.setdefault("alerts", alerts)
+    bot.say("alice", "/run long_sync")
+    assert "Started **long_sync**" in bot.say("alice", "/confirm")
+    (start,) = bot.sim.starts
+    assert start["execType"] == "START_PROCESS" and start["scheduleTime"] == ""
+    (inst,) = bot.sim.instances_of("long_sync")
+    bot.sim.advance(60)
+    poll_watches(bot.app)
+    bot.say("alice", f"/stop {inst.id}")
+    assert "Stopping **long_sync**" in bot.say("alice", "/confirm")
+    bot.poll_until_done("1:tool:1:0")
+    (stopped,) = bot.messages("cli:alice", "⏹️")
+    assert "ended STOP" in stopped and alerts.fed == []
+    bot.say("alice", f"/stop {inst.id}")
+    assert "already ended STOP; there is nothing to stop" in bot.say("alice", "/confirm")

@@ -1,0 +1,466 @@
+"""DolphinScheduler tools: start (or backfill) a workflow, read a run, its failed tasks, rerun, stop.
+
+    trigger_dolphinscheduler  write  start a run / serial backfill; the workflow's environment gates it
+    query_ds_task_status      read   an instance's state, task progress and duration
+    ds_failed_tasks           read   failed tasks of a run: host, retries, log tail
+    rerun_failed              write  START_FAILURE_TASK_PROCESS on a FAILURE run
+    stop_run                  write  STOP a running instance
+
+Triggering is idempotent per step: the start carries the marker `<task>:<step>` in startParams, and
+the spec's `lookup` finds a run with that marker after a crash, so the step is recorded instead of
+starting a second run. A started run becomes a durable watch row; the poll job reports its end in
+the conversation that asked for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agent.dates import parse_dates, schedule_time_param
+from agent.deps import Deps
+from agent.ds_watch import Watch, watch_from_start
+from agent.errors import DolphinError, TaskStateError, ToolFailed
+from agent.registry import ToolContext, ToolSpec
+from agent.workflow_names import CatalogEntry
+from integrations.dolphinscheduler.client import DefinitionOffline
+from integrations.dolphinscheduler.models import Instance
+from integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
+from integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
+from tools.ds_service import (
+    environment_of_instance,
+    environment_of_workflow,
+    locate,
+    resolve_workflow,
+    service,
+    workflow_of,
+)
+
+# ---- trigger ---------------------------------------------------------------------------------
+
+
+class TriggerArgs(BaseModel):
+    workflow: str = Field(
+        description="the workflow as the user named it: its DolphinScheduler name (order_sync) or an "
+        "alias (订单同步); close spellings are matched, ambiguous ones come back as a list to ask about"
+    )
+    dates: str = Field(
+        "",
+        description="business date(s) to run for, copied from the user's words: 昨天, 前天, 2026-12-01, "
+        "12月1日到3日, 2026-12-01..2026-12-03, last monday. Several dates run serially, oldest first. "
+        "Empty = one normal run now (no backfill)",
+    )
+    project: str = Field("", description="DolphinScheduler project, only when the user names one")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a trigger call means once names and dates are read."""
+
+    entry: CatalogEntry
+    dates: tuple[date, ...]
+    environment: str
+
+
+def _plan(args: TriggerArgs, deps: Deps, now: datetime) -> Plan:
+    entry = resolve_workflow(deps, args.workflow, args.project)
+    tz = deps.settings.workflows.timezone
+    days = tuple(parse_dates(args.dates, now, tz)) if args.dates.strip() else ()
+    return Plan(entry, days, environment_of_workflow(deps.settings, entry.project, entry.name))
+
+
+def _asked_at(ctx: ToolContext) -> datetime:
+    """When the user asked: relative dates (昨天) mean the same day after a late /confirm or a resume."""
+    try:
+        return ctx.deps.tasks.get(ctx.task_id).created_at
+    except TaskStateError:
+        return ctx.now
+
+
+def _trigger_environment(args: TriggerArgs, deps: Deps) -> str:
+    # Resolving here (before the gate) means an unknown name or a future date is refused at once,
+    # instead of after the user confirmed something that cannot run.
+    return _plan(args, deps, deps.clock()).environment
+
+
+def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
+    svc = service(ctx.deps)
+    watch = watch_from_start(
+        out,
+        task_id=str(ctx.task_id),
+        conversation=ctx.conversation,
+        project=plan.entry.project,
+        project_code=plan.entry.project_code,
+        workflow=plan.entry.name,
+        definition_code=plan.entry.code,
+        now=ctx.now,
+        environment=plan.environment,
+        policy=svc.policy,
+    )
+    svc.watches.add(replace(watch, progress_tasks=True))
+
+
+def _started(plan: Plan, out: StartOutcome, status: str) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "status": status,
+        "workflow": plan.entry.name,
+        "project": plan.entry.project,
+        "workflow_code": plan.entry.code,
+        "environment": plan.environment,
+        "dates": [d.isoformat() for d in plan.dates],
+        "instance_ids": list(out.instance_ids),
+        "marker": out.marker,
+    }
+    if out.schedule_time:
+        result["schedule_time"] = out.schedule_time
+    if out.trigger_code is not None:
+        result["trigger_code"] = out.trigger_code
+    if status == "start_uncertain":
+        result["note"] = (
+            "DolphinScheduler did not answer the start in time; it may or may not have started. "
+            "The bot watches for the run by its marker and reports in this conversation. Do not start it again."
+        )
+    else:
+        result["note"] = "The bot watches the run and reports its final state in this conversation."
+    return result
+
+
+def trigger(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Start one run or a serial backfill; the run becomes a watch row."""
+    svc = service(ctx.deps)
+    plan = _plan(args, ctx.deps, _asked_at(ctx))
+    marker = make_marker(ctx.task_id, ctx.step_key)
+    cfg = svc.config
+    try:
+        out = start_workflow(
+            svc.client,
+            plan.entry,
+            marker,
+            ctx.now,
+            plan.dates,
+            worker_group=cfg.worker_group,
+            tenant_code=cfg.tenant_code,
+            failure_strategy=cfg.failure_strategy,
+        )
+    except DefinitionOffline as exc:
+        raise ToolFailed(
+            f"DolphinScheduler refused to start {plan.entry.name}: it is not online (DS {exc.code}). "
+            "Release it in DolphinScheduler first."
+        ) from exc
+    _watch(ctx, plan, out)
+    return _started(plan, out, "start_uncertain" if out.uncertain else "started")
+
+
+def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    """After a crash: the run this step already started (found by its marker), or None."""
+    svc = service(ctx.deps)
+    asked = _asked_at(ctx)
+    plan = _plan(args, ctx.deps, asked)
+    marker = make_marker(ctx.task_id, ctx.step_key)
+    found = find_started(svc.client, plan.entry, marker, asked)
+    if not found:
+        return None
+    out = StartOutcome(
+        marker,
+        asked,
+        plan.dates,
+        schedule_time_param(plan.dates) if plan.dates else "",
+        instance_ids=tuple(i.id for i in found),
+        reused=True,
+    )
+    _watch(ctx, plan, out)
+    return _started(plan, out, "already_started")
+
+
+def _span(dates: list[str]) -> str:
+    if not dates:
+        return ""
+    if len(dates) == 1:
+        return f" for {dates[0]}"
+    return f" for {dates[0]} … {dates[-1]} ({len(dates)} dates, one after another)"
+
+
+def summarize_trigger(r: dict[str, Any]) -> str:
+    """Command reply for a trigger."""
+    ids = r.get("instance_ids") or []
+    which = f"instance {', '.join(map(str, ids))}" if ids else "the instance id follows once DS creates it"
+    head = {
+        "started": "Started",
+        "already_started": "Already started (found by its marker)",
+        "start_uncertain": "Start sent, outcome unknown:",
+    }.get(r["status"], r["status"])
+    return (
+        f"{head} **{r['workflow']}** (project {r['project']}, {r['environment'] or 'no environment'})"
+        f"{_span(r.get('dates') or [])}: {which}. I'll report here when it ends."
+    )
+
+
+TRIGGER = ToolSpec(
+    name="trigger_dolphinscheduler",
+    description=(
+        "Start a DolphinScheduler workflow run, or backfill it for past business dates (补跑/补数). "
+        "Pass the workflow and the dates exactly as the user said them; the tool resolves aliases and "
+        "relative dates. Returns the instance id(s); the bot reports the final state later."
+    ),
+    args=TriggerArgs,
+    run=trigger,
+    risk="write",
+    environment_of=_trigger_environment,
+    lookup=trigger_lookup,
+    summarize=summarize_trigger,
+)
+
+
+# ---- reading a run ---------------------------------------------------------------------------
+
+
+class InstanceArgs(BaseModel):
+    instance_id: int = Field(gt=0, description="workflow instance id, e.g. 101")
+    project: str = Field("", description="DolphinScheduler project; empty = find it")
+
+
+def _short_state(state: str) -> str:
+    return state.replace("_EXECUTION", "").replace("SUBMITTED_SUCCESS", "SUBMITTED")
+
+
+def _fmt_time(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%d %H:%M:%S %Z") if value else None
+
+
+def _instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
+    entry = workflow_of(deps, inst)
+    return {
+        "instance_id": inst.id,
+        "workflow": entry.name if entry else inst.name,
+        "project": entry.project if entry else "",
+        "state": inst.state,
+        "schedule_time": inst.schedule_time.date().isoformat() if inst.schedule_time else None,
+        "start_time": _fmt_time(inst.start_time),
+        "end_time": _fmt_time(inst.end_time),
+        "duration": inst.duration or None,
+        "run_times": inst.run_times,
+        "final": is_terminal(inst.state),
+    }
+
+
+def query_status(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
+    """State, task progress and duration of one instance."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    _, tasks = svc.client.current_tasks(svc.instance_projects[inst.id], inst.id)
+    done = [t.name for t in tasks if t.state in TASK_SUCCEEDED]
+    failed = [t.name for t in tasks if t.state in TASK_FAILED]
+    running = [t.name for t in tasks if t.state not in TASK_SUCCEEDED and t.state not in TASK_FAILED]
+    return {
+        **_instance_info(ctx.deps, inst),
+        "tasks_done": len(done),
+        "tasks_seen": len(tasks),
+        "running_tasks": running,
+        "failed_tasks": failed,
+    }
+
+
+def summarize_status(r: dict[str, Any]) -> str:
+    """Command reply for /status."""
+    when = f" ({r['schedule_time']})" if r.get("schedule_time") else ""
+    line = (
+        f"**{r['workflow']}** #{r['instance_id']}{when}: {_short_state(r['state'])} "
+        f"{r['tasks_done']}/{r['tasks_seen']} tasks"
+    )
+    if r["running_tasks"]:
+        line += f", running {', '.join(r['running_tasks'])}"
+    if r["failed_tasks"]:
+        line += f", failed {', '.join(r['failed_tasks'])}"
+    times = f"started {r['start_time']}" if r.get("start_time") else "not started yet"
+    if r.get("end_time"):
+        times += f", ended {r['end_time']}"
+    if r.get("duration"):
+        times += f", took {r['duration']}" if r["final"] else f", running for {r['duration']}"
+    return f"{line}\n{times}" + (f"\nrun {r['run_times']} times" if r["run_times"] > 1 else "")
+
+
+STATUS = ToolSpec(
+    name="query_ds_task_status",
+    description="State, task progress and duration of one DolphinScheduler workflow instance.",
+    args=InstanceArgs,
+    run=query_status,
+    risk="read",
+    summarize=summarize_status,
+)
+
+
+class FailedArgs(InstanceArgs):
+    log_lines: int = Field(30, ge=1, le=200, description="log lines to keep from the end of each failed task")
+
+
+def failed_tasks(args: FailedArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Failed tasks of a run with worker host, retry counts and the tail of each log."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    _, tasks = svc.client.current_tasks(svc.instance_projects[inst.id], inst.id)
+    out = []
+    for t in tasks:
+        if t.state not in TASK_FAILED:
+            continue
+        try:
+            tail = "\n".join(svc.client.log_tail(t.id, lines=args.log_lines)) if t.host else ""
+        except DolphinError as exc:
+            tail = f"(log unavailable: {exc})"
+        out.append(
+            {
+                "task": t.name,
+                "task_instance_id": t.id,
+                "state": t.state,
+                "host": t.host,
+                "retry_times": t.retry_times,
+                "max_retry_times": t.max_retry_times,
+                "start_time": _fmt_time(t.start_time),
+                "end_time": _fmt_time(t.end_time),
+                "log_tail": tail,
+            }
+        )
+    return {**_instance_info(ctx.deps, inst), "failed": out}
+
+
+def summarize_failed(r: dict[str, Any]) -> str:
+    """Readable failed-task list."""
+    head = f"**{r['workflow']}** #{r['instance_id']}: {_short_state(r['state'])}"
+    if not r["failed"]:
+        return head + ", no failed tasks."
+    parts = [head]
+    for t in r["failed"]:
+        parts.append(
+            f"- {t['task']} {t['state']} on {t['host'] or '(not dispatched)'}, "
+            f"retries {t['retry_times']}/{t['max_retry_times']}"
+        )
+        if t["log_tail"]:
+            parts.append("```\n" + "\n".join(t["log_tail"].splitlines()[-8:]) + "\n```")
+    return "\n".join(parts)
+
+
+FAILED = ToolSpec(
+    name="ds_failed_tasks",
+    description="Failed tasks of a DolphinScheduler run: worker host, retry counts and log tail of each.",
+    args=FailedArgs,
+    run=failed_tasks,
+    risk="read",
+    summarize=summarize_failed,
+)
+
+
+# ---- acting on a run -------------------------------------------------------------------------
+
+
+def _instance_environment(args: InstanceArgs, deps: Deps) -> str:
+    try:
+        return environment_of_instance(deps, args.instance_id, args.project)
+    except DolphinError as exc:
+        raise ToolFailed(f"cannot read instance {args.instance_id} from DolphinScheduler: {exc}") from exc
+
+
+def _rewatch(ctx: ToolContext, inst: Instance, project_code: int) -> None:
+    """Follow a rerun instance again (unless a live watch already follows it)."""
+    svc = service(ctx.deps)
+    existing = svc.watches.with_instance(inst.id)
+    if existing is not None and not existing.done:
+        return
+    entry = workflow_of(ctx.deps, inst)
+    environment = (
+        environment_of_workflow(ctx.deps.settings, entry.project, entry.name) if entry is not None else ""
+    )
+    interval = svc.policy.interval
+    svc.watches.add(
+        Watch(
+            key=make_marker(ctx.task_id, ctx.step_key),
+            task_id=str(ctx.task_id),
+            conversation=ctx.conversation,
+            project=entry.project if entry else "",
+            project_code=project_code,
+            workflow=entry.name if entry else inst.name,
+            definition_code=inst.definition_code,
+            started_at=ctx.now,
+            next_poll_at=ctx.now + timedelta(seconds=interval),
+            instance_ids=(inst.id,),
+            interval=interval,
+            last_change_at=ctx.now,
+            environment=environment,
+            progress_tasks=True,
+        )
+    )
+
+
+def rerun(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Rerun a FAILURE instance from its failed tasks (same instance id)."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    if inst.state != "FAILURE":
+        raise ToolFailed(
+            f"instance {inst.id} is {inst.state}; only a FAILURE run can be rerun from its failed tasks"
+        )
+    code = svc.instance_projects[inst.id]
+    svc.client.rerun_failed(code, inst.id)
+    _rewatch(ctx, inst, code)
+    return {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
+
+
+def rerun_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    """After a crash: the rerun already began when the instance is no longer FAILURE."""
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    if inst.state == "FAILURE":
+        return None
+    _rewatch(ctx, inst, service(ctx.deps).instance_projects[inst.id])
+    return {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
+
+
+def summarize_action(r: dict[str, Any]) -> str:
+    """Command reply for /rerun and /stop."""
+    verb = {"rerun_failed": "Rerunning the failed tasks of", "stop": "Stopping"}[r["action"]]
+    tail = " I'll report here when it ends." if r["action"] == "rerun_failed" else ""
+    return f"{verb} **{r['workflow']}** #{r['instance_id']} (was {_short_state(r['state'])}).{tail}"
+
+
+RERUN = ToolSpec(
+    name="rerun_failed",
+    description="Rerun a failed DolphinScheduler workflow instance from its failed tasks (same instance id).",
+    args=InstanceArgs,
+    run=rerun,
+    risk="write",
+    environment_of=_instance_environment,
+    lookup=rerun_lookup,
+    summarize=summarize_action,
+)
+
+
+def stop(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Ask DS to stop a running instance."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    if is_terminal(inst.state):
+        raise ToolFailed(f"instance {inst.id} already ended {inst.state}; there is nothing to stop")
+    svc.client.stop(svc.instance_projects[inst.id], inst.id)
+    return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
+
+
+def stop_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    """After a crash: the stop was sent when the instance is stopping or stopped."""
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    if inst.state not in ("READY_STOP", "STOP"):
+        return None
+    return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
+
+
+STOP = ToolSpec(
+    name="stop_run",
+    description="Stop a running DolphinScheduler workflow instance.",
+    args=InstanceArgs,
+    run=stop,
+    risk="write",
+    environment_of=_instance_environment,
+    lookup=stop_lookup,
+    summarize=summarize_action,
+)
+
+SPECS: tuple[ToolSpec, ...] = (TRIGGER, STATUS, FAILED, RERUN, STOP)
