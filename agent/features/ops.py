@@ -54,7 +54,7 @@ _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskN
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, exception and every `extra` field
-    (task_id, key, user ...). The whole line passes through the redactor."""
+    (task_id, key, user ...). Every value passes through the redactor."""
 
     def __init__(self, redactor: Redactor | None = None) -> None:
         super().__init__()
@@ -72,7 +72,18 @@ class JsonFormatter(logging.Formatter):
                 out[key] = value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
-        return self.redactor.text(json.dumps(out, ensure_ascii=False, default=str))
+        return json.dumps(self._scrub(out), ensure_ascii=False, default=str)
+
+    def _scrub(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redactor.text(value)
+        if isinstance(value, dict):
+            return {k: self._scrub(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._scrub(v) for v in value]
+        if isinstance(value, int | float | bool) or value is None:
+            return value
+        return self.redactor.text(str(value))
 
 
 def configure_logging(app: App) -> None:
@@ -208,6 +219,10 @@ def reload_config(app: App) -> str:
         RELOAD_STATE, ReloadState(fingerprint(app.settings.directory))
     )
     current = fingerprint(app.settings.directory)
+    if current == state.applied and state.refused:
+        # the files are back to what is running: nothing to apply, nothing wrong any more
+        state.refused = ""
+        deps.services[RELOAD_ERROR] = None
     if current in (state.applied, state.refused):
         return "unchanged"
     now = deps.clock()
