@@ -4,9 +4,12 @@ AI-bot streams that any replica can answer from."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from sqlalchemy import Engine
 
 from agent.db import open_store_engine
 from integrations.wecom.inbound import CHANNEL_AIBOT, CHANNEL_APP, InboundMessage
@@ -16,7 +19,7 @@ NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
 
 
-def _msg(msg_id: str, channel: str = CHANNEL_APP, **kw: str) -> InboundMessage:
+def _msg(msg_id: str, channel: str = CHANNEL_APP, **kw: Any) -> InboundMessage:
     return InboundMessage(
         user="alice",
         conversation="wecom:app:1000002:alice",
@@ -25,18 +28,18 @@ def _msg(msg_id: str, channel: str = CHANNEL_APP, **kw: str) -> InboundMessage:
         create_time=0,
         agent_id="1000002",
         channel=channel,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
 @pytest.fixture
-def engine(db_url: str):  # type: ignore[no-untyped-def]
+def engine(db_url: str) -> Iterator[Engine]:
     eng = open_store_engine(db_url)
     yield eng
     eng.dispose()
 
 
-def test_seen_is_insert_if_absent_even_under_concurrency(engine) -> None:  # type: ignore[no-untyped-def]
+def test_seen_is_insert_if_absent_even_under_concurrency(engine: Engine) -> None:
     a, b = SqlMsgIdStore(engine), SqlMsgIdStore(engine)  # two replicas
     assert a.seen("wecom_app:1", NOW) is False
     assert b.seen("wecom_app:1", NOW) is True
@@ -53,7 +56,7 @@ def test_seen_is_insert_if_absent_even_under_concurrency(engine) -> None:  # typ
     assert b.seen("wecom_app:2", NOW) is False  # a retry after a failed dispatch runs again
 
 
-def test_inbox_claim_once_reclaim_after_lease_and_release(engine) -> None:  # type: ignore[no-untyped-def]
+def test_inbox_claim_once_reclaim_after_lease_and_release(engine: Engine) -> None:
     r1, r2 = SqlMsgIdStore(engine), SqlMsgIdStore(engine)
     message = _msg("5")
     assert not r1.seen(message.dedupe_key, NOW)
@@ -79,7 +82,7 @@ def test_inbox_claim_once_reclaim_after_lease_and_release(engine) -> None:  # ty
     assert r2.reclaim("r2", NOW, LEASE) == [other.dedupe_key]
 
 
-def test_streams_are_shared_and_response_urls_are_used_once(engine) -> None:  # type: ignore[no-untyped-def]
+def test_streams_are_shared_and_response_urls_are_used_once(engine: Engine) -> None:
     s1, s2 = SqlStreamRegistry(engine), SqlStreamRegistry(engine)
     first = s1.open("m-1", NOW, "收到")
     assert s2.open("m-1", NOW, "other") == first  # the retry on the other replica gets the same stream
@@ -102,7 +105,7 @@ def test_streams_are_shared_and_response_urls_are_used_once(engine) -> None:  # 
     assert stored is not None and len(stored.content.encode()) <= 20480
 
 
-def test_aibot_dedupe_key_is_per_channel(engine) -> None:  # type: ignore[no-untyped-def]
+def test_aibot_dedupe_key_is_per_channel(engine: Engine) -> None:
     store = SqlMsgIdStore(engine)
     assert store.seen(_msg("9").dedupe_key, NOW) is False
     assert store.seen(_msg("9", channel=CHANNEL_AIBOT).dedupe_key, NOW) is False
