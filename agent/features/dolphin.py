@@ -158,15 +158,11 @@ def progress_text(outcome: Progress) -> str:
     return "⏳ " + outcome.summary.replace("RUNNING_EXECUTION", "RUNNING")
 
 
-def _hand_to_alerts(app: App, events: list[FailureEvent], now: datetime) -> None:
+def _hand_to_alerts(app: App, events: list[FailureEvent]) -> None:
+    """Failures go to the alert pipeline (AlertService.feed takes one poll's batch)."""
     alerts = app.deps.services.get("alerts")
-    if alerts is None or not events:
-        return
-    if hasattr(alerts, "feed_batch"):
-        alerts.feed_batch(events, now)
-    else:
-        for event in events:
-            alerts.feed(event, now)
+    if alerts is not None and events:
+        alerts.feed(events)
 
 
 def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) -> None:
@@ -185,7 +181,7 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
         except Exception:
             log.exception("could not post a DolphinScheduler outcome to %s", conversation)
     try:
-        _hand_to_alerts(app, result.events, now)
+        _hand_to_alerts(app, result.events)
     except Exception:
         log.exception("the alert pipeline refused %d DolphinScheduler event(s)", len(result.events))
     for error in result.errors:

@@ -35,8 +35,10 @@ WORKFLOWS = {
 }
 
 
-def write_ds_config(directory: Path, sim: DolphinSimulator, *, llm_url: str = "") -> Path:
-    """xihe.yaml + access.yaml + dolphin.yaml (pointing at `sim`) + workflows.yaml."""
+def write_ds_config(
+    directory: Path, sim: DolphinSimulator, *, llm_url: str = "", extra: dict[str, Any] | None = None
+) -> Path:
+    """xihe.yaml + access.yaml + dolphin.yaml (pointing at `sim`) + workflows.yaml (+ `extra` files)."""
     cfg = write_config(directory, llm_url=llm_url, files=CORE_FILES)
     dolphin = {
         "base_url": sim.url,
@@ -49,6 +51,8 @@ def write_ds_config(directory: Path, sim: DolphinSimulator, *, llm_url: str = ""
     }
     (cfg / "dolphin.yaml").write_text(yaml.safe_dump(dolphin))
     (cfg / "workflows.yaml").write_text(yaml.safe_dump(WORKFLOWS, allow_unicode=True))
+    for name, data in (extra or {}).items():
+        (cfg / name).write_text(yaml.safe_dump(data, allow_unicode=True))
     return cfg
 
 
@@ -86,10 +90,17 @@ class Bot:
 
 
 def make_bot(
-    directory: Path, sim: DolphinSimulator, clock: Clock, db: str, *, llm_url: str = "", holder: str = "bot"
+    directory: Path,
+    sim: DolphinSimulator,
+    clock: Clock,
+    db: str,
+    *,
+    llm_url: str = "",
+    holder: str = "bot",
+    extra: dict[str, Any] | None = None,
 ) -> Bot:
     """Build a bot over `sim` (set XIHE_DS_TOKEN to sim.token first)."""
-    cfg = write_ds_config(directory, sim, llm_url=llm_url)
+    cfg = write_ds_config(directory, sim, llm_url=llm_url, extra=extra)
     sent: list[tuple[str, str]] = []
     app = build_app(cfg, clock=clock, database_url=db, holder=holder, notify=lambda c, t: sent.append((c, t)))
     return Bot(app, sim, sent)

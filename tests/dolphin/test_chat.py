@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from agent.clock import FakeClock
 from agent.events import FailureEvent
 from agent.features.dolphin import poll_watches
 from integrations.fakes.dolphin import DolphinSimulator
 from integrations.fakes.llm_server import ScriptedLLM, call, say
+from integrations.fakes.robot_sink import RobotSink
+from integrations.fakes.smtp_sink import SmtpSink
+from tests.alerts.feature_support import ENV, KEY, KEY_PROD, Sinks, merge, run_jobs
+from tests.conftest import REPO
 from tests.dolphin.conftest import BAD_HOST
 from tests.dolphin.support import Bot, make_bot
 
@@ -24,10 +29,11 @@ class RecordingAlerts:
     """Stands in for the alert pipeline service: records what the poller hands over."""
 
     def __init__(self) -> None:
-        self.fed: list[tuple[FailureEvent, datetime]] = []
+        self.fed: list[FailureEvent] = []
 
-    def feed(self, event: FailureEvent, now: datetime) -> None:
-        self.fed.append((event, now))
+    def feed(self, events: list[FailureEvent]) -> list[object]:
+        self.fed.extend(events)
+        return []
 
 
 @pytest.fixture
@@ -41,7 +47,13 @@ def bot_for(
     """Factory: a bot on a fresh simulator sharing the test's FakeClock."""
     made: list[Bot] = []
 
-    def make(version: str = "3.3", db: str | None = None, *, with_llm: bool = True) -> Bot:
+    def make(
+        version: str = "3.3",
+        db: str | None = None,
+        *,
+        with_llm: bool = True,
+        extra: dict[str, Any] | None = None,
+    ) -> Bot:
         sim = make_sim(version, clock=clock)
         monkeypatch.setenv("XIHE_DS_TOKEN", sim.token)
         bot = make_bot(
@@ -50,6 +62,7 @@ def bot_for(
             clock,
             db or f"sqlite:///{tmp_path / 'xihe.db'}",
             llm_url=llm.base_url if with_llm else "",
+            extra=extra,
         )
         made.append(bot)
         return bot
@@ -120,7 +133,7 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
     assert f"broken_sync instance {inst.id} for 2026-11-30 ended FAILURE" in failure
     assert f"**load** FAILURE on {BAD_HOST} (retries 1/1)" in failure and "SQLException" in failure
     assert f"/rerun {inst.id}" in failure
-    (event, _), *rest = alerts.fed
+    event, *rest = alerts.fed
     assert rest == []
     assert (event.workflow, event.instance_id, event.task, event.host) == (
         "broken_sync",
@@ -231,3 +244,42 @@ def test_stop_a_long_run_reports_stop_without_alert(bot_for: Callable[..., Bot])
     assert "ended STOP" in stopped and alerts.fed == []
     bot.say("alice", f"/stop {inst.id}")
     assert "already ended STOP; there is nothing to stop" in bot.say("alice", "/confirm")
+
+
+@pytest.fixture
+def sinks(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sinks]:
+    """The alert feature's robot and SMTP sinks (as in tests/alerts), on the test clock."""
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    with RobotSink(keys={KEY, KEY_PROD}, clock=clock) as robot, SmtpSink() as smtp:
+        yield Sinks(robot, smtp)
+
+
+def test_failure_reaches_the_wecom_robot_through_the_real_alert_pipeline(
+    bot_for: Callable[..., Bot], sinks: Sinks, clock: FakeClock, db_url: str
+) -> None:
+    shipped = yaml.safe_load((REPO / "config" / "alerts.yaml").read_text())
+    alerts = merge(
+        shipped,
+        {
+            "instance_wait_seconds": 10,
+            "maintenance": [],
+            "delivery": {"robot_base_url": sinks.robot.url, "timeout_seconds": 2, "tries_per_run": 1},
+            "smtp": {"host": sinks.smtp.host, "port": sinks.smtp.port, "starttls": False, "admins": ["a@t"]},
+        },
+    )
+    bot = bot_for("3.3", db_url, with_llm=False, extra={"alerts.yaml": alerts})
+    bot.say("alice", "/run broken_sync 2026-11-30")
+    bot.say("alice", "/confirm")
+    bot.poll_until_done("1:tool:1:0")
+    (inst,) = bot.sim.instances_of("broken_sync")
+    (record,) = bot.app.deps.services["alerts"].records.rows()
+    # retried and still failed: tier P2, summarised when its window ends
+    assert (record["instance_id"], record["task"], record["tier"]) == (inst.id, "load", "P2")
+    run_jobs(bot.app)
+    assert sinks.robot_texts(KEY) == []
+    clock.advance(minutes=shipped["window_minutes"] + 1)
+    run_jobs(bot.app)
+    (message,) = sinks.robot_texts(KEY)
+    assert "broken_sync" in message and str(inst.id) in message and BAD_HOST in message
+    assert "SQLException" in message
