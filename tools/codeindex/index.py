@@ -146,6 +146,8 @@ class CodeIndex:
         self.commit: str | None = None
         self.dirty: list[str] = []  # paths that differed from `commit` when indexed
         self.built_at: float = 0.0
+        # units.jsonl is append-only between compactions: (lines, bytes) of it that `meta.json` vouches for
+        self._units_on_disk: tuple[int, int] | None = None
 
     # ---- building -------------------------------------------------------------------------
 
@@ -290,6 +292,7 @@ class CodeIndex:
         self.units = [self.units[int(i)] for i in keep]
         for rec in self.files.values():
             rec.slots = [remap[s] for s in rec.slots]
+        self._units_on_disk = None  # renumbered: the next save rewrites units.jsonl
 
     # ---- searching ------------------------------------------------------------------------
 
@@ -382,16 +385,20 @@ class CodeIndex:
     # ---- persistence ---------------------------------------------------------------------
 
     def save(self) -> None:
-        """Write the index atomically: a new directory is filled, then swapped in."""
+        """Write the index atomically: a new directory is filled, then swapped in.
+
+        units.jsonl is append-only: when the saved file still matches the slot numbering (no compaction
+        since), it is hard-linked into the new directory and only the new units are appended. A dead
+        slot needs no rewrite (its `alive` flag is in bm25.npz), and `meta.json` records how many lines
+        and bytes are valid, so lines appended by a save that crashed before the swap are ignored.
+        """
         tmp = self.directory.with_name(self.directory.name + f".tmp-{os.getpid()}")
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         self.bm25.save(tmp)
         np.save(tmp / "vectors.npy", self.vectors)
-        with open(tmp / "units.jsonl", "w", encoding="utf-8") as fh:
-            for u in self.units:
-                fh.write(("null" if u is None else json.dumps(u.to_json(), ensure_ascii=False)) + "\n")
+        lines, size = self._write_units(tmp / "units.jsonl")
         meta = {
             "version": INDEX_VERSION,
             "root": str(self.root),
@@ -400,6 +407,8 @@ class CodeIndex:
             "embedder": self.embedder.name if self.embedder is not None else None,
             "walk": self.cfg.walk.model_dump(),
             "built_at": self.built_at,
+            "units_lines": lines,
+            "units_bytes": size,
             "files": {p: {"sha1": r.sha1, "slots": r.slots} for p, r in self.files.items()},
         }
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
@@ -409,6 +418,25 @@ class CodeIndex:
         tmp.rename(self.directory)
         if old.exists():
             shutil.rmtree(old)
+        self._units_on_disk = (lines, size)
+
+    def _write_units(self, target: Path) -> tuple[int, int]:
+        """Fill `target` (append to a hard link of the saved file when possible); (lines, bytes)."""
+        start, offset = 0, 0
+        saved = self.directory / "units.jsonl"
+        if self._units_on_disk is not None and self._units_on_disk[0] <= len(self.units) and saved.exists():
+            try:
+                os.link(saved, target)
+                start, offset = self._units_on_disk
+            except OSError:
+                start, offset = 0, 0
+        with open(target, "r+b" if start else "wb") as fh:
+            fh.truncate(offset)
+            fh.seek(offset)
+            for u in self.units[start:]:
+                line = "null" if u is None else json.dumps(u.to_json(), ensure_ascii=False)
+                fh.write(line.encode("utf-8") + b"\n")
+            return len(self.units), fh.tell()
 
     @classmethod
     def load(
@@ -435,10 +463,16 @@ class CodeIndex:
         idx = cls(root, directory, cfg, embedder, reranker=reranker)
         idx.bm25 = Bm25Index.load(Path(directory))
         idx.vectors = np.load(Path(directory) / "vectors.npy")
+        lines = int(meta.get("units_lines", len(idx.bm25.alive)))
         with open(Path(directory) / "units.jsonl", encoding="utf-8") as fh:
-            idx.units = [
-                None if line.strip() == "null" else CodeUnit.from_json(json.loads(line)) for line in fh
-            ]
+            raw = [line for _, line in zip(range(lines), fh, strict=False)]
+        alive = idx.bm25.alive
+        idx.units = [
+            None if line.strip() == "null" or not alive[i] else CodeUnit.from_json(json.loads(line))
+            for i, line in enumerate(raw)
+        ]
+        if "units_bytes" in meta:
+            idx._units_on_disk = (lines, int(meta["units_bytes"]))
         idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
         idx.commit, idx.dirty, idx.built_at = (
             meta.get("commit"),
