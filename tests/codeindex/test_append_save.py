@@ -13,7 +13,7 @@ def _units(idx: CodeIndex) -> list[tuple[str, str] | None]:
     return [None if u is None else (u.path, u.qualname) for u in idx.units]
 
 
-def test_an_update_appends_new_units_and_keeps_the_old_lines(make_repo, cfg, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_an_update_appends_new_units_and_keeps_the_old_lines(make_repo, cfg, embedder) -> None:
     root = make_repo({"shop/orders.py": ORDERS_PY, "mail/Mailer.java": MAILER_JAVA})
     idx, _ = index_repo(root, cfg, embedder=embedder)
     units_file = index_dir(root, cfg) / "units.jsonl"
@@ -30,7 +30,7 @@ def test_an_update_appends_new_units_and_keeps_the_old_lines(make_repo, cfg, emb
     assert not any(u and u[1] == "OrderStateMachine" for u in _units(loaded)[:3] if u)  # old slots dead
 
 
-def test_lines_of_an_append_that_crashed_before_the_swap_are_ignored(make_repo, cfg, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_lines_of_an_append_that_crashed_before_the_swap_are_ignored(make_repo, cfg, embedder) -> None:
     root = make_repo({"shop/orders.py": ORDERS_PY})
     idx, _ = index_repo(root, cfg, embedder=embedder)
     units_file: Path = index_dir(root, cfg) / "units.jsonl"
@@ -45,7 +45,7 @@ def test_lines_of_an_append_that_crashed_before_the_swap_are_ignored(make_repo, 
     assert again is not None and _units(again) == _units(loaded)
 
 
-def test_compaction_rewrites_the_file(make_repo, cfg, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_compaction_rewrites_the_file(make_repo, cfg, embedder) -> None:
     root = make_repo({"shop/orders.py": ORDERS_PY})
     idx, _ = index_repo(root, cfg, embedder=embedder)
     idx.update_files(["shop/orders.py"])
