@@ -11,7 +11,7 @@ fails on an offline host. So an encoding is only loaded from files already on th
 Otherwise the counter is an estimate and says so (`exact=False`, name `estimate`). It walks the
 text the way a BPE pre-tokenizer does (words with their leading space, digit groups of three,
 whitespace runs, single symbols) and charges each piece at least what cl100k/o200k charge: a word
-per four letters, 1.3 per CJK character, 3 per character outside the BMP. On prose, code, JSON and
+per four letters, 2 per other non-ASCII character, 3 per character outside the BMP. On prose, code, JSON and
 Chinese it was never below cl100k's count (tests pin this), so a budget built on it errs small.
 """
 
@@ -48,7 +48,7 @@ def estimate_tokens(text: str) -> int:
         elif ord(ch) > 0xFFFF:
             n += 3
         elif ord(ch) >= 128:
-            n += 1.3
+            n += 2  # common CJK is ~1.2 in cl100k, rarer characters up to 3 (their UTF-8 bytes)
         else:
             n += 1
     return math.ceil(n)

@@ -100,6 +100,8 @@ def for_api(messages: list[Message]) -> list[Message]:
 #   2. the task goal                    always (a huge goal is shortened head + tail, labelled)
 #   3. blocks by priority               open plan items, the user's latest corrections, needed facts,
 #                                       other providers' context; each whole, else cut line-wise, else left out
+#                                       (room stays for the newest turn and a summary; facts and other
+#                                       blocks take at most a quarter of the budget each)
 #   4. recent turns, newest first       whole groups only (a tool call never loses its result); a
 #                                       group that does not fit is tried with its results cut to
 #                                       previews that point at the stored step/artifact; the first
@@ -283,8 +285,16 @@ def build(
     used += g_tokens
     omitted: list[str] = []
     block_msgs: list[Message] = []
+    ordered = [g for i, g in enumerate(gs) if i != goal_i]  # oldest → newest, goal excluded
+    # Blocks come first, but never at the price of the whole recent past: keep room for the newest
+    # turn (as previews) and a summary, and let facts/extra blocks take at most a quarter each.
+    newest = sum(counter.message(m) for m in _previewed(ordered[-1])) if ordered else 0
+    reserve = min(newest, limit // 4) + (min(summary_tokens, limit // 8) if len(ordered) > 1 else 0)
     for block in sorted(blocks, key=lambda b: b.priority):
-        text = _fit_block(block, limit - used, counter)
+        room = limit - used - reserve
+        if block.priority >= PRIORITY["facts"]:
+            room = min(room, limit // 4)
+        text = _fit_block(block, room, counter)
         if text is None:
             omitted.append(block.name)
             continue
@@ -293,7 +303,6 @@ def build(
         msg = {"role": "system", "content": text}
         block_msgs.append(msg)
         used += counter.message(msg)
-    ordered = [g for i, g in enumerate(gs) if i != goal_i]  # oldest → newest, goal excluded
 
     def fill(room: int) -> tuple[list[list[Message]], int, int]:
         kept: list[list[Message]] = []

@@ -254,9 +254,13 @@ class Agent:
         return out
 
     def _request(
-        self, run: _Run, messages: list[dict[str, Any]], *, shrink: float = 1.0
+        self, run: _Run, messages: list[dict[str, Any]], *, rejected: list[dict[str, Any]] | None = None
     ) -> list[dict[str, Any]]:
-        """The messages of one model request: providers, reminders, then the budget (or the trim)."""
+        """The messages of one model request: providers, reminders, then the budget (or the trim).
+
+        `rejected`: the request the API refused as too long; this one is built within a share of
+        what that one really took (our count may differ from the provider's), so it is smaller.
+        """
         transcript = list(messages)
         for remind in self.reminders:
             note = remind(run.task, messages)
@@ -265,15 +269,24 @@ class Agent:
         blocks = self._blocks(run.task)
         budget = self.context_budget
         if budget is None:
-            chars = int(self.deps.settings.core.loop.history_chars * shrink)
+            chars = self.deps.settings.core.loop.history_chars
+            if rejected is not None:
+                chars = int(min(chars, sum(len(str(m.get("content") or "")) for m in rejected)) * 0.5)
             extra = [{"role": "system", "content": b.text} for b in blocks]
             return for_api(trim([transcript[0], *extra, *transcript[1:]], chars))
+        limit = budget.limit
+        if rejected is not None:
+            sent = budget.counter.messages(rejected) + budget.counter.tools(self.registry.schemas())
+            # never below what the rules, tool schemas and goal need: they are not compacted
+            floor = budget.counter.messages(transcript[:1] + [m for m in transcript if m.get("_goal")])
+            floor += budget.counter.tools(self.registry.schemas()) + 64
+            limit = max(floor, int(min(limit, sent) * budget.emergency_shrink))
         built = build(
             transcript[0]["content"],
             transcript[1:],
             tools=self.registry.schemas(),
             counter=budget.counter,
-            limit=int(budget.limit * shrink),
+            limit=limit,
             blocks=blocks,
             steps=self.deps.tasks.latest(run.task.id),
             task_id=run.task.id,
@@ -354,18 +367,19 @@ class Agent:
                 prior, "failed", now, error="interrupted: the process stopped during this step"
             )
         begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, now)
+        api_messages: list[dict[str, Any]] = []
         try:
-            completion = self.llm.complete(self._request(run, messages), self.registry.schemas())
+            api_messages = self._request(run, messages)
+            completion = self.llm.complete(api_messages, self.registry.schemas())
         except (LLMError, ContextTooLarge) as exc:
             deps.tasks.finish_step(begun, "failed", deps.clock(), error=str(exc))
             if not isinstance(exc, LLMError) or not too_long(exc):
                 raise
             # Compact once (a smaller share of the budget: fewer turns, results as previews), retry once.
-            shrink = self.context_budget.emergency_shrink if self.context_budget else 0.5
             begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, deps.clock())
             try:
                 completion = self.llm.complete(
-                    self._request(run, messages, shrink=shrink), self.registry.schemas()
+                    self._request(run, messages, rejected=api_messages), self.registry.schemas()
                 )
             except (LLMError, ContextTooLarge) as again:
                 deps.tasks.finish_step(begun, "failed", deps.clock(), error=str(again))

@@ -141,4 +141,4 @@ class MemoryStore:
 def _lock(conn: Connection, owner: str, key: str) -> None:
     """Two writers of the same (owner, key) on PostgreSQL take turns (one current row, always)."""
     if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(74263, hashtext(:k))"), {"k": f"{owner}\x00{key}"})
+        conn.execute(text("SELECT pg_advisory_xact_lock(74263, hashtext(:k))"), {"k": f"{owner}\x1f{key}"})

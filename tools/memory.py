@@ -26,6 +26,18 @@ from agent.memory import MemoryStore
 from agent.registry import ToolContext, ToolSpec
 
 
+# Tools that return documents (stored outputs, code, search hits): never a source of facts, whatever
+# the config trusts, because their text was written by someone other than the user or the system.
+DOCUMENT_TOOLS = ("read_artifact", "search_code", "get_code_context", "*search*", "read_*", "fetch_*")
+
+
+def trusted(tool: str, fact_tools: list[str]) -> bool:
+    """Whether a tool's results may become facts."""
+    if any(fnmatch(tool, pattern) for pattern in DOCUMENT_TOOLS):
+        return False
+    return any(fnmatch(tool, pattern) for pattern in fact_tools)
+
+
 class RememberArgs(BaseModel):
     key: str = Field(
         description="a stable key, e.g. 'A3003:return_reason'; the same key corrects the old value"
@@ -72,7 +84,7 @@ def specs(store: MemoryStore, fact_tools: list[str], history: int = 6) -> list[T
         step = find_step({"tool_call_id": args.tool_call_id}, ctx)
         if step.status != "done":
             raise ToolFailed(f"not remembered: that call ({step.tool_name}) did not finish successfully")
-        if not any(fnmatch(step.tool_name, pattern) for pattern in fact_tools):
+        if not trusted(step.tool_name, fact_tools):
             raise ToolFailed(
                 f"not remembered: results of {step.tool_name} are not a trusted source of facts (documents and "
                 f"free text never are; trusted: {', '.join(fact_tools) or 'none'})"
