@@ -1,0 +1,96 @@
+"""The bot is SIGKILLed after DolphinScheduler accepted a start and before the step was recorded.
+
+A real `xihe chat` process asks, gets `/confirm`, and sends the start; the simulator (in this test
+process) accepts it but holds the HTTP answer, and the test kills the bot as soon as the start is
+in. `xihe task resume` then finds the run by its startParams marker instead of starting another:
+the simulator ends with exactly one instance, and the step is recorded as recovered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.clock import FakeClock, utc_now
+from agent.db import make_engine
+from agent.ds_store import SqlWatchStore
+from agent.tasks import TaskStore
+from integrations.fakes.dolphin import DolphinSimulator
+from integrations.fakes.llm_server import ScriptedLLM, call, say
+from tests.conftest import REPO
+from tests.dolphin.conftest import seed
+from tests.dolphin.support import write_ds_config
+
+
+def _wait_for_start(sim: DolphinSimulator, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not sim.starts:  # process synchronisation, not a time window
+        if proc.poll() is not None:
+            raise AssertionError(f"the bot exited early: {proc.stdout.read() if proc.stdout else ''}")
+        if time.monotonic() > deadline:
+            raise AssertionError("the bot never sent the start")
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("version", ["3.2", "3.3"])
+def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
+    tmp_path: Path, llm: ScriptedLLM, version: str
+) -> None:
+    llm.add(call("trigger_dolphinscheduler", workflow="long_sync", dates="昨天"), say("long_sync started"))
+    # the bot subprocess runs on the real clock: the simulator's clock starts there too
+    sim = DolphinSimulator(seed(), version=version, clock=FakeClock(utc_now())).start()
+    try:
+        cfg = write_ds_config(tmp_path / "cfg", sim, llm_url=llm.base_url)
+        db = f"sqlite:///{tmp_path / 'xihe.db'}"
+        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
+        cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
+        sim.slow("/executors/start-", 120)  # accept the start, then hold the answer
+        proc = subprocess.Popen(
+            [*cli, "chat", "--user", "alice"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write("把 long_sync 补跑一下昨天的\n/confirm\n")
+        proc.stdin.flush()
+        _wait_for_start(sim, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+        steps = TaskStore(make_engine(db)).steps(1)
+        assert [(s.step_key, s.status) for s in steps if s.step_key.startswith("tool")] == [
+            ("tool:1:0", "running")  # DS has the run; the bot had not recorded it
+        ]
+        sim.advance(5)  # 3.2: the master consumes the start command and creates the instance
+
+        resumed = subprocess.run(
+            [*cli, "task", "resume", "1"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "task 1 done: long_sync started" in resumed.stdout
+
+        (instance,) = sim.instances_of("long_sync")  # exactly one run
+        assert len(sim.starts) == 1
+        assert json.loads(sim.starts[0]["startParams"]) == {"xihe_run": "1:tool:1:0"}
+        rows = [s for s in TaskStore(make_engine(db)).steps(1) if s.step_key == "tool:1:0"]
+        assert [r.status for r in rows] == ["running", "failed", "running", "done"]
+        assert "interrupted" in (rows[1].error or "")
+        result = json.loads(rows[-1].output_text or "{}")
+        assert result["status"] == "already_started" and result["instance_ids"] == [instance.id]
+        watch = SqlWatchStore(make_engine(db)).get("1:tool:1:0")
+        assert watch is not None and watch.conversation == "cli:alice" and not watch.done
+        assert len(llm.requests) == 2  # the model was not asked again for the first turn
+        llm.assert_consumed()
+    finally:
+        sim.stop()
