@@ -16,7 +16,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from agent.errors import BotError, ConfigError
@@ -107,9 +106,21 @@ def cmd_task_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_search(args: argparse.Namespace) -> int:
+    from zoneinfo import ZoneInfo
+
+    from agent.ui.data import parse_when
+
     app = _app(args)
-    since = datetime.fromisoformat(args.since) if args.since else None
-    until = datetime.fromisoformat(args.until) if args.until else None
+    tz = ZoneInfo(app.settings.core.timezone)  # a date or time without offset is local, as on /ui/audit
+    try:
+        since = parse_when(args.since, tz)
+        until = parse_when(args.until, tz, end_of_day=True)
+    except ValueError:
+        print(
+            "--since/--until take an ISO date or date-time, e.g. 2026-12-01 or 2026-12-01T08:30",
+            file=sys.stderr,
+        )
+        return 2
     rows = app.deps.audit.search(
         actor=args.user,
         tool=args.tool,

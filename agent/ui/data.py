@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, MetaData, Table, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from agent.alerts.model import PUSHED, Reason
 from agent.deps import Deps
 from agent.pending import PendingAction
-from agent.schema import task
+from agent.schema import metadata, task
 from agent.tasks import FINISHED, Task, TaskStep
 
 STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "done", "cancelled")
@@ -174,11 +175,21 @@ def redacted_args(deps: Deps, registry: Any, action: PendingAction) -> str:
 # ---- alert tables (owned by the alerts feature; may be absent)
 
 
+def _aware(value: Any) -> Any:
+    """Reflected SQLite timestamps come back naive; the store writes UTC."""
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
 def optional_table(engine: Engine, name: str) -> Table | None:
-    """The table by reflection, or None when it does not exist (yet) on this database."""
+    """The schema's table (or a reflected one), or None when it does not exist (yet) on this database."""
     try:
         if not inspect(engine).has_table(name):
             return None
+        known = metadata.tables.get(name)
+        if known is not None:
+            return known
         md = MetaData()
         return Table(name, md, autoload_with=engine)
     except SQLAlchemyError:
@@ -202,22 +213,64 @@ def recent_rows(
         q = q.where(t.c[col].in_(values))
     try:
         with engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(q)]
+            rows = [{k: _aware(v) for k, v in r._mapping.items()} for r in conn.execute(q)]
     except SQLAlchemyError:
         return None
     return list(t.c.keys()), rows
 
 
-# Words in a decision/status column that mean "recorded, not pushed".
-SUPPRESSED_WORDS = ("suppress", "maint", "fold", "retry", "cancel", "stop", "ignored", "recorded", "dedup")
+# alert_event.reason values (agent.alerts.model.Reason): what was recorded but not pushed, and why.
+SUPPRESSED_REASONS = frozenset(
+    r.value
+    for r in (
+        Reason.RETRY_PENDING,
+        Reason.FAILOVER_PENDING,
+        Reason.USER_STOP,
+        Reason.USER_PAUSE,
+        Reason.PARENT_STOPPED,
+        Reason.MAINTENANCE,
+        Reason.NOT_FAILED,
+        Reason.DUPLICATE_EVENT,
+    )
+)
+FOLDED_REASONS = frozenset(
+    r.value
+    for r in (
+        Reason.JOINED_INSTANCE,
+        Reason.INSTANCE_ALREADY_NOTIFIED,
+        Reason.FINGERPRINT_REPEAT,
+        Reason.AGGREGATED_P2,
+        Reason.NODE_STORM,
+    )
+)
+PUSHED_REASONS = frozenset(r.value for r in PUSHED)
+
+
+def verdict(row: dict[str, Any]) -> str:
+    """One word for an alert_event row: pushed, suppressed, folded, sent, send failed (or '')."""
+    reason = str(row.get("reason") or "")
+    if reason == "sent":
+        return "sent"
+    if reason == "send_failed":
+        return "send failed"
+    if reason in SUPPRESSED_REASONS:
+        return "suppressed"
+    if reason in FOLDED_REASONS:
+        return "folded"
+    if reason in PUSHED_REASONS:
+        return "pushed"
+    return ""
 
 
 def is_suppressed(row: dict[str, Any]) -> bool:
-    for col in ("decision", "outcome", "action", "status", "reason_code"):
-        value = str(row.get(col) or "").lower()
-        if any(w in value for w in SUPPRESSED_WORDS):
-            return True
-    return False
+    """Recorded, not pushed on its own (suppressed or folded), or a failed delivery: highlighted."""
+    return verdict(row) in ("suppressed", "folded", "send failed")
+
+
+def pick(columns: list[str], preferred: tuple[str, ...]) -> list[str]:
+    """The preferred columns that exist, in that order (all columns when none of them do)."""
+    chosen = [c for c in preferred if c in columns]
+    return chosen or columns
 
 
 @dataclass(frozen=True)
@@ -252,11 +305,22 @@ def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
             start = _iso(start)
         if isinstance(end, str):
             end = _iso(end)
-        active = isinstance(start, datetime) and isinstance(end, datetime) and start <= now < end
+        closed = r.get("closed_at")
+        active = (
+            isinstance(start, datetime) and isinstance(end, datetime) and start <= now < end and not closed
+        )
         scope = f"{r.get('scope_kind') or 'all'}:{r.get('scope_value') or ''}".rstrip(":")
-        name = str(r.get("note") or r.get("id") or "")
-        rows.append(MaintRow(name, f"{start} → {end}", scope, str(r.get("source") or "chat"), active))
+        name = str(r.get("note") or r.get("window_id") or r.get("id") or "")
+        when = f"{_fmt(start)} → {_fmt(end)}"
+        if closed:
+            when += f" (closed {_fmt(closed)} by {r.get('closed_by') or '-'})"
+        by = f" by {r['created_by']}" if r.get("created_by") else ""
+        rows.append(MaintRow(name, when, scope, f"{r.get('source') or 'chat'}{by}", active))
     return rows
+
+
+def _fmt(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if isinstance(value, datetime) else str(value)
 
 
 def _iso(text: str) -> datetime | None:
@@ -264,4 +328,4 @@ def _iso(text: str) -> datetime | None:
         value = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=ZoneInfo("UTC"))
+    return _aware(value)

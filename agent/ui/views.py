@@ -55,6 +55,21 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
+# Columns worth a glance, in order (the alerts feature owns these tables; missing ones are skipped).
+EVENT_COLUMNS = (
+    "at",
+    "kind",
+    "reason",
+    "tier",
+    "instance_id",
+    "workflow",
+    "task",
+    "detail",
+    "notification_key",
+)
+OUTBOX_COLUMNS = ("created_at", "kind", "tier", "channel", "subject", "status", "attempts", "last_error",
+                  "sent_at", "sent_via")  # fmt: skip
+
 Handler = Callable[[Request, Viewer, dict[str, str]], Response]
 
 
@@ -483,8 +498,21 @@ class WebUI:
         deps = self.app.deps
         engine, size = deps.engine, self.config.page_size
         cfg = deps.settings.section("alerts")
-        events = data.recent_rows(engine, "alert_event", limit=size)
-        outbox = data.recent_rows(engine, "outbox", limit=size)
+        only = request.query_params.get("show", "")
+        where = (
+            {"reason": sorted(data.SUPPRESSED_REASONS | data.FOLDED_REASONS)}
+            if only == "suppressed"
+            else None
+        )
+        events = data.recent_rows(engine, "alert_event", limit=size, where=where)
+        if events is not None:
+            cols = data.pick(events[0], EVENT_COLUMNS)
+            events = (["verdict", *cols], [{**r, "verdict": data.verdict(r)} for r in events[1]])
+        outbox = data.recent_rows(engine, "alert_outbox", limit=size) or data.recent_rows(
+            engine, "outbox", limit=size
+        )
+        if outbox is not None:
+            outbox = (data.pick(outbox[0], OUTBOX_COLUMNS), outbox[1])
         channel_rows = data.recent_rows(engine, "alert_channel", limit=200)
         health = {str(r.get("channel")): r for r in (channel_rows[1] if channel_rows else [])}
         channels = []
@@ -510,6 +538,7 @@ class WebUI:
             viewer,
             configured=cfg is not None,
             events=events,
+            only=only,
             outbox=outbox,
             channels=channels,
             health_table=channel_rows is not None,

@@ -17,7 +17,7 @@ from agent.app import App, build_app
 from agent.clock import FakeClock
 from agent.server import create_server
 from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, Step, call, say
+from integrations.fakes.llm_server import ScriptedLLM, Step, call, fail, say
 from tests.conftest import write_config
 
 TOKENS = {
@@ -83,8 +83,8 @@ class UiBot:
 
     # ---- seeds (each consumes its own scripted LLM steps, in order)
     def seed_failed(self, user: str = "alice", reason: str = "disk full on /data") -> int:
-        """A chat task whose tool step failed; returns its id."""
-        self.llm.add(call("always_fail", reason=reason), say("The backfill failed: disk full."))
+        """A failed task: its tool step failed, then the model endpoint refused (HTTP 400)."""
+        self.llm.add(call("always_fail", reason=reason), fail(400))
         self.ask(user, "backfill order_sync for 2026-12-01")
         return max(t.id for t in self.app.deps.tasks.recent(owner=user, limit=5))
 
