@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -52,8 +53,13 @@ class WordLlamaEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
+            root = logging.getLogger()
+            handlers, level = list(root.handlers), root.level
             import wordllama
             from wordllama import WordLlama
+
+            # importing wordllama calls logging.basicConfig(INFO); logging is the application's choice
+            root.handlers[:], root.level = handlers, level
 
             # the wheel ships weights/ and tokenizers/ inside the package, but load() looks for the
             # tokenizer under the cache dir; the package directory as cache_dir resolves both locally
