@@ -25,7 +25,6 @@ from agent.evidence import find_step, step_output
 from agent.memory import MemoryStore
 from agent.registry import ToolContext, ToolSpec
 
-
 # Tools that return documents (stored outputs, code, search hits): never a source of facts, whatever
 # the config trusts, because their text was written by someone other than the user or the system.
 DOCUMENT_TOOLS = ("read_artifact", "search_code", "get_code_context", "*search*", "read_*", "fetch_*")

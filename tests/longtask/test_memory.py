@@ -65,7 +65,7 @@ def test_the_model_can_only_remember_what_the_user_said_or_a_trusted_tool_return
     # bob's conversation with the same words cannot see alice's facts: recall is scoped by the channel's user
     llm.add(call("recall", key="A3003:reason"), say("nothing"))
     app.session.handle(Inbound("bob", "c2", "what was my reason?"))
-    assert '"found": false' in [m["content"] for m in llm.messages[-1] if m["role"] == "tool"][0]
+    assert '"found": false' in next(m["content"] for m in llm.messages[-1] if m["role"] == "tool")
     llm.assert_consumed()
 
 

@@ -24,7 +24,7 @@ def _artifact_id(text: str, task_id: int, step_key: str) -> tuple[str, str]:
 
 
 def test_plan_keeps_the_goal_through_timeouts_and_completes_only_on_checked_evidence(
-    make_lt: Callable[..., App], llm: ScriptedLLM
+    make_lt: Callable[..., App], llm: ScriptedLLM, db_url: str
 ) -> None:
     art_id, digest = _artifact_id(RECORD, 1, "tool:11:0")
     app = make_lt(
@@ -46,7 +46,8 @@ def test_plan_keeps_the_goal_through_timeouts_and_completes_only_on_checked_evid
                 evidence={"kind": "artifact", "artifact_id": art_id, "sha256": digest},
             ),
             say("核对记录已保存并汇总（#1 命令核对 exit 0，#2 产物 sha256 已核对）；尚未创建草稿或申请。"),
-        ]
+        ],
+        db=db_url,
     )
     set_countdown("order-timeouts", 2)
     reply = app.session.handle(Inbound("alice", "c1", GOAL))
@@ -102,3 +103,35 @@ def test_an_unbacked_claim_of_completion_is_sent_back_then_marked(
     assert complaint and "#1 is pending" in complaint[0]["content"]
     assert "claims more than the plan shows" in reply and "2 item(s) open" in reply
     llm.assert_consumed()
+
+
+def test_the_loop_reminds_the_model_of_open_items_after_n_quiet_turns(
+    make_lt: Callable[..., App], llm: ScriptedLLM
+) -> None:
+    app = make_lt(
+        [
+            call("plan_add", description="check A3003"),
+            call("echo", text="a"),
+            call("echo", text="b"),
+            say("still working on #1"),
+        ],
+        longtask={"plan": {"remind_after_turns": 2}},
+    )
+    app.session.handle(Inbound("alice", "c1", "prepare the A3003 record"))
+    last = [m for m in llm.messages[2] if m["role"] == "user"]
+    assert not last[-1]["content"].startswith("[Plan reminder]")  # one quiet turn: no reminder yet
+    note = llm.messages[3][-1]
+    assert note["role"] == "user" and note["content"].startswith(
+        "[Plan reminder] The plan has not been updated for 2"
+    )
+    assert "#1 [pending] check A3003" in note["content"]
+    assert PlanStore(app.deps.engine).items(1)[0].status == "pending"  # a reminder completes nothing
+    llm.assert_consumed()
+
+
+def test_reminders_are_off_by_default(make_lt: Callable[..., App], llm: ScriptedLLM) -> None:
+    app = make_lt(
+        [call("plan_add", description="x"), *(call("echo", text=str(i)) for i in range(4)), say("ok")]
+    )
+    app.session.handle(Inbound("alice", "c1", "go"))
+    assert not any("[Plan reminder]" in (m["content"] or "") for req in llm.messages for m in req)
