@@ -283,3 +283,48 @@ def test_failure_reaches_the_wecom_robot_through_the_real_alert_pipeline(
     (message,) = sinks.robot_texts(KEY)
     assert "broken_sync" in message and str(inst.id) in message and BAD_HOST in message
     assert "SQLException" in message
+
+
+def test_jobs_sync_names_and_poll_through_the_scheduler(bot_for: Callable[..., Bot]) -> None:
+    from agent.scheduler import all_jobs, run_job
+
+    bot = bot_for("3.3", with_llm=False)
+    jobs = {j.id: j for j in all_jobs(bot.app)}
+    assert {"ds_poll", "ds_catalog_sync"} <= set(jobs)
+    run_job(bot.app, jobs["ds_catalog_sync"])
+    names = {e.name for e in bot.app.deps.services["dolphin"].catalog.entries()}
+    assert {"order_sync", "legacy_export", "dw_sales"} <= names
+    bot.say("alice", "/run long_sync 昨天")
+    bot.say("alice", "/confirm")
+    bot.sim.advance(30)
+    run_job(bot.app, jobs["ds_poll"])
+    runs = bot.app.deps.metrics.registry.get_sample_value(
+        "xihe_job_runs_total", {"job": "ds_poll", "outcome": "ok"}
+    )
+    assert runs == 1 and bot.messages("cli:alice", "⏳")
+
+
+def test_a_restarted_bot_reports_the_run_another_process_started(
+    bot_for: Callable[..., Bot], tmp_path: Path
+) -> None:
+    first = bot_for("3.3", with_llm=False)
+    first.say("alice", "/run long_sync 昨天")
+    first.say("alice", "/confirm")
+    first.app.deps.engine.dispose()  # the first process is gone; a new one opens the same database
+    second = make_bot(tmp_path / "restarted", first.sim, first.sim.clock, f"sqlite:///{tmp_path / 'xihe.db'}")
+    first.sim.advance(60)
+    poll_watches(second.app)
+    second.app.deps.services["dolphin"].client.stop(1000000000001, first.sim.instances_of("long_sync")[0].id)
+    second.poll_until_done("1:tool:1:0")
+    assert second.messages("cli:alice", "⏹️") and first.messages("cli:alice", "⏹️") == []
+
+
+def test_without_credentials_the_feature_stays_off(
+    bot_for: Callable[..., Bot], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    on = bot_for("3.3", with_llm=False)
+    assert "trigger_dolphinscheduler" in on.app.registry
+    monkeypatch.delenv("XIHE_DS_TOKEN")  # dolphin.yaml names it, but it is not set
+    off = make_bot(tmp_path / "off", on.sim, on.sim.clock, f"sqlite:///{tmp_path / 'off.db'}")
+    assert "trigger_dolphinscheduler" not in off.app.registry and "dolphin" not in off.app.deps.services
+    assert off.say("alice", "/run order_sync 昨天").startswith("Unknown command /run")
