@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
 from agent.deps import Progress
@@ -111,7 +112,11 @@ class Gateway:
 
     # ---- intake (runs in the request: must be quick) -------------------------------------------
 
-    def dispatch(self, message: InboundMessage) -> None:
+    async def dispatch(self, message: InboundMessage) -> None:
+        """The routes' dispatch: the database writes run off the event loop, so other requests go on."""
+        await run_in_threadpool(self.accept, message)
+
+    def accept(self, message: InboundMessage) -> None:
         """Record the message as queued for this replica and wake a worker; never does the work itself."""
         now = self.deps.clock()
         if message.channel == CHANNEL_AIBOT and message.stream_id:

@@ -90,7 +90,7 @@ def test_full_memory_queue_spills_to_the_inbox_and_stop_hands_messages_over(
     ]
     for m in messages:
         assert not gw.inbox.seen(m.dedupe_key, clock())
-        gw.dispatch(m)
+        gw.accept(m)
     assert gw.queue.qsize() == 1 and gw.inbox.queued() == 2
     # the spilled one is free for any replica right away; the queued one after stop()
     assert gw.inbox.reclaim("r2", clock(), gw.lease) == [messages[1].dedupe_key]
@@ -105,7 +105,7 @@ def test_worker_answers_and_marks_the_message_done(
     gw: Gateway = app.deps.services[SERVICE]
     m = InboundMessage("alice", APP_CONV, "/tasks", "5", 0, str(AGENT_ID), CHANNEL_APP)
     gw.inbox.seen(m.dedupe_key, clock())
-    gw.dispatch(m)
+    gw.accept(m)
     wait_until(lambda: fake.contents("alice"), timeout=10, what="the worker's answer")
     assert fake.contents("alice") == ["You have no tasks yet."]
     gw.stop(grace=5)
