@@ -519,8 +519,13 @@ class Agent:
             return None
         deps.tasks.update(run.task.id, now, status="awaiting_confirmation", current_step=key)
         args_text = canonical_json(deps.redactor.data(call.data, call.spec.secret_args))
+        try:  # what the arguments resolve to (e.g. which workflow, which dates), so the yes is informed
+            meaning = call.spec.explain(call.args, deps) if call.spec.explain is not None else ""
+        except ToolError:
+            meaning = ""
+        meaning = f"→ {deps.redactor.text(meaning)}\n" if meaning else ""
         ask = (
-            f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n"
+            f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n{meaning}"
             f"Reply `/confirm {pending.id}` (or 确认执行) within {deps.settings.core.confirm.ttl_minutes} minutes "
             f"to run it, or `/cancel {pending.id}`."
         )

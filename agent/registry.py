@@ -57,6 +57,7 @@ class ToolSpec:
     lookup: Callable[[Any, ToolContext], Any] | None = None  # find an earlier attempt's effect, or None
     secret_args: frozenset[str] = field(default_factory=frozenset)
     summarize: Callable[[Any], str] | None = None  # how an explicit command shows the result
+    explain: Callable[[Any, Deps], str] | None = None  # what the call would do, shown when asking to confirm
 
     def schema(self) -> dict[str, Any]:
         """The function schema exactly as the model receives it."""

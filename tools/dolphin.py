@@ -14,6 +14,7 @@ the conversation that asked for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -84,6 +85,17 @@ def _trigger_environment(args: TriggerArgs, deps: Deps) -> str:
     # Resolving here (before the gate) means an unknown name or a future date is refused at once,
     # instead of after the user confirmed something that cannot run.
     return _plan(args, deps, deps.clock()).environment
+
+
+def explain_trigger(args: TriggerArgs, deps: Deps) -> str:
+    """What a trigger would start, for the confirmation prompt."""
+    plan = _plan(args, deps, deps.clock())
+    e = plan.entry
+    what = f"start {e.name} (project {e.project}, code {e.code}) on {plan.environment or 'no environment'}"
+    if not plan.dates:
+        return what + ", one normal run now"
+    days = [d.isoformat() for d in plan.dates]
+    return what + f", backfill{_span(days)}"
 
 
 def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
@@ -211,6 +223,7 @@ TRIGGER = ToolSpec(
     environment_of=_trigger_environment,
     lookup=trigger_lookup,
     summarize=summarize_trigger,
+    explain=explain_trigger,
 )
 
 
@@ -361,6 +374,16 @@ def _instance_environment(args: InstanceArgs, deps: Deps) -> str:
         raise ToolFailed(f"cannot read instance {args.instance_id} from DolphinScheduler: {exc}") from exc
 
 
+def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps], str]:
+    def explain(args: InstanceArgs, deps: Deps) -> str:
+        inst = locate(deps, args.instance_id, args.project)
+        info = _instance_info(deps, inst)
+        when = f" for {info['schedule_time']}" if info["schedule_time"] else ""
+        return f"{verb} {info['workflow']} instance {inst.id}{when}, now {inst.state}"
+
+    return explain
+
+
 def _rewatch(ctx: ToolContext, inst: Instance, project_code: int) -> None:
     """Follow a rerun instance again (unless a live watch already follows it)."""
     svc = service(ctx.deps)
@@ -431,6 +454,7 @@ RERUN = ToolSpec(
     environment_of=_instance_environment,
     lookup=rerun_lookup,
     summarize=summarize_action,
+    explain=_explain_instance("rerun the failed tasks of"),
 )
 
 
@@ -461,6 +485,7 @@ STOP = ToolSpec(
     environment_of=_instance_environment,
     lookup=stop_lookup,
     summarize=summarize_action,
+    explain=_explain_instance("stop"),
 )
 
 SPECS: tuple[ToolSpec, ...] = (TRIGGER, STATUS, FAILED, RERUN, STOP)

@@ -87,6 +87,8 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     bot = bot_for("3.3", db_url)
     ask = bot.say("bob", "把订单同步任务补跑一下昨天的")
     assert "production environment prod" in ask and "/confirm" in ask
+    # the prompt says what the words resolve to, so the yes (and the approver's) is informed
+    assert "→ start order_sync (project etl, code 2000000000001) on prod, backfill for 2026-12-01\n" in ask
     assert bot.sim.starts == []  # nothing runs before the yes
     waiting = bot.say("bob", f"/confirm {ask_id(ask)}")
     assert "waiting for an approver" in waiting and bot.sim.starts == []
@@ -149,6 +151,9 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
     assert f"**broken_sync** #{inst.id} (2026-11-30): FAILURE 2/3 tasks, failed load" in failed
     rerun_ask = bot.say("alice", f"/rerun {inst.id}")
     assert "rerun_failed is a write on test" in rerun_ask
+    assert (
+        f"→ rerun the failed tasks of broken_sync instance {inst.id} for 2026-11-30, now FAILURE" in rerun_ask
+    )
     assert "Rerunning the failed tasks of **broken_sync**" in bot.say("alice", "/confirm")
     keys = [w.key for w in bot.app.deps.services["dolphin"].watches.active()]
     assert len(keys) == 1
