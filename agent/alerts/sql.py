@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, func, insert, or_, select, text, update
+from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent.alerts.deliver import ChannelHealth, DeliveryAttempt
@@ -99,13 +99,21 @@ class SqlAlertStateStore:
         self.s = stores
         self.clock = clock  # only for updated_at, which is informational
         self.batch = batch
+        # Statements built once and executed with parameters: this is the per-event hot path.
+        t = alert_state.c
+        upsert = stores.insert(alert_state)
+        self._put = upsert.on_conflict_do_update(
+            index_elements=["ns", "key"],
+            set_={k: upsert.excluded[k] for k in ("payload", "due_at", "token", "updated_at")},
+        )
+        self._get = select(t.payload).where(t.ns == bindparam("p_ns"), t.key == bindparam("p_key"))
+        self._delete = delete(alert_state).where(t.ns == bindparam("p_ns"), t.key == bindparam("p_key"))
+        self._next_due = select(func.min(t.due_at))
 
     def get(self, ns: str, key: str) -> Value | None:
         """The record, or None."""
         with self.s.tx() as conn:
-            payload = conn.execute(
-                select(alert_state.c.payload).where(alert_state.c.ns == ns, alert_state.c.key == key)
-            ).scalar()
+            payload = conn.execute(self._get, {"p_ns": ns, "p_key": key}).scalar()
         return decode(ns, payload) if payload is not None else None
 
     def put(self, ns: str, key: str, value: Value, due_at: datetime | None) -> None:
@@ -118,23 +126,18 @@ class SqlAlertStateStore:
             "token": uuid.uuid4().hex,
             "updated_at": self.clock(),
         }
-        stmt = self.s.insert(alert_state).values(**values)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["ns", "key"],
-            set_={k: stmt.excluded[k] for k in ("payload", "due_at", "token", "updated_at")},
-        )
         with self.s.tx() as conn:
-            conn.execute(stmt)
+            conn.execute(self._put, values)
 
     def delete(self, ns: str, key: str) -> None:
         """Remove; missing is fine."""
         with self.s.tx() as conn:
-            conn.execute(delete(alert_state).where(alert_state.c.ns == ns, alert_state.c.key == key))
+            conn.execute(self._delete, {"p_ns": ns, "p_key": key})
 
     def next_due(self) -> datetime | None:
         """Earliest due time, or None."""
         with self.s.tx() as conn:
-            due: datetime | None = conn.execute(select(func.min(alert_state.c.due_at))).scalar()
+            due: datetime | None = conn.execute(self._next_due).scalar()
         return due
 
     def pop_due(self, now: datetime) -> Iterator[tuple[str, str, Value]]:
@@ -564,6 +567,9 @@ class SqlRateLimiter(RateLimiter):
 
 
 # ---- records -------------------------------------------------------------------------------------
+_INSERT_EVENT = insert(alert_event)
+
+
 class SqlRecordSink:
     """RecordSink over table alert_event: every decision and every delivery, with its reason."""
 
@@ -575,19 +581,20 @@ class SqlRecordSink:
         """Store one pipeline decision."""
         with self.s.tx() as conn:
             conn.execute(
-                insert(alert_event).values(
-                    at=rec.at,
-                    kind="decision",
-                    event_key=rec.event_key,
-                    instance_id=rec.instance_id,
-                    workflow=rec.workflow,
-                    task=rec.task,
-                    reason=rec.reason.value,
-                    tier=rec.tier.value if rec.tier else None,
-                    detail=rec.detail,
-                    notification_key=rec.notification_key,
-                    holder=self.holder,
-                )
+                _INSERT_EVENT,
+                {
+                    "at": rec.at,
+                    "kind": "decision",
+                    "event_key": rec.event_key,
+                    "instance_id": rec.instance_id,
+                    "workflow": rec.workflow,
+                    "task": rec.task,
+                    "reason": rec.reason.value,
+                    "tier": rec.tier.value if rec.tier else None,
+                    "detail": rec.detail,
+                    "notification_key": rec.notification_key,
+                    "holder": self.holder,
+                },
             )
 
     def note(self, at: datetime, reason: str, key: str, detail: str = "", tier: str | None = None) -> None:
