@@ -145,7 +145,9 @@ class AlertService:
         attempts = self.deliverer.run_once(now)
         red = self.deps.redactor
         for a in attempts:
-            detail = red.data(a.to_dict())
+            raw = a.to_dict()
+            raw["outbox_key"] = raw.pop("key")  # a field named "key" would be masked as a secret
+            detail = red.data(raw)
             self.deps.audit.record(
                 AuditEvent(
                     at=a.at,

@@ -64,6 +64,7 @@ def test_fed_events_become_exactly_the_expected_wecom_messages(
     assert len(pushes) == 2 and all(p["outcome"] == "sent" for p in pushes)
     for p in pushes:
         assert p["detail"]["http_status"] == 200 and '"errcode": 0' in p["detail"]["body"]
+        assert p["detail"]["outbox_key"].startswith("inst:") and p["detail"]["via"] == "robot"
         assert KEY not in json.dumps(p, default=str) and KEY_PROD not in json.dumps(p, default=str)
 
 
