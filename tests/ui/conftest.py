@@ -117,13 +117,15 @@ def ui_bot(
     counter = {"n": 0}
 
     def make(
-        script: list[Step] | None = None, files: tuple[str, ...] = ("xihe.yaml", "access.yaml")
+        script: list[Step] | None = None,
+        files: tuple[str, ...] = ("xihe.yaml", "access.yaml"),
+        ui: dict[str, Any] | None = None,
     ) -> UiBot:
         counter["n"] += 1
         if script:
             llm.add(*script)
         cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url, files=files)
-        (cfg / "ui.yaml").write_text(yaml.safe_dump(ui_yaml()))
+        (cfg / "ui.yaml").write_text(yaml.safe_dump({**ui_yaml(), **(ui or {})}))
         notes: list[tuple[str, str]] = []
         app = build_app(
             cfg,
