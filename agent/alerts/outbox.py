@@ -1,11 +1,9 @@
 """The durable outbox: one row per notification key; inserting a key twice is a no-op.
 
 Rows are claimed with a lease so two senders (replicas) never send the same row at once, and a
-crashed sender's claim is taken back once its lease expires. The lead backs `Outbox` with table
-`outbox(key PK, kind, tier, channel, subject, text, created_at, due_at, status, attempts,
-lease_owner, lease_until, last_error, sent_at, sent_via, force_email)`; claim with
-`UPDATE … WHERE status='pending' AND due_at<=:now AND (lease_until IS NULL OR lease_until<:now)` (SQLite)
-or `SELECT … FOR UPDATE SKIP LOCKED` (PostgreSQL).
+crashed sender's claim is taken back once its lease expires; the sender renews the lease just before
+each send. `agent.alerts.sql.SqlOutbox` backs it with table `alert_outbox` (claims: a conditional
+`UPDATE … RETURNING` on SQLite, `SELECT … FOR UPDATE SKIP LOCKED` on PostgreSQL).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Pipeline state (held instance messages, open windows, host hit lists, dedupe keys) behind a Protocol.
 
 Everything the pipeline remembers between events lives here as frozen, JSON-serialisable records,
-so a new `Pipeline` over the same store continues exactly where a stopped one left off. The lead
-backs `AlertStateStore` with one table: `alert_state(ns, key, payload JSON, due_at, updated_at,
-PRIMARY KEY (ns, key))` plus an index on `(due_at)`.
+so a new `Pipeline` over the same store continues exactly where a stopped one left off.
+`agent.alerts.sql.SqlAlertStateStore` backs `AlertStateStore` with table `alert_state(ns, key,
+payload JSON, due_at, token, updated_at, PRIMARY KEY (ns, key))` plus an index on `(due_at)`.
 """
 
 from __future__ import annotations
