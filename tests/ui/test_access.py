@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.ui.conftest import TOKENS, MakeUiBot, csrf_of, ui_yaml
+from integrations.fakes.llm_server import say
+from tests.ui.conftest import TOKENS, MakeUiBot, UiBot, csrf_of, ui_yaml
 
 PAGES = [
     "/ui/tasks",
@@ -28,7 +29,7 @@ def effects(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def web_audit(bot, outcome: str) -> list[dict]:  # type: ignore[no-untyped-def]
+def web_audit(bot: UiBot, outcome: str) -> list[dict]:
     return [r for r in bot.app.deps.audit.search(limit=500) if r["outcome"] == outcome]
 
 
@@ -231,7 +232,7 @@ def test_approval_before_the_requesters_confirm_waits_for_chat(ui_bot: MakeUiBot
 def test_reject_from_the_page_runs_nothing(ui_bot: MakeUiBot, tmp_path: Path) -> None:
     bot = ui_bot()
     action = bot.seed_prod_write(user="bob", note="n2")
-    bot.llm.add(__import__("integrations.fakes.llm_server", fromlist=["say"]).say("Nothing was done."))
+    bot.llm.add(say("Nothing was done."))
     c = bot.login("carol")
     page = c.get("/ui/pending")
     r = c.post(f"/ui/pending/{action}/reject", data={"csrf": csrf_of(page.text)})
@@ -261,7 +262,7 @@ HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 def test_hostile_task_text_is_escaped(ui_bot: MakeUiBot) -> None:
     bot = ui_bot()
     task_id = bot.seed_failed(user="alice", reason=HOSTILE)
-    bot.llm.add(__import__("integrations.fakes.llm_server", fromlist=["say"]).say(HOSTILE))
+    bot.llm.add(say(HOSTILE))
     bot.ask("alice", HOSTILE)
     c = bot.login("dave")
     pages = [
