@@ -138,7 +138,11 @@ def test_two_replicas_on_one_database_never_send_twice(
         ]
         per_step.append(batch)
     errors: list[BaseException] = []
-    barrier = threading.Barrier(2, action=lambda: clock.advance(10))
+
+    def tick() -> None:
+        clock.advance(10)
+
+    barrier = threading.Barrier(2, action=tick)  # both replicas finished the step: time moves on
 
     def run(app: App) -> None:
         try:
