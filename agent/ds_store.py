@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent.ds_watch import SCHEMA_VERSION, Watch
@@ -42,6 +42,21 @@ def _state(w: Watch) -> dict[str, Any]:
     }
 
 
+_COLUMNS = (
+    "task_id",
+    "conversation",
+    "project",
+    "project_code",
+    "workflow",
+    "definition_code",
+    "started_at",
+    "next_poll_at",
+    "done",
+    "state",
+    "schema_version",
+)
+
+
 def _columns(w: Watch) -> dict[str, Any]:
     return {
         "task_id": w.task_id,
@@ -56,6 +71,28 @@ def _columns(w: Watch) -> dict[str, Any]:
         "state": _state(w),
         "schema_version": w.schema_version,
     }
+
+
+def _row(w: Watch) -> dict[str, Any]:
+    """Parameters of _SAVE for one watch."""
+    return {"k": w.key, "updated_at": w.last_change_at or w.next_poll_at, **_columns(w)}
+
+
+# Built once: a poll cycle saves every watch it claimed with one executemany of this statement.
+_SAVE = (
+    update(ds_watch)
+    .where(
+        and_(
+            ds_watch.c.key == bindparam("k"),
+            or_(ds_watch.c.lease_owner.is_(None), ds_watch.c.lease_owner == bindparam("me")),
+        )
+    )
+    .values(
+        lease_owner=None,
+        lease_expires_at=None,
+        **{name: bindparam(name) for name in ("updated_at", *_COLUMNS)},
+    )
+)
 
 
 def _watch(row: Any) -> Watch:
@@ -139,13 +176,24 @@ class SqlWatchStore:
                 if keys:
                     conn.execute(claim.where(ds_watch.c.key.in_(keys)))
             else:
-                # SQLite has one writer at a time: each conditional UPDATE re-reads `free` under the
-                # write lock, so a row another replica claimed since the SELECT no longer matches.
-                keys = [
-                    k
-                    for k in list(conn.execute(pick.limit(limit)).scalars())
-                    if conn.execute(claim.where(and_(ds_watch.c.key == k, wanted))).rowcount == 1
-                ]
+                # SQLite has one writer at a time: the conditional UPDATE re-reads `free` under the
+                # write lock, so a row another replica claimed since the SELECT no longer matches;
+                # what this transaction then reads back with our lease is exactly what we hold.
+                candidates = list(conn.execute(pick.limit(limit)).scalars())
+                if not candidates:
+                    return []
+                conn.execute(claim.where(and_(ds_watch.c.key.in_(candidates), wanted)))
+                keys = list(
+                    conn.execute(
+                        select(ds_watch.c.key).where(
+                            and_(
+                                ds_watch.c.key.in_(candidates),
+                                ds_watch.c.lease_owner == self.holder,
+                                ds_watch.c.lease_expires_at == until,
+                            )
+                        )
+                    ).scalars()
+                )
             if not keys:
                 return []
             rows = conn.execute(
@@ -161,25 +209,29 @@ class SqlWatchStore:
         A row leased by another replica (ours lapsed and was taken over) is not overwritten.
         A key that does not exist yet is inserted.
         """
-        now = watch.last_change_at or watch.next_poll_at
-        mine = or_(ds_watch.c.lease_owner.is_(None), ds_watch.c.lease_owner == self.holder)
+        self.save_all([watch])
+
+    def save_all(self, watches: Sequence[Watch]) -> None:
+        """`save` for a whole poll cycle, in one transaction (one executemany when all are ours)."""
+        if not watches:
+            return
+        rows = [_row(w) for w in watches]
         with self.engine.begin() as conn:
-            done = conn.execute(
-                update(ds_watch)
-                .where(and_(ds_watch.c.key == watch.key, mine))
-                .values(lease_owner=None, lease_expires_at=None, updated_at=now, **_columns(watch))
-            ).rowcount
-            if done:
+            if conn.execute(_SAVE, [{**r, "me": self.holder} for r in rows]).rowcount == len(rows):
                 return
-            exists = conn.execute(select(ds_watch.c.key).where(ds_watch.c.key == watch.key)).first()
-            if exists is None:
-                conn.execute(
-                    insert(ds_watch).values(key=watch.key, created_at=now, updated_at=now, **_columns(watch))
-                )
-            else:
-                log.warning(
-                    "watch %s is leased by another replica; this poll's update was dropped", watch.key
-                )
+            for row in rows:  # some row was not ours or does not exist yet: sort them out one by one
+                held_by = conn.execute(
+                    select(ds_watch.c.lease_owner).where(ds_watch.c.key == row["k"])
+                ).first()
+                if held_by is None:
+                    values = {k: v for k, v in row.items() if k != "k"}
+                    conn.execute(
+                        insert(ds_watch).values(key=row["k"], created_at=row["updated_at"], **values)
+                    )
+                elif held_by[0] not in (None, self.holder):
+                    log.warning(
+                        "watch %s is leased by %s; this poll's update was dropped", row["k"], held_by[0]
+                    )
 
     def active(self) -> list[Watch]:
         """All watches not done."""

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent.commands import Command
-from agent.ds_watch import Finished, NotFound, PollResult, Progress, run_poll_cycle
+from agent.ds_watch import Finished, NotFound, PollResult, Progress, Watch, run_poll_cycle
 from agent.errors import ConfigError
 from agent.events import FailureEvent
 from agent.features import Job
@@ -32,6 +32,7 @@ from config.dolphin import DolphinConfig, credentials
 if TYPE_CHECKING:
     from agent.app import App
     from agent.deps import Deps
+    from agent.ds_store import SqlWatchStore
     from agent.gate import Who
     from agent.registry import ToolSpec
     from agent.session import Inbound, Session
@@ -188,14 +189,39 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
         log.warning("DolphinScheduler poll: %s", error)
 
 
+class _Batched:
+    """The SQL watch store with saves collected, so one poll cycle writes back in one transaction."""
+
+    def __init__(self, store: SqlWatchStore) -> None:
+        self.store = store
+        self.pending: list[Watch] = []
+
+    def due(self, now: datetime, limit: int = 1000) -> list[Watch]:
+        return self.store.due(now, limit)
+
+    def save(self, watch: Watch) -> None:
+        self.pending.append(watch)
+
+    def add(self, watch: Watch) -> None:
+        self.store.add(watch)
+
+    def get(self, key: str) -> Watch | None:
+        return self.store.get(key)
+
+    def active(self) -> list[Watch]:
+        return self.store.active()
+
+
 def poll_watches(app: App) -> PollResult | None:
     """The `ds_poll` job: claim due watches, poll them with few requests, save, then report."""
     svc: DolphinService | None = app.deps.services.get("dolphin")
     if svc is None:
         return None
     now = app.deps.clock()
+    batch = _Batched(svc.watches)
     try:
-        result = run_poll_cycle(svc.watches, svc.poll_client, now, svc.policy)
+        result = run_poll_cycle(batch, svc.poll_client, now, svc.policy)
+        svc.watches.save_all(batch.pending)
     except Exception:
         svc.watches.release()  # let the next cycle (here or on another replica) take them at once
         raise

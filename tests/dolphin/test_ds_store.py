@@ -233,3 +233,17 @@ def test_two_replicas_polling_postgres_at_once_poll_each_run_once_per_cycle(tmp_
         assert a.polled and b.polled and seed.active() == []  # both did share the work
     finally:
         threading.Thread(target=sim.stop, daemon=True).start()
+
+
+def test_save_all_writes_ours_skips_rows_another_replica_took_and_inserts_new(engine: Engine) -> None:
+    a, b = SqlWatchStore(engine, holder="a"), SqlWatchStore(engine, holder="b")
+    for key in ("1:w", "2:w"):
+        a.add(make_watch(key))
+    mine = a.due(T0)
+    later = T0 + timedelta(seconds=121)
+    (taken,) = b.due(later, limit=1)  # a's lease lapsed; b took the first row
+    a.save_all([replace(w, done=True) for w in mine] + [make_watch("3:w")])
+    saved = {k: a.get(k) for k in ("1:w", "2:w", "3:w")}
+    assert not saved[taken.key].done  # type: ignore[union-attr]
+    other = ({"1:w", "2:w"} - {taken.key}).pop()
+    assert saved[other].done and saved["3:w"] is not None  # type: ignore[union-attr]
