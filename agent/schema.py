@@ -193,37 +193,6 @@ memory = Table(
 )
 Index("ix_memory_owner_key", memory.c.owner, memory.c.key, memory.c.current)
 
-# ---- wecom (migration 3) ------------------------------------------------------------------------
-# Which WeCom callbacks were seen (a retry never runs twice), and which still wait for a worker?
-wecom_inbox = Table(
-    "wecom_inbox",
-    metadata,
-    Column("key", String(200), primary_key=True),  # channel:msgid
-    Column("seen_at", UTCDateTime, nullable=False),
-    Column("status", String(20), nullable=False),  # seen|queued|handling|done
-    Column("payload", JSON),  # the verified inbound message while it waits
-    Column("holder", String(120)),  # replica that will handle it
-    Column("lease_expires_at", UTCDateTime),  # after this another replica may take it
-    Column("finished_at", UTCDateTime),
-)
-Index("ix_wecom_inbox_status", wecom_inbox.c.status, wecom_inbox.c.lease_expires_at)
-
-# What has the AI bot streamed for a message (any replica answers the refresh), and may we still reply?
-wecom_stream = Table(
-    "wecom_stream",
-    metadata,
-    Column("id", String(64), primary_key=True),  # stream id we gave WeCom
-    Column("msgid", String(200), nullable=False, unique=True),  # the message that opened it
-    Column("conversation", String(200), nullable=False, default=""),
-    Column("content", Text, nullable=False, default=""),
-    Column("finish", Boolean, nullable=False, default=False),
-    Column("response_url", Text, nullable=False, default=""),  # one-shot reply capability (1 h)
-    Column("response_used", Boolean, nullable=False, default=False),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
-)
-Index("ix_wecom_stream_conv", wecom_stream.c.conversation, wecom_stream.c.created_at)
-
 # ---- alerts (migration 2) ----------------------------------------------------------------------
 # What does the alert pipeline remember between events? (held instance messages, open windows,
 # host hit lists, dedupe keys; `due_at` drives window ends and expiry; `token` changes on every put)
@@ -320,6 +289,37 @@ alert_event = Table(
 )
 Index("ix_alert_event_at", alert_event.c.at)
 Index("ix_alert_event_instance", alert_event.c.instance_id)
+
+# ---- wecom (migration 3) ------------------------------------------------------------------------
+# Which WeCom callbacks were seen (a retry never runs twice), and which still wait for a worker?
+wecom_inbox = Table(
+    "wecom_inbox",
+    metadata,
+    Column("key", String(200), primary_key=True),  # channel:msgid
+    Column("seen_at", UTCDateTime, nullable=False),
+    Column("status", String(20), nullable=False),  # seen|queued|handling|done
+    Column("payload", JSON),  # the verified inbound message while it waits
+    Column("holder", String(120)),  # replica that will handle it
+    Column("lease_expires_at", UTCDateTime),  # after this another replica may take it
+    Column("finished_at", UTCDateTime),
+)
+Index("ix_wecom_inbox_status", wecom_inbox.c.status, wecom_inbox.c.lease_expires_at)
+
+# What has the AI bot streamed for a message (any replica answers the refresh), and may we still reply?
+wecom_stream = Table(
+    "wecom_stream",
+    metadata,
+    Column("id", String(64), primary_key=True),  # stream id we gave WeCom
+    Column("msgid", String(200), nullable=False, unique=True),  # the message that opened it
+    Column("conversation", String(200), nullable=False, default=""),
+    Column("content", Text, nullable=False, default=""),
+    Column("finish", Boolean, nullable=False, default=False),
+    Column("response_url", Text, nullable=False, default=""),  # one-shot reply capability (1 h)
+    Column("response_used", Boolean, nullable=False, default=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_wecom_stream_conv", wecom_stream.c.conversation, wecom_stream.c.created_at)
 
 # ---- long tasks (migration 5) -------------------------------------------------------------------
 # What is left to do for this task, in what order, who holds each item and what proves it is done?
