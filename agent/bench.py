@@ -66,7 +66,11 @@ def _one_backend(url: str, n: int, workdir: Path) -> dict[str, Any]:
         t1 = time.perf_counter()
         call = registry.parse("bench_echo", raw)
         decision = decide(
-            call.spec.name, call.spec.risk_for(call.args, deps), call.spec.environment(call.args, deps), who, deps.settings.access
+            call.spec.name,
+            call.spec.risk_for(call.args, deps),
+            call.spec.environment(call.args, deps),
+            who,
+            deps.settings.access,
         )
         app.agent.executor.run(task, f"tool:{i}:0", call, intent="bench", reason=decision.reason)
         t2 = time.perf_counter()
