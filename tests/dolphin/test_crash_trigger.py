@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.app import build_app
 from agent.clock import FakeClock, utc_now
 from agent.db import make_engine
 from agent.ds_store import SqlWatchStore
+from agent.features.dolphin import poll_watches
 from agent.tasks import TaskStore
 from integrations.fakes.dolphin import DolphinSimulator
 from integrations.fakes.llm_server import ScriptedLLM, call, say
@@ -39,9 +41,9 @@ def _wait_for_start(sim: DolphinSimulator, proc: subprocess.Popen[str], timeout:
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("version", ["3.2", "3.3"])
+@pytest.mark.parametrize(("version", "consumed"), [("3.2", True), ("3.3", True), ("3.2", False)])
 def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
-    tmp_path: Path, llm: ScriptedLLM, version: str
+    tmp_path: Path, llm: ScriptedLLM, version: str, consumed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     llm.add(call("trigger_dolphinscheduler", workflow="long_sync", dates="昨天"), say("long_sync started"))
     # the bot subprocess runs on the real clock: the simulator's clock starts there too
@@ -72,13 +74,32 @@ def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
         assert [(s.step_key, s.status) for s in steps if s.step_key.startswith("tool")] == [
             ("tool:1:0", "running")  # DS has the run; the bot had not recorded it
         ]
-        sim.advance(5)  # 3.2: the master consumes the start command and creates the instance
+        if consumed:
+            sim.advance(5)  # 3.2: the master consumes the start command and creates the instance
 
         resumed = subprocess.run(
             [*cli, "task", "resume", "1"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
         )
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "task 1 done: long_sync started" in resumed.stdout
+        if not consumed:
+            # 3.2 before the master created the instance: the marker cannot be found yet, and starting
+            # again could make a second run. The step records an uncertain start and watches the marker.
+            assert sim.instances_of("long_sync") == [] and len(sim.starts) == 1
+            row = [s for s in TaskStore(make_engine(db)).steps(1) if s.step_key == "tool:1:0"][-1]
+            assert row.status == "done" and json.loads(row.output_text or "{}")["status"] == "start_uncertain"
+            monkeypatch.setenv("XIHE_DS_TOKEN", sim.token)
+            app = build_app(cfg, clock=sim.clock, database_url=db, holder="poller")
+            for _ in range(4):  # the master creates the instance; the poller finds it by its marker
+                sim.advance(15)
+                poll_watches(app)
+            (instance,) = sim.instances_of("long_sync")
+            watch = app.deps.services["dolphin"].watches.get("1:tool:1:0")
+            assert watch is not None and list(watch.instance_ids) == [instance.id]
+            assert len(sim.starts) == 1
+            app.deps.engine.dispose()
+            llm.assert_consumed()
+            return
 
         (instance,) = sim.instances_of("long_sync")  # exactly one run
         assert len(sim.starts) == 1
