@@ -78,6 +78,36 @@ class TaskStep:
     duration_ms: int | None
 
 
+def _attempt_row(
+    task_id: int,
+    step_key: str,
+    attempt: int,
+    tool_name: str,
+    now: datetime,
+    input_digest: str | None,
+    input_preview: str | None,
+) -> dict[str, Any]:
+    """The columns of a new attempt's `running` row."""
+    return dict(
+        task_id=task_id,
+        step_key=step_key,
+        attempt=attempt,
+        status="running",
+        tool_name=tool_name,
+        idempotency_key=f"{task_id}:{step_key}",
+        input_digest=input_digest,
+        input_preview=input_preview,
+        output_digest=None,
+        output_ref=None,
+        output_text=None,
+        error=None,
+        external_ids=None,
+        started_at=now,
+        finished_at=None,
+        duration_ms=None,
+    )
+
+
 def _task(row: Any) -> Task:
     return Task(**{k: row._mapping[k] for k in Task.__dataclass_fields__})
 
@@ -254,27 +284,10 @@ class TaskStore:
         with self.engine.begin() as conn:
             if attempt is None:
                 attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
-            values = dict(
-                task_id=task_id,
-                step_key=step_key,
-                attempt=attempt,
-                status="running",
-                tool_name=tool_name,
-                idempotency_key=f"{task_id}:{step_key}",
-                input_digest=input_digest,
-                input_preview=input_preview,
-                output_digest=None,
-                output_ref=None,
-                output_text=None,
-                error=None,
-                external_ids=None,
-                started_at=now,
-                finished_at=None,
-                duration_ms=None,
-            )
+            values = _attempt_row(task_id, step_key, attempt, tool_name, now, input_digest, input_preview)
             step_id = conn.execute(_INSERT_STEP, values).scalar_one()
             conn.execute(_SET_CURRENT, {"t": task_id, "k": step_key, "now": now})
-        return TaskStep(id=step_id, **values)  # type: ignore[arg-type]
+        return TaskStep(id=step_id, **values)
 
     def record(
         self,
@@ -293,25 +306,8 @@ class TaskStore:
         """Append an outcome for a call that never ran (invalid, denied, refused): no `running` row."""
         with self.engine.connect() as conn:
             attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
-        begun = TaskStep(
-            id=0,
-            task_id=task_id,
-            step_key=step_key,
-            attempt=attempt,
-            status="running",
-            tool_name=tool_name,
-            idempotency_key=f"{task_id}:{step_key}",
-            input_digest=input_digest,
-            input_preview=input_preview,
-            output_digest=None,
-            output_ref=None,
-            output_text=None,
-            error=None,
-            external_ids=None,
-            started_at=now,
-            finished_at=None,
-            duration_ms=None,
-        )
+        row = _attempt_row(task_id, step_key, attempt, tool_name, now, input_digest, input_preview)
+        begun = TaskStep(id=0, **row)
         return self.finish_step(begun, status, now, output_text=output_text, error=error, audit=audit)
 
     def finish_step(
