@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agent import approvals
 from agent.audit import AuditEvent
 from agent.commands import Command, CommandSyntaxError, parse
 from agent.errors import BotError, TaskStateError
-from agent.gate import Allow, Who, identify, may_approve, visible
+from agent.gate import Who, identify, visible
 from agent.loop import Agent, Outcome
 from agent.pending import PendingAction
 
@@ -162,53 +163,19 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
 
 
 def _approve(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
-    deps = session.deps
-    action = _pick(session, who, msg, cmd, "approve") if cmd.args else "/approve needs the action id."
-    if isinstance(action, str):
-        return action
-    decision = may_approve(who.user, action.user_id, deps.settings.access)
-    if not isinstance(decision, Allow):
-        return f"Not approved: {decision.reason}."
-    now = deps.clock()
-    if not deps.pending.approve(action.id, who.user, now):
-        return f"Action {action.id} is {action.status}; it cannot be approved."
-    deps.audit.record(
-        AuditEvent(
-            at=now,
-            kind="confirm",
-            actor=who.user,
-            outcome="approved",
-            task_id=action.task_id,
-            tool=action.tool,
-            reason=decision.reason,
-            detail={"pending_id": action.id},
-        )
-    )
-    fresh = deps.pending.get(action.id)
-    if fresh is not None and fresh.released:
-        outcome = session.agent.resume(action.task_id)
-        deps.notify(action.conversation, outcome.reply)
-        return f"Approved action {action.id}; it ran: {outcome.reply}"
-    deps.notify(
-        action.conversation,
-        f"{who.user} approved action {action.id}; it runs after your /confirm {action.id}.",
-    )
-    return f"Approved action {action.id}; it runs once {action.user_id} confirms."
+    if not cmd.args or not cmd.args[0].isdigit():
+        return "/approve needs the numeric action id, e.g. /approve 12."
+    return approvals.approve(
+        session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0])
+    ).message
 
 
 def _reject(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
-    deps = session.deps
-    action = _pick(session, who, msg, cmd, "reject") if cmd.args else "/reject needs the action id."
-    if isinstance(action, str):
-        return action
-    decision = may_approve(who.user, action.user_id, deps.settings.access)
-    if not isinstance(decision, Allow):
-        return f"Not allowed: {decision.reason}."
-    if not deps.pending.close(action.id, "rejected", deps.clock()):
-        return f"Action {action.id} is {action.status}."
-    outcome = session.agent.resume(action.task_id)
-    deps.notify(action.conversation, f"{who.user} rejected action {action.id}. {outcome.reply}")
-    return f"Rejected action {action.id}."
+    if not cmd.args or not cmd.args[0].isdigit():
+        return "/reject needs the numeric action id, e.g. /reject 12."
+    return approvals.reject(
+        session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0])
+    ).message
 
 
 def _cancel(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:

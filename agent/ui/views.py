@@ -22,10 +22,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from agent import approvals
 from agent.audit import AuditEvent
 from agent.errors import TaskStateError
 from agent.report import task_data
-from agent.ui import actions, data
+from agent.ui import data
 from agent.ui.auth import (
     COOKIE,
     FLASH_COOKIE,
@@ -576,8 +577,8 @@ class WebUI:
 
     def _act(self, request: Request, viewer: Viewer, verb: str) -> Response:
         action_id = int(request.path_params["action_id"])
-        fn = actions.approve if verb == "approve" else actions.reject
-        result = fn(self.app, viewer, action_id)
+        fn = approvals.approve if verb == "approve" else approvals.reject
+        result = fn(self.app.agent, approvals.Approver(viewer.user, "web", viewer.via), action_id)
         if result.status == 403:
             return self.render(request, "error.html", viewer, 403, title="Refused", message=result.message)
         return self._flash_redirect("/ui/pending", result.message, result.ok)

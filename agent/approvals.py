@@ -1,10 +1,10 @@
-"""Approve or reject a pending confirmation from the web page: the same rules and effects as chat.
+"""Approve or reject someone's pending production write: one implementation for chat and the web page.
 
-`agent.session._approve/_reject` are the chat versions; these keep the same binding (the approver
-is a different user holding an approver role, checked by `may_approve` and again inside the
-conditional UPDATE of `PendingStore.approve`), resume the task the same way, and tell the
-requester's conversation what happened. The requester's own `/confirm` stays in chat: it is bound
-to the conversation the request came from, which a web page is not.
+The approver must be a different user holding an approver role (`may_approve`, and again inside
+the conditional UPDATE of `PendingStore.approve`). Approving runs the task once the requester has
+confirmed too; rejecting runs nothing. Either way the requester's conversation is told, and every
+decision, refusals included, is audited with the channel it came from. The requester's own
+`/confirm` stays in chat: it is bound to the conversation the request came from.
 """
 
 from __future__ import annotations
@@ -17,8 +17,16 @@ from agent.errors import BotError
 from agent.gate import Allow, may_approve
 
 if TYPE_CHECKING:
-    from agent.app import App
-    from agent.ui.auth import Viewer
+    from agent.loop import Agent
+
+
+@dataclass(frozen=True)
+class Approver:
+    """Who decides, and through which channel ('cli', 'wecom', 'web'; `via`: how the web login was made)."""
+
+    user: str
+    channel: str
+    via: str = ""
 
 
 @dataclass(frozen=True)
@@ -30,30 +38,32 @@ class ActionResult:
     status: int = 200
 
 
-def _audit(app: App, viewer: Viewer, outcome: str, action_id: int, reason: str, **fields: object) -> None:
-    app.deps.audit.record(
+def _audit(
+    agent: Agent, viewer: Approver, outcome: str, action_id: int, reason: str, **fields: object
+) -> None:
+    agent.deps.audit.record(
         AuditEvent(
-            at=app.deps.clock(),
+            at=agent.deps.clock(),
             kind="confirm",
             actor=viewer.user,
             outcome=outcome,
             reason=reason,
-            detail={"pending_id": action_id, "channel": "web", "via": viewer.via},
+            detail={"pending_id": action_id, "channel": viewer.channel, "via": viewer.via},
             **fields,  # type: ignore[arg-type]
         )
     )
 
 
-def approve(app: App, viewer: Viewer, action_id: int) -> ActionResult:
+def approve(agent: Agent, viewer: Approver, action_id: int) -> ActionResult:
     """Record the viewer as approver; run the task if that releases it; tell the requester."""
-    deps = app.deps
+    deps = agent.deps
     action = deps.pending.get(action_id)
     if action is None:
         return ActionResult(False, f"There is no pending action {action_id}.", 404)
     decision = may_approve(viewer.user, action.user_id, deps.settings.access)
     if not isinstance(decision, Allow):
         _audit(
-            app,
+            agent,
             viewer,
             "approve_refused",
             action_id,
@@ -71,11 +81,11 @@ def approve(app: App, viewer: Viewer, action_id: int) -> ActionResult:
             else fresh.status
         )
         return ActionResult(False, f"Action {action.id} is {why}; it cannot be approved.", 409)
-    _audit(app, viewer, "approved", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
+    _audit(agent, viewer, "approved", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
     after = deps.pending.get(action.id)
     if after is not None and after.released:
         try:
-            outcome = app.agent.resume(action.task_id)
+            outcome = agent.resume(action.task_id)
         except BotError as exc:
             return ActionResult(True, f"Approved action {action.id}, but resuming failed: {exc}")
         deps.notify(action.conversation, outcome.reply)
@@ -87,16 +97,16 @@ def approve(app: App, viewer: Viewer, action_id: int) -> ActionResult:
     return ActionResult(True, f"Approved action {action.id}; it runs once {action.user_id} confirms in chat.")
 
 
-def reject(app: App, viewer: Viewer, action_id: int) -> ActionResult:
+def reject(agent: Agent, viewer: Approver, action_id: int) -> ActionResult:
     """Refuse the action (nothing runs); the task resumes to tell the model, the requester is told."""
-    deps = app.deps
+    deps = agent.deps
     action = deps.pending.get(action_id)
     if action is None:
         return ActionResult(False, f"There is no pending action {action_id}.", 404)
     decision = may_approve(viewer.user, action.user_id, deps.settings.access)
     if not isinstance(decision, Allow):
         _audit(
-            app,
+            agent,
             viewer,
             "reject_refused",
             action_id,
@@ -107,9 +117,9 @@ def reject(app: App, viewer: Viewer, action_id: int) -> ActionResult:
         return ActionResult(False, f"Not allowed: {decision.reason}.", 403)
     if not deps.pending.close(action.id, "rejected", deps.clock()):
         return ActionResult(False, f"Action {action.id} is {action.status}.", 409)
-    _audit(app, viewer, "rejected", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
+    _audit(agent, viewer, "rejected", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
     try:
-        outcome = app.agent.resume(action.task_id)
+        outcome = agent.resume(action.task_id)
         tail = outcome.reply
     except BotError as exc:
         tail = f"(resuming failed: {exc})"
