@@ -152,6 +152,40 @@ class Webhook(BaseModel):
     )
 
 
+class Scan(BaseModel):
+    """The opt-in scan for failed runs the bot did not start (cron runs, runs started in the DS UI)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=False, description="run the scan job (needs config/dolphin.yaml)")
+    projects: list[str] = Field(
+        default_factory=list, description="DolphinScheduler project names to scan (required when enabled)"
+    )
+    interval_seconds: int = Field(default=120, ge=10, le=3600, description="seconds between scans")
+    lookback_minutes: int = Field(
+        default=30, ge=1, le=1440, description="report FAILURE runs that ended within this many minutes"
+    )
+    max_run_hours: int = Field(
+        default=24,
+        ge=1,
+        le=168,
+        description="how long before the look-back window a failed run may have started "
+        "(DolphinScheduler filters its list by start time)",
+    )
+    max_pages: int = Field(default=5, ge=1, le=100, description="instance-list pages per project and scan")
+    lease_seconds: int = Field(
+        default=300,
+        ge=10,
+        description="a replica's claim on an instance; a crashed scan's claims lapse after it",
+    )
+
+    @model_validator(mode="after")
+    def _projects_named(self) -> Scan:
+        if self.enabled and not self.projects:
+            raise ValueError("scan.enabled needs the project names to scan under scan.projects")
+        return self
+
+
 class AlertsConfig(BaseModel):
     """All alert pipeline settings."""
 
@@ -194,6 +228,9 @@ class AlertsConfig(BaseModel):
     delivery: Delivery = Field(default_factory=lambda: Delivery(), description="outbox sender settings")
     smtp: Smtp = Field(default_factory=lambda: Smtp(), description="e-mail fallback")
     webhook: Webhook = Field(default_factory=lambda: Webhook(), description="DolphinScheduler alert webhook")
+    scan: Scan = Field(
+        default_factory=lambda: Scan(), description="scan DS for failed runs the bot did not start"
+    )
 
     @model_validator(mode="after")
     def _default_channel(self) -> AlertsConfig:

@@ -4,7 +4,8 @@
                    watcher calls `.feed(events)`; chat commands `/maint on 30m [scope]`, `/maint off
                    [N|scope]`, `/maint` (list), role-checked (admin) and audited
     jobs(app)      alerts_flush (held messages and ended windows → outbox) and alerts_deliver
-                   (outbox → robot/e-mail; every attempt audited)
+                   (outbox → robot/e-mail; every attempt audited); alerts_scan when `scan.enabled`
+                   (failed runs of the configured DS projects the bot did not start → feed, once)
     routes(app)    POST /hooks/dolphinscheduler: shared secret from the env variable alerts.yaml
                    names, validated body, idempotent (a re-post is recorded as a duplicate)
     tools(deps)    send_wecom_alert (a write: the gate asks) through the same outbox
@@ -24,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 
 from agent.alerts.maintenance import MaintOff, MaintOn, parse_maint_command
 from agent.alerts.model import PUSHED, Reason
+from agent.alerts.scan import Scanner, ScanResult
 from agent.alerts.service import AlertService
 from agent.alerts.webhook import handle_ds_webhook
 from agent.audit import AuditEvent
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("xihe.alerts")
 SERVICE = "alerts"
+SCANNER = "alerts_scan"
 
 
 def _config(settings: Any) -> AlertsConfig | None:
@@ -74,6 +77,8 @@ def install(app: App) -> None:
         if name:
             app.deps.redactor.add(app.settings.secret(name))
     app.deps.services[SERVICE] = AlertService(app.deps, cfg, app.settings.workflows)
+    if cfg.scan.enabled:
+        app.deps.services[SCANNER] = Scanner(app.deps, cfg.scan, app.settings.workflows)
     app.session.commands["maint"] = _maint
     app.session.help_lines.extend(
         [
@@ -85,13 +90,17 @@ def install(app: App) -> None:
 
 
 def jobs(app: App) -> list[Job]:
-    """Flush windows every 5 s, deliver the outbox every 3 s (both idempotent, replica-safe)."""
-    if _config(app.settings) is None:
+    """Flush windows every 5 s, deliver the outbox every 3 s (both idempotent, replica-safe); scan if on."""
+    cfg = _config(app.settings)
+    if cfg is None:
         return []
-    return [
+    out = [
         Job("alerts_flush", "agent.features.alerts:flush_windows", 5, run_at_start=True),
         Job("alerts_deliver", "agent.features.alerts:deliver_outbox", 3),
     ]
+    if cfg.scan.enabled:
+        out.append(Job("alerts_scan", "agent.features.alerts:scan_failed_runs", cfg.scan.interval_seconds))
+    return out
 
 
 def flush_windows(app: App) -> None:
@@ -106,6 +115,18 @@ def deliver_outbox(app: App) -> None:
     svc = service(app)
     if svc is not None:
         svc.deliver()
+
+
+def scan_failed_runs(app: App) -> ScanResult | None:
+    """Job: report failed runs of the configured DS projects the bot did not start (once each)."""
+    svc, scanner = service(app), app.deps.services.get(SCANNER)
+    if svc is None or not isinstance(scanner, Scanner):
+        return None
+    ds = app.deps.services.get("dolphin")
+    if ds is None:
+        log.warning("alerts.yaml enables the failed-run scan, but DolphinScheduler is not configured")
+        return None
+    return scanner.run(ds, svc.feed, app.deps.clock())
 
 
 def routes(app: App) -> list[BaseRoute]:
