@@ -321,6 +321,29 @@ wecom_stream = Table(
 )
 Index("ix_wecom_stream_conv", wecom_stream.c.conversation, wecom_stream.c.created_at)
 
+# ---- wecom long connection (migration 7) ---------------------------------------------------------
+# Which replica holds the AI bot's one long connection, until when? (WeCom kicks an older connection)
+wecom_ws_lease = Table(
+    "wecom_ws_lease",
+    metadata,
+    Column("name", String(200), primary_key=True),  # aibot:<bot id>
+    Column("holder", String(120), nullable=False, default=""),
+    Column("expires_at", UTCDateTime, nullable=False),  # renewed on every heartbeat
+    Column("acquired_at", UTCDateTime, nullable=False),
+)
+
+# Which frames did a replica without the connection leave for the holder to send? (late results)
+wecom_ws_outbox = Table(
+    "wecom_ws_outbox",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),  # aibot:<bot id>
+    Column("frame", JSON, nullable=False),  # {cmd, headers: {req_id}, body}
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("sent_at", UTCDateTime),
+)
+Index("ix_wecom_ws_outbox_pending", wecom_ws_outbox.c.name, wecom_ws_outbox.c.sent_at, wecom_ws_outbox.c.id)
+
 # ---- long tasks (migration 5) -------------------------------------------------------------------
 # What is left to do for this task, in what order, who holds each item and what proves it is done?
 plan_item = Table(
@@ -433,6 +456,7 @@ MIGRATIONS: list[Migration] = [
         _create(ds_watch, ds_catalog, ds_catalog_sync),
     ),
     (5, "long tasks: plan items and plan changes", _create(plan_item, plan_change)),
+    (7, "wecom long connection: holder lease, outbox of frames", _create(wecom_ws_lease, wecom_ws_outbox)),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables above this list, in its own banner block, and adds its entry here.
 ]

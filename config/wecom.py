@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent.errors import ConfigError, ConfigErrors
 from config.yamlmodel import load_model
@@ -19,12 +20,47 @@ from config.yamlmodel import load_model
 _AES_KEY_RE = re.compile(r"^[A-Za-z0-9]{43}$")
 
 
-class AibotConfig(BaseModel):
-    """The AI bot in API mode: JSON callbacks with receiveid "", streamed replies."""
+class LongConnectionConfig(BaseModel):
+    """The AI bot's long connection (长连接): one WebSocket per bot, held by one replica at a time."""
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = Field(False, description="serve /wecom/aibot callbacks")
+    url: str = Field("wss://openws.work.weixin.qq.com", description="WeCom's long-connection endpoint")
+    bot_id_env: str = Field("XIHE_WECOM_AIBOT_ID", description="env var holding the bot's BotID")
+    secret_env: str = Field("XIHE_WECOM_AIBOT_SECRET", description="env var holding the bot's Secret")
+    heartbeat_seconds: float = Field(30, gt=0, le=300, description="a `ping` frame this often")
+    lease_seconds: float = Field(
+        90, gt=0, description="the replica holding the connection renews this lease on every heartbeat"
+    )
+    standby_poll_seconds: float = Field(
+        5, gt=0, description="how often a replica without the lease checks whether it lapsed"
+    )
+    backoff_initial_seconds: float = Field(1, gt=0, description="first reconnect delay (then doubled)")
+    backoff_max_seconds: float = Field(60, gt=0, description="reconnect delays never exceed this")
+    open_timeout_seconds: float = Field(10, gt=0, description="connect + subscribe must finish within this")
+
+    @model_validator(mode="after")
+    def _lease_outlives_heartbeat(self) -> LongConnectionConfig:
+        if self.lease_seconds <= self.heartbeat_seconds:
+            raise ValueError(
+                "lease_seconds must be longer than heartbeat_seconds (the lease is renewed per ping)"
+            )
+        return self
+
+
+class AibotConfig(BaseModel):
+    """The AI bot in API mode: JSON callbacks (receiveid "") or the long connection; streamed replies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(False, description="answer the AI bot (callbacks or the long connection)")
+    mode: Literal["callback", "websocket"] = Field(
+        "callback", description="callback: WeCom POSTs /wecom/aibot; websocket: we hold a long connection"
+    )
+    long_connection: LongConnectionConfig = Field(
+        default_factory=lambda: LongConnectionConfig.model_validate({}),
+        description="the WebSocket mode's endpoint, credentials, heartbeat, lease and back-off",
+    )
     token_env: str = Field("XIHE_WECOM_AIBOT_TOKEN", description="env var holding the bot's callback Token")
     aes_key_env: str = Field(
         "XIHE_WECOM_AIBOT_AES_KEY", description="env var holding the bot's 43-character EncodingAESKey"
@@ -79,8 +115,23 @@ class WeComConfig(BaseModel):
 
 
 @dataclass(frozen=True)
+class LongConnectionSettings:
+    """Resolved long-connection settings; the secret is hidden from repr."""
+
+    bot_id: str
+    secret: str = field(repr=False)
+    url: str = "wss://openws.work.weixin.qq.com"
+    heartbeat_seconds: float = 30
+    lease_seconds: float = 90
+    standby_poll_seconds: float = 5
+    backoff_initial_seconds: float = 1
+    backoff_max_seconds: float = 60
+    open_timeout_seconds: float = 10
+
+
+@dataclass(frozen=True)
 class AibotSettings:
-    """Resolved AI-bot settings; secrets hidden from repr."""
+    """Resolved AI-bot settings; secrets hidden from repr. `long_connection` is set in websocket mode."""
 
     token: str = field(repr=False)
     aes_key: str = field(repr=False)
@@ -88,6 +139,12 @@ class AibotSettings:
     ack_text: str = ""
     welcome_text: str = ""
     response_url_prefix: str = "https://qyapi.weixin.qq.com/cgi-bin/aibot/response"
+    long_connection: LongConnectionSettings | None = None
+
+    @property
+    def callbacks(self) -> bool:
+        """True when WeCom POSTs to /wecom/aibot (callback mode)."""
+        return self.long_connection is None
 
 
 @dataclass(frozen=True)
@@ -155,9 +212,25 @@ def resolve_settings(
     aibot = None
     if config.aibot.enabled:
         b = config.aibot
-        bot_token = _env(environ, b.token_env, "aibot.token_env", name, errors)
-        bot_key = _env(environ, b.aes_key_env, "aibot.aes_key_env", name, errors)
-        _check_aes(bot_key, b.aes_key_env, "aibot.aes_key_env", name, errors)
+        bot_token = bot_key = ""
+        long_connection = None
+        if b.mode == "callback":
+            bot_token = _env(environ, b.token_env, "aibot.token_env", name, errors)
+            bot_key = _env(environ, b.aes_key_env, "aibot.aes_key_env", name, errors)
+            _check_aes(bot_key, b.aes_key_env, "aibot.aes_key_env", name, errors)
+        else:
+            lc = b.long_connection
+            long_connection = LongConnectionSettings(
+                bot_id=_env(environ, lc.bot_id_env, "aibot.long_connection.bot_id_env", name, errors),
+                secret=_env(environ, lc.secret_env, "aibot.long_connection.secret_env", name, errors),
+                url=lc.url,
+                heartbeat_seconds=lc.heartbeat_seconds,
+                lease_seconds=lc.lease_seconds,
+                standby_poll_seconds=lc.standby_poll_seconds,
+                backoff_initial_seconds=lc.backoff_initial_seconds,
+                backoff_max_seconds=max(lc.backoff_max_seconds, lc.backoff_initial_seconds),
+                open_timeout_seconds=lc.open_timeout_seconds,
+            )
         aibot = AibotSettings(
             token=bot_token,
             aes_key=bot_key,
@@ -165,6 +238,7 @@ def resolve_settings(
             ack_text=b.ack_text,
             welcome_text=b.welcome_text,
             response_url_prefix=b.response_url_prefix,
+            long_connection=long_connection,
         )
     if config.msgid_ttl_seconds <= config.timestamp_window_seconds:
         errors.append(

@@ -14,6 +14,7 @@ unknown user may do.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -30,10 +31,11 @@ from agent.deps import Progress
 from agent.errors import ConfigErrors, WeComError
 from agent.features import Job
 from agent.session import Inbound
-from config.wecom import WeComConfig, WeComSettings, resolve_settings
+from config.wecom import AibotSettings, WeComConfig, WeComSettings, resolve_settings
 from integrations.wecom.aibot import ResponseUrlClient
 from integrations.wecom.app_client import AppClient, TokenCache
 from integrations.wecom.inbound import CHANNEL_AIBOT, CHANNEL_APP, InboundMessage, Rejected
+from integrations.wecom.longconn import Intake, LongConnection, PushingStreams, send_msg_frame
 from integrations.wecom.routes import wecom_routes
 from integrations.wecom.store import SqlMsgIdStore, SqlStreamRegistry
 
@@ -47,6 +49,7 @@ APP_PREFIX = "wecom:app:"
 AIBOT_PREFIX = "wecom:aibot:"
 RESPONSE_URL_TTL = timedelta(hours=1)  # WeCom: a response_url may be used once within an hour
 SERVICE = "wecom_gateway"
+LONGCONN_SERVICE = "wecom_longconn"
 
 
 class ProgressThrottle:
@@ -104,6 +107,8 @@ class Gateway:
         self._lock = threading.Lock()
         self._conv_locks: dict[str, threading.Lock] = {}
         self.busy = 0  # messages being handled right now in this replica
+        # AI-bot answers that found no open stream and no response_url (the long connection sets it)
+        self.aibot_fallback: Callable[[str, str], None] | None = None
 
     @property
     def lease(self) -> timedelta:
@@ -221,7 +226,8 @@ class Gateway:
             return
         if message.stream_id and self.streams.update(message.stream_id, text, self.deps.clock(), finish=True):
             return
-        self._send_response_url(message.conversation, text)
+        if not self._send_response_url(message.conversation, text) and self.aibot_fallback is not None:
+            self.aibot_fallback(message.conversation, text)
 
     # ---- senders (late results and progress) ---------------------------------------------------
 
@@ -335,6 +341,44 @@ def install(app: App) -> None:
     app.deps.senders[APP_PREFIX] = gateway.send_app
     app.deps.senders[AIBOT_PREFIX] = gateway.send_aibot
     app.agent.step_listeners.append(gateway.on_step)
+    if settings.aibot is not None and settings.aibot.long_connection is not None:
+        _install_long_connection(app, gateway, settings.aibot)
+
+
+def _install_long_connection(app: App, gateway: Gateway, bot: AibotSettings) -> None:
+    """AI bot over the long connection: pushed messages enter the same inbox and worker path."""
+    assert bot.long_connection is not None
+    deps = app.deps
+    deps.redactor.add(bot.long_connection.secret)
+    conn = LongConnection(bot.long_connection, deps.engine, holder=deps.holder, clock=deps.clock)
+    streams = PushingStreams(deps.engine, timedelta(seconds=bot.stream_ttl_seconds), conn.deliver)
+    gateway.streams = streams
+
+    def count(outcome: str) -> None:
+        deps.metrics.messages.labels("wecom_aibot_ws", outcome).inc()
+
+    conn.on_frame = Intake(
+        gateway.inbox,
+        streams,
+        gateway.accept,
+        conn.deliver,
+        deps.clock,
+        ack_text=bot.ack_text,
+        welcome_text=bot.welcome_text,
+        count=count,
+    ).on_frame
+
+    def send_late(conversation: str, text: str) -> None:
+        """Progress goes into the open stream; anything else is a proactive aibot_send_msg."""
+        if isinstance(text, Progress):
+            gateway.send_aibot(conversation, text)
+            return
+        conn.deliver(send_msg_frame(conversation.rsplit(":", 1)[-1], str(text)))
+        count("sent")
+
+    gateway.aibot_fallback = send_late
+    deps.senders[AIBOT_PREFIX] = send_late
+    deps.services[LONGCONN_SERVICE] = conn
 
 
 def routes(app: App) -> list[BaseRoute]:
@@ -345,9 +389,12 @@ def routes(app: App) -> list[BaseRoute]:
     gateway: Gateway | None = app.deps.services.get(SERVICE)
     if gateway is None:
         return []
+    settings = gateway.settings
+    if settings.aibot is not None and not settings.aibot.callbacks:
+        settings = dataclasses.replace(settings, aibot=None)  # websocket mode: no /wecom/aibot
     return list(
         wecom_routes(
-            gateway.settings,
+            settings,
             gateway.inbox,
             gateway.dispatch,
             app.deps.clock,
@@ -372,8 +419,18 @@ def reclaim(app: App) -> None:
         gateway.reclaim()
 
 
+def startup(app: App) -> None:
+    """Server lifespan start: open the AI bot's long connection (in websocket mode)."""
+    conn: LongConnection | None = app.deps.services.get(LONGCONN_SERVICE)
+    if conn is not None:
+        conn.start()
+
+
 def shutdown(app: App) -> None:
-    """Server lifespan end: stop the workers and hand queued messages over."""
+    """Server lifespan end: stop the workers and hand queued messages over, then the connection."""
     gateway: Gateway | None = app.deps.services.get(SERVICE)
     if gateway is not None:
         gateway.stop()
+    conn: LongConnection | None = app.deps.services.get(LONGCONN_SERVICE)
+    if conn is not None:
+        conn.stop()

@@ -1,0 +1,630 @@
+"""The AI bot's long connection (长连接): one WebSocket to WeCom, held by one replica at a time.
+
+Frames are JSON `{cmd, headers: {req_id}, body}` (WeCom's answers to our frames carry no `cmd`,
+only `headers.req_id`, `errcode` and `errmsg`). After `aibot_subscribe` (bot_id + secret) WeCom
+pushes `aibot_msg_callback` / `aibot_event_callback`; we answer a message with
+`aibot_respond_msg` stream frames on its req_id, an `enter_chat` with `aibot_respond_welcome_msg`,
+and reach a conversation later with `aibot_send_msg`. A `ping` goes every heartbeat. There is no
+message crypto on this channel (TLS only). WeCom keeps one connection per bot: a newer connection
+kicks the older one with a `disconnected_event`.
+
+So that two replicas never kick each other, the connection is taken under a database lease
+(`wecom_ws_lease`), renewed on every heartbeat; a replica without it waits in standby and takes over
+once the lease lapses (the holder died) or is released (the holder stopped). Frames produced on a
+replica that does not hold the connection (a DS run finishing there, another user's /approve) go to
+`wecom_ws_outbox`, which the holder drains.
+
+Stream ids are `ws-<req_id>`, so any replica can turn a stream update into the right frame.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import Engine, and_, delete, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.sync.client import ClientConnection
+from websockets.sync.client import connect as ws_connect
+
+from agent.errors import WeComError
+from agent.schema import wecom_ws_lease, wecom_ws_outbox
+from config.wecom import LongConnectionSettings
+from integrations.wecom.aibot import STREAM_MAX_BYTES, AibotPayload, Stream, clip_utf8
+from integrations.wecom.inbound import CHANNEL_AIBOT, InboundMessage, MsgIdStore
+from integrations.wecom.store import SqlStreamRegistry
+
+log = logging.getLogger("xihe.wecom.longconn")
+
+SUBSCRIBE = "aibot_subscribe"
+PING = "ping"
+MSG_CALLBACK = "aibot_msg_callback"
+EVENT_CALLBACK = "aibot_event_callback"
+RESPOND = "aibot_respond_msg"
+RESPOND_WELCOME = "aibot_respond_welcome_msg"
+RESPOND_UPDATE = "aibot_respond_update_msg"
+SEND = "aibot_send_msg"
+KICKED_EVENT = "disconnected_event"
+
+WS_STREAM_PREFIX = "ws-"
+_STREAM_ID_MAX = 64  # wecom_stream.id
+MAX_MISSED_PINGS = 2  # then the connection counts as dead (as WeCom's SDK does)
+
+
+class SubscribeRefused(WeComError):
+    """WeCom refused `aibot_subscribe` (wrong bot id or secret); the message never holds the secret."""
+
+
+def new_req_id(prefix: str) -> str:
+    """A req_id for a frame we start (WeCom's SDK prefixes it with the command)."""
+    return f"{prefix}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
+
+
+def make_frame(cmd: str, req_id: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One frame `{cmd, headers: {req_id}, body}`."""
+    frame: dict[str, Any] = {"cmd": cmd, "headers": {"req_id": req_id}}
+    if body is not None:
+        frame["body"] = body
+    return frame
+
+
+def stream_id_for(req_id: str) -> str:
+    """The stream id of the answer to the message pushed with `req_id`."""
+    sid = WS_STREAM_PREFIX + req_id
+    if len(sid) <= _STREAM_ID_MAX:
+        return sid
+    return "wh-" + hashlib.sha256(req_id.encode("utf-8")).hexdigest()[:40]
+
+
+def respond_frame(req_id: str, stream_id: str, content: str, finish: bool) -> dict[str, Any]:
+    """`aibot_respond_msg`: the full text so far of one streamed answer."""
+    body = {
+        "msgtype": "stream",
+        "stream": {"id": stream_id, "finish": finish, "content": clip_utf8(content, STREAM_MAX_BYTES)},
+    }
+    return make_frame(RESPOND, req_id, body)
+
+
+def send_msg_frame(chatid: str, content: str) -> dict[str, Any]:
+    """`aibot_send_msg`: a proactive markdown message to a chat (group chatid, or userid for 1:1)."""
+    body = {
+        "chatid": chatid,
+        "msgtype": "markdown",
+        "markdown": {"content": clip_utf8(content, STREAM_MAX_BYTES)},
+    }
+    return make_frame(SEND, new_req_id(SEND), body)
+
+
+# ---- durable state: the holder lease and the outbox ---------------------------------------------
+
+
+class WsLease:
+    """Who holds the bot's connection: a conditional UPDATE on one row, safe with several replicas."""
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self.engine = engine
+        self.name = name
+
+    def acquire(self, holder: str, now: datetime, ttl: timedelta) -> bool:
+        """Take or renew the lease when it is ours or has lapsed; True when we hold it until now + ttl."""
+        row = {"name": self.name, "holder": "", "expires_at": now - timedelta(seconds=1), "acquired_at": now}
+        stmt: Any
+        if self.engine.dialect.name == "postgresql":
+            stmt = postgresql.insert(wecom_ws_lease).values(**row).on_conflict_do_nothing()
+        else:
+            stmt = sqlite.insert(wecom_ws_lease).values(**row).on_conflict_do_nothing()
+        with self.engine.begin() as conn:
+            conn.execute(stmt)  # the row exists from now on; who holds it is decided below
+        free = or_(wecom_ws_lease.c.holder == holder, wecom_ws_lease.c.expires_at < now)
+        with self.engine.begin() as conn:
+            took = conn.execute(
+                update(wecom_ws_lease)
+                .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder != holder, free))
+                .values(holder=holder, expires_at=now + ttl, acquired_at=now)
+            ).rowcount
+            if took:
+                return True
+            return bool(
+                conn.execute(
+                    update(wecom_ws_lease)
+                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
+                    .values(expires_at=now + ttl)
+                ).rowcount
+            )
+
+    def renew(self, holder: str, now: datetime, ttl: timedelta) -> bool:
+        """Extend our lease; False when it is no longer ours (another replica took over)."""
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(wecom_ws_lease)
+                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
+                    .values(expires_at=now + ttl)
+                ).rowcount
+            )
+
+    def release(self, holder: str, now: datetime) -> bool:
+        """Let another replica take over at once (graceful stop)."""
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(wecom_ws_lease)
+                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
+                    .values(expires_at=now - timedelta(seconds=1))
+                ).rowcount
+            )
+
+    def holder(self, now: datetime) -> str | None:
+        """The replica holding a live lease, if any."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(wecom_ws_lease.c.holder, wecom_ws_lease.c.expires_at).where(
+                    wecom_ws_lease.c.name == self.name
+                )
+            ).first()
+        return str(row.holder) if row is not None and row.expires_at >= now else None
+
+
+class WsOutbox:
+    """Frames waiting for the replica that holds the connection; sent in insertion order."""
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self.engine = engine
+        self.name = name
+
+    def put(self, frame: dict[str, Any], now: datetime) -> None:
+        """Leave a frame for the holder."""
+        with self.engine.begin() as conn:
+            conn.execute(insert(wecom_ws_outbox).values(name=self.name, frame=frame, created_at=now))
+
+    def pending(self, limit: int = 50) -> list[tuple[int, dict[str, Any]]]:
+        """The oldest unsent frames."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(wecom_ws_outbox.c.id, wecom_ws_outbox.c.frame)
+                .where(and_(wecom_ws_outbox.c.name == self.name, wecom_ws_outbox.c.sent_at.is_(None)))
+                .order_by(wecom_ws_outbox.c.id)
+                .limit(limit)
+            ).all()
+        return [(int(r.id), dict(r.frame)) for r in rows]
+
+    def mark_sent(self, row_id: int, now: datetime) -> None:
+        """The frame went out."""
+        with self.engine.begin() as conn:
+            conn.execute(update(wecom_ws_outbox).where(wecom_ws_outbox.c.id == row_id).values(sent_at=now))
+
+    def prune(self, before: datetime) -> int:
+        """Forget frames sent before `before`."""
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    delete(wecom_ws_outbox).where(
+                        and_(wecom_ws_outbox.c.name == self.name, wecom_ws_outbox.c.sent_at < before)
+                    )
+                ).rowcount
+            )
+
+
+# ---- streams that push their updates over the connection ----------------------------------------
+
+
+class PushingStreams(SqlStreamRegistry):
+    """The shared stream table, plus: every update of a `ws-` stream becomes an `aibot_respond_msg`."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        ttl: timedelta,
+        deliver: Callable[[dict[str, Any]], None],
+    ) -> None:
+        super().__init__(engine, ttl)
+        self.deliver = deliver
+        self._hashed: dict[str, str] = {}  # stream id -> req_id for req_ids too long to embed
+
+    def open_ws(self, msgid: str, req_id: str, now: datetime, content: str = "") -> Stream:
+        """Open (or find) the stream answering the message pushed with `req_id`."""
+        sid = stream_id_for(req_id)
+        if not sid.startswith(WS_STREAM_PREFIX):
+            self._hashed[sid] = req_id
+        return SqlStreamRegistry(self.engine, self.ttl, new_id=lambda: sid).open(msgid, now, content)
+
+    def req_id_of(self, stream_id: str) -> str | None:
+        """The req_id a stream answers, when it is a long-connection stream."""
+        if stream_id.startswith(WS_STREAM_PREFIX):
+            return stream_id[len(WS_STREAM_PREFIX) :]
+        return self._hashed.get(stream_id)
+
+    def update(self, stream_id: str, content: str, now: datetime, *, finish: bool = False) -> bool:
+        """Store the text so far and push it as a stream frame."""
+        if not super().update(stream_id, content, now, finish=finish):
+            return False
+        req_id = self.req_id_of(stream_id)
+        if req_id is not None:
+            self.deliver(respond_frame(req_id, stream_id, content, finish))
+        return True
+
+    def append(self, stream_id: str, text: str, now: datetime, *, finish: bool = False) -> bool:
+        """Add `text` to the stream's content and push it."""
+        stream = self.get(stream_id, now)
+        if stream is None:
+            return False
+        return self.update(stream_id, stream.content + text, now, finish=finish)
+
+
+# ---- intake: pushed frames -> the inbox and the worker path -------------------------------------
+
+
+class Intake:
+    """Turns pushed callbacks into inbox messages (durable msgid de-duplication across replicas)."""
+
+    def __init__(
+        self,
+        inbox: MsgIdStore,
+        streams: PushingStreams,
+        accept: Callable[[InboundMessage], None],
+        deliver: Callable[[dict[str, Any]], None],
+        clock: Callable[[], datetime],
+        *,
+        ack_text: str = "",
+        welcome_text: str = "",
+        count: Callable[[str], None] = lambda outcome: None,
+    ) -> None:
+        self.inbox = inbox
+        self.streams = streams
+        self.accept = accept
+        self.deliver = deliver
+        self.clock = clock
+        self.ack_text = ack_text
+        self.welcome_text = welcome_text
+        self.count = count
+
+    def on_frame(self, frame: dict[str, Any]) -> None:
+        """One `aibot_msg_callback` or `aibot_event_callback` (not the kick, which the connection handles)."""
+        req_id = str((frame.get("headers") or {}).get("req_id") or "")
+        try:
+            payload = AibotPayload.model_validate(frame.get("body") or {})
+        except ValidationError as exc:
+            log.warning(
+                "long connection: %s frame without a valid body (%d errors)",
+                frame.get("cmd"),
+                exc.error_count(),
+            )
+            self.count("invalid")
+            return
+        user = payload.sender.userid if payload.sender else ""
+        if not req_id or not user:
+            log.warning("long connection: frame without req_id or from.userid ignored")
+            self.count("invalid")
+            return
+        now = self.clock()
+        key = f"{CHANNEL_AIBOT}:{payload.msgid}"
+        if self.inbox.seen(key, now):
+            log.info("long connection: msgid seen before, not handled again", extra={"key": key})
+            self.count("duplicate")
+            return
+        if payload.msgtype == "event":
+            kind = payload.event.eventtype if payload.event else ""
+            if kind == "enter_chat" and self.welcome_text:
+                body = {"msgtype": "text", "text": {"content": self.welcome_text}}
+                self.deliver(make_frame(RESPOND_WELCOME, req_id, body))
+            self.count("event")
+            return
+        stream = self.streams.open_ws(payload.msgid, req_id, now, self.ack_text)
+        if self.ack_text:
+            self.deliver(respond_frame(req_id, stream.id, stream.content, False))
+        message = InboundMessage(
+            user=user,
+            conversation=f"wecom:aibot:{payload.aibotid}:{payload.chatid or user}",
+            text=payload.plain_text(),
+            msg_id=payload.msgid,
+            create_time=payload.create_time or int(now.timestamp()),
+            agent_id=payload.aibotid,
+            channel=CHANNEL_AIBOT,
+            msg_type=payload.msgtype,
+            chat_type=payload.chattype,
+            chat_id=payload.chatid,
+            stream_id=stream.id,
+        )
+        try:
+            self.accept(message)
+        except Exception:
+            # WeCom may deliver it again; let that delivery run it
+            self.inbox.forget(key)
+            raise
+
+
+# ---- the connection --------------------------------------------------------------------------
+
+
+Connect = Callable[..., ClientConnection]
+
+
+class LongConnection:
+    """Holds the bot's WebSocket while this replica holds the lease: subscribe, ping, receive, reconnect.
+
+    Runs in its own thread. `deliver(frame)` may be called from any thread: it sends at once when
+    this replica is connected and leaves the frame in the outbox otherwise. `sleep` waits between
+    attempts (back-off, standby polls); tests inject one that does not wait out real time.
+    """
+
+    def __init__(
+        self,
+        settings: LongConnectionSettings,
+        engine: Engine,
+        *,
+        holder: str,
+        clock: Callable[[], datetime],
+        on_frame: Callable[[dict[str, Any]], None] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        connect: Connect = ws_connect,
+    ) -> None:
+        self.settings = settings
+        self.name = f"aibot:{settings.bot_id}"
+        self.holder = holder
+        self.clock = clock
+        self.on_frame = on_frame or (lambda frame: None)
+        self.lease = WsLease(engine, self.name)
+        self.outbox = WsOutbox(engine, self.name)
+        self.sleep: Callable[[float], None] = sleep or self._wait
+        self.connect = connect
+        self.state = "stopped"  # stopped | standby | connecting | connected | backoff
+        self.last_error = ""  # why the last attempt or connection ended (never holds the secret)
+        self.delays: list[float] = []  # the back-off delays waited, newest last (bounded)
+        self.subscribed = 0  # successful subscriptions by this replica
+        self._ws: ClientConnection | None = None
+        self._send_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._missed_pings = 0
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def ttl(self) -> timedelta:
+        """How long a lease lasts without a renewal."""
+        return timedelta(seconds=self.settings.lease_seconds)
+
+    def start(self) -> None:
+        """Start the connection thread once."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.run, name=f"wecom-longconn-{self.holder}", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, release: bool = True, timeout: float = 10.0) -> None:
+        """Close the connection, end the thread and (unless `release` is False) give the lease up."""
+        self._stop.set()
+        self._wake.set()
+        self._close()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout)
+            self._thread = None
+        if release:
+            self.lease.release(self.holder, self.clock())
+        self.state = "stopped"
+
+    def kill(self) -> None:
+        """Die like a crashed process: the socket goes away and the lease is left to lapse."""
+        self.stop(release=False)
+
+    def wake(self) -> None:
+        """End the current wait early (a standby replica re-checks the lease)."""
+        self._wake.set()
+
+    @property
+    def connected(self) -> bool:
+        """True while this replica holds a subscribed connection."""
+        return self._ws is not None
+
+    def _wait(self, seconds: float) -> None:
+        self._wake.wait(seconds)
+        self._wake.clear()
+
+    def backoff(self, attempt: int) -> float:
+        """Delay before reconnect attempt `attempt` (0-based): doubling from the initial, capped."""
+        s = self.settings
+        return float(min(s.backoff_max_seconds, s.backoff_initial_seconds * (2 ** min(attempt, 30))))
+
+    # ---- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Standby until the lease is ours, then connect, serve, and reconnect with back-off."""
+        attempt = 0
+        while not self._stop.is_set():
+            if not self.lease.acquire(self.holder, self.clock(), self.ttl):
+                self.state = "standby"
+                self.sleep(self.settings.standby_poll_seconds)
+                continue
+            reason = ""
+            try:
+                self.state = "connecting"
+                ws = self._open()
+            except SubscribeRefused as exc:
+                reason = str(exc)
+                log.error("wecom long connection: %s", reason, extra={"bot": self.name})
+            except (OSError, TimeoutError, InvalidHandshake, InvalidURI, ConnectionClosed, ValueError) as exc:
+                reason = f"cannot connect to {self.settings.url}: {type(exc).__name__}: {exc}"
+                log.warning("wecom long connection: %s", reason, extra={"bot": self.name})
+            else:
+                previous, attempt = attempt, 0
+                reason = self._serve(ws)
+                log.warning("wecom long connection ended: %s", reason, extra={"bot": self.name})
+                if reason.startswith("kicked"):
+                    attempt = previous + 1  # someone else keeps connecting: do not fight at full speed
+                if reason.startswith("lease lost") or self._stop.is_set():
+                    self.last_error = reason
+                    continue
+            self.last_error = reason
+            if self._stop.is_set():
+                break
+            delay = self.backoff(attempt)
+            attempt += 1
+            self.delays = [*self.delays[-49:], delay]
+            self.state = "backoff"
+            self.sleep(delay)
+        self.state = "stopped"
+
+    def _open(self) -> ClientConnection:
+        """Connect and subscribe; raises SubscribeRefused when WeCom says no."""
+        s = self.settings
+        ws = self.connect(s.url, open_timeout=s.open_timeout_seconds, close_timeout=2)
+        try:
+            req_id = new_req_id(SUBSCRIBE)
+            ws.send(json.dumps(make_frame(SUBSCRIBE, req_id, {"bot_id": s.bot_id, "secret": s.secret})))
+            deadline = time.monotonic() + s.open_timeout_seconds
+            while True:
+                try:
+                    raw = ws.recv(timeout=max(0.0, deadline - time.monotonic()))
+                except ConnectionClosed as exc:
+                    raise SubscribeRefused(
+                        f"WeCom closed the connection during aibot_subscribe for bot {s.bot_id} "
+                        f"(code {exc.rcvd.code if exc.rcvd else 'none'})"
+                    ) from None
+                frame = _parse(raw)
+                if frame is None or (frame.get("headers") or {}).get("req_id") != req_id:
+                    continue
+                errcode = int(frame.get("errcode") or 0)
+                if errcode != 0:
+                    raise SubscribeRefused(
+                        f"WeCom refused aibot_subscribe for bot {s.bot_id}: errcode {errcode} "
+                        f"{str(frame.get('errmsg') or '')[:200]} (check the bot id and the secret in "
+                        "the environment variables named by aibot.long_connection)",
+                        errcode=errcode,
+                    )
+                return ws
+        except BaseException:
+            ws.close()
+            raise
+
+    def _serve(self, ws: ClientConnection) -> str:
+        """Receive, ping, renew the lease and drain the outbox until the connection ends; why it ended."""
+        s = self.settings
+        with self._send_lock:
+            self._ws = ws
+        self.state = "connected"
+        self.subscribed += 1
+        self._missed_pings = 0
+        log.info("wecom long connection subscribed", extra={"bot": self.name, "holder": self.holder})
+        drain_every = min(s.heartbeat_seconds, 2.0)
+        next_ping = time.monotonic() + s.heartbeat_seconds
+        next_drain = 0.0
+        try:
+            while not self._stop.is_set():
+                now_m = time.monotonic()
+                if now_m >= next_drain:
+                    self._drain()
+                    next_drain = now_m + drain_every
+                if now_m >= next_ping:
+                    if self._missed_pings >= MAX_MISSED_PINGS:
+                        return f"no answer to {self._missed_pings} heartbeats"
+                    if not self.lease.renew(self.holder, self.clock(), self.ttl):
+                        return "lease lost: another replica holds the connection now"
+                    self._missed_pings += 1
+                    self._send(ws, make_frame(PING, new_req_id(PING)))
+                    next_ping = now_m + s.heartbeat_seconds
+                timeout = max(0.0, min(next_ping, next_drain) - time.monotonic())
+                try:
+                    raw = ws.recv(timeout=timeout)
+                except TimeoutError:
+                    continue
+                except ConnectionClosed as exc:
+                    return f"connection closed (code {exc.rcvd.code if exc.rcvd else 'none'})"
+                ended = self._on_raw(raw)
+                if ended:
+                    return ended
+            return "stopping"
+        finally:
+            with self._send_lock:
+                self._ws = None
+            ws.close()
+
+    def _on_raw(self, raw: str | bytes) -> str:
+        frame = _parse(raw)
+        if frame is None:
+            log.warning("wecom long connection: a frame that is not a JSON object was ignored")
+            return ""
+        cmd = frame.get("cmd") or ""
+        if cmd == MSG_CALLBACK:
+            self._dispatch(frame)
+        elif cmd == EVENT_CALLBACK:
+            event = ((frame.get("body") or {}).get("event") or {}).get("eventtype", "")
+            if event == KICKED_EVENT:
+                return "kicked: WeCom reports a newer connection for this bot"
+            self._dispatch(frame)
+        elif not cmd:
+            req_id = str((frame.get("headers") or {}).get("req_id") or "")
+            errcode = int(frame.get("errcode") or 0)
+            if req_id.startswith(PING):
+                self._missed_pings = 0
+            if errcode != 0:
+                log.warning(
+                    "wecom long connection: frame %s refused: errcode %s %s",
+                    req_id,
+                    errcode,
+                    str(frame.get("errmsg") or "")[:200],
+                )
+        else:
+            log.info("wecom long connection: unknown cmd %s ignored", cmd)
+        return ""
+
+    def _dispatch(self, frame: dict[str, Any]) -> None:
+        try:
+            self.on_frame(frame)
+        except Exception:
+            log.exception("wecom long connection: handling a pushed frame failed")
+
+    def _close(self) -> None:
+        with self._send_lock:
+            ws = self._ws
+        if ws is not None:
+            ws.close()
+
+    # ---- sending ----------------------------------------------------------------------------
+
+    def _send(self, ws: ClientConnection, frame: dict[str, Any]) -> None:
+        with self._send_lock:
+            ws.send(json.dumps(frame, ensure_ascii=False))
+
+    def send_now(self, frame: dict[str, Any]) -> bool:
+        """Send on the live connection; False when this replica has none (or it just broke)."""
+        with self._send_lock:
+            ws = self._ws
+            if ws is None:
+                return False
+            try:
+                ws.send(json.dumps(frame, ensure_ascii=False))
+            except (ConnectionClosed, OSError):
+                return False
+        return True
+
+    def deliver(self, frame: dict[str, Any]) -> None:
+        """Send now when connected, else leave it in the outbox for whichever replica holds the connection."""
+        if not self.send_now(frame):
+            self.outbox.put(frame, self.clock())
+
+    def _drain(self) -> None:
+        now = self.clock()
+        for row_id, frame in self.outbox.pending():
+            if not self.send_now(frame):
+                return
+            self.outbox.mark_sent(row_id, now)
+        self.outbox.prune(now - timedelta(days=1))
+
+
+def _parse(raw: str | bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
