@@ -70,6 +70,13 @@ class EmbeddingConfig(BaseModel):
         default="", description="environment variable holding the API key (never the key)"
     )
     batch_size: int = Field(default=64, description="texts per embeddings request")
+    doc_sentences: int = Field(
+        default=4,
+        ge=0,
+        le=20,
+        description="also embed each of the first N doc-comment sentences of a unit (0 = off); a unit's "
+        "vector score is the best of its name+doc vector and these",
+    )
     timeout_seconds: float = Field(default=30.0, description="HTTP timeout per request")
 
 
