@@ -84,3 +84,14 @@ def test_updates_compaction_and_reload_keep_sentences_with_their_units(make_repo
     other = cfg.model_copy(update={"embedding": EmbeddingConfig(doc_sentences=2)})
     assert open_index(repo, other, embedder) is None
     assert (index_dir(repo, cfg) / "sent_vectors.npy").exists()
+
+
+def test_eval_control_set_asks_with_second_sentences(make_repo, cfg, embedder) -> None:
+    from tools.codeindex.evaluate import later_sentence_queries
+
+    repo = make_repo({"json/cache.py": CACHE_PY})
+    idx, _ = index_repo(repo, cfg, embedder=embedder)
+    qs = later_sentence_queries(idx, ["json"], 10)
+    assert [(q.text, q.targets, q.source) for q in qs] == [
+        (SECOND.rstrip("."), (("json/cache.py", "warm_cache"),), "docstring-later")
+    ]

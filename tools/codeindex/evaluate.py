@@ -249,6 +249,37 @@ def docstring_queries(index: CodeIndex, modules: Sequence[str], limit: int, seed
     return [Query(q, (t,), "docstring") for q, t in items[:limit]]
 
 
+def later_sentence_queries(
+    index: CodeIndex, modules: Sequence[str], limit: int, seed: int = 1
+) -> list[Query]:
+    """Control set: a docstring's SECOND sentence -> its function (name words removed, >= 6 words left).
+
+    The main set asks with first sentences, which a summary-line representation would match by
+    construction; this set shows whether a retrieval change helps beyond that. Not part of "all".
+    """
+    by_sentence: dict[str, list[tuple[str, str]]] = {}
+    for u in index.live_units:
+        if (
+            u.kind not in {"function", "method"}
+            or not u.doc
+            or u.path.split("/", 1)[0].removesuffix(".py") not in modules
+        ):
+            continue
+        sentences = re.split(r"(?<=[.!?])\s+", " ".join(u.doc.split()))
+        if len(sentences) < 2:
+            continue
+        name_words = {w.lower() for w in split_identifier(u.name)} | {u.name.lower()}
+        words = [
+            w for w in re.findall(r"[A-Za-z0-9_']+", sentences[1]) if w.lower().strip("_") not in name_words
+        ]
+        if len(words) < 6:
+            continue
+        by_sentence.setdefault(" ".join(words), []).append((u.path, u.qualname))
+    items = sorted((q, t[0]) for q, t in by_sentence.items() if len(t) == 1)
+    random.Random(seed).shuffle(items)
+    return [Query(q, (t,), "docstring-later") for q, t in items[:limit]]
+
+
 def manual_queries(index: CodeIndex) -> tuple[list[Query], list[str]]:
     """The hand-written questions whose targets exist in this index, and the ones that do not."""
     known = {(u.path, u.qualname) for u in index.live_units}
@@ -331,6 +362,10 @@ def evaluate(
             all_ranks.extend(ranks)
         per["all"] = metrics(all_ranks)
         result[mode] = per
+    later = later_sentence_queries(idx, qmods, limit)
+    result["control_second_sentence"] = {
+        mode: metrics([_rank(idx, q, mode)[0] for q in later]) for mode in ("bm25", "vector", "hybrid")
+    }
     # the CJK bridge, measured: Chinese questions with it switched off
     off = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"cjk_bridge": False})})
     idx.cfg = off
