@@ -364,7 +364,7 @@ class LongConnection:
         holder: str,
         clock: Callable[[], datetime],
         on_frame: Callable[[dict[str, Any]], None] | None = None,
-        sleep: Callable[[float], None] | None = None,
+        sleep: Callable[[float], object] | None = None,
         connect: Connect = ws_connect,
     ) -> None:
         self.settings = settings
@@ -374,7 +374,7 @@ class LongConnection:
         self.on_frame = on_frame or (lambda frame: None)
         self.lease = WsLease(engine, self.name)
         self.outbox = WsOutbox(engine, self.name)
-        self.sleep: Callable[[float], None] = sleep or self._wait
+        self.sleep: Callable[[float], object] = sleep or self._wait
         self.connect = connect
         self.state = "stopped"  # stopped | standby | connecting | connected | backoff
         self.last_error = ""  # why the last attempt or connection ended (never holds the secret)
@@ -439,7 +439,18 @@ class LongConnection:
     # ---- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Standby until the lease is ours, then connect, serve, and reconnect with back-off."""
+        """The thread: `_run`, restarted after an unexpected error (e.g. the database was away)."""
+        while not self._stop.is_set():
+            try:
+                self._run()
+            except Exception as exc:
+                self.last_error = f"unexpected {type(exc).__name__}"
+                log.exception("wecom long connection loop failed; retrying", extra={"bot": self.name})
+                self.state = "backoff"
+                self.sleep(self.settings.backoff_max_seconds)
+        self.state = "stopped"
+
+    def _run(self) -> None:
         attempt = 0
         while not self._stop.is_set():
             if not self.lease.acquire(self.holder, self.clock(), self.ttl):
@@ -459,7 +470,8 @@ class LongConnection:
             else:
                 previous, attempt = attempt, 0
                 reason = self._serve(ws)
-                log.warning("wecom long connection ended: %s", reason, extra={"bot": self.name})
+                level = logging.INFO if self._stop.is_set() else logging.WARNING
+                log.log(level, "wecom long connection ended: %s", reason, extra={"bot": self.name})
                 if reason.startswith("kicked"):
                     attempt = previous + 1  # someone else keeps connecting: do not fight at full speed
                 if reason.startswith("lease lost") or self._stop.is_set():
@@ -473,7 +485,6 @@ class LongConnection:
             self.delays = [*self.delays[-49:], delay]
             self.state = "backoff"
             self.sleep(delay)
-        self.state = "stopped"
 
     def _open(self) -> ClientConnection:
         """Connect and subscribe; raises SubscribeRefused when WeCom says no."""
@@ -531,7 +542,10 @@ class LongConnection:
                     if not self.lease.renew(self.holder, self.clock(), self.ttl):
                         return "lease lost: another replica holds the connection now"
                     self._missed_pings += 1
-                    self._send(ws, make_frame(PING, new_req_id(PING)))
+                    try:
+                        self._send(ws, make_frame(PING, new_req_id(PING)))
+                    except (ConnectionClosed, OSError) as exc:
+                        return f"connection closed while sending a heartbeat ({type(exc).__name__})"
                     next_ping = now_m + s.heartbeat_seconds
                 timeout = max(0.0, min(next_ping, next_drain) - time.monotonic())
                 try:
