@@ -8,6 +8,11 @@ fallback). Late results (another user's /approve, a resumed task, an expired con
 run that ended) reach the conversation through `deps.senders`; progress notes (`deps.Progress`)
 are throttled per task, final messages never are.
 
+In websocket mode (`aibot.mode: websocket`) the AI bot's messages arrive over the long connection
+(`integrations/wecom/longconn.py`, started and stopped by `startup`/`shutdown`, held by one replica
+under a lease) into the same inbox and workers; answers are `aibot_respond_msg` stream frames and
+late results `aibot_send_msg`.
+
 Identity is the verified FromUserName (or the AI bot's from.userid); the gate decides what an
 unknown user may do.
 """
