@@ -62,6 +62,8 @@ class Session:
             **(commands or {}),
         }
         self.help_lines = HELP_COMMANDS + (help_lines or [])
+        # commands whose arguments may hold secrets: their handler records them itself, redacted
+        self.private_commands: set[str] = set()
 
     def handle(self, msg: Inbound) -> str:
         """The reply to one inbound message (progress and late results go through deps.notify)."""
@@ -82,7 +84,9 @@ class Session:
                 kind="command",
                 actor=who.user,
                 outcome="received",
-                intent=self.deps.redactor.text(msg.text),
+                intent=f"/{command.name} (arguments recorded by the command)"
+                if command.name in self.private_commands
+                else self.deps.redactor.text(msg.text),
                 tool=f"/{command.name}",
             )
         )

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,7 @@ from agent.registry import Risk, ToolContext, ToolSpec
 from config.shell import ShellConfig
 from tools.shell.reload import ReloadingWhitelist
 from tools.shell.sandbox import ShellRunner
-from tools.shell.tool import MASK, Args, args_model, audit_fields, result_text, tool_description
+from tools.shell.tool import MASK, Args, args_model, audit_fields, redact_argv, result_text, tool_description
 from tools.shell.whitelist import Match, ShellRefused, Whitelist
 
 if TYPE_CHECKING:
@@ -236,6 +238,7 @@ def install(app: App) -> None:
         return
     session = app.session
     session.commands["sh"] = _sh
+    session.private_commands.add("sh")
     session.help_lines.append(
         ("/sh COMMAND LINE", "run one whitelisted command (no shell; see `xihe shell list`)")
     )
@@ -296,4 +299,6 @@ def _sh(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         "args": dict(match.values),
         "flags": list(match.flags),
     }
-    return session.run_tool(who, msg, TOOL, args).reply
+    # the task's goal is the line with secret arguments masked: it is stored and shown in the UI
+    shown = replace(msg, text="/sh " + shlex.join(redact_argv(match)))
+    return session.run_tool(who, shown, TOOL, args).reply

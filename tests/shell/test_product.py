@@ -204,3 +204,15 @@ def test_hot_reload_keeps_the_last_good_whitelist(shell_app: Callable[..., App],
     assert "list_dir" in entries and "ls" not in entries
     assert "list_dir" in json.dumps(app.registry.get("run_shell_command").schema())
     assert "reload failed" not in ask(app, "/help")
+
+
+def test_a_secret_typed_in_a_sh_line_is_not_stored(shell_app: Callable[..., App]) -> None:
+    app = shell_app()
+    line = f'/sh curl -H "Authorization: Bearer {SECRET}" https://example.invalid/'
+    ask(app, line)  # a network entry: it may run or fail; what is stored is the point
+    rows = app.deps.audit.search(limit=500)
+    assert rows and SECRET not in json.dumps(rows, default=str)
+    for task in app.deps.tasks.recent(limit=10):
+        assert SECRET not in task.goal and SECRET not in (task.reply or "")
+        for step in app.deps.tasks.steps(task.id):
+            assert SECRET not in (step.input_preview or "")
