@@ -112,6 +112,23 @@ class AibotPayload(BaseModel):
             body = ""
         return _LEADING_MENTION.sub("", body, count=1) if self.chattype == "group" else body
 
+    def inbound(self, user: str, now: datetime, stream_id: str, response_url: str = "") -> InboundMessage:
+        """The channel-neutral message the gateway dispatches (callback and long-connection modes alike)."""
+        return InboundMessage(
+            user=user,
+            conversation=f"wecom:aibot:{self.aibotid}:{self.chatid or user}",
+            text=self.plain_text(),
+            msg_id=self.msgid,
+            create_time=self.create_time or int(now.timestamp()),
+            agent_id=self.aibotid,
+            channel=CHANNEL_AIBOT,
+            msg_type=self.msgtype,
+            chat_type=self.chattype,
+            chat_id=self.chatid,
+            stream_id=stream_id,
+            response_url=response_url,
+        )
+
 
 # ---- stream registry ---------------------------------------------------------------------------
 
@@ -314,20 +331,7 @@ class AibotCallback:
             frame = stream_frame(stream.id, stream.content, stream.finish) if stream else None
             return BotReply(None, frame, "duplicate msgid")
         stream = self.streams.open(payload.msgid, now, self.ack_text)
-        message = InboundMessage(
-            user=user,
-            conversation=f"wecom:aibot:{payload.aibotid}:{payload.chatid or user}",
-            text=payload.plain_text(),
-            msg_id=payload.msgid,
-            create_time=payload.create_time or int(now.timestamp()),
-            agent_id=payload.aibotid,
-            channel=CHANNEL_AIBOT,
-            msg_type=payload.msgtype,
-            chat_type=payload.chattype,
-            chat_id=payload.chatid,
-            stream_id=stream.id,
-            response_url=payload.response_url,
-        )
+        message = payload.inbound(user, now, stream.id, payload.response_url)
         return BotReply(message, stream_frame(stream.id, stream.content, False), "new message")
 
     def _refresh(self, payload: AibotPayload, now: datetime) -> BotReply:

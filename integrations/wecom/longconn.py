@@ -321,19 +321,7 @@ class Intake:
         stream = self.streams.open_ws(payload.msgid, req_id, now, self.ack_text)
         if self.ack_text:
             self.deliver(respond_frame(req_id, stream.id, stream.content, False))
-        message = InboundMessage(
-            user=user,
-            conversation=f"wecom:aibot:{payload.aibotid}:{payload.chatid or user}",
-            text=payload.plain_text(),
-            msg_id=payload.msgid,
-            create_time=payload.create_time or int(now.timestamp()),
-            agent_id=payload.aibotid,
-            channel=CHANNEL_AIBOT,
-            msg_type=payload.msgtype,
-            chat_type=payload.chattype,
-            chat_id=payload.chatid,
-            stream_id=stream.id,
-        )
+        message = payload.inbound(user, now, stream.id)
         try:
             self.accept(message)
         except Exception:
