@@ -134,6 +134,7 @@ class Executor:
             )
         digest = sha256_text(text)
         ext = external_ids(value)
+        deps.metrics.tool_calls.labels(spec.name, "done").inc()
         audit = AuditEvent(
             at=now,
             kind="tool_call",
@@ -187,6 +188,7 @@ class Executor:
         else:
             message = deps.redactor.text(str(exc))
         shown = f"[Tool Result: {spec.name}]\nERROR: {message}"
+        deps.metrics.tool_calls.labels(spec.name, "internal_error" if internal else "failed").inc()
         audit = AuditEvent(
             at=now,
             kind="tool_call",

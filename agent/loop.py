@@ -32,7 +32,7 @@ from agent.context import Block, ContextTooLarge, build, for_api, trim
 from agent.deps import Deps
 from agent.errors import LLMError, TaskStateError, ToolError, ToolRetry
 from agent.executor import Executor, StepResult
-from agent.gate import Confirm, Deny, Who, decide, identify
+from agent.gate import Allow, Confirm, Deny, Who, decide, identify
 from agent.llm import LLMClient
 from agent.recovery import RetryPolicy, RunState, with_recovery
 from agent.registry import ParsedCall, Registry
@@ -460,6 +460,8 @@ class Agent:
             gate = self._confirmation(run, key, call, decision, environment)
             if gate is not None:
                 return gate
+        if isinstance(decision, Allow):
+            deps.metrics.gate.labels("allow").inc()
         for listen in self.step_listeners:  # progress messages
             listen(run.task, key, name)
         if self.recovery is not None:
@@ -541,6 +543,7 @@ class Agent:
         self, run: _Run, key: str, name: str, message: str, *, kind: str, audited: bool = False
     ) -> StepResult:
         now = self.deps.clock()
+        self.deps.metrics.tool_calls.labels(name, kind).inc()
         shown = f"[Tool Result: {name}]\n{message}"
         audit = (
             None
@@ -571,6 +574,7 @@ class Agent:
         environment: str,
         pending_id: int | None = None,
     ) -> None:
+        self.deps.metrics.gate.labels(outcome).inc()
         self.deps.audit.record(
             AuditEvent(
                 at=self.deps.clock(),

@@ -169,3 +169,21 @@ def test_several_calls_in_one_turn_run_in_order(make_app: MakeApp, llm: Scripted
     app = make_app([calls(("echo", {"text": "1"}), ("echo", {"text": "2"})), say("both")])
     assert ask(app, "two") == "both"
     assert [json.loads(c.split("\n", 1)[1])["echo"] for c in tool_messages(llm, 1)] == ["1", "2"]
+
+
+def test_metrics_count_tool_calls_by_outcome_and_gate_decisions(make_app: MakeApp, llm: ScriptedLLM) -> None:
+    app = make_app(
+        [
+            call("echo", text="a"),
+            call("always_fail", reason="x"),
+            raw("echo", "{"),
+            call("write_note", note="n"),
+        ]
+    )
+    ask(app, "go")
+    text = app.deps.metrics.render().decode()
+    assert 'xihe_tool_calls_total{outcome="done",tool="echo"} 1.0' in text
+    assert 'xihe_tool_calls_total{outcome="failed",tool="always_fail"} 1.0' in text
+    assert 'xihe_tool_calls_total{outcome="invalid_args",tool="echo"} 1.0' in text
+    assert 'xihe_gate_decisions_total{decision="allow"} 2.0' in text
+    assert 'xihe_gate_decisions_total{decision="confirm"} 1.0' in text
