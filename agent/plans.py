@@ -262,12 +262,18 @@ class PlanStore:
             return f"item #{seq} cannot start yet: {states}"
         return f"item #{seq} was taken by another worker"
 
-    def complete(
-        self, task_id: int, seq: int, owner: str, evidence: dict[str, Any], now: datetime
-    ) -> PlanItem:
-        """Mark done by its owner with evidence that was already checked; a repeat by the owner is a no-op."""
-        if not evidence or not evidence.get("checked"):
-            raise PlanError("completion needs evidence that was checked")
+    def _finish_claimed(
+        self,
+        task_id: int,
+        seq: int,
+        owner: str,
+        now: datetime,
+        status: str,
+        detail: dict[str, Any] | None,
+        log_reason: str | None,
+        **values: Any,
+    ) -> bool:
+        """in_progress → `status` for the claim's owner only, logged in the same transaction."""
         with self.engine.begin() as conn:
             done = conn.execute(
                 update(plan_item)
@@ -279,12 +285,23 @@ class PlanStore:
                         plan_item.c.status == "in_progress",
                     )
                 )
-                .values(status="completed", evidence=evidence, lease_expires_at=None, updated_at=now)
+                .values(status=status, lease_expires_at=None, updated_at=now, **values)
             ).rowcount
             if done == 1:
-                _log(conn, task_id, seq, "completed", owner, None, {"evidence": evidence}, now)
+                _log(conn, task_id, seq, status, owner, log_reason, detail, now)
+        return done == 1
+
+    def complete(
+        self, task_id: int, seq: int, owner: str, evidence: dict[str, Any], now: datetime
+    ) -> PlanItem:
+        """Mark done by its owner with evidence that was already checked; a repeat by the owner is a no-op."""
+        if not evidence or not evidence.get("checked"):
+            raise PlanError("completion needs evidence that was checked")
+        done = self._finish_claimed(
+            task_id, seq, owner, now, "completed", {"evidence": evidence}, None, evidence=evidence
+        )
         item = self.get(task_id, seq)
-        if done == 1 or (item.status == "completed" and item.owner == owner):
+        if done or (item.status == "completed" and item.owner == owner):
             return item
         if item.status == "in_progress":
             raise PlanError(
@@ -296,23 +313,9 @@ class PlanStore:
         """The owner gives up on the item, saying why (dependents stay blocked)."""
         if not reason.strip():
             raise PlanError("say why the item failed")
-        with self.engine.begin() as conn:
-            done = conn.execute(
-                update(plan_item)
-                .where(
-                    and_(
-                        plan_item.c.task_id == task_id,
-                        plan_item.c.seq == seq,
-                        plan_item.c.owner == owner,
-                        plan_item.c.status == "in_progress",
-                    )
-                )
-                .values(status="failed", reason=reason, lease_expires_at=None, updated_at=now)
-            ).rowcount
-            if done == 1:
-                _log(conn, task_id, seq, "failed", owner, reason, None, now)
+        done = self._finish_claimed(task_id, seq, owner, now, "failed", None, reason, reason=reason)
         item = self.get(task_id, seq)
-        if done == 1:
+        if done:
             return item
         raise PlanError(
             f"item #{seq} is {item.status}"
