@@ -37,6 +37,8 @@ def core_routes(app: App) -> list[BaseRoute]:
                 conn.execute(text("SELECT 1"))
         except Exception as exc:
             problems.append(f"store unreachable: {type(exc).__name__}")
+        for feature, reason in sorted(app.deps.services.get("feature_problems", {}).items()):
+            problems.append(f"{feature}: {reason}")
         reload_error = app.deps.services.get("config_reload_error")
         body = {"ready": not problems, "problems": problems, "config_reload_error": reload_error}
         return JSONResponse(body, status_code=200 if not problems else 503)

@@ -327,14 +327,17 @@ class Gateway:
 
 
 def install(app: App) -> None:
-    """Build the gateway when wecom.yaml exists; missing secrets only fail `xihe serve` (routes)."""
+    """Build the gateway when wecom.yaml exists; missing secrets leave the channel off and /readyz not ready."""
     cfg = app.settings.section("wecom")
     if cfg is None:
         return
     try:
         settings = resolve_settings(cfg, os.environ, str(app.settings.directory / "wecom.yaml"))
     except ConfigErrors as exc:
-        app.deps.services["wecom_config_error"] = exc
+        # the channel cannot work without its secrets: say so loudly, keep everything else serving,
+        # and report not-ready (/readyz) so a load balancer sends WeCom's callbacks elsewhere
+        app.deps.services.setdefault("feature_problems", {})["wecom"] = str(exc).replace("\n", "; ")
+        log.error("WeCom is configured but cannot start: %s", exc)
         return
     for secret in (settings.token, settings.aes_key, settings.secret):
         app.deps.redactor.add(secret)
@@ -387,10 +390,7 @@ def _install_long_connection(app: App, gateway: Gateway, bot: AibotSettings) -> 
 
 
 def routes(app: App) -> list[BaseRoute]:
-    """/wecom/callback and /wecom/aibot (as configured)."""
-    error = app.deps.services.get("wecom_config_error")
-    if error is not None:
-        raise error
+    """/wecom/callback and /wecom/aibot (as configured; none when the channel could not start)."""
     gateway: Gateway | None = app.deps.services.get(SERVICE)
     if gateway is None:
         return []
