@@ -41,6 +41,9 @@ def core_routes(app: App) -> list[BaseRoute]:
             problems.append(f"{feature}: {reason}")
         reload_error = app.deps.services.get("config_reload_error")
         body = {"ready": not problems, "problems": problems, "config_reload_error": reload_error}
+        warnings = app.deps.services.get("feature_warnings")
+        if warnings:  # configured features that are off; the replica still serves everything else
+            body["warnings"] = [f"{feature}: {reason}" for feature, reason in sorted(warnings.items())]
         return JSONResponse(body, status_code=200 if not problems else 503)
 
     async def metrics(request: Request) -> Response:

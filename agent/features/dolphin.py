@@ -62,7 +62,10 @@ def _config(deps: Deps) -> DolphinConfig | None:
     try:
         credentials(cfg)
     except ConfigError as exc:
-        log.warning("DolphinScheduler is configured but disabled: %s", exc)
+        warnings = deps.services.setdefault("feature_warnings", {})
+        if "dolphinscheduler" not in warnings:  # tools() and install() both ask: say it once
+            log.warning("DolphinScheduler is configured but disabled: %s", exc)
+        warnings["dolphinscheduler"] = str(exc)
         return None
     return cfg
 
