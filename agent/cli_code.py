@@ -23,11 +23,8 @@ def _repo(args: argparse.Namespace) -> Path:
     return Path(repo)
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    """Build or incrementally update the index of a repository and print what was done."""
-    from tools.codeindex.index import no_progress, tqdm_progress
-    from tools.codeindex.service import index_repo
-
+def _config_and_repo(args: argparse.Namespace) -> tuple[Any, Path] | int:
+    """The code config and the repository path, or exit code 2 after saying what is wrong."""
     try:
         cfg = _config(args)
     except ConfigError as exc:
@@ -37,6 +34,18 @@ def cmd_index(args: argparse.Namespace) -> int:
     if not repo.is_dir():
         print(f"not a directory: {repo}", file=sys.stderr)
         return 2
+    return cfg, repo
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Build or incrementally update the index of a repository and print what was done."""
+    from tools.codeindex.index import no_progress, tqdm_progress
+    from tools.codeindex.service import index_repo
+
+    opened = _config_and_repo(args)
+    if isinstance(opened, int):
+        return opened
+    cfg, repo = opened
     progress = tqdm_progress if sys.stderr.isatty() and not args.quiet else no_progress
     _, report = index_repo(repo, cfg, full=args.full, reconcile=args.reconcile, progress=progress)
     if args.json:
@@ -56,15 +65,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     from tools.codeindex.index import no_progress
     from tools.codeindex.service import index_repo
 
-    try:
-        cfg = _config(args)
-    except ConfigError as exc:
-        print(f"config error: {exc}", file=sys.stderr)
-        return 2
-    repo = _repo(args)
-    if not repo.is_dir():
-        print(f"not a directory: {repo}", file=sys.stderr)
-        return 2
+    opened = _config_and_repo(args)
+    if isinstance(opened, int):
+        return opened
+    cfg, repo = opened
     idx, _ = index_repo(repo, cfg, progress=no_progress)
     hits = search_code(idx, " ".join(args.query), args.k)
     if args.json:
