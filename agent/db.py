@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +35,51 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL; None for other databases and in-memory SQLite."""
+    if not url.startswith("sqlite") or "///" not in url:
+        return None
+    path = url.split("///", 1)[1].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
 def make_engine(url: str | None = None) -> Engine:
     """An engine for `url` (see database_url); SQLite files get WAL and their folder created."""
     url = database_url(url)
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[1] if "///" in url else ""
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_path(url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
 
 
+@contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    """Across processes on one SQLite file: an exclusive lock on `<file>.migrate.lock` next to it.
+
+    SQLite runs DDL outside the transaction, so two processes migrating a new file at once would
+    both create tables; the lock makes the second one wait and then find everything applied.
+    PostgreSQL takes its advisory lock inside `migrate`; in-memory SQLite has one connection.
+    """
+    path = sqlite_path(engine.url.render_as_string(hide_password=False))
+    if path is None:
+        yield
+        return
+    with open(f"{path}.migrate.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def migrate(engine: Engine) -> list[int]:
     """Apply missing migrations in order, under a lock; return the versions applied."""
     applied: list[int] = []
-    with engine.begin() as conn:
+    with _migration_lock(engine), engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(74261)"))  # two replicas starting at once
         metadata.create_all(conn, tables=[schema_migrations])
