@@ -62,25 +62,18 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from agent.session import Inbound
+    from agent.terminal import prompt_lines
 
     app = _app(args)
     for outcome in app.agent.resume_orphans():
         print(f"[resumed task {outcome.task_id}: {outcome.status}] {outcome.reply}", flush=True)
     conversation = args.conversation or f"cli:{args.user}"
-    interactive = sys.stdin.isatty()
-    while True:
-        if interactive:
-            print(f"{args.user}> ", end="", flush=True)
-        line = sys.stdin.readline()
-        if not line:
-            return 0
-        text = line.strip()
-        if not text:
-            continue
+    for text in prompt_lines(f"{args.user}> "):
         if text in ("/quit", "/exit"):
-            return 0
+            break
         reply = app.session.handle(Inbound(args.user, conversation, text, "cli"))
         print(f"xihe> {reply}", flush=True)
+    return 0
 
 
 def cmd_task_show(args: argparse.Namespace) -> int:
@@ -212,7 +205,6 @@ def build_parser() -> argparse.ArgumentParser:
     search.set_defaults(func=cmd_audit_search)
 
     serve = sub.add_parser("serve", help="HTTP server (WeCom callbacks, webhooks, health, metrics) + jobs")
-    serve.add_argument("--config", default=argparse.SUPPRESS, help="directory of YAML files")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=cmd_serve)
@@ -231,7 +223,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     for feature in (cli_alerts, cli_code, cli_shell):
         feature.register(sub)
+    _accept_config_everywhere(p)
     return p
+
+
+def _accept_config_everywhere(parser: argparse.ArgumentParser) -> None:
+    """`xihe chat --config DIR` works as well as `xihe --config DIR chat`, for every command.
+
+    SUPPRESS: a subcommand's own --config only sets the value when given, so the top-level one stays
+    the default and a command that names its own default keeps it.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if not any("--config" in a.option_strings for a in child._actions):
+                    child.add_argument(
+                        "--config",
+                        default=argparse.SUPPRESS,
+                        help="directory of YAML files (default: config)",
+                    )
+                _accept_config_everywhere(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

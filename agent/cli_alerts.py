@@ -6,17 +6,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.alerts.replay import load_events, run_replay
 from agent.errors import ConfigError
-from config.alerts import AlertsConfig
-from config.workflows import WorkflowsConfig
-from config.yamlmodel import load_model
+
+if TYPE_CHECKING:  # imported when the command runs: `xihe --help` stays fast
+    from config.alerts import AlertsConfig
+    from config.workflows import WorkflowsConfig
 
 
 def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsConfig]:
     """alerts.yaml and workflows.yaml from `directory` (a missing file means defaults)."""
+    from config.alerts import AlertsConfig
+    from config.workflows import WorkflowsConfig
+    from config.yamlmodel import load_model
+
     root = Path(directory)
     alerts_path, wf_path = root / "alerts.yaml", root / "workflows.yaml"
     alerts = (
@@ -34,6 +38,8 @@ def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsCon
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed a recorded stream through the pipeline on a simulated clock and print what it would send."""
+    from agent.alerts.replay import load_events, run_replay
+
     try:
         alerts, workflows = load_alert_config(args.config)
     except ConfigError as exc:
@@ -83,7 +89,9 @@ def register(sub: Any) -> None:
     alerts_sub = alerts.add_subparsers(dest="alerts_command", required=True)
     replay = alerts_sub.add_parser("replay", help="replay a FailureEvent JSONL stream on a simulated clock")
     replay.add_argument("events", metavar="EVENTS.jsonl", help="one FailureEvent JSON object per line")
-    replay.add_argument("--config", default="config", help="YAML directory (alerts.yaml, workflows.yaml)")
+    replay.add_argument(
+        "--config", default=argparse.SUPPRESS, help="YAML directory (alerts.yaml, workflows.yaml)"
+    )
     replay.add_argument("--json", action="store_true", help="print one JSON document")
     replay.set_defaults(func=cmd_replay)
 
@@ -91,6 +99,7 @@ def register(sub: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry for tests: `python -m agent.cli_alerts alerts replay …`."""
     parser = argparse.ArgumentParser(prog="xihe")
+    parser.add_argument("--config", default="config")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return int(args.func(args))

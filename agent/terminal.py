@@ -1,0 +1,73 @@
+"""Lines typed at `xihe chat`: line editing and history on a terminal, plain lines from a pipe."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+HISTORY_LENGTH = 1000
+
+
+def history_file() -> Path:
+    """`$XIHE_HISTORY`, else `~/.xihe_history`."""
+    return Path(os.environ.get("XIHE_HISTORY") or Path.home() / ".xihe_history")
+
+
+ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")  # CSI sequences (arrow keys) and 2-byte escapes
+
+
+def clean(line: str) -> str:
+    """The line without surrounding blanks, terminal escape sequences (^[[A) or control characters."""
+    text = ESCAPE.sub("", line).replace("\t", " ")
+    return "".join(ch for ch in text if ch.isprintable()).strip()
+
+
+def prompt_lines(prompt: str) -> Iterator[str]:
+    """Non-empty lines until end of input.
+
+    On a terminal: GNU readline (arrow keys, Ctrl-R, history kept across sessions in `history_file()`).
+    From a pipe: one line at a time, no prompt, so scripted sessions read cleanly.
+    """
+    if not sys.stdin.isatty():
+        for line in sys.stdin:
+            text = clean(line)
+            if text:
+                yield text
+        return
+    saved = _start_readline()
+    try:
+        while True:
+            try:
+                line = input(prompt)
+            except EOFError:
+                print()
+                return
+            except KeyboardInterrupt:
+                print()
+                continue
+            text = clean(line)
+            if text:
+                yield text
+    finally:
+        saved()
+
+
+def _start_readline() -> Callable[[], None]:
+    try:
+        import readline
+    except ImportError:  # not on every platform; input() still works, without editing
+        return lambda: None
+    path = history_file()
+    with contextlib.suppress(OSError):  # no history yet
+        readline.read_history_file(path)
+    readline.set_history_length(HISTORY_LENGTH)
+
+    def save() -> None:
+        with contextlib.suppress(OSError):  # a read-only home loses history, not the chat
+            readline.write_history_file(path)
+
+    return save

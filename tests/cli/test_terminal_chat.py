@@ -1,0 +1,95 @@
+"""`xihe chat` on a real terminal: readline editing and history, no echoed control characters."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.terminal import clean
+from tests.conftest import write_config
+
+UP = "\x1b[A"
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("/status 12\n", "/status 12"),
+        ("\x1b[A/help\x1b[D", "/help"),  # arrow keys that reached a pipe
+        ("补跑\t昨天 ", "补跑 昨天"),
+        ("abc\x08\x07", "abc"),  # backspace and bell are dropped, not echoed
+        ("  \n", ""),
+    ],
+)
+def test_clean_drops_escapes_and_control_characters(typed: str, expected: str) -> None:
+    assert clean(typed) == expected
+
+
+def _read_until(fd: int, needle: bytes, seen: bytearray, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"never saw {needle!r}; screen so far:\n{seen.decode(errors='replace')}")
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the child closed the terminal
+                raise AssertionError(
+                    f"chat ended before {needle!r}:\n{seen.decode(errors='replace')}"
+                ) from None
+            seen.extend(chunk)
+
+
+def test_up_arrow_repeats_the_last_line_and_history_survives(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "config")
+    env = {
+        **os.environ,
+        "XIHE_DATABASE_URL": f"sqlite:///{tmp_path / 'xihe.db'}",
+        "XIHE_HISTORY": str(tmp_path / "history"),
+        "TERM": "xterm",
+    }
+
+    def session(keys: list[str]) -> str:
+        leader, follower = pty.openpty()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agent.cli", "chat", "--config", str(cfg), "--user", "alice"],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            env=env,
+            close_fds=True,
+        )
+        os.close(follower)
+        seen, screen = bytearray(), bytearray()
+        try:
+            for key in keys:
+                _read_until(leader, b"alice> ", seen)
+                screen.extend(seen)
+                seen.clear()
+                os.write(leader, key.encode())
+            _read_until(leader, b"alice> ", seen)
+            screen.extend(seen)
+            os.write(leader, b"\x04")  # Ctrl-D: end of input
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.close(leader)
+        return screen.decode(errors="replace")
+
+    first = session(["/tasks\r", UP + "\r"])
+    assert first.count("no tasks yet") == 2, first  # the arrow brought /tasks back and it ran again
+    assert "^[" not in first and "[A" not in first
+    assert "/tasks" in (tmp_path / "history").read_text()
+
+    second = session([UP + "\r"])  # a new process: the history file brings the line back
+    assert "no tasks yet" in second and "[A" not in second
