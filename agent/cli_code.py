@@ -82,17 +82,32 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_search(args: argparse.Namespace) -> int:
-    """Run the stdlib search benchmark and print its JSON report."""
-    from tools.codeindex.evaluate import evaluate
-
+    """Run the search evaluation (held-out sets, or the stdlib benchmark) and print its JSON report."""
     try:
         cfg = _config(args)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
-    modules = [m.strip() for m in args.modules.split(",")] if args.modules else None
+    names = [n.strip() for n in args.sets.split(",") if n.strip()]
     with tempfile.TemporaryDirectory(prefix="xihe-eval-") as tmp:
-        report = evaluate(Path(args.workdir or tmp), cfg, modules, args.limit)
+        work = Path(args.workdir or tmp)
+        report: dict[str, Any] = {}
+        if "stdlib" in names:
+            from tools.codeindex.evaluate import evaluate
+
+            modules = [m.strip() for m in args.modules.split(",")] if args.modules else None
+            report["stdlib"] = evaluate(work / "stdlib", cfg, modules, args.limit)
+        held = [n for n in names if n != "stdlib"]
+        if held:
+            from tools.codeindex.heldout import evaluate_sets, summary
+
+            try:
+                sets = evaluate_sets(held, Path(args.cache), work, cfg, args.limit)
+            except (ValueError, RuntimeError) as exc:
+                print(f"eval search: {exc}", file=sys.stderr)
+                return 2
+            report.update(sets)
+            report["summary"] = summary(sets)
     print(json.dumps(report, ensure_ascii=False, indent=2))
     return 0
 
@@ -124,10 +139,16 @@ def register(sub: Any) -> None:
 
     e = sub.add_parser("eval", help="evaluations")
     esub = e.add_subparsers(dest="eval_what", required=True)
-    es = esub.add_parser("search", help="code search benchmark on the Python standard library")
-    es.add_argument("--modules", default="", help="comma-separated stdlib modules (default: most of it)")
-    es.add_argument("--limit", type=int, default=300, help="docstring queries to sample")
-    es.add_argument("--workdir", default="", help="keep the copied repo and index here")
+    es = esub.add_parser("search", help="code search evaluation on held-out repositories")
+    es.add_argument(
+        "--sets",
+        default="react-native-android,apscheduler",
+        help="comma-separated sets: react-native-android, apscheduler, stdlib (default: the first two)",
+    )
+    es.add_argument("--cache", default="var/eval-src", help="where fetched packages are kept")
+    es.add_argument("--modules", default="", help="stdlib set only: comma-separated modules")
+    es.add_argument("--limit", type=int, default=300, help="docstring queries to sample per set")
+    es.add_argument("--workdir", default="", help="keep the indexes here")
     _config_option(es)
     es.set_defaults(func=cmd_eval_search)
 

@@ -78,8 +78,13 @@ def test_sample_yaml_is_valid_and_unknown_keys_name_file_and_line() -> None:
 
 @pytest.mark.slow
 def test_eval_search_reports_metrics_for_each_mode(capsys) -> None:
-    assert main(["eval", "search", "--modules", "json,logging", "--limit", "20"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    assert main(["eval", "search", "--sets", "stdlib", "--modules", "json,logging", "--limit", "20"]) == 0
+    report = json.loads(capsys.readouterr().out)["stdlib"]
     for mode in ("bm25", "vector", "hybrid"):
         assert set(report[mode]["all"]) == {"n", "recall@1", "recall@5", "recall@10", "mrr@10"}
     assert report["query_ms"]["p50"] > 0 and report["incremental"]["units_reindexed"] > 0
+
+
+def test_eval_search_names_an_unknown_set(capsys) -> None:
+    assert main(["eval", "search", "--sets", "apscheduler-typo"]) == 2
+    assert "unknown evaluation set 'apscheduler-typo'" in capsys.readouterr().err

@@ -1,0 +1,264 @@
+"""Held-out search evaluation on repositories the project has never seen, fetched from package registries.
+
+Each set in `evalsets/` names a pinned package (npm or PyPI) whose published files are the repository,
+hand-written English and Chinese questions (written before any tuning) with the units that answer
+them, and questions with no answer. Docstring queries are generated from the repository itself (a doc
+comment's first sentence -> its function, the function's own name words removed).
+
+Every question falls in the `dev` or `test` split by a hash of its text, so settings can be chosen
+on `dev` and reported on `test`. Results are reported per group: all questions, docstring queries,
+hand-written English, hand-written Chinese.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from config.code import CodeConfig
+from tools.codeindex.index import CodeIndex
+from tools.codeindex.service import index_repo
+from tools.codeindex.tokens import has_cjk, split_identifier
+
+SETS = ("react-native-android", "apscheduler")
+GROUPS = ("docstring", "manual", "manual-zh")
+_LINK = re.compile(r"\{@(link|linkplain|code|literal)\s+([^}]*)\}")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question, the units (path, qualname) that answer it, its group and split."""
+
+    text: str
+    targets: tuple[tuple[str, str], ...]
+    group: str  # docstring | manual | manual-zh
+    split: str  # dev | test
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """A question set and the package it is asked against."""
+
+    name: str
+    source: dict[str, str]
+    questions: list[dict[str, Any]]
+    negatives: list[str]
+    docstring_langs: tuple[str, ...]
+
+
+def split_of(text: str) -> str:
+    """`dev` or `test`, fixed by the text (half of the questions each, in expectation)."""
+    return "dev" if hashlib.sha1(text.encode("utf-8")).digest()[0] % 2 == 0 else "test"
+
+
+def load_set(name: str) -> EvalSet:
+    """Read `evalsets/<name>.json` (shipped in the package)."""
+    if name not in SETS:
+        raise ValueError(f"unknown evaluation set {name!r}; known: {', '.join(SETS)}")
+    raw = json.loads((files("tools.codeindex") / "evalsets" / f"{name}.json").read_text(encoding="utf-8"))
+    return EvalSet(
+        raw["name"], raw["source"], raw["questions"], raw.get("negatives", []), tuple(raw["docstring_langs"])
+    )
+
+
+def fetch(source: dict[str, str], cache: Path) -> Path:
+    """The unpacked package named by `source`, fetched once into `cache` with npm or pip."""
+    reg, pkg, version = source["registry"], source["package"], source["version"]
+    dest = cache / f"{reg}-{pkg}-{version}"
+    if (dest / ".complete").exists():
+        return dest / "repo"
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "dl").mkdir(parents=True)
+    if reg == "npm":
+        cmd = ["npm", "pack", f"{pkg}@{version}", "--pack-destination", str(dest / "dl")]
+    elif reg == "pypi":
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+        cmd += [f"{pkg}=={version}", "-d", str(dest / "dl")]
+    else:
+        raise ValueError(f"registry {reg!r} is not supported (npm or pypi)")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    archives = sorted((dest / "dl").glob("*.tgz")) + sorted((dest / "dl").glob("*.tar.gz"))
+    if done.returncode != 0 or not archives:
+        raise RuntimeError(f"fetching {pkg}=={version} from {reg} failed: {done.stderr.strip()[-400:]}")
+    with tarfile.open(archives[0]) as tar:
+        tar.extractall(dest / "x", filter="data")
+    tops = [p for p in (dest / "x").iterdir() if p.is_dir()]
+    (tops[0] if len(tops) == 1 else dest / "x").rename(dest / "repo")
+    (dest / ".complete").write_text(f"{reg} {pkg} {version}\n", encoding="utf-8")
+    return dest / "repo"
+
+
+def _link_text(m: re.Match[str]) -> str:
+    """`{@link Type#member(args) label}` reads as its label, or as the member (or type) name."""
+    if m.group(1) in {"code", "literal"}:
+        return m.group(2).strip()
+    ref, _, label = m.group(2).strip().partition(" ")
+    if label.strip():
+        return label.strip()
+    return ref.split("#")[-1].split("(")[0] or ref
+
+
+def first_sentence(doc: str) -> str:
+    """A doc comment's first sentence, Javadoc inline tags reduced to their text."""
+    text = _LINK.sub(_link_text, doc)
+    para = re.split(r"\n\s*\n|\s@[a-z]+\s", text.strip(), maxsplit=1)[0]
+    para = " ".join(para.split())
+    m = re.match(r"(.+?[.!?])(\s|$)", para)
+    return (m.group(1) if m else para).strip()
+
+
+def docstring_questions(
+    index: CodeIndex, langs: Sequence[str], limit: int, skip: Iterable[str]
+) -> list[Question]:
+    """Doc first sentence -> its function or method, own name words removed; sentences shared by two units dropped."""
+    skipped = tuple(skip)
+    by_sentence: dict[str, list[tuple[str, str]]] = {}
+    for u in index.live_units:
+        if u.kind not in {"function", "method"} or not u.doc or u.lang not in langs:
+            continue
+        if u.path.startswith(skipped) or "inheritDoc" in u.doc:
+            continue
+        name_words = {w.lower() for w in split_identifier(u.name)} | {u.name.lower()}
+        words = [
+            w
+            for w in re.findall(r"[A-Za-z0-9_']+", first_sentence(u.doc))
+            if w.lower().strip("_") not in name_words
+        ]
+        if len(words) >= 5:
+            by_sentence.setdefault(" ".join(words), []).append((u.path, u.qualname))
+    items = sorted((q, t[0]) for q, t in by_sentence.items() if len(t) == 1)
+    # a stable spread over the repository rather than the first files alphabetically
+    items.sort(key=lambda p: hashlib.sha1(p[0].encode("utf-8")).hexdigest())
+    return [Question(q, (t,), "docstring", split_of(q)) for q, t in items[:limit]]
+
+
+def hand_written(es: EvalSet, index: CodeIndex) -> list[Question]:
+    """The set's hand-written questions; a target missing from the index is an error in the set."""
+    known = {(u.path, u.qualname) for u in index.live_units}
+    out = []
+    for q in es.questions:
+        targets = tuple((p, n) for p, n in q["targets"])
+        missing = [t for t in targets if t not in known]
+        if missing:
+            raise ValueError(f"{es.name}: question {q['text']!r}: targets not in the index: {missing}")
+        group = "manual-zh" if has_cjk(q["text"]) else "manual"
+        out.append(Question(q["text"], targets, group, split_of(q["text"])))
+    return out
+
+
+def rank_of(index: CodeIndex, q: Question, mode: str) -> tuple[int | None, float]:
+    """1-based rank of the first right unit in the top 10 (None if absent) and the query's seconds."""
+    t0 = time.perf_counter()
+    res = index.search(q.text, 10, mode=mode)
+    dt = time.perf_counter() - t0
+    for i, s in enumerate(res.hits, start=1):
+        if (s.unit.path, s.unit.qualname) in q.targets:
+            return i, dt
+    return None, dt
+
+
+def metrics(ranks: Sequence[int | None]) -> dict[str, float]:
+    """Recall@1/5/10 and MRR@10 from 1-based ranks (None = not in the top 10)."""
+    n = max(1, len(ranks))
+    return {
+        "n": len(ranks),
+        "recall@1": round(sum(1 for r in ranks if r is not None and r <= 1) / n, 4),
+        "recall@10": round(sum(1 for r in ranks if r is not None) / n, 4),
+        "mrr@10": round(sum(1 / r for r in ranks if r is not None) / n, 4),
+    }
+
+
+def report(ranked: list[tuple[Question, int | None]], split: str) -> dict[str, Any]:
+    """Metrics per group and for all questions of one split (`all` = both splits)."""
+    rows = [(q, r) for q, r in ranked if split == "all" or q.split == split]
+    out = {g: metrics([r for q, r in rows if q.group == g]) for g in GROUPS}
+    out["all"] = metrics([r for _, r in rows])
+    return out
+
+
+def percentile_ms(values: list[float], p: float) -> float:
+    """The p-th percentile of `values` (seconds) in milliseconds."""
+    s = sorted(values)
+    return round(s[min(len(s) - 1, round(p * (len(s) - 1)))] * 1000, 2) if s else 0.0
+
+
+def evaluate_set(
+    name: str,
+    cache: Path,
+    work: Path,
+    cfg: CodeConfig | None = None,
+    limit: int = 300,
+    modes: Sequence[str] = ("bm25", "vector", "hybrid"),
+) -> dict[str, Any]:
+    """Fetch, index and question one set; per mode: dev, test and all splits by group."""
+    es = load_set(name)
+    repo = fetch(es.source, cache)
+    cfg = (cfg or CodeConfig()).model_copy(update={"index_dir": str(work / "index")})
+    idx, rep = index_repo(repo, cfg, full=True)
+    questions = docstring_questions(idx, es.docstring_langs, limit, skip=("template/",)) + hand_written(
+        es, idx
+    )
+    idx.search("预热 warm up", 1)  # jieba and the dictionary load once, outside the timings
+    out: dict[str, Any] = {
+        "set": name,
+        "source": es.source,
+        "repository": {"files": rep.files, "units": rep.units, "build_seconds": round(rep.seconds, 2)},
+        "embedder": idx.embedder.name if idx.embedder else None,
+    }
+    latencies: list[float] = []
+    for mode in modes:
+        ranked = []
+        for q in questions:
+            r, dt = rank_of(idx, q, mode)
+            ranked.append((q, r))
+            if mode == "hybrid":
+                latencies.append(dt)
+        out[mode] = {s: report(ranked, s) for s in ("dev", "test", "all")}
+    neg = [idx.search(q, 10) for q in es.negatives]
+    out["negatives_judged_irrelevant"] = f"{sum(1 for r in neg if not r.relevant)}/{len(neg)}"
+    out["query_ms"] = {
+        "p50": percentile_ms(latencies, 0.5),
+        "p95": percentile_ms(latencies, 0.95),
+        "n": len(latencies),
+    }
+    return out
+
+
+def evaluate_sets(
+    names: Sequence[str], cache: Path, work: Path, cfg: CodeConfig | None = None, limit: int = 300
+) -> dict[str, Any]:
+    """`evaluate_set` for each name, each indexed in its own work directory."""
+    return {n: evaluate_set(n, cache, work / n, cfg, limit) for n in names}
+
+
+def summary(sets: dict[str, Any], split: str = "test") -> dict[str, Any]:
+    """Per set and mode: MRR@10 of all questions, docstring and hand-written English; Recall@10 of Chinese."""
+    out: dict[str, Any] = {"split": split}
+    for name, rep in sets.items():
+        row: dict[str, Any] = {}
+        for mode in ("bm25", "vector", "hybrid"):
+            if mode in rep:
+                r = rep[mode][split]
+                row[mode] = {
+                    "all_mrr@10": r["all"]["mrr@10"],
+                    "docstring_mrr@10": r["docstring"]["mrr@10"],
+                    "manual_mrr@10": r["manual"]["mrr@10"],
+                    "manual_zh_recall@10": r["manual-zh"]["recall@10"],
+                    "manual_zh_mrr@10": r["manual-zh"]["mrr@10"],
+                }
+        row["build_seconds"] = rep["repository"]["build_seconds"]
+        row["query_ms_p50"] = rep["query_ms"]["p50"]
+        out[name] = row
+    return out
