@@ -51,11 +51,15 @@ def check(
     user: str | None = None,
     environment: str | None = None,
 ) -> dict[str, Any]:
-    """The dry-run report as a dict: entry, decision, reasons, argv that would run."""
+    """The dry-run report as a dict: entry, decision, reasons, argv that would run.
+
+    The decision is the gate's (agent/gate.py), with the same per-call inputs the tool gives it.
+    """
+    from agent.gate import Allow, Confirm, identify
     from config.access import AccessConfig
     from config.shell import load_shell_file
     from config.yamlmodel import load_model
-    from tools.shell.policy import decide, roles_of
+    from tools.shell.policy import entry_environment, gate_decision
     from tools.shell.sandbox import make_backend
     from tools.shell.whitelist import ShellRefused, Whitelist
 
@@ -64,7 +68,7 @@ def check(
     access = (
         load_model(access_path.read_text(encoding="utf-8"), str(access_path), AccessConfig)
         if access_path.exists()
-        else None
+        else AccessConfig()  # what the bot has without access.yaml: no roles, every tool denied
     )
     report: dict[str, Any] = {
         "input": line if line is not None else list(argv or []),
@@ -85,25 +89,34 @@ def check(
             argv=None,
         )
         return report
-    roles = roles_of(access, user)
-    decision = decide(
-        match,
-        user=user,
-        roles=roles,
-        config=config,
-        access=access,
-        environment=environment,
-        sandbox_available=make_backend(config).available(),
+    who = identify(user or "", access)
+    env = entry_environment(match.entry, match.values) if environment is None else environment
+    decision = gate_decision(match, who, access, env)
+    outcome = (
+        "allowed"
+        if isinstance(decision, Allow)
+        else "needs_confirmation"
+        if isinstance(decision, Confirm)
+        else "denied"
     )
+    reasons = [decision.reason, f"matches entry {match.entry.name!r}"]
+    if match.entry.writes:
+        reasons.append("runs on a throwaway copy of the workspace")
+    if config.sandbox == "none":
+        reasons.append("WARNING: sandbox: none; the command would run unsandboxed")
+    elif not make_backend(config).available():
+        outcome = "denied"
+        reasons.insert(0, f"sandbox {config.sandbox!r} is not available on this host")
     report.update(
-        decision=decision.outcome,
+        environment=env or None,
+        decision=outcome,
         entry=match.entry.name,
         closest=match.entry.name,
         argument=None,
-        reasons=list(decision.reasons),
+        reasons=reasons,
         argv=list(match.argv),
         risk=match.entry.risk,
-        roles=sorted(roles) if roles is not None else None,
+        roles=list(who.roles),
     )
     return report
 

@@ -1,8 +1,9 @@
 """The gate: may this user make this call here, and who must say yes first? A pure function.
 
-    decide(tool, risk, environment, who, access) -> Allow | Confirm | Deny
+    decide(tool, risk, environment, who, access, scope) -> Allow | Confirm | Deny
 
 Deny by default. A read is allowed when a role of the user grants the tool on that environment.
+A call may be narrowed further by a per-call `Scope` (a shell entry's `roles` and `environments`).
 A write needs the requester's confirmation; a write on a production environment also needs an
 approver: a different user whose role has `approver: true`. Every decision carries its reason.
 """
@@ -43,6 +44,15 @@ class Deny:
 Decision = Allow | Confirm | Deny
 
 
+@dataclass(frozen=True)
+class Scope:
+    """Per-call narrowing of a tool's grant, e.g. a shell entry's `roles` and `environments`."""
+
+    name: str  # what is narrowed, for the reason, e.g. "entry 'rollout'"
+    roles: tuple[str, ...] = ()  # the user also needs one of these roles; () = no extra role
+    environments: tuple[str, ...] = ()  # the call is enabled only here; () = wherever the grant allows
+
+
 def identify(user: str, access: AccessConfig) -> Who:
     """Roles of a verified user id; unknown users get `unknown_user_roles` only."""
     if user in access.users:
@@ -55,13 +65,23 @@ def _roles_text(who: Who) -> str:
     return f"{who.user} ({label}{'' if who.known else ', unknown user'})"
 
 
-def decide(tool: str, risk: str, environment: str, who: Who, access: AccessConfig) -> Decision:
+def decide(
+    tool: str, risk: str, environment: str, who: Who, access: AccessConfig, scope: Scope | None = None
+) -> Decision:
     """Decide one call. `environment` is '' for tools that act on no environment."""
     granting = [
         r for r in who.roles if r in access.roles and any(fnmatch(tool, g) for g in access.roles[r].tools)
     ]
     if not granting:
         return Deny(f"no role of {_roles_text(who)} grants the tool {tool}")
+    if scope is not None and scope.roles and not set(who.roles) & set(scope.roles):
+        return Deny(
+            f"{_roles_text(who)} may not run {scope.name}: it needs one of the roles {', '.join(scope.roles)}"
+        )
+    if scope is not None and scope.environments and environment not in scope.environments:
+        return Deny(
+            f"{scope.name} is enabled only in {', '.join(scope.environments)}, not {environment or 'without an environment'}"
+        )
     production = False
     if environment:
         env = access.environments.get(environment)

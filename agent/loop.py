@@ -452,7 +452,9 @@ class Agent:
             run.invalid += isinstance(exc, ToolRetry)
             return self._refuse(run, key, name, f"ERROR: {exc}", kind="invalid_args")
         risk = call.spec.risk_for(call.args, deps)
-        decision = decide(name, risk, environment, run.who, deps.settings.access)
+        decision = decide(
+            name, risk, environment, run.who, deps.settings.access, call.spec.scope(call.args, deps)
+        )
         if isinstance(decision, Deny):
             self._audit_gate(run, key, call, "deny", decision.reason, environment)
             return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)

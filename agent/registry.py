@@ -21,6 +21,7 @@ from agent.errors import ConfigError, ToolRetry
 
 if TYPE_CHECKING:
     from agent.deps import Deps
+    from agent.gate import Scope
 
 Risk = Literal["read", "write"]
 
@@ -54,6 +55,7 @@ class ToolSpec:
     environments: tuple[str, ...] = ()  # static places it acts on; empty = no environment
     environment_of: Callable[[Any, Deps], str] | None = None  # per-call environment (e.g. a workflow's)
     risk_of: Callable[[Any, Deps], Risk] | None = None  # per-call risk (e.g. a shell entry's); `risk` = worst
+    scope_of: Callable[[Any, Deps], Scope | None] | None = None  # per-call narrowing for the gate
     lookup: Callable[[Any, ToolContext], Any] | None = None  # find an earlier attempt's effect, or None
     secret_args: frozenset[str] = field(default_factory=frozenset)
     summarize: Callable[[Any], str] | None = None  # how an explicit command shows the result
@@ -73,6 +75,10 @@ class ToolSpec:
     def risk_for(self, args: Any, deps: Deps) -> Risk:
         """The risk of this call (the static `risk` unless the tool computes it per call)."""
         return self.risk_of(args, deps) if self.risk_of is not None else self.risk
+
+    def scope(self, args: Any, deps: Deps) -> Scope | None:
+        """Extra roles/environments the gate checks for this call (e.g. a shell entry's), or None."""
+        return self.scope_of(args, deps) if self.scope_of is not None else None
 
     def environment(self, args: Any, deps: Deps) -> str:
         """Where this call acts ('' when the tool has no environment)."""

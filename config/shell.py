@@ -12,7 +12,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent.errors import ConfigError, ConfigErrors
 from config.yamlmodel import line_of, load_model
@@ -145,19 +145,41 @@ class ArgSpec(BaseModel):
 
 
 class Limits(BaseModel):
-    """Resource limits applied to every sandboxed process tree."""
+    """Resource limits applied to every sandboxed command."""
 
     model_config = ConfigDict(extra="forbid")
 
     cpu_seconds: int = Field(60, ge=1, le=3600, description="CPU seconds (RLIMIT_CPU) per process")
-    memory_mb: int = Field(2048, ge=64, le=65536, description="address space per process (RLIMIT_AS), MB")
-    processes: int = Field(128, ge=4, le=4096, description="processes of the sandbox user (RLIMIT_NPROC)")
+    memory_mb: int = Field(
+        2048,
+        ge=64,
+        le=65536,
+        description="memory of the whole command (cgroup memory.max) and address space of each of its "
+        "processes (RLIMIT_AS), MB; without a cgroup only the per-process limit holds",
+    )
+    processes: int = Field(
+        128,
+        ge=4,
+        le=4096,
+        description="processes of the command (cgroup pids.max, and RLIMIT_NPROC of its own uid)",
+    )
     file_size_mb: int = Field(
         64, ge=1, le=65536, description="largest file a command may write (RLIMIT_FSIZE), MB"
     )
     tmp_size_mb: int = Field(256, ge=1, le=65536, description="size of the private /tmp, MB")
     max_output_mb: int = Field(
         64, ge=1, le=4096, description="stdout+stderr after which the command is killed (kept: head and tail)"
+    )
+
+
+class UidRange(BaseModel):
+    """The uids (and same-numbered gids) handed out to running commands, one per command."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    first: int = Field(61000, ge=1, le=4_294_000_000, description="first uid of the range")
+    count: int = Field(
+        1000, ge=1, le=65536, description="how many; also the most commands that can run at once"
     )
 
 
@@ -216,21 +238,42 @@ class ShellConfig(BaseModel):
     ro_binds: list[str] = Field(
         default_factory=list, description="extra absolute paths bound read-only (e.g. a Python installation)"
     )
-    run_as_uid: int = Field(
-        65534, ge=1, description="uid commands run as inside the sandbox when the bot is root"
+    run_as_uids: UidRange = Field(
+        default_factory=lambda: UidRange.model_validate({}),
+        description="each running command gets its own uid (= gid) from this range",
     )
-    run_as_gid: int = Field(
-        65534, ge=1, description="gid commands run as inside the sandbox when the bot is root"
+    cgroup: Literal["auto", "required", "off"] = Field(
+        "auto",
+        description="auto: limit each command's total memory and processes with a cgroup when this host "
+        "offers one, else fall back to per-process rlimits (reported loudly) | required: refuse to run "
+        "commands without a cgroup | off: per-process rlimits only",
     )
     limits: Limits = Field(
         default_factory=lambda: Limits.model_validate({}), description="global resource limits"
     )
     artifact_cap_mb: int = Field(16, ge=1, le=1024, description="largest full-output artifact kept, MB")
     max_argv_chars: int = Field(8192, ge=64, le=131072, description="longest whole argv in characters")
-    production_environments: list[str] = Field(
-        default_factory=lambda: ["prod"], description="environments where every command needs confirmation"
-    )
     entries: list[Entry] = Field(default_factory=list)
+    # Keys that were moved or replaced: present only to name the new place in a clear error.
+    production_environments: None = Field(None, exclude=True, description="removed: see access.yaml")
+    run_as_uid: None = Field(None, exclude=True, description="removed: see run_as_uids")
+    run_as_gid: None = Field(None, exclude=True, description="removed: see run_as_uids")
+
+    @field_validator("production_environments", mode="before")
+    @classmethod
+    def _production_moved(cls, value: Any) -> None:
+        raise ValueError(
+            "moved to access.yaml: mark an environment `production: true` under `environments:` there "
+            "(one place decides production for every tool), then delete this key"
+        )
+
+    @field_validator("run_as_uid", "run_as_gid", mode="before")
+    @classmethod
+    def _uid_replaced(cls, value: Any) -> None:
+        raise ValueError(
+            "replaced by `run_as_uids: {first: N, count: M}`: each command now runs as its own uid "
+            "(and gid) from that range"
+        )
 
     @classmethod
     def load_yaml(cls, text: str, name: str) -> ShellConfig:

@@ -1,8 +1,9 @@
 """The whitelisted shell in the product: tool `run_shell_command`, chat form `/sh <line>`, hot reload.
 
-The risk of a call follows its entry (`risk_of`): a read entry is allowed by the gate, a write entry
-(or any entry run in a production environment) waits for `/confirm`. The entry's `environments`
-give the call's environment and its `roles` are enforced on top of the tool-level grant. `/sh` goes
+The gate decides every call with per-call inputs from tools/shell/policy.py (the same ones
+`xihe shell check` uses): the risk follows the entry (a write entry, or any entry run on an
+environment access.yaml marks production, waits for `/confirm`), the entry's `environments` give
+the call's environment, and its `roles`/`environments` narrow the tool grant (a `Scope`). `/sh` goes
 through `session.run_tool`, so the same registry, gate, confirmation and audit apply; a line that
 matches no entry is refused with the closest entry and the failing argument, and nothing runs.
 Every run writes a `shell` audit event (argv redacted, entry, user, exit code, duration, output
@@ -19,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.audit import AuditEvent
-from agent.errors import ConfigError, ToolDenied
+from agent.errors import ConfigError
 from agent.features import Job
-from agent.gate import Who, identify
+from agent.gate import Scope, Who
 from agent.registry import Risk, ToolContext, ToolSpec
 from config.shell import ShellConfig
+from tools.shell.policy import entry_environment, entry_risk, entry_scope
 from tools.shell.reload import ReloadingWhitelist
 from tools.shell.sandbox import ShellRunner
 from tools.shell.tool import MASK, Args, args_model, audit_fields, redact_argv, result_text, tool_description
@@ -72,33 +74,24 @@ class ShellService:
         """Why the latest reload was refused (None when the file on disk is the one running)."""
         return self.holder.last_error
 
-    # ---- per call -----------------------------------------------------------------------------
+    # ---- per call: the gate's inputs (tools/shell/policy.py), shared with `xihe shell check` ----------
     def entry_risk(self, args: Args, deps: Deps) -> Risk:
         """A write entry, or any entry run on a production environment, needs confirmation."""
         entry = self.whitelist.entries.get(args.command)
         if entry is None:
             return "read"  # refused by the whitelist before anything runs
-        if entry.risk == "write" or self.entry_environment(args, deps) in self.config.production_environments:
-            return "write"
-        return "read"
+        env = entry_environment(entry, args.args)
+        return "write" if entry_risk(entry, env, deps.settings.access) == "write" else "read"
 
     def entry_environment(self, args: Args, deps: Deps) -> str:
         """Where the call acts: an argument naming one of the entry's environments, else its first one."""
         entry = self.whitelist.entries.get(args.command)
-        if entry is None or not entry.environments:
-            return ""
-        named = [str(v) for v in args.args.values() if str(v) in entry.environments]
-        return named[0] if named else entry.environments[0]
+        return "" if entry is None else entry_environment(entry, args.args)
 
-    def check_roles(self, match: Match, who: Who) -> None:
-        """The entry's own `roles` (on top of the tool-level grant of access.yaml)."""
-        roles = match.entry.roles
-        if roles and not set(who.roles) & set(roles):
-            have = ", ".join(who.roles) or "no roles"
-            raise ToolDenied(
-                f"{who.user} ({have}) may not run {match.entry.name!r}: it needs one of the roles "
-                f"{', '.join(roles)}"
-            )
+    def entry_scope(self, args: Args, deps: Deps) -> Scope | None:
+        """The entry's `roles` and `environments`, which the gate checks on top of the tool grant."""
+        entry = self.whitelist.entries.get(args.command)
+        return None if entry is None else entry_scope(entry)
 
     def run(self, args: Args, ctx: ToolContext) -> str:
         """The tool body: validate against the whitelist, check roles, run sandboxed, audit."""
@@ -107,12 +100,6 @@ class ShellService:
             match = self.whitelist.from_args(args.command, args.args, args.flags)
         except ShellRefused as exc:
             raise self._masked(exc, args) from None
-        who = identify(ctx.user, deps.settings.access)
-        try:
-            self.check_roles(match, who)
-        except ToolDenied as exc:
-            self._audit(ctx, match, None, "denied", exc.reason)
-            raise
 
         def save(data: bytes) -> str:
             return deps.artifacts.put(
@@ -183,6 +170,7 @@ class ShellService:
             risk="write" if any(e.risk == "write" for e in wl.entries.values()) else "read",
             risk_of=self.entry_risk,
             environment_of=self.entry_environment,
+            scope_of=self.entry_scope,
             secret_args=self.secret_args(),
         )
 
@@ -276,12 +264,10 @@ def _sh(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         return "Usage: /sh COMMAND LINE, e.g. `/sh git log --oneline -n 5 -- agent`."
     try:
         match = svc.whitelist.match_line(cmd.rest)
-        svc.check_roles(match, who)
-    except (ShellRefused, ToolDenied) as exc:
+    except ShellRefused as exc:
         reason = exc.reason
         detail: dict[str, Any] = {"line": deps.redactor.text(cmd.rest)[:500]}
-        if isinstance(exc, ShellRefused):
-            detail.update(closest=exc.entry, argument=exc.argument)
+        detail.update(closest=exc.entry, argument=exc.argument)
         deps.audit.record(
             AuditEvent(
                 at=deps.clock(),

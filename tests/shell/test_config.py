@@ -99,6 +99,17 @@ def test_a_valid_minimal_whitelist_loads() -> None:
             "shell.yaml:2: sandbox: Input should be 'bwrap', 'docker' or 'none'",
         ),
         ('"{path}"]', '["-k", "{path}"]]', "an argument inside an optional group needs required: false"),
+        (
+            "entries:",
+            "production_environments: [prod]\nentries:",
+            "shell.yaml:2: production_environments: Value error, moved to access.yaml: mark an environment "
+            "`production: true`",
+        ),
+        (
+            "entries:",
+            "run_as_uid: 65534\nentries:",
+            "shell.yaml:2: run_as_uid: Value error, replaced by `run_as_uids",
+        ),
     ],
 )
 def test_problems_are_reported_with_file_line_and_key(old: str, new: str, expected: str) -> None:

@@ -1,4 +1,4 @@
-"""Decisions (table), the `xihe shell check` dry run, and the tool function the lead registers."""
+"""The gate's decisions on shell entries (table), the `xihe shell check` dry run, and audit fields."""
 
 from __future__ import annotations
 
@@ -9,93 +9,59 @@ from pathlib import Path
 import pytest
 
 from agent.cli_shell import main, register
-from agent.errors import ToolDenied, ToolFailed
+from agent.errors import ToolFailed
+from agent.gate import Allow, Confirm, Deny, identify
 from config.access import AccessConfig
 from config.shell import ShellConfig
 from tests.shell.conftest import config_text
-from tools.shell.policy import decide, roles_of
+from tools.shell.policy import gate_decision
 from tools.shell.sandbox import BwrapSandbox, ShellRunner
-from tools.shell.tool import Args, args_model, audit_fields, result_text, run_shell_command
-from tools.shell.whitelist import ShellRefused, Whitelist
+from tools.shell.tool import Args, args_model, audit_fields, result_text
+from tools.shell.whitelist import Whitelist
 
 ACCESS = AccessConfig.model_validate(
     {
-        "roles": {"developer": {"environments": ["test"]}, "operator": {"environments": ["test", "prod"]}},
-        "users": {"alice": {"roles": ["developer"]}, "bob": {"roles": ["operator"]}},
+        "environments": {"test": {}, "prod": {"production": True}},
+        "roles": {
+            "developer": {"tools": ["*"], "environments": ["test"]},
+            "operator": {"tools": ["*"], "environments": ["test", "prod"]},
+            "viewer": {"tools": ["read_artifact"], "environments": ["test", "prod"]},
+        },
+        "users": {
+            "alice": {"roles": ["developer"]},
+            "bob": {"roles": ["operator"]},
+            "carol": {"roles": ["viewer"]},
+        },
     }
 )
+GIT_LOG = "git log --oneline -n 5 -- agent"
+ROLLOUT = "kubectl rollout status deployment/order-api --namespace test"
 
 
 @pytest.mark.parametrize(
     ("user", "line", "env", "outcome", "reason"),
     [
-        ("alice", "git log --oneline -n 5 -- agent", None, "allowed", "open to every user"),
-        ("nobody", "git log --oneline -n 5 -- agent", None, "allowed", "open to every user"),
-        (
-            "bob",
-            "kubectl rollout status deployment/order-api --namespace test",
-            "test",
-            "allowed",
-            "has role 'operator'",
-        ),
-        (
-            "alice",
-            "kubectl rollout status deployment/order-api --namespace test",
-            "test",
-            "denied",
-            "needs one of: operator",
-        ),
-        (
-            "bob",
-            "kubectl rollout status deployment/order-api --namespace test",
-            "prod",
-            "denied",
-            "enabled only in test",
-        ),
-        ("alice", "git log --oneline -n 5 -- agent", "prod", "denied", "may not act on environment 'prod'"),
-        ("bob", "git log --oneline -n 5 -- agent", "prod", "needs_confirmation", "is production"),
+        ("alice", GIT_LOG, "", Allow, "read tool run_shell_command allowed by role developer"),
+        ("nobody", GIT_LOG, "", Deny, "no role of nobody (no roles, unknown user) grants the tool"),
+        ("carol", GIT_LOG, "", Deny, "no role of carol (viewer) grants the tool run_shell_command"),
+        ("bob", ROLLOUT, None, Allow, "on test allowed by role operator"),
+        ("alice", ROLLOUT, None, Deny, "may not run entry 'rollout': it needs one of the roles operator"),
+        ("bob", ROLLOUT, "prod", Deny, "entry 'rollout' is enabled only in test, not prod"),
+        ("alice", GIT_LOG, "prod", Deny, "may use run_shell_command but not on environment prod"),
+        ("bob", GIT_LOG, "prod", Confirm, "writes to production environment prod"),
+        ("bob", GIT_LOG, "staging", Deny, "unknown environment 'staging'"),
     ],
 )
-def test_decision_table(
-    shell_config: ShellConfig,
-    whitelist: Whitelist,
-    user: str,
-    line: str,
-    env: str | None,
-    outcome: str,
-    reason: str,
+def test_decision_table_is_the_gates(
+    whitelist: Whitelist, user: str, line: str, env: str | None, outcome: type, reason: str
 ) -> None:
-    d = decide(
-        whitelist.match_line(line),
-        user=user,
-        roles=roles_of(ACCESS, user),
-        config=shell_config,
-        access=ACCESS,
-        environment=env,
-    )
-    assert d.outcome == outcome
-    assert any(reason in r for r in d.reasons), d.reasons
+    d = gate_decision(whitelist.match_line(line), identify(user, ACCESS), ACCESS, env)
+    assert isinstance(d, outcome) and reason in d.reason, d
 
 
-def test_write_entries_need_confirmation(shell_config: ShellConfig, whitelist: Whitelist) -> None:
-    d = decide(
-        whitelist.from_args("py_write", {"code": "pass"}),
-        user="alice",
-        roles={"developer"},
-        config=shell_config,
-    )
-    assert d.outcome == "needs_confirmation" and any("risk: write" in r for r in d.reasons)
-
-
-def test_missing_sandbox_denies(shell_config: ShellConfig, whitelist: Whitelist) -> None:
-    d = decide(
-        whitelist.from_args("ls", {"path": "agent"}),
-        user="a",
-        roles=set(),
-        config=shell_config,
-        sandbox_available=False,
-    )
-    assert d.outcome == "denied" and "sandbox 'bwrap' is not available on this host" in d.reasons
+def test_write_entries_need_confirmation(whitelist: Whitelist) -> None:
+    d = gate_decision(whitelist.from_args("py_write", {"code": "pass"}), identify("alice", ACCESS), ACCESS)
+    assert isinstance(d, Confirm) and not d.needs_approval and "is a write" in d.reason
 
 
 @pytest.fixture
@@ -104,7 +70,7 @@ def config_dir(workspace: Path, tmp_path: Path) -> Path:
     d.mkdir()
     (d / "shell.yaml").write_text(config_text(workspace))
     (d / "access.yaml").write_text(
-        "roles: {operator: {environments: [test]}, developer: {environments: [test]}}\n"
+        "roles: {operator: {tools: ['*'], environments: [test]}, developer: {tools: ['*'], environments: [test]}}\n"
         "users: {bob: {roles: [operator]}, alice: {roles: [developer]}}\n"
     )
     return d
@@ -174,7 +140,7 @@ def test_cli_check_role_denial_and_chat_line(config_dir: Path, capsys: pytest.Ca
         ]
     )
     out = capsys.readouterr().out
-    assert code == 1 and "decision: denied" in out and "needs one of: operator" in out
+    assert code == 1 and "decision: denied" in out and "needs one of the roles operator" in out
 
 
 def test_cli_check_bad_config_exits_2(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -203,36 +169,22 @@ def test_args_model_lists_entries_for_the_model(whitelist: Whitelist) -> None:
         model.model_validate({"command": "rm", "args": {}})
 
 
-def test_run_shell_command_runs_and_audits(
-    shell_config: ShellConfig, whitelist: Whitelist, tmp_path: Path
-) -> None:
+def test_a_run_is_audited_with_digest_and_sandbox(shell_config: ShellConfig, whitelist: Whitelist) -> None:
     runner = ShellRunner(shell_config, save_artifact=lambda b: "artifact-1")
     if not runner.status().available:
         pytest.skip("bubblewrap not available")
-    result = run_shell_command(
-        "py", {"code": "print(6 * 7)"}, whitelist=whitelist, runner=runner, user="alice"
-    )
+    match = whitelist.from_args("py", {"code": "print(6 * 7)"})
+    result = runner.run(match)
     assert result.stdout == "42\n"
-    record = audit_fields(whitelist.from_args("py", {"code": "print(6 * 7)"}), result, "alice")
+    record = audit_fields(match, result, "alice")
     assert record["exit_code"] == 0 and record["sandbox"] == "bwrap" and record["user"] == "alice"
     assert len(record["output_sha256"]) == 64
     assert "exit code 0" in result_text(result) and "42" in result_text(result)
 
 
-def test_run_shell_command_refuses_before_running(shell_config: ShellConfig, whitelist: Whitelist) -> None:
+def test_a_missing_sandbox_refuses_before_running(shell_config: ShellConfig, whitelist: Whitelist) -> None:
     runner = ShellRunner(
         shell_config, backend=BwrapSandbox(bwrap="/nonexistent"), save_artifact=lambda b: "x"
     )
-    with pytest.raises(ShellRefused):
-        run_shell_command("ls", {"path": "../.."}, whitelist=whitelist, runner=runner, user="alice")
-    with pytest.raises(ToolDenied, match="needs one of: operator"):
-        run_shell_command(
-            "rollout",
-            {"deployment": "order-api", "namespace": "test"},
-            whitelist=whitelist,
-            runner=runner,
-            user="alice",
-            roles={"developer"},
-        )
     with pytest.raises(ToolFailed, match="not available"):
-        run_shell_command("ls", {"path": "agent"}, whitelist=whitelist, runner=runner, user="alice")
+        runner.run(whitelist.from_args("ls", {"path": "agent"}))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agent.app import App, build_app
+from agent.cli_shell import main as cli_main
 from agent.clock import FakeClock
 from agent.features.shell import reload_job
 from agent.session import Inbound
@@ -131,8 +132,35 @@ def test_sh_injection_lines_are_refused_with_a_reason_and_nothing_runs(
 def test_sh_refuses_entries_whose_roles_the_user_lacks(shell_app: Callable[..., App]) -> None:
     app = shell_app()
     reply = ask(app, "/sh kubectl rollout status deployment/order-api --namespace test", user="alice")
-    assert reply.startswith("Refused") and "needs one of the roles operator" in reply
-    assert app.deps.tasks.recent() == []
+    assert reply.startswith("DENIED") and "needs one of the roles operator" in reply
+    assert app.deps.audit.search(kind="gate")[0]["outcome"] == "deny"
+    assert shell_audit(app) == []  # nothing ran
+
+
+ONE_GATE = [
+    ("alice", "ls -la -- agent", "allowed"),
+    ("carol", "ls -la -- agent", "denied"),  # viewer: no role grants run_shell_command
+    ("stranger", "ls -la -- agent", "denied"),  # unknown user, no roles
+    ("alice", "kubectl rollout status deployment/order-api --namespace test", "denied"),  # entry roles
+    ("bob", "kubectl rollout status deployment/order-api --namespace test", "allowed"),
+]
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("user", "line", "expected"), ONE_GATE)
+def test_shell_check_says_what_the_bot_then_does(
+    shell_app: Callable[..., App], user: str, line: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = shell_app()
+    directory = Path(app.deps.settings.directory)
+    assert cli_main(
+        ["shell", "check", "--config", str(directory), "--user", user, "--json", "--line", line]
+    ) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["decision"] == expected
+    reply = ask(app, f"/sh {line}", user=user)
+    ran = any(e["detail"]["entry"] for e in shell_audit(app))
+    assert ran == (expected == "allowed"), reply
+    assert reply.startswith("DENIED") == (expected == "denied")
 
 
 @needs_bwrap
@@ -163,8 +191,8 @@ def test_model_call_for_an_entry_without_the_role_is_denied_before_running(
     )
     assert ask(app, "rollout status") == "I may not."
     shown = llm.messages[1][-1]["content"]
-    assert "may not run 'rollout'" in shown and "operator" in shown
-    assert shell_audit(app)[0]["outcome"] == "denied"
+    assert "may not run entry 'rollout'" in shown and "operator" in shown
+    assert app.deps.audit.search(kind="gate")[0]["outcome"] == "deny" and shell_audit(app) == []
 
 
 def test_secrets_never_reach_the_audit_rows(shell_app: Callable[..., App], llm: ScriptedLLM) -> None:

@@ -43,7 +43,7 @@ def sandbox_user_processes() -> list[int]:
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                if os.stat(f"/proc/{pid}").st_uid == 65534:
+                if os.stat(f"/proc/{pid}").st_uid == 61000:
                     out.append(int(pid))
             except FileNotFoundError:
                 continue
@@ -65,7 +65,7 @@ def test_a_whitelisted_command_runs_in_bwrap_and_is_reported(
     res = run_py(fast_config, runner, "import os; print('hello', os.getuid(), os.getcwd())")
     assert res.ok and res.exit_code == 0 and res.killed_by is None
     assert res.sandbox == "bwrap"
-    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    uid = 61000 if os.geteuid() == 0 else os.geteuid()
     assert res.stdout == f"hello {uid} {fast_config.workspaces['repo']}\n"
     assert res.stdout_sha256 == hashlib.sha256(res.stdout.encode()).hexdigest()
     assert res.argv[1:] == ("-c", "import os; print('hello', os.getuid(), os.getcwd())")
@@ -250,7 +250,7 @@ def test_docker_command_isolates_like_bwrap(fast_config: ShellConfig, whitelist:
         "--read-only",
         "--pids-limit 64",
         "--cap-drop ALL",
-        "--user 65534:65534",
+        "--user 61000:61000",
         "no-new-privileges",
         f"{fast_config.workspaces['repo']}:{fast_config.workspaces['repo']}:ro",
     ):

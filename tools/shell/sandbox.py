@@ -134,8 +134,8 @@ def plan_for(match: Match, config: ShellConfig, environ: Mapping[str, str] | Non
         limits=entry.limits or config.limits,
         artifact_cap=config.artifact_cap_mb << 20,
         ro_binds=tuple(config.ro_binds),
-        uid=config.run_as_uid,
-        gid=config.run_as_gid,
+        uid=config.run_as_uids.first,
+        gid=config.run_as_uids.first,
     )
 
 

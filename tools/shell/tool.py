@@ -1,19 +1,17 @@
 """`run_shell_command`: the model names a whitelisted entry and fills typed arguments; it never writes a command line.
 
-The lead wraps `run_shell_command` in a ToolSpec (risk from the entry: read entries are reads,
-`risk: write` entries need confirmation), builds the argument model with `args_model(whitelist)`
-so the schema lists the entries, and writes the audit record with `audit_fields(...)`.
+agent/features/shell.py wraps it in a ToolSpec, builds the argument model with `args_model(whitelist)`
+so the schema lists the entries, and writes the audit record with `audit_fields(...)`. Who may run
+what is the gate's decision (tools/shell/policy.py gives it the entry's per-call inputs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from agent.errors import ToolDenied
-from tools.shell.sandbox import SaveArtifact, ShellResult, ShellRunner
+from tools.shell.sandbox import ShellResult
 from tools.shell.whitelist import Match, ShellRefused, Whitelist, template_text
 
 MASK = "***"
@@ -75,45 +73,6 @@ def tool_description(whitelist: Whitelist) -> str:
         "Pick an entry and give its typed arguments; anything else is refused.\n"
         + describe_entries(whitelist)
     )
-
-
-def _check_roles(match: Match, user: str, roles: Iterable[str] | None) -> None:
-    if roles is None or not match.entry.roles:
-        return
-    if not set(roles) & set(match.entry.roles):
-        raise ToolDenied(
-            f"user {user!r} may not run {match.entry.name!r} (needs one of: {', '.join(match.entry.roles)})"
-        )
-
-
-def run_shell_command(
-    command: str,
-    args: Mapping[str, object],
-    *,
-    whitelist: Whitelist,
-    runner: ShellRunner,
-    user: str,
-    flags: Iterable[str] = (),
-    roles: Iterable[str] | None = None,
-    save_artifact: SaveArtifact | None = None,
-) -> ShellResult:
-    """Validate (entry, args) against the whitelist and run it sandboxed.
-
-    Raises ShellRefused (a ToolRetry: the model may fix its arguments), ToolDenied when `roles` is given
-    and lacks the entry's roles, ToolFailed when no sandbox is available.
-    """
-    match = whitelist.from_args(command, args, flags)
-    _check_roles(match, user, roles)
-    return runner.run(match, save_artifact)
-
-
-def run_shell_line(
-    line: str, *, whitelist: Whitelist, runner: ShellRunner, user: str, roles: Iterable[str] | None = None
-) -> ShellResult:
-    """The explicit chat form `/sh <line>`: must match exactly one entry's template."""
-    match = whitelist.match_line(line)
-    _check_roles(match, user, roles)
-    return runner.run(match)
 
 
 def redact_argv(match: Match) -> tuple[str, ...]:
