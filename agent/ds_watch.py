@@ -25,6 +25,7 @@ from agent.errors import DolphinError
 from agent.events import FailureEvent
 from config.dolphin import PollConfig
 from integrations.dolphinscheduler.client import DolphinClient
+from integrations.dolphinscheduler.dag import tasks_total
 from integrations.dolphinscheduler.models import Instance
 from integrations.dolphinscheduler.runs import DISCOVERY_SKEW, StartOutcome
 from integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
@@ -227,7 +228,8 @@ def _progress_summary(client: DolphinClient, w: Watch, inst: Instance) -> str:
         return base
     done = sum(1 for t in tasks if t.state in TASK_SUCCEEDED)
     running = [t.name for t in tasks if t.state not in TASK_SUCCEEDED and t.state not in TASK_FAILED]
-    return base + f", {done}/{len(tasks)} tasks done" + (f", running {', '.join(running)}" if running else "")
+    total = tasks_total(client, w.project_code, inst, tasks)
+    return base + f", {done}/{total} tasks done" + (f", running {', '.join(running)}" if running else "")
 
 
 _ERROR_LINE = re.compile(r"error|exception|failed|traceback", re.IGNORECASE)

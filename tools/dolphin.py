@@ -28,6 +28,7 @@ from agent.errors import DolphinError, TaskStateError, ToolFailed
 from agent.registry import ToolContext, ToolSpec
 from agent.workflow_names import CatalogEntry
 from integrations.dolphinscheduler.client import DefinitionOffline
+from integrations.dolphinscheduler.dag import tasks_total
 from integrations.dolphinscheduler.models import Instance
 from integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
 from integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
@@ -272,14 +273,15 @@ def query_status(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
     """State, task progress and duration of one instance."""
     svc = service(ctx.deps)
     inst = locate(ctx.deps, args.instance_id, args.project)
-    _, tasks = svc.client.current_tasks(svc.instance_projects[inst.id], inst.id)
+    project_code = svc.instance_projects[inst.id]
+    _, tasks = svc.client.current_tasks(project_code, inst.id)
     done = [t.name for t in tasks if t.state in TASK_SUCCEEDED]
     failed = [t.name for t in tasks if t.state in TASK_FAILED]
     running = [t.name for t in tasks if t.state not in TASK_SUCCEEDED and t.state not in TASK_FAILED]
     return {
         **_instance_info(ctx.deps, inst),
         "tasks_done": len(done),
-        "tasks_seen": len(tasks),
+        "tasks_total": tasks_total(svc.client, project_code, inst, tasks),
         "running_tasks": running,
         "failed_tasks": failed,
     }
@@ -290,7 +292,7 @@ def summarize_status(r: dict[str, Any]) -> str:
     when = f" ({r['schedule_time']})" if r.get("schedule_time") else ""
     line = (
         f"**{r['workflow']}** #{r['instance_id']}{when}: {_short_state(r['state'])} "
-        f"{r['tasks_done']}/{r['tasks_seen']} tasks"
+        f"{r['tasks_done']}/{r['tasks_total']} tasks"
     )
     if r["running_tasks"]:
         line += f", running {', '.join(r['running_tasks'])}"

@@ -26,6 +26,7 @@ import requests
 import tenacity
 
 from agent.errors import DolphinError
+from integrations.dolphinscheduler.dag import Dag, dag_of
 from integrations.dolphinscheduler.models import (
     MARKER_KEY,
     Definition,
@@ -101,6 +102,7 @@ class DolphinClient:
         self.page_size = page_size
         self.http = session or requests.Session()
         self.http.trust_env = False  # DS is an internal service; proxies from the environment only hurt
+        self._dags: dict[tuple[int, int], Dag] = {}  # (definition code, version) -> its DAG
 
     def __repr__(self) -> str:  # never show the token or password
         return f"DolphinClient({self.base_url!r}, version={self._version!r})"
@@ -289,6 +291,27 @@ class DolphinClient:
             if page >= int(data.get("totalPage") or 0) or not items:
                 return
             page += 1
+
+    def task_total(self, project_code: int, inst: Instance) -> int:
+        """How many tasks the workflow version `inst` runs has (0 if DS lists none); cached per code+version.
+
+        Read from the definition's DagData; a run of an older version reads the DAG of its own
+        version from the instance detail instead.
+        """
+        code, version = key = (inst.definition_code, inst.definition_version)
+        if key not in self._dags:
+            profile = self.profile
+            newest = max((v for c, v in self._dags if c == code), default=0)
+            if not version or version > newest:
+                path = f"/projects/{project_code}/{profile.definitions}/{code}"
+                dag = dag_of(self._call("GET", path) or {}, profile.version)
+                self._dags[(code, dag.version)] = dag
+                if not version or dag.version == version:
+                    self._dags[key] = dag
+            if key not in self._dags:  # an older version than the definition's current one
+                detail = self._call("GET", f"/projects/{project_code}/{profile.instances}/{inst.id}") or {}
+                self._dags[key] = dag_of(detail.get("dagData") or {}, profile.version)
+        return len(self._dags[key].task_codes)
 
     # ---- start and find ---------------------------------------------------------------------------
 

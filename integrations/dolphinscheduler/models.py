@@ -96,6 +96,7 @@ class Instance:
     host: str  # the master host
     marker: str | None  # None: not present in this row (3.1 list), "": no marker
     duration: str = ""
+    definition_version: int = 0
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -115,6 +116,9 @@ class Instance:
             host=str(raw.get("host") or ""),
             marker=marker_of(raw),
             duration=str(raw.get("duration") or ""),
+            definition_version=int(
+                raw.get(profile.instance_definition_field.replace("Code", "Version")) or 0
+            ),
             raw=raw,
         )
 

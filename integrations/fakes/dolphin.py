@@ -69,6 +69,7 @@ _NAMES: dict[str, dict[str, str]] = {
         "priority": "processInstancePriority",
         "is_sub": "isSubProcess",
         "dag_def": "processDefinition",
+        "dag_rel": "processTaskRelationList",
     },
 }
 _NAMES["3.2"] = dict(_NAMES["3.1"])
@@ -87,6 +88,7 @@ _NAMES["3.3"] = {
     "priority": "workflowInstancePriority",
     "is_sub": "isSubWorkflow",
     "dag_def": "workflowDefinition",
+    "dag_rel": "workflowTaskRelationList",
 }
 
 
@@ -177,6 +179,8 @@ class SimInstance:
     reruns: int = 0
     restart_time: datetime | None = None
     command_start: datetime | None = None
+    version: int = 1  # the definition version it runs, and that version's tasks
+    dag_tasks: tuple[str, ...] = ()
 
 
 @dataclass
@@ -404,6 +408,8 @@ class DolphinSimulator:
             fails=fails,
             restart_time=at,
             command_start=at,
+            version=d.version,
+            dag_tasks=d.tasks,
         )
         self.instances[inst.id] = inst
         if sc.wait_state:
@@ -683,6 +689,59 @@ class DolphinSimulator:
             "executionType": "PARALLEL",
         }
 
+    def _dag_json(
+        self, p: SimProject, d: SimDefinition, version: int, tasks: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """DagData of one definition version: a chain of tasks, one relation per task (root: pre 0)."""
+        n, codes = self.names, [d.code * 10 + i for i in range(len(tasks))]
+        stamp = "2026-01-01 00:00:00"
+        relations: list[dict[str, Any]] = [
+            {
+                "id": d.code % 100000 * 10 + i,
+                "name": "",
+                n["def_version"]: version,
+                "projectCode": p.code,
+                n["def_field"]: d.code,
+                "preTaskCode": codes[i - 1] if i else 0,
+                "preTaskVersion": 1 if i else 0,
+                "postTaskCode": code,
+                "postTaskVersion": 1,
+                "conditionType": "NONE",
+                "conditionParams": {},
+                "createTime": stamp,
+                "updateTime": stamp,
+            }
+            for i, code in enumerate(codes)
+        ]
+        task_defs: list[dict[str, Any]] = [
+            {
+                "id": code % 100000,
+                "code": code,
+                "name": name,
+                "version": 1,
+                "description": "",
+                "projectCode": p.code,
+                "userId": 1,
+                "taskType": "SHELL",
+                "taskParams": {"rawScript": f"run {name}", "localParams": [], "resourceList": []},
+                "flag": "YES",
+                "taskPriority": "MEDIUM",
+                "workerGroup": "default",
+                "environmentCode": -1,
+                "failRetryTimes": d.scenario.max_retry_times,
+                "failRetryInterval": d.scenario.retry_interval_minutes,
+                "timeoutFlag": "CLOSE",
+                "timeout": 0,
+                "delayTime": 0,
+                "taskExecuteType": "BATCH",
+                "createTime": stamp,
+                "updateTime": stamp,
+            }
+            for code, name in zip(codes, tasks, strict=True)
+        ]
+        definition = {**self._definition_json(p, d), "version": version}
+        return {n["dag_def"]: definition, n["dag_rel"]: relations, "taskDefinitionList": task_defs}
+
     def _instance_json(self, inst: SimInstance, *, view: str) -> dict[str, Any]:
         """view: list | detail | trigger; 3.1 list rows carry no params, executorName only in lists."""
         n, now = self.names, self.clock()
@@ -697,10 +756,10 @@ class DolphinSimulator:
             command_param["complementScheduleDateList"] = _fmt_naive(inst.schedule_time)
         row: dict[str, Any] = {
             "id": inst.id,
-            "name": f"{inst.definition.name}-{inst.definition.version}-"
+            "name": f"{inst.definition.name}-{inst.version}-"
             f"{inst.start_time.astimezone(UTC):%Y%m%d%H%M%S}{inst.start_time.microsecond // 1000:03d}",
             n["def_field"]: inst.definition.code,
-            n["def_version"]: inst.definition.version,
+            n["def_version"]: inst.version,
             "projectCode": inst.project.code,
             "state": inst.state,
             "recovery": "NO",
@@ -738,12 +797,8 @@ class DolphinSimulator:
             for key in ("commandParam", "globalParams"):
                 row.pop(key)  # the 3.1.9 list SQL does not select them (§6, §15.3)
             row["complementData"] = False
-        if view == "detail":
-            row["dagData"] = {
-                n["dag_def"]: self._definition_json(inst.project, inst.definition),
-                "taskDefinitionList": [],
-                "processTaskRelationList": [],
-            }
+        if view == "detail":  # the DAG of the version this run uses
+            row["dagData"] = self._dag_json(inst.project, inst.definition, inst.version, inst.dag_tasks)
             row["locations"] = None
         return row
 
@@ -819,7 +874,6 @@ class DolphinSimulator:
     # ---- definitions ---------------------------------------------------------------------------
 
     def _definitions(self, method: str, p: SimProject, rest: str, form: dict[str, str]) -> Any:
-        n = self.names
         if method == "GET" and rest == "":
             return self._page(
                 list(reversed(p.definitions)),
@@ -835,13 +889,7 @@ class DolphinSimulator:
         if method == "GET" and rest == "/query-by-name":
             for d in p.definitions:
                 if d.name == form.get("name"):
-                    return {
-                        n["dag_def"]: self._definition_json(p, d),
-                        "taskDefinitionList": [
-                            {"code": d.code * 10 + i, "name": t} for i, t in enumerate(d.tasks)
-                        ],
-                        "processTaskRelationList": [],
-                    }
+                    return self._dag_json(p, d, d.version, d.tasks)
             raise _Reply(50003, f"process definition {form.get('name')} does not exist")
         m = re.fullmatch(r"/(\d+)(/release)?", rest)
         if m:
@@ -853,13 +901,7 @@ class DolphinSimulator:
                 d.online = form.get("releaseState") == "ONLINE"
                 return True
             if method == "GET":
-                return {
-                    n["dag_def"]: self._definition_json(p, d),
-                    "taskDefinitionList": [
-                        {"code": d.code * 10 + i, "name": t} for i, t in enumerate(d.tasks)
-                    ],
-                    "processTaskRelationList": [],
-                }
+                return self._dag_json(p, d, d.version, d.tasks)
         raise _Reply(0, "", status=404)
 
     # ---- instances -----------------------------------------------------------------------------

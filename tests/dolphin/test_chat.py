@@ -242,6 +242,9 @@ def test_stop_a_long_run_reports_stop_without_alert(bot_for: Callable[..., Bot])
     (inst,) = bot.sim.instances_of("long_sync")
     bot.sim.advance(60)
     poll_watches(bot.app)
+    # the total is the workflow's 3 tasks, not the 1 started so far
+    status = bot.say("alice", f"/status {inst.id}")
+    assert status.startswith(f"**long_sync** #{inst.id}: RUNNING 0/3 tasks, running extract"), status
     bot.say("alice", f"/stop {inst.id}")
     assert "Stopping **long_sync**" in bot.say("alice", "/confirm")
     bot.poll_until_done("1:tool:1:0")

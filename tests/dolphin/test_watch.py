@@ -265,4 +265,4 @@ def test_progress_with_task_counts(
     store.save(w.__class__(**{**w.__dict__, "progress_tasks": True}))
     results = drive(sim, client, store, "t13:s1", seconds=100, step=70)
     summaries = [o.summary for r in results for o in r.outcomes if isinstance(o, Progress)]
-    assert any("1/2 tasks done, running transform" in s for s in summaries), summaries
+    assert any("1/3 tasks done, running transform" in s for s in summaries), summaries

@@ -1,0 +1,52 @@
+"""How many tasks a workflow version has, read from its DAG (the task relation list).
+
+`GET …/{instance}/tasks` lists only the tasks that started so far, so "1/2 tasks done" of a
+3-task workflow is wrong; the total comes from the definition. DolphinScheduler's DagData is
+`{processDefinition, processTaskRelationList, taskDefinitionList}` in 3.1/3.2 and
+`{workflowDefinition, workflowTaskRelationList, taskDefinitionList}` in 3.3; every task of the
+DAG is the `postTaskCode` of at least one relation (a root task's `preTaskCode` is 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent.errors import DolphinError
+
+if TYPE_CHECKING:
+    from integrations.dolphinscheduler.client import DolphinClient
+    from integrations.dolphinscheduler.models import Instance, TaskRun
+
+DAG_KEYS = {
+    "3.1": ("processDefinition", "processTaskRelationList"),
+    "3.2": ("processDefinition", "processTaskRelationList"),
+    "3.3": ("workflowDefinition", "workflowTaskRelationList"),
+}
+
+
+@dataclass(frozen=True)
+class Dag:
+    """One version of a workflow definition: its version number and the codes of its tasks."""
+
+    version: int
+    task_codes: frozenset[int]
+
+
+def dag_of(data: dict[str, Any], version: str) -> Dag:
+    """Read a DagData object of API `version` (3.1, 3.2, 3.3)."""
+    definition_key, relations_key = DAG_KEYS[version]
+    definition = data.get(definition_key) or {}
+    codes = {int(r["postTaskCode"]) for r in data.get(relations_key) or [] if r.get("postTaskCode")}
+    if not codes:  # a definition without relations: fall back to its task definitions
+        codes = {int(t["code"]) for t in data.get("taskDefinitionList") or [] if t.get("code")}
+    return Dag(int(definition.get("version") or 0), frozenset(codes))
+
+
+def tasks_total(client: DolphinClient, project_code: int, inst: Instance, tasks: list[TaskRun]) -> int:
+    """Tasks in `inst`'s workflow version; the tasks started so far when DS cannot say."""
+    try:
+        total = client.task_total(project_code, inst)
+    except DolphinError:
+        total = 0
+    return max(total, len({t.task_code or t.name for t in tasks}))
