@@ -19,7 +19,7 @@ from agent.errors import ConfigError, ConfigErrors
 from config.access import AccessConfig
 from config.core import CoreConfig
 from config.workflows import WorkflowsConfig
-from config.yamlmodel import line_of, load_model
+from config.yamlmodel import MAX_BYTES, config_error, load_model
 
 # file name → (Settings attribute, model). Order is the order errors are reported in.
 SECTIONS: dict[str, tuple[str, type[BaseModel] | str]] = {
@@ -66,9 +66,9 @@ class Settings:
         return os.environ.get(env_name) or None
 
 
-def _where(settings: Settings, file: str, loc: tuple[Any, ...]) -> tuple[str, int | None]:
-    name = str(settings.directory / file)
-    return name, line_of(settings.texts.get(file, ""), loc)
+def problem_at(settings: Settings, file: str, loc: tuple[Any, ...], problem: str) -> ConfigError:
+    """An error about `loc` in `file` of this directory, with its line and readable key."""
+    return config_error(settings.texts.get(file, ""), str(settings.directory / file), loc, problem)
 
 
 def cross_check(settings: Settings) -> list[ConfigError]:
@@ -78,35 +78,40 @@ def cross_check(settings: Settings) -> list[ConfigError]:
     for uid, user in acc.users.items():
         for i, role in enumerate(user.roles):
             if role not in acc.roles:
-                f, line = _where(settings, "access.yaml", ("users", uid, "roles", i))
                 errors.append(
-                    ConfigError(
+                    problem_at(
+                        settings,
+                        "access.yaml",
+                        ("users", uid, "roles", i),
                         f"undefined role {role!r} (defined: {', '.join(acc.roles) or 'none'})",
-                        f,
-                        line,
-                        f"users.{uid}.roles.{i}",
                     )
                 )
     for i, role_name in enumerate(acc.unknown_user_roles):
         if role_name not in acc.roles:
-            f, line = _where(settings, "access.yaml", ("unknown_user_roles", i))
-            errors.append(ConfigError(f"undefined role {role_name!r}", f, line, f"unknown_user_roles.{i}"))
+            errors.append(
+                problem_at(
+                    settings, "access.yaml", ("unknown_user_roles", i), f"undefined role {role_name!r}"
+                )
+            )
     for rname, role_cfg in acc.roles.items():
         for i, env in enumerate(role_cfg.environments):
             if env not in acc.environments and env != "*":
-                f, line = _where(settings, "access.yaml", ("roles", rname, "environments", i))
                 errors.append(
-                    ConfigError(f"undefined environment {env!r}", f, line, f"roles.{rname}.environments.{i}")
+                    problem_at(
+                        settings,
+                        "access.yaml",
+                        ("roles", rname, "environments", i),
+                        f"undefined environment {env!r}",
+                    )
                 )
     for i, wf in enumerate(settings.workflows.workflows):
         if wf.environment not in acc.environments:
-            f, line = _where(settings, "workflows.yaml", ("workflows", i, "environment"))
             errors.append(
-                ConfigError(
+                problem_at(
+                    settings,
+                    "workflows.yaml",
+                    ("workflows", i, "environment"),
                     f"undefined environment {wf.environment!r} (see access.yaml)",
-                    f,
-                    line,
-                    f"workflows.{i}.environment",
                 )
             )
     return errors
@@ -130,6 +135,12 @@ def load_dir(
         path = root / file
         if not path.exists():
             continue  # core sections keep their defaults; a feature section is simply absent
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            errors.append(
+                ConfigError(f"file is {size:,} bytes; config files are limited to {MAX_BYTES:,}", str(path))
+            )
+            continue
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -141,6 +152,12 @@ def load_dir(
             value = loader(text, str(path)) if loader else load_model(text, str(path), model)
         except ConfigErrors as exc:
             errors.extend(exc.errors)
+            continue
+        except ConfigError as exc:
+            errors.append(exc)
+            continue
+        except Exception as exc:  # a validator bug must still read as file: problem, never a traceback
+            errors.append(ConfigError(f"could not be validated ({type(exc).__name__}: {exc})", str(path)))
             continue
         if attr in Settings.__dataclass_fields__:
             setattr(settings, attr, value)

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent.errors import ConfigError, ConfigErrors
-from config.yamlmodel import line_of, load_model
+from agent.errors import ConfigErrors
+from config.yamlmodel import config_error, load_model
 
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 FLAGS_MARKER = "{flags}"
@@ -408,9 +408,7 @@ def load_shell_config(text: str, name: str = "config/shell.yaml") -> ShellConfig
     cfg = load_model(text, name, ShellConfig)
     problems = cross_check(cfg)
     if problems:
-        raise ConfigErrors(
-            [ConfigError(p, name, line_of(text, loc), ".".join(str(x) for x in loc)) for loc, p in problems]
-        )
+        raise ConfigErrors([config_error(text, name, loc, p) for loc, p in problems])
     return cfg
 
 

@@ -1,12 +1,17 @@
 """Parse YAML into a pydantic model and report errors as `file:line: key: problem`.
 
-`yaml.compose` keeps the line of every node; after `model_validate` fails, each pydantic `loc`
-is walked back through the node tree to the deepest node that exists, so the error points at
-the offending key (or at the mapping that lacks a required key).
+Composing is done once per text (`parse`): libyaml builds the node tree without Python recursion,
+then one iterative walk refuses what YAML itself accepts but a config must not have — a duplicate
+key (the last would silently win), nesting deeper than `MAX_DEPTH`, aliases that expand past
+`MAX_NODES` — and indexes the line of every key. A pydantic `loc` is then looked up in that index
+(the deepest existing prefix), so every error points at the offending key in O(depth), and list
+items that have a `name` are shown as `entries[name=git_log]` rather than `entries.1`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import yaml
@@ -16,61 +21,196 @@ from agent.errors import ConfigError, ConfigErrors
 
 M = TypeVar("M", bound=BaseModel)
 
-
-def _construct(node: yaml.Node | None) -> Any:
-    """Build plain Python data from a composed node (safe types only)."""
-    if node is None:
-        return None
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
+MAX_BYTES = 256 * 1024  # the shipped files are a few KB each; a whitelist of 500 entries is ~100 KB
+MAX_DEPTH = 64  # the deepest shipped file nests 6 levels
+MAX_NODES = 200_000  # after alias expansion ("billion laughs" stays small on disk)
+MAX_ERRORS = 50  # per file; the rest are counted
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml composes without recursion
 
 
-def _node_at(root: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[yaml.Node | None, bool]:
-    """Return the deepest node along `loc` and whether the key node (not the value) was hit last."""
-    node, on_key = root, False
-    for part in loc:
+@dataclass
+class YamlDoc:
+    """One composed document: its data and where every key is."""
+
+    name: str
+    root: yaml.Node | None
+    lines: dict[tuple[str, ...], int] = field(default_factory=dict)  # path → line of its key (1-based)
+    labels: dict[tuple[str, ...], str] = field(default_factory=dict)  # sequence item path → "[name=x]"
+    has_aliases: bool = False
+
+    def line(self, loc: tuple[Any, ...]) -> int | None:
+        """Line of the key `loc` names, or of the closest enclosing key that exists."""
+        path = tuple(str(p) for p in loc)
+        for n in range(len(path), 0, -1):
+            if path[:n] in self.lines:
+                return self.lines[path[:n]]
+        return self.root.start_mark.line + 1 if self.root is not None else None
+
+    def label(self, loc: tuple[Any, ...]) -> str:
+        """`loc` as a dotted key; named list items read `entries[name=git_log]`."""
+        out = ""
+        path: tuple[str, ...] = ()
+        for part in loc:
+            path = (*path, str(part))
+            named = self.labels.get(path)
+            out += named if named else (f".{part}" if out else str(part))
+        return out
+
+    def data(self) -> Any:
+        """Plain Python data (safe types only)."""
+        if self.root is None:
+            return None
+        loader = yaml.SafeLoader("")
+        try:
+            return loader.construct_document(self.root)
+        finally:
+            loader.dispose()
+
+
+def _error(name: str, problem: str, node: yaml.Node | None = None, key: str = "") -> ConfigErrors:
+    line = node.start_mark.line + 1 if node is not None else None
+    return ConfigErrors([ConfigError(problem, name, line, key)])
+
+
+def _walk(doc: YamlDoc) -> list[ConfigError]:
+    """Index keys and refuse duplicates; one pass, no recursion."""
+    errors: list[ConfigError] = []
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[str, ...], str]] = []
+    if doc.root is not None:
+        stack.append((doc.root, (), ""))
+    while stack:
+        node, path, label = stack.pop()
+        if id(node) in seen:
+            doc.has_aliases = True  # indexed where it was anchored
+            continue
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], int] = {}
             for key_node, value_node in node.value:
-                if key_node.value == str(part):
-                    node, on_key = value_node, False
-                    break
-            else:
-                return node, on_key
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-        else:
-            return node, on_key
-    return node, on_key
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue  # complex keys are refused by the model
+                k = key_node.value
+                line = key_node.start_mark.line + 1
+                key_label = f"{label}.{k}" if label else k
+                if k != "<<":  # merge keys may override on purpose
+                    where = first.setdefault((key_node.tag, k), line)
+                    if where != line:
+                        errors.append(
+                            ConfigError(
+                                f"duplicate key (first on line {where}; the last would silently win)",
+                                doc.name,
+                                line,
+                                key_label,
+                            )
+                        )
+                        continue
+                doc.lines.setdefault((*path, k), line)
+                stack.append((value_node, (*path, k), key_label))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                item_path = (*path, str(i))
+                named = _item_name(item)
+                if named:
+                    doc.labels[item_path] = f"[name={named}]"
+                doc.lines.setdefault(item_path, item.start_mark.line + 1)
+                stack.append((item, item_path, label + (f"[name={named}]" if named else f".{i}")))
+    return sorted(errors, key=lambda e: e.line or 0)
 
 
-def _key_line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """Line (1-based) of the key that `loc` names, or of the closest enclosing node."""
-    parent, _ = _node_at(root, loc[:-1]) if loc else (root, False)
-    if loc and isinstance(parent, yaml.MappingNode):
-        for key_node, _value in parent.value:
-            if key_node.value == str(loc[-1]):
-                return key_node.start_mark.line + 1
-    node, _ = _node_at(root, loc)
-    return node.start_mark.line + 1 if node is not None else None
+def _item_name(item: yaml.Node) -> str | None:
+    if isinstance(item, yaml.MappingNode):
+        for key_node, value_node in item.value:
+            if key_node.value == "name" and isinstance(value_node, yaml.ScalarNode) and value_node.value:
+                return str(value_node.value)
+    return None
 
 
-def _dotted(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(p) for p in loc)
+def _expanded_size(root: yaml.Node) -> int | None:
+    """Node count with every alias expanded (memoized, iterative); None for a recursive alias."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        children = _children(node)
+        if done:
+            open_.discard(id(node))
+            size[id(node)] = min(1 + sum(size[id(c)] for c in children), MAX_NODES + 1)
+            continue
+        if id(node) in open_:
+            return None
+        open_.add(id(node))
+        stack.append((node, True))
+        for c in children:
+            if id(c) in open_:
+                return None
+            if id(c) not in size:
+                stack.append((c, False))
+    return size[id(root)]
 
 
-def load_model(text: str, name: str, model: type[M]) -> M:
-    """Validate YAML `text` (called `name` in errors) into `model`; raise ConfigErrors on problems."""
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_depth(text: str, name: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH from the event stream (an iterative parser)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_COMPOSER):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else None
+                raise ConfigErrors([ConfigError(f"nesting deeper than {MAX_DEPTH} levels", name, line)])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+@lru_cache(maxsize=32)
+def parse(text: str, name: str) -> YamlDoc:
+    """Compose and check `text`; raise ConfigErrors reading `file:line: problem`."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        raise _error(name, f"file is {size:,} bytes; config files are limited to {MAX_BYTES:,} bytes")
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = _construct(root)
+        _check_depth(text, name)  # before composing: libyaml's composer recurses in C
+        root = yaml.compose(text, Loader=_COMPOSER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigErrors([ConfigError(f"invalid YAML: {problem}", name, line)]) from None
+    doc = YamlDoc(name, root)
+    errors = _walk(doc)
+    if errors:
+        raise ConfigErrors(_capped(errors, name))
+    if root is not None and doc.has_aliases:
+        expanded = _expanded_size(root)
+        if expanded is None:
+            raise _error(name, "invalid YAML: an alias refers to the node that contains it")
+        if expanded > MAX_NODES:
+            raise _error(name, f"the document expands to more than {MAX_NODES:,} values (aliases?)")
+    return doc
+
+
+def _capped(errors: list[ConfigError], name: str) -> list[ConfigError]:
+    if len(errors) <= MAX_ERRORS:
+        return errors
+    more = len(errors) - MAX_ERRORS
+    return [*errors[:MAX_ERRORS], ConfigError(f"... and {more} more problem(s) not shown", name)]
+
+
+def load_model(text: str, name: str, model: type[M]) -> M:
+    """Validate YAML `text` (called `name` in errors) into `model`; raise ConfigErrors on problems."""
+    doc = parse(text, name)
+    data = doc.data()
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -79,15 +219,32 @@ def load_model(text: str, name: str, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         errors = []
-        for err in exc.errors(include_url=False, include_input=False):
+        for err in exc.errors(include_url=False, include_input=False)[:MAX_ERRORS]:
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            errors.append(ConfigError(err["msg"], name, _key_line(root, loc), _dotted(loc)))
+            errors.append(ConfigError(err["msg"], name, doc.line(loc), doc.label(loc)))
+        if exc.error_count() > MAX_ERRORS:
+            errors.append(
+                ConfigError(f"... and {exc.error_count() - MAX_ERRORS} more problem(s) not shown", name)
+            )
         raise ConfigErrors(errors) from None
 
 
 def line_of(text: str, loc: tuple[Any, ...]) -> int | None:
     """Line of `loc` in YAML `text`, for cross-checks that run after validation."""
     try:
-        return _key_line(yaml.compose(text, Loader=yaml.SafeLoader), loc)
-    except yaml.YAMLError:
+        return parse(text, "").line(loc)
+    except ConfigError:
         return None
+
+
+def key_of(text: str, loc: tuple[Any, ...]) -> str:
+    """`loc` as shown in errors (named list items as `entries[name=x]`)."""
+    try:
+        return parse(text, "").label(loc)
+    except ConfigError:
+        return ".".join(str(p) for p in loc)
+
+
+def config_error(text: str, name: str, loc: tuple[Any, ...], problem: str) -> ConfigError:
+    """A cross-check error about `loc` in the file `name` whose text is `text`."""
+    return ConfigError(problem, name, line_of(text, loc), key_of(text, loc))

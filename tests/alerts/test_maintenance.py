@@ -85,4 +85,4 @@ def test_bad_schedule_in_yaml_names_file_and_line():
     text = "maintenance:\n  - name: x\n    cron: '0 2 * *'\n    duration_minutes: 10\n"
     with pytest.raises(ConfigError) as err:
         load_model(text, "alerts.yaml", AlertsConfig)
-    assert str(err.value).startswith("alerts.yaml:2: maintenance.0") and "5 fields" in str(err.value)
+    assert str(err.value).startswith("alerts.yaml:2: maintenance[name=x]") and "5 fields" in str(err.value)

@@ -38,16 +38,32 @@ def test_a_valid_minimal_whitelist_loads() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ('"{count}"', '"{cnt}"', "shell.yaml:6: entries.0.argv.3: placeholder {cnt} has no entry in 'args'"),
-        ('"{count}", ', "", "shell.yaml:8: entries.0.args.count: argument is declared but not used in argv"),
-        ("[git, log,", '["{path}", log,', "entries.0.argv: argv[0] must be a literal program name"),
+        (
+            '"{count}"',
+            '"{cnt}"',
+            "shell.yaml:6: entries[name=git_log].argv.3: placeholder {cnt} has no entry in 'args'",
+        ),
+        (
+            '"{count}", ',
+            "",
+            "shell.yaml:8: entries[name=git_log].args.count: argument is declared but not used in argv",
+        ),
+        (
+            "[git, log,",
+            '["{path}", log,',
+            "entries[name=git_log].argv: argv[0] must be a literal program name",
+        ),
         ('"{count}"', '"{count}{path}"', "has 2 placeholders; at most one per item"),
         ('"{count}"', '"{count"', "has a brace that is not a placeholder"),
-        ("workspace: repo", "workspace: nope", "shell.yaml:5: entries.0.workspace: unknown workspace 'nope'"),
+        (
+            "workspace: repo",
+            "workspace: nope",
+            "shell.yaml:5: entries[name=git_log].workspace: unknown workspace 'nope'",
+        ),
         (
             "min: 1, max: 50",
             "min: 9, max: 5",
-            "shell.yaml:8: entries.0.args.count: Value error, min 9 is greater than max 5",
+            "shell.yaml:8: entries[name=git_log].args.count: Value error, min 9 is greater than max 5",
         ),
         (
             "{type: integer, min: 1, max: 50,",
@@ -57,42 +73,46 @@ def test_a_valid_minimal_whitelist_loads() -> None:
         ("{type: path,", "{type: string,", "a string argument needs a 'pattern'"),
         ("{type: path,", "{type: enum,", "an enum argument needs a non-empty 'choices' list"),
         ("{type: path,", "{type: string, pattern: '(',", "pattern does not compile"),
-        ("{type: path,", "{type: shellcode,", "entries.0.args.path.type: Input should be"),
+        ("{type: path,", "{type: shellcode,", "entries[name=git_log].args.path.type: Input should be"),
         (
             "description: recent commits",
             "description: recent commits\n    colour: red",
-            "shell.yaml:5: entries.0.colour: Extra inputs are not permitted",
+            "shell.yaml:5: entries[name=git_log].colour: Extra inputs are not permitted",
         ),
         (
             "workspace: repo",
             "workspace: repo\n    env: {LD_PRELOAD: /tmp/x.so}",
-            "entries.0.env.LD_PRELOAD: LD_PRELOAD cannot be set",
+            "entries[name=git_log].env.LD_PRELOAD: LD_PRELOAD cannot be set",
         ),
         (
             "workspace: repo",
             "workspace: repo\n    env: {PYTHONPATH: /tmp}",
-            "entries.0.env.PYTHONPATH: PYTHONPATH cannot be set",
+            "entries[name=git_log].env.PYTHONPATH: PYTHONPATH cannot be set",
         ),
         (
             "workspace: repo",
             "workspace: repo\n    env_pass: [GIT_SSH_COMMAND]",
-            "entries.0.env_pass: GIT_SSH_COMMAND cannot be passed",
+            "entries[name=git_log].env_pass: GIT_SSH_COMMAND cannot be passed",
         ),
         (
             "workspace: repo",
             "workspace: repo\n    writes: true",
-            "entries.0.risk: an entry that writes must have risk: write",
+            "entries[name=git_log].risk: an entry that writes must have risk: write",
         ),
-        ("workspace: repo", "workspace: repo\n    cwd: ../..", "entries.0.cwd: cwd must be relative"),
+        (
+            "workspace: repo",
+            "workspace: repo\n    cwd: ../..",
+            "entries[name=git_log].cwd: cwd must be relative",
+        ),
         (
             "workspace: repo",
             "workspace: repo\n    flags: [-x]",
-            "entries.0.flags: entries with flags need exactly one {flags} item",
+            "entries[name=git_log].flags: entries with flags need exactly one {flags} item",
         ),
         ("workspace: repo", "workspace: repo\n    flags: ['x; rm']", "flag 'x; rm' must look like -x"),
         ("    workspace: repo\n", "", "a path argument needs 'root' or an entry workspace"),
         ("/srv/repo", "srv/repo", "shell.yaml:1: workspaces.repo: a workspace path must be absolute"),
-        ("name: git_log", "name: Git Log", "entries.0.name: String should match pattern"),
+        ("name: git_log", "name: Git Log", "entries[name=Git Log].name: String should match pattern"),
         (
             "entries:",
             "sandbox: chroot\nentries:",
@@ -122,7 +142,9 @@ def test_problems_are_reported_with_file_line_and_key(old: str, new: str, expect
 
 def test_duplicate_entry_names_are_refused() -> None:
     text = BASE + BASE.split("entries:\n", 1)[1]
-    with pytest.raises(ConfigErrors, match=r"shell.yaml:10: entries.1.name: duplicate entry name 'git_log'"):
+    with pytest.raises(
+        ConfigErrors, match=r"shell.yaml:10: entries\[name=git_log\].name: duplicate entry name 'git_log'"
+    ):
         load_shell_config(text, "shell.yaml")
 
 

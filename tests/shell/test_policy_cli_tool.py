@@ -146,7 +146,7 @@ def test_cli_check_role_denial_and_chat_line(config_dir: Path, capsys: pytest.Ca
 def test_cli_check_bad_config_exits_2(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (config_dir / "shell.yaml").write_text("entries: [{name: x}]\n")
     assert main(["shell", "check", "--config", str(config_dir), "--", "ls"]) == 2
-    assert "shell.yaml:1: entries.0.description: Field required" in capsys.readouterr().out
+    assert "shell.yaml:1: entries[name=x].description: Field required" in capsys.readouterr().out
 
 
 def test_register_follows_the_cli_convention() -> None:
