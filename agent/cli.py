@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agent.errors import BotError, ConfigError
@@ -153,7 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from agent.demo import run_demo
 
-    return run_demo(verbose=not args.quiet)
+    return run_demo(verbose=not args.quiet, keep=Path(args.keep) if args.keep else None)
 
 
 def cmd_bench_core(args: argparse.Namespace) -> int:
@@ -211,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="a scripted tour on the loopback fakes")
     demo.add_argument("--quiet", action="store_true")
+    demo.add_argument(
+        "--keep", metavar="DIR", help="keep config, store and index in DIR (new or empty) afterwards"
+    )
     demo.set_defaults(func=cmd_demo)
 
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
@@ -219,9 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from agent import cli_alerts, cli_code, cli_shell
+    from agent import cli_alerts, cli_code, cli_fakes, cli_shell
 
-    for feature in (cli_alerts, cli_code, cli_shell):
+    for feature in (cli_alerts, cli_code, cli_fakes, cli_shell):
         feature.register(sub)
     _accept_config_everywhere(p)
     return p

@@ -9,7 +9,6 @@ bot and the fakes, so polling and alert windows play out in seconds.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,19 +22,23 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agent.app import App, build_app
 from agent.clock import FakeClock, utc_now
+from agent.demo_env import (
+    PACKAGE_ROOT,
+    ROBOT_KEY,
+    ROBOT_KEY_PROD,
+    running_fakes,
+    source_repo,
+    write_config,
+    write_env_file,
+)
+from agent.errors import BotError
 from agent.session import Inbound
-from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
+from integrations.fakes.dolphin import DolphinSimulator
 from integrations.fakes.llm_server import ScriptedLLM, call, say, slow
 from integrations.fakes.robot_sink import RobotSink
 from integrations.fakes.smtp_sink import SmtpSink
-
-ROBOT_KEY = "demo-robot-key-0000000000"
-ROBOT_KEY_PROD = "demo-robot-key-prod-00000"
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # agent/, tools/, integrations/, config/
 
 
 @dataclass
@@ -96,167 +99,34 @@ def _indent(text: str) -> str:
     return textwrap.indent(text, "    ", lambda line: True)
 
 
-def _seed() -> list[SimProject]:
-    return [
-        SimProject(
-            "etl",
-            1000000000001,
-            [
-                SimDefinition(
-                    "order_sync",
-                    2000000000001,
-                    tasks=("extract", "transform", "load"),
-                    scenario=Scenario(task_seconds=60),
-                ),
-                SimDefinition(
-                    "payment_reconcile",
-                    2000000000002,
-                    tasks=("pull", "match", "report"),
-                    scenario=Scenario(
-                        kind="fail",
-                        max_retry_times=1,
-                        host="10.0.0.13:1234",
-                        error="java.sql.SQLException: Connection refused (pay_db:3306)",
-                    ),
-                ),
-            ],
-        )
-    ]
-
-
-def _source_repo(root: Path) -> Path:
-    """A small git repository of xihe's own source, to ask questions about."""
-    repo = root / "xihe-src"
-    for part in ("agent", "tools", "integrations"):
-        shutil.copytree(
-            PACKAGE_ROOT / part,
-            repo / part,
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "templates", "static"),
-        )
-    if shutil.which("git"):
-        env = {
-            **os.environ,
-            "GIT_AUTHOR_NAME": "demo",
-            "GIT_AUTHOR_EMAIL": "demo@example.com",
-            "GIT_COMMITTER_NAME": "demo",
-            "GIT_COMMITTER_EMAIL": "demo@example.com",
-        }
-        for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "demo"]):
-            subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True)
-    return repo
-
-
-def _write_config(d: Demo, repo: Path) -> None:
-    cfg = d.config
-    cfg.mkdir(parents=True)
-    shipped = PACKAGE_ROOT / "config"
-    shutil.copy(shipped / "access.yaml", cfg / "access.yaml")
-    core = yaml.safe_load((shipped / "xihe.yaml").read_text())
-    core["llm"].update({"base_url": d.llm.base_url, "model": "scripted-demo", "max_wait_seconds": 0})
-    core["store"]["url"] = d.db
-    (cfg / "xihe.yaml").write_text(yaml.safe_dump(core, allow_unicode=True))
-    workflows = {
-        "timezone": "Asia/Shanghai",
-        "workflows": [
-            {
-                "name": "order_sync",
-                "project": "etl",
-                "aliases": ["订单同步"],
-                "environment": "test",
-                "owner": "alice",
-            },
-            {
-                "name": "payment_reconcile",
-                "project": "etl",
-                "aliases": ["支付对账"],
-                "environment": "prod",
-                "core": True,
-                "owner": "bob",
-                "oncall": ["bob"],
-                "channel": "prod",
-            },
-        ],
-    }
-    (cfg / "workflows.yaml").write_text(yaml.safe_dump(workflows, allow_unicode=True))
-    dolphin = yaml.safe_load((shipped / "dolphin.yaml").read_text())
-    dolphin.update({"base_url": d.sim.url, "version": d.sim.version, "retries": 0})
-    (cfg / "dolphin.yaml").write_text(yaml.safe_dump(dolphin))
-    alerts = yaml.safe_load((shipped / "alerts.yaml").read_text())
-    alerts.update({"maintenance": [], "instance_wait_seconds": 10})
-    alerts["delivery"].update({"robot_base_url": d.robot.url, "tries_per_run": 1})
-    alerts["smtp"].update({"host": d.smtp.host, "port": d.smtp.port, "starttls": False})
-    (cfg / "alerts.yaml").write_text(yaml.safe_dump(alerts, allow_unicode=True))
-    code = yaml.safe_load((shipped / "code.yaml").read_text())
-    code.update({"repos": [str(repo)], "index_dir": str(d.root / "index")})
-    (cfg / "code.yaml").write_text(yaml.safe_dump(code, allow_unicode=True))
-    sandbox = "bwrap" if shutil.which("bwrap") else "none"
-    shell = {
-        "sandbox": sandbox,
-        "workspaces": {"repo": str(repo)},
-        "entries": [
-            {
-                "name": "ls",
-                "description": "List a directory of the repository.",
-                "workspace": "repo",
-                "argv": ["ls", "{path}"],
-                "risk": "read",
-                "roles": ["developer", "operator", "admin"],
-                "args": {
-                    "path": {"type": "path", "description": "directory relative to the repository root"}
-                },
-            },
-            {
-                "name": "git_log",
-                "description": "Recent commits that touched a path.",
-                "workspace": "repo",
-                "argv": ["git", "log", "--oneline", "-n", "{count}", "--", "{path}"],
-                "risk": "read",
-                # the sandbox runs as nobody; the checkout belongs to the demo user
-                "env": {
-                    "GIT_CONFIG_COUNT": "1",
-                    "GIT_CONFIG_KEY_0": "safe.directory",
-                    "GIT_CONFIG_VALUE_0": "*",
-                },
-                "roles": ["developer", "operator", "admin"],
-                "args": {
-                    "count": {"type": "integer", "min": 1, "max": 50, "description": "how many commits"},
-                    "path": {"type": "path", "description": "file or directory"},
-                },
-            },
-        ],
-    }
-    (cfg / "shell.yaml").write_text(yaml.safe_dump(shell, allow_unicode=True))
-
-
 @contextmanager
-def demo_environment(verbose: bool = True) -> Iterator[Demo]:
-    """Start every fake, write a config pointing at them, and clean up afterwards."""
+def demo_environment(verbose: bool = True, keep: Path | None = None) -> Iterator[Demo]:
+    """Start every fake, write a config pointing at them, and clean up afterwards.
+
+    With `keep`, the directory (config, SQLite store, code index, fakes.env) stays for `xihe chat`,
+    `xihe serve` and `xihe fakes up --dir` to use afterwards.
+    """
     with ExitStack() as stack:
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="xihe-demo-")))
+        if keep is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="xihe-demo-")))
+        else:
+            root = keep.resolve()
+            if root.exists() and any(root.iterdir()):
+                raise BotError(f"--keep {keep}: the directory is not empty; name a new or empty one")
+            root.mkdir(parents=True, exist_ok=True)
         # simulated time starts in the past so it can be moved to the real now before the crash scene,
         # where a separate process writes step times with the real clock
         clock = FakeClock(utc_now().replace(microsecond=0) - timedelta(hours=3))
-        llm = stack.enter_context(ScriptedLLM(model="scripted-demo"))
-        sim = DolphinSimulator(_seed(), version="3.2", clock=clock)
-        stack.enter_context(sim)
-        robot = stack.enter_context(RobotSink(keys={ROBOT_KEY, ROBOT_KEY_PROD}, clock=clock))
-        smtp = stack.enter_context(SmtpSink())
-        saved = {k: os.environ.get(k) for k in ("XIHE_DS_TOKEN", "XIHE_ROBOT_KEY", "XIHE_ROBOT_KEY_PROD")}
-        os.environ.update(
-            {"XIHE_DS_TOKEN": sim.token, "XIHE_ROBOT_KEY": ROBOT_KEY, "XIHE_ROBOT_KEY_PROD": ROBOT_KEY_PROD}
-        )
+        fakes = stack.enter_context(running_fakes(clock, ScriptedLLM(model="scripted-demo")))
+        saved = {k: os.environ.get(k) for k in fakes.env()}
+        os.environ.update(fakes.env())
+        db = f"sqlite:///{root / 'xihe.db'}"
         demo = Demo(
-            root,
-            clock,
-            llm,
-            sim,
-            robot,
-            smtp,
-            root / "config",
-            f"sqlite:///{root / 'xihe.db'}",
-            verbose=verbose,
+            root, clock, fakes.llm, fakes.sim, fakes.robot, fakes.smtp, root / "config", db, verbose=verbose
         )
-        _write_config(demo, _source_repo(root))
+        write_config(demo.config, fakes, db=db, repo=source_repo(root), index_dir=root / "index")
+        if keep is not None:
+            write_env_file(root / "fakes.env", fakes.env())
         try:
             yield demo
         finally:
@@ -420,9 +290,9 @@ def scene_audit(d: Demo) -> None:
 SCENES = (scene_code_question, scene_backfill, scene_prod_failure, scene_shell, scene_crash, scene_audit)
 
 
-def run_demo(verbose: bool = True) -> int:
+def run_demo(verbose: bool = True, keep: Path | None = None) -> int:
     """Play every scene; exit 0 when the script was consumed exactly."""
-    with demo_environment(verbose) as d:
+    with demo_environment(verbose, keep) as d:
         d.out(
             "xihe demo — loopback fakes: scripted LLM (openai client), DolphinScheduler 3.2 simulator, "
             "WeCom robot sink, SMTP sink; SQLite in a temp dir; simulated clock"
@@ -431,7 +301,20 @@ def run_demo(verbose: bool = True) -> int:
             scene(d)
         d.llm.assert_consumed()
         d.out("\nDone. Every reply above came through the real loop, gate, executor and stores.")
+        if keep is not None:
+            d.out(kept_directory_help(d.root))
     return 0
+
+
+def kept_directory_help(root: Path) -> str:
+    """What to type next with a kept demo directory."""
+    return (
+        f"\nKept in {root}: config/, xihe.db, index/, fakes.env. To go on with the demo's data:\n"
+        f"  xihe fakes up --dir {root}            # the fakes again (leave it running)\n"
+        f"  set -a; . {root}/fakes.env; set +a\n"
+        f"  xihe chat --config {root}/config --user alice\n"
+        f"  xihe serve --config {root}/config     # web UI at http://127.0.0.1:8080/ui"
+    )
 
 
 def main(argv: Any = None) -> int:

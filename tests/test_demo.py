@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import yaml
+
+from tests.cli.test_fakes import chat, start_fakes, stop_fakes
 from tests.conftest import REPO
 
 
-def test_demo_plays_every_scene() -> None:
+def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
+    kept = tmp_path / "demo"
     result = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "demo"], capture_output=True, text=True, cwd=REPO, timeout=300
+        [sys.executable, "-m", "agent.cli", "demo", "--keep", str(kept)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
@@ -21,3 +30,15 @@ def test_demo_plays_every_scene() -> None:
     assert "interrupted: the process stopped during this step" in out and "task 5 done" in out
     assert "tool:1:0 #1 done    run_shell_command" in out and "tool:1:0 #2" not in out  # not redone
     assert "Traceback" not in out + result.stderr
+
+    # --keep: the demo's store and config stay; the fakes come back on new ports and chat goes on there
+    assert f"xihe fakes up --dir {kept}" in out
+    assert {"config", "xihe.db", "fakes.env", "index"} <= {p.name for p in kept.iterdir()}
+    old_url = yaml.safe_load((kept / "config" / "xihe.yaml").read_text())["llm"]["base_url"]
+    proc = start_fakes(kept)
+    try:
+        assert yaml.safe_load((kept / "config" / "xihe.yaml").read_text())["llm"]["base_url"] != old_url
+        tasks = chat(kept, "/tasks\n")
+    finally:
+        stop_fakes(proc)
+    assert "#2" in tasks and "把订单同步任务补跑一下昨天的" in tasks, tasks  # alice's demo backfill, in the kept store

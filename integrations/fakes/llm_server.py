@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -69,9 +70,16 @@ def fail(status: int, *, retry_after: float | None = None, code: str = "") -> St
 class ScriptedLLM:
     """The server. `calls` keeps every request body (messages and tools) the client sent."""
 
-    def __init__(self, script: list[Step] | None = None, *, model: str = "scripted") -> None:
+    def __init__(
+        self,
+        script: list[Step] | None = None,
+        *,
+        model: str = "scripted",
+        responder: Callable[[dict[str, Any]], Step] | None = None,
+    ) -> None:
         self.script = list(script or [])
         self.model = model
+        self.responder = responder  # answers past the end of the script (`xihe fakes up`); tests leave it None
         self.requests: list[dict[str, Any]] = []
         self.unexpected: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -97,6 +105,8 @@ class ScriptedLLM:
         body = req.json()
         with self._lock:
             self.requests.append(body)
+            if not self.script and self.responder is not None:
+                self.script.append(self.responder(body))
             if not self.script:
                 self.unexpected.append(body)
                 return Response.of_json(
