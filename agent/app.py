@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agent.artifacts import ArtifactStore
 from agent.audit import SqlAuditSink
 from agent.clock import Clock, utc_now
 from agent.db import open_store_engine
 from agent.deps import Deps, Notify
-from agent.errors import ConfigError
 from agent.features import modules as feature_modules
 from agent.holder import holder_name
 from agent.llm import LLMClient
 from agent.loop import Agent
 from agent.pending import PendingStore
 from agent.redact import RedactingFilter, Redactor
-from agent.registry import Registry, ToolSpec, build_registry
+from agent.registry import Registry
 from agent.session import Session
 from agent.tasks import TaskStore
+from agent.toolset import build_tools
 from config.load import Settings, load_dir
 
 log = logging.getLogger("xihe")
@@ -38,21 +36,6 @@ class App:
     registry: Registry
     agent: Agent
     session: Session
-
-
-def load_plugins(paths: list[str]) -> list[ToolSpec]:
-    """Import `module:ATTR` tool specs named in xihe.yaml `plugins` (a spec or a sequence of specs)."""
-    specs: list[ToolSpec] = []
-    for i, path in enumerate(paths):
-        module_name, _, attr = path.partition(":")
-        try:
-            value: Any = getattr(importlib.import_module(module_name), attr or "SPEC")
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(
-                f"cannot import tool plugin {path!r}: {exc}", "xihe.yaml", None, f"plugins.{i}"
-            ) from None
-        specs.extend(value if isinstance(value, list | tuple) else [value])
-    return specs
 
 
 def secrets_of(settings: Settings) -> list[str]:
@@ -72,8 +55,6 @@ def build_app(
     holder: str | None = None,
 ) -> App:
     """Load config, open (and migrate) the store, build the registry and the loop."""
-    from tools import ALL
-
     settings = load_dir(config_dir)
     engine = open_store_engine(database_url or settings.core.store.url)
     redactor = Redactor(secrets_of(settings))
@@ -92,10 +73,7 @@ def build_app(
     )
     deps.fallback_notify = notify
     features = feature_modules()
-    feature_tools = [spec for f in features if hasattr(f, "tools") for spec in f.tools(deps)]
-    registry = build_registry(
-        [*ALL, *feature_tools, *load_plugins(settings.core.plugins)], settings.core.tools
-    )
+    registry = build_tools(deps)
     llm_cfg = settings.core.llm
     llm = LLMClient(llm_cfg, settings.secret(llm_cfg.api_key_env)) if llm_cfg.base_url else None
     agent = Agent(deps, registry, llm)

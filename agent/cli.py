@@ -2,7 +2,7 @@
 
 xihe chat --user ID            terminal chat on the same session code as WeCom
 xihe config check [DIR]        validate the YAML; exit 1 with file:line: key: problem
-xihe tools                     the exact JSON schemas the model receives
+xihe tools [--config DIR]      the exact JSON schemas the model receives
 xihe task show ID [--json]     which step failed, with what input, how long each took
 xihe task resume ID            continue at the first unfinished step
 xihe audit search [...]        the audit trail, filtered
@@ -32,16 +32,13 @@ def _app(args: argparse.Namespace) -> Any:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
+    from agent.toolset import check_tools
     from config.load import load_dir
 
     directory = args.dir or args.config
     try:
         settings = load_dir(directory)
-        from agent.app import load_plugins
-        from agent.registry import build_registry
-        from tools import ALL
-
-        build_registry([*ALL, *load_plugins(settings.core.plugins)], settings.core.tools)
+        check_tools(settings)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -50,13 +47,10 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from agent.app import load_plugins
-    from agent.registry import build_registry
+    from agent.toolset import check_tools
     from config.load import load_dir
-    from tools import ALL
 
-    settings = load_dir(args.config)
-    registry = build_registry([*ALL, *load_plugins(settings.core.plugins)], settings.core.tools)
+    registry = check_tools(load_dir(args.config))
     print(json.dumps(registry.schemas(), ensure_ascii=False, indent=2))
     return 0
 
@@ -182,7 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("dir", nargs="?", help="directory (default: --config)")
     check.set_defaults(func=cmd_config_check)
 
-    sub.add_parser("tools", help="print the tool schemas the model receives").set_defaults(func=cmd_tools)
+    tools = sub.add_parser("tools", help="print the tool schemas the model receives for a config")
+    tools.add_argument("--config", default=argparse.SUPPRESS, help="directory of YAML files")
+    tools.set_defaults(func=cmd_tools)
 
     task = sub.add_parser("task", help="durable tasks").add_subparsers(dest="task_command", required=True)
     show = task.add_parser("show", help="a task's step log")

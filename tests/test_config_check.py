@@ -44,7 +44,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
             "access.yaml:4: roles.dev.environments.0: undefined environment 'staging'",
         ),
         ("xihe.yml", "a: 1\n", "xihe.yml: unknown config file"),
-        ("xihe.yaml", "tools: [echo_typo]\n", "xihe.yaml: tools.0: unknown tool 'echo_typo'"),
+        ("xihe.yaml", "tools: [echo_typo]\n", "xihe.yaml:1: tools.0: unknown tool 'echo_typo'"),
     ],
 )
 def test_broken_config_is_reported_with_file_line_key(

@@ -1,0 +1,137 @@
+"""The tool set the model receives for a config directory, and the checks of every tool name in it.
+
+One function builds it for `build_app`, `xihe tools` and `xihe config check` alike: the shipped
+tools, each feature's tools (built from its section) and the plugins, filtered by `xihe.yaml
+tools`. Tool names in `xihe.yaml tools`, `access.yaml roles.*.tools` and `longtask.yaml
+memory.fact_tools` must name a tool that exists; a feature that is off (its file absent, or its
+credentials unset) still counts, so switching DolphinScheduler off does not break access.yaml.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any
+
+from sqlalchemy import create_engine
+
+from agent.artifacts import ArtifactStore
+from agent.audit import SqlAuditSink
+from agent.clock import utc_now
+from agent.deps import Deps
+from agent.errors import ConfigError, ConfigErrors
+from agent.features import modules as feature_modules
+from agent.pending import PendingStore
+from agent.redact import Redactor
+from agent.registry import Registry, ToolSpec, build_registry
+from agent.tasks import TaskStore
+from config.load import Settings, problem_at
+
+# tools a feature adds when it is on, by the file that turns it on (pinned against the real specs by
+# tests/test_tool_snapshot.py, so a new feature tool that is missing here fails a test)
+FEATURE_TOOLS: dict[str, tuple[str, ...]] = {
+    "shell.yaml": ("run_shell_command",),
+    "alerts.yaml": ("send_wecom_alert",),
+    "code.yaml": ("search_code", "get_code_context"),
+    "dolphin.yaml": (
+        "trigger_dolphinscheduler",
+        "query_ds_task_status",
+        "ds_failed_tasks",
+        "rerun_failed",
+        "stop_run",
+    ),
+    "longtask.yaml": (
+        "plan_view",
+        "plan_add",
+        "plan_claim",
+        "plan_complete",
+        "plan_fail",
+        "plan_revise",
+        "remember",
+        "recall",
+    ),
+}
+
+
+def load_plugins(settings: Settings) -> list[ToolSpec]:
+    """Import `module:ATTR` tool specs named in xihe.yaml `plugins` (a spec or a sequence of specs)."""
+    specs: list[ToolSpec] = []
+    for i, path in enumerate(settings.core.plugins):
+        module_name, _, attr = path.partition(":")
+        try:
+            value: Any = getattr(importlib.import_module(module_name), attr or "SPEC")
+        except (ImportError, AttributeError) as exc:
+            problem = f"cannot import tool plugin {path!r}: {exc}"
+            raise problem_at(settings, "xihe.yaml", ("plugins", i), problem) from None
+        specs.extend(value if isinstance(value, list | tuple) else [value])
+    return specs
+
+
+def offline_deps(settings: Settings) -> Deps:
+    """Deps over an in-memory store: enough to build tool specs without touching the real database."""
+    engine = create_engine("sqlite://")
+    return Deps(
+        settings=settings,
+        engine=engine,
+        clock=utc_now,
+        tasks=TaskStore(engine),
+        audit=SqlAuditSink(engine),
+        pending=PendingStore(engine),
+        artifacts=ArtifactStore(engine),
+        redactor=Redactor(),
+    )
+
+
+def all_specs(deps: Deps) -> list[ToolSpec]:
+    """Every tool this config provides, before `xihe.yaml tools` filters them."""
+    from tools import ALL
+
+    feature_specs = [spec for f in feature_modules() if hasattr(f, "tools") for spec in f.tools(deps)]
+    return [*ALL, *feature_specs, *load_plugins(deps.settings)]
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """' (did you mean 'x'?)' when a known name is close, else ''."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
+
+
+def name_problems(settings: Settings, specs: list[ToolSpec]) -> list[ConfigError]:
+    """Tool names in xihe.yaml, access.yaml and longtask.yaml that name no tool."""
+    known = sorted({s.name for s in specs} | {n for names in FEATURE_TOOLS.values() for n in names})
+    places: list[tuple[str, tuple[Any, ...], list[str]]] = [("xihe.yaml", ("tools",), settings.core.tools)]
+    for role_name, role in settings.access.roles.items():
+        places.append(("access.yaml", ("roles", role_name, "tools"), role.tools))
+    longtask = settings.section("longtask")
+    if longtask is not None:
+        places.append(("longtask.yaml", ("memory", "fact_tools"), longtask.memory.fact_tools))
+    errors = []
+    for file, loc, names in places:
+        for i, name in enumerate(names):
+            if not _is_glob(name) and name not in known:
+                problem = f"unknown tool {name!r}{did_you_mean(name, known)}"
+                if not did_you_mean(name, known):
+                    problem += f" (known: {', '.join(known)})"
+                errors.append(problem_at(settings, file, (*loc, i), problem))
+    return errors
+
+
+def build_tools(deps: Deps) -> Registry:
+    """The registry the model's schemas come from; ConfigErrors for names that match no tool."""
+    settings = deps.settings
+    specs = all_specs(deps)
+    errors = name_problems(settings, specs)
+    if errors:
+        raise ConfigErrors(errors)
+    present = {s.name for s in specs}
+    enabled = [p for p in settings.core.tools if _is_glob(p) or p in present]  # off features: not offered
+    return build_registry(specs, enabled)
+
+
+def check_tools(settings: Settings) -> Registry:
+    """What `xihe config check` and a reload run after `load_dir`: build the tool set offline."""
+    return build_tools(offline_deps(settings))
