@@ -41,4 +41,6 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
         tasks = chat(kept, "/tasks\n")
     finally:
         stop_fakes(proc)
-    assert "#2" in tasks and "把订单同步任务补跑一下昨天的" in tasks, tasks  # alice's demo backfill, in the kept store
+    assert "#2" in tasks and "把订单同步任务补跑一下昨天的" in tasks, (
+        tasks
+    )  # alice's demo backfill, in the kept store

@@ -79,7 +79,9 @@ class ScriptedLLM:
     ) -> None:
         self.script = list(script or [])
         self.model = model
-        self.responder = responder  # answers past the end of the script (`xihe fakes up`); tests leave it None
+        self.responder = (
+            responder  # answers past the end of the script (`xihe fakes up`); tests leave it None
+        )
         self.requests: list[dict[str, Any]] = []
         self.unexpected: list[dict[str, Any]] = []
         self._lock = threading.Lock()
