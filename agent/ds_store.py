@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from agent.ds_watch import SCHEMA_VERSION, Watch
+from agent.ds_watch import SCHEMA_VERSION, PendingRerun, Watch
 from agent.schema import ds_catalog, ds_catalog_sync, ds_watch
 from agent.workflow_names import CatalogEntry
 
@@ -39,7 +39,30 @@ def _state(w: Watch) -> dict[str, Any]:
         "last_change_at": w.last_change_at.isoformat() if w.last_change_at else None,
         "environment": w.environment,
         "progress_tasks": w.progress_tasks,
+        "dates": list(w.dates),
+        "reruns": [
+            {
+                "instance_id": r.instance_id,
+                "run_times": r.run_times,
+                "end_time": r.end_time.isoformat() if r.end_time else None,
+                "sent_at": r.sent_at.isoformat(),
+                "by": r.by,
+            }
+            for r in w.reruns
+        ],
+        "auth_warned": w.auth_warned,
     }
+
+
+def _rerun(d: dict[str, Any]) -> PendingRerun:
+    end = d.get("end_time")
+    return PendingRerun(
+        instance_id=int(d["instance_id"]),
+        run_times=int(d["run_times"]),
+        end_time=datetime.fromisoformat(end) if end else None,
+        sent_at=datetime.fromisoformat(d["sent_at"]),
+        by=str(d.get("by", "")),
+    )
 
 
 _COLUMNS = (
@@ -118,6 +141,9 @@ def _watch(row: Any) -> Watch:
         done=bool(row.done),
         environment=str(st.get("environment", "")),
         progress_tasks=bool(st.get("progress_tasks", False)),
+        dates=tuple(str(d) for d in st.get("dates", ())),
+        reruns=tuple(_rerun(r) for r in st.get("reruns", ())),
+        auth_warned=bool(st.get("auth_warned", False)),
         schema_version=int(row.schema_version or SCHEMA_VERSION),
     )
 

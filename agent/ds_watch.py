@@ -7,6 +7,11 @@ share one, and by start time), instead of one GET per run. Instances not yet kno
 id, 3.2 a trigger code, serial backfills add one instance per date) are discovered in the same
 pages by their `xihe_run` marker. Watches back off while nothing changes.
 
+A rerun (`/rerun`) reopens the watch that followed the instance with a `PendingRerun`: DS keeps the
+old FAILURE state, endTime and runTimes until the master takes the command, so the watch waits for
+a newer attempt (more runTimes or another endTime) before it reads a state as final; a rerun of a
+backfill date then goes on following the rest of the chain under the original marker.
+
 Only the final workflow state counts: a task that failed and then succeeded on retry leaves the
 workflow RUNNING_EXECUTION and then SUCCESS, so it produces no FailureEvent. For a FAILURE run the
 poller reads the current task attempts, and for each failed one its host, retry counts and the tail
@@ -24,13 +29,29 @@ from typing import Protocol
 from agent.errors import DolphinError
 from agent.events import FailureEvent
 from config.dolphin import PollConfig
-from integrations.dolphinscheduler.client import DolphinClient
+from integrations.dolphinscheduler.client import DolphinAuthError, DolphinClient
 from integrations.dolphinscheduler.dag import tasks_total
-from integrations.dolphinscheduler.models import Instance
+from integrations.dolphinscheduler.models import Instance, detail_marker
 from integrations.dolphinscheduler.runs import DISCOVERY_SKEW, StartOutcome
 from integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
 
 SCHEMA_VERSION = 1
+RERUN_SENT = "RERUN_SENT"  # the state a watch keeps for an instance until DS picks its rerun up
+
+
+@dataclass(frozen=True)
+class PendingRerun:
+    """A rerun sent for one instance and not yet seen picked up: what the instance looked like before."""
+
+    instance_id: int
+    run_times: int
+    end_time: datetime | None
+    sent_at: datetime
+    by: str  # "<task>:<step>" of the rerun step (crash lookup)
+
+    def picked_up(self, inst: Instance) -> bool:
+        """Whether `inst` shows a newer attempt than the one the rerun was sent for."""
+        return inst.run_times > self.run_times or inst.end_time != self.end_time
 
 
 @dataclass(frozen=True)
@@ -68,6 +89,9 @@ class Watch:
     done: bool = False
     environment: str = ""
     progress_tasks: bool = False  # read /tasks of running instances for "2/3 tasks" progress
+    dates: tuple[str, ...] = ()  # business dates of a backfill, ascending (ISO)
+    reruns: tuple[PendingRerun, ...] = ()  # reruns sent, not yet picked up by the master
+    auth_warned: bool = False  # the conversation was told DS rejects our credentials
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -84,6 +108,10 @@ class Watch:
         """Last seen state of one instance ("" when unseen)."""
         return dict(self.states).get(instance_id, "")
 
+    def pending_rerun(self, instance_id: int) -> PendingRerun | None:
+        """The rerun of `instance_id` not yet picked up, if any."""
+        return next((r for r in self.reruns if r.instance_id == instance_id), None)
+
 
 def watch_from_start(
     outcome: StartOutcome,
@@ -97,6 +125,7 @@ def watch_from_start(
     now: datetime,
     environment: str = "",
     policy: PollPolicy = PollPolicy(),
+    dates: tuple[str, ...] = (),
 ) -> Watch:
     """The watch row for a run just started (or found again) by `runs.start_workflow`."""
     return Watch(
@@ -114,6 +143,28 @@ def watch_from_start(
         interval=policy.interval,
         last_change_at=now,
         environment=environment,
+        dates=dates,
+    )
+
+
+def reopen_for_rerun(
+    w: Watch, inst: Instance, *, by: str, task_id: str, conversation: str, now: datetime, policy: PollPolicy
+) -> Watch:
+    """`w` following `inst` again after a rerun was sent for it (see PendingRerun)."""
+    pending = PendingRerun(inst.id, inst.run_times, inst.end_time, now, by)
+    ids = tuple(sorted({*w.instance_ids, inst.id}))
+    return replace(
+        w,
+        task_id=task_id,
+        conversation=conversation,
+        instance_ids=ids,
+        states=tuple(sorted({**dict(w.states), inst.id: RERUN_SENT}.items())),
+        reported=tuple(i for i in w.reported if i != inst.id),
+        reruns=(*(r for r in w.reruns if r.instance_id != inst.id), pending),
+        done=False,
+        interval=policy.interval,
+        next_poll_at=now + timedelta(seconds=policy.interval),
+        last_change_at=now,
     )
 
 
@@ -136,17 +187,27 @@ class Finished:
     state: str
     summary: str
     watch_done: bool
+    not_run: tuple[str, ...] = ()  # backfill dates after this one that the stopped chain did not run
 
 
 @dataclass(frozen=True)
 class NotFound:
-    """No instance with the watch's marker appeared within the discovery timeout."""
+    """No instance with the watch's marker appeared (or a rerun was not taken) within the discovery timeout."""
 
     watch: Watch
     summary: str
+    rerun_of: int = 0  # the instance whose rerun DS never picked up; 0 for a start
 
 
-Outcome = Progress | Finished | NotFound
+@dataclass(frozen=True)
+class AuthFailed:
+    """DS rejected the poller's credentials; told once per watch until a poll works again."""
+
+    watch: Watch
+    error: str
+
+
+Outcome = Progress | Finished | NotFound | AuthFailed
 
 
 @dataclass(frozen=True)
@@ -320,7 +381,7 @@ def _fetch_project(
                     continue
                 if row.marker is None:  # 3.1 list rows carry no params: read this one in detail once
                     detail = client.get_instance(project_code, row.id)
-                    seen[row.id] = row = replace(row, marker=detail.marker)
+                    seen[row.id] = row = replace(row, marker=detail_marker(detail))
                     if row.marker != w.key:
                         found.setdefault("", []).append(row)  # remember, so it is not read again
                 if row.marker == w.key:
@@ -367,39 +428,60 @@ def _advance(
     old = dict(w.states)
     states = dict(old)
     reported = list(w.reported)
+    pending = {r.instance_id: r for r in w.reruns}
     for instance_id in sorted(ids):
         inst = seen.get(instance_id)
         if inst is None:
             continue
+        rerun = pending.get(instance_id)
+        if rerun is not None:
+            if not rerun.picked_up(inst):
+                continue  # DS still shows the attempt the rerun was sent for
+            del pending[instance_id]
         states[instance_id] = inst.state
     changed = states != old or len(ids) != len(w.instance_ids)
     w2 = replace(
-        w, instance_ids=tuple(sorted(ids)), states=tuple(sorted(states.items())), foreign_ids=foreign
+        w,
+        instance_ids=tuple(sorted(ids)),
+        states=tuple(sorted(states.items())),
+        foreign_ids=foreign,
+        reruns=tuple(pending.values()),
+        auth_warned=False,
     )
     chain_over = not _discovering(w2)
     all_final = all(is_terminal(s) for s in states.values()) and len(states) == len(ids)
     done = chain_over and all_final and bool(ids)
-    for instance_id in sorted(ids):
+    chain = sorted(ids)
+    for instance_id in chain:
         inst = seen.get(instance_id)
-        if inst is None:
+        state = states.get(instance_id, "")
+        if inst is None or state == RERUN_SENT:
             continue
-        if is_terminal(inst.state) and instance_id not in reported:
+        if is_terminal(state) and instance_id not in reported:
             reported.append(instance_id)
             last = done and all(i in reported for i in ids)
-            result.outcomes.append(Finished(w2, inst, inst.state, _finished_summary(w, inst), last))
-            if inst.state == "FAILURE":
+            # a serial chain runs its dates in order, one instance each: the rest were not run
+            not_run = w.dates[chain.index(instance_id) + 1 :] if state != "SUCCESS" and last else ()
+            result.outcomes.append(Finished(w2, inst, state, _finished_summary(w, inst), last, not_run))
+            if state == "FAILURE":
                 result.events.extend(failure_events(client, w, inst, now, policy))
-        elif not is_terminal(inst.state) and (old.get(instance_id) != inst.state or w.progress_tasks):
-            result.outcomes.append(Progress(w2, inst, inst.state, _progress_summary(client, w, inst)))
+        elif not is_terminal(state) and (old.get(instance_id) != state or w.progress_tasks):
+            result.outcomes.append(Progress(w2, inst, state, _progress_summary(client, w, inst)))
     if not ids and (now - w.started_at).total_seconds() > policy.discovery_timeout:
-        result.outcomes.append(
-            NotFound(
-                w2,
-                f"no {w.workflow} instance with marker {w.key} appeared since "
-                f"{w.started_at:%Y-%m-%d %H:%M:%S %Z}",
-            )
-        )
+        result.outcomes.append(NotFound(w2, f"no {w.workflow} instance with marker {w.key} appeared"))
         done = True
+    for rerun in list(pending.values()):
+        if (now - rerun.sent_at).total_seconds() > policy.discovery_timeout:
+            inst = seen.get(rerun.instance_id)
+            if inst is not None:
+                states[rerun.instance_id] = inst.state
+            del pending[rerun.instance_id]
+            w2 = replace(w2, states=tuple(sorted(states.items())), reruns=tuple(pending.values()))
+            summary = (
+                f"DolphinScheduler did not pick up the rerun of {w.workflow} instance {rerun.instance_id}"
+            )
+            result.outcomes.append(NotFound(w2, summary, rerun_of=rerun.instance_id))
+            done = not pending and all(is_terminal(s) for s in states.values())
     interval = policy.interval if changed else min(w.interval * policy.backoff, policy.max_interval)
     return replace(
         w2,
@@ -429,12 +511,17 @@ def poll_once(
             updated = [_advance(client, w, seen, found, now, policy, result) for w in group]
         except DolphinError as exc:
             result.errors.append(f"project {project_code}: {exc}")
+            auth = isinstance(exc, DolphinAuthError)
+            for w in group:
+                if auth and not w.auth_warned:
+                    result.outcomes.append(AuthFailed(w, str(exc)))
+            interval = {w.key: min(w.interval * policy.backoff, policy.max_interval) for w in group}
             updated = [
                 replace(
                     w,
-                    interval=min(w.interval * policy.backoff, policy.max_interval),
-                    next_poll_at=now
-                    + timedelta(seconds=min(w.interval * policy.backoff, policy.max_interval)),
+                    interval=interval[w.key],
+                    next_poll_at=now + timedelta(seconds=interval[w.key]),
+                    auth_warned=w.auth_warned or auth,
                 )
                 for w in group
             ]

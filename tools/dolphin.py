@@ -16,18 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from agent.dates import parse_dates, schedule_time_param
 from agent.deps import Deps
-from agent.ds_watch import Watch, watch_from_start
+from agent.ds_watch import Watch, reopen_for_rerun, watch_from_start
 from agent.errors import DolphinError, TaskStateError, ToolFailed
 from agent.registry import ToolContext, ToolSpec
 from agent.workflow_names import CatalogEntry
-from integrations.dolphinscheduler.client import DefinitionOffline
+from integrations.dolphinscheduler.client import DefinitionOffline, StartOutcomeUnknown
 from integrations.dolphinscheduler.dag import tasks_total
 from integrations.dolphinscheduler.models import Instance
 from integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
@@ -112,6 +112,7 @@ def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
         now=ctx.now,
         environment=plan.environment,
         policy=svc.policy,
+        dates=tuple(d.isoformat() for d in plan.dates),
     )
     svc.watches.add(replace(watch, progress_tasks=True))
 
@@ -395,20 +396,25 @@ def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps], str]:
     return explain
 
 
-def _rewatch(ctx: ToolContext, inst: Instance, project_code: int) -> None:
-    """Follow a rerun instance again (unless a live watch already follows it)."""
+def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[Watch | None, Watch]:
+    """Record the rerun about to be sent on the watch that follows `inst` (reopened), or a new watch.
+
+    Written before the request goes out, so a crash in between is seen by `rerun_lookup`. The
+    watch waits for an attempt newer than `inst` (DS keeps the old FAILURE until the master takes
+    the command), and a rerun of a backfill date keeps following the rest of that chain under the
+    original marker. Returns the row as it was before (to put back when DS refuses) and the new one.
+    """
     svc = service(ctx.deps)
-    existing = svc.watches.with_instance(inst.id)
-    if existing is not None and not existing.done:
-        return
-    entry = workflow_of(ctx.deps, inst)
-    environment = (
-        environment_of_workflow(ctx.deps.settings, entry.project, entry.name) if entry is not None else ""
-    )
-    interval = svc.policy.interval
-    svc.watches.add(
-        Watch(
-            key=make_marker(ctx.task_id, ctx.step_key),
+    by = make_marker(ctx.task_id, ctx.step_key)
+    before = svc.watches.with_instance(inst.id)
+    base = before
+    if base is None:
+        entry = workflow_of(ctx.deps, inst)
+        environment = (
+            environment_of_workflow(ctx.deps.settings, entry.project, entry.name) if entry is not None else ""
+        )
+        base = Watch(
+            key=by,
             task_id=str(ctx.task_id),
             conversation=ctx.conversation,
             project=entry.project if entry else "",
@@ -416,14 +422,22 @@ def _rewatch(ctx: ToolContext, inst: Instance, project_code: int) -> None:
             workflow=entry.name if entry else inst.name,
             definition_code=inst.definition_code,
             started_at=ctx.now,
-            next_poll_at=ctx.now + timedelta(seconds=interval),
+            next_poll_at=ctx.now,
             instance_ids=(inst.id,),
-            interval=interval,
-            last_change_at=ctx.now,
             environment=environment,
             progress_tasks=True,
         )
+    watch = reopen_for_rerun(
+        base,
+        inst,
+        by=by,
+        task_id=str(ctx.task_id),
+        conversation=ctx.conversation,
+        now=ctx.now,
+        policy=svc.policy,
     )
+    svc.watches.save(watch)
+    return before, watch
 
 
 def rerun(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -435,18 +449,41 @@ def rerun(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
             f"instance {inst.id} is {inst.state}; only a FAILURE run can be rerun from its failed tasks"
         )
     code = svc.instance_projects[inst.id]
-    svc.client.rerun_failed(code, inst.id)
-    _rewatch(ctx, inst, code)
+    before, watch = _follow_rerun(ctx, inst, code)
+    try:
+        svc.client.rerun_failed(code, inst.id)
+    except DolphinError as exc:
+        if not (exc.retryable or isinstance(exc, StartOutcomeUnknown)):  # refused: nothing to wait for
+            svc.watches.save(before if before is not None else replace(watch, done=True))
+        raise  # otherwise it may have been taken: the reopened watch reports what DS does
     return {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
 
 
 def rerun_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
-    """After a crash: the rerun already began when the instance is no longer FAILURE."""
+    """After a crash: what became of a rerun this step recorded before sending it.
+
+    None (send it) when the step never recorded one. Otherwise DS either shows a newer attempt
+    (accepted) or still the old one: then the request may or may not have reached DS, whose master
+    can take a rerun minutes later, so it is not sent again; the watch reports the new attempt, or
+    says after the discovery timeout that DS never took it.
+    """
+    svc = service(ctx.deps)
     inst = locate(ctx.deps, args.instance_id, args.project)
-    if inst.state == "FAILURE":
+    by = make_marker(ctx.task_id, ctx.step_key)
+    watch = svc.watches.with_instance(inst.id)
+    if watch is None:
         return None
-    _rewatch(ctx, inst, service(ctx.deps).instance_projects[inst.id])
-    return {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
+    pending = watch.pending_rerun(inst.id)
+    mine = pending.by == by if pending is not None else watch.task_id == str(ctx.task_id)
+    if not mine:
+        return None
+    info = {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
+    if pending is not None and not pending.picked_up(inst):
+        info["note"] = (
+            "The rerun may or may not have reached DolphinScheduler before the bot stopped. "
+            "The bot watches the instance and reports here; do not rerun it again now."
+        )
+    return info
 
 
 def summarize_action(r: dict[str, Any]) -> str:

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent.commands import Command
-from agent.ds_watch import Finished, NotFound, PollResult, Progress, Watch, run_poll_cycle
-from agent.errors import ConfigError
+from agent.dates import is_contiguous
+from agent.ds_watch import AuthFailed, Finished, NotFound, PollResult, Progress, Watch, run_poll_cycle
+from agent.errors import ConfigError, TaskStateError
 from agent.events import FailureEvent
 from agent.features import Job
+from agent.timefmt import show
 from config.dolphin import DolphinConfig, credentials
 
 if TYPE_CHECKING:
@@ -147,14 +149,65 @@ def _failure_lines(events: Sequence[FailureEvent]) -> list[str]:
     return lines
 
 
+def _dates_text(dates: Sequence[str]) -> str:
+    """`2026-12-01..2026-12-03` for consecutive dates, else `2026-12-01,2026-12-05` (what /run reads)."""
+    if len(dates) > 1 and is_contiguous([date.fromisoformat(d) for d in dates]):
+        return f"{dates[0]}..{dates[-1]}"
+    return ",".join(dates)
+
+
 def finished_text(outcome: Finished, events: Sequence[FailureEvent]) -> str:
     """The message for a run that reached a final state."""
     text = f"{ICONS.get(outcome.state, 'ℹ️')} {outcome.summary}."
+    inst = outcome.instance.id
     if outcome.state == "FAILURE":
-        mine = [e for e in events if e.instance_id == outcome.instance.id]
+        mine = [e for e in events if e.instance_id == inst]
         text += "\n" + "\n".join(_failure_lines(mine)) if mine else ""
-        text += f"\n`/rerun {outcome.instance.id}` reruns the failed tasks."
+    if outcome.not_run:
+        text += (
+            f"\nThe backfill stopped here: {_dates_text(outcome.not_run)} "
+            f"({len(outcome.not_run)} date{'s' if len(outcome.not_run) > 1 else ''}) did not run."
+        )
+    if outcome.state == "FAILURE":
+        then = " and then goes on with the dates that did not run" if outcome.not_run else ""
+        text += f"\n`/rerun {inst}` reruns the failed tasks{then}."
     return text
+
+
+def not_found_text(outcome: NotFound, tz: str, timeout_seconds: float) -> str:
+    """The message for a start DS never ran, or a rerun it never took, with the one command to retry."""
+    w = outcome.watch
+    waited = f"{round(timeout_seconds / 60)} min"
+    if outcome.rerun_of:
+        return (
+            f"⚠️ {outcome.summary} within {waited} of the request; it still shows its last run. "
+            f"`/rerun {outcome.rerun_of}` sends the rerun again."
+        )
+    dates = f" for {_dates_text(w.dates)}" if w.dates else ""
+    retry = f"/run {w.workflow} {_dates_text(w.dates)}" if w.dates else f"/run {w.workflow}"
+    return (
+        f"⚠️ {w.workflow}{dates} did not run: DolphinScheduler has no instance of it from this request "
+        f"(sent {show(w.started_at, tz)}, looked for {waited}). Nothing was started. "
+        f"`{retry}` starts it again."
+    )
+
+
+def auth_text(outcome: AuthFailed, cfg: DolphinConfig) -> str:
+    """The message for a followed run the bot can no longer read because DS rejects its credentials."""
+    w = outcome.watch
+    runs = f"instance {', '.join(map(str, w.instance_ids))}" if w.instance_ids else "the run it started"
+    if cfg.token_env:
+        fix = (
+            f"create a new access token for the bot's user in DolphinScheduler (Security → Token Manage), "
+            f"put it in {cfg.token_env} and restart xihe"
+        )
+    else:
+        fix = f"check that user {cfg.user} is enabled and {cfg.password_env} holds its password, then restart xihe"
+    return (
+        f"⚠️ I can no longer follow {w.workflow} ({runs}): DolphinScheduler rejects the bot's credentials "
+        f"(HTTP 401: token missing or expired, or the user is disabled). To fix it, {fix}. "
+        "I keep checking and report here once it works again."
+    )
 
 
 def progress_text(outcome: Progress) -> str:
@@ -181,7 +234,16 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
                 if svc.watches.progress_note(outcome.watch.key, text, now, PROGRESS_EVERY):
                     app.deps.notify(conversation, text)
             elif isinstance(outcome, NotFound):
-                app.deps.notify(conversation, f"⚠️ {outcome.summary}; I stopped watching it.")
+                app.deps.notify(
+                    conversation,
+                    not_found_text(
+                        outcome, app.deps.settings.workflows.timezone, svc.policy.discovery_timeout
+                    ),
+                )
+                if not outcome.rerun_of:
+                    _mark_not_run(app, outcome.watch, now)
+            elif isinstance(outcome, AuthFailed):
+                app.deps.notify(conversation, auth_text(outcome, svc.config))
         except Exception:
             log.exception("could not post a DolphinScheduler outcome to %s", conversation)
     try:
@@ -190,6 +252,20 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
         log.exception("the alert pipeline refused %d DolphinScheduler event(s)", len(result.events))
     for error in result.errors:
         log.warning("DolphinScheduler poll: %s", error)
+
+
+def _mark_not_run(app: App, w: Watch, now: datetime) -> None:
+    """The task that asked for a run DS never made did not get what it asked for: it is not `done`."""
+    try:
+        app.deps.tasks.update(
+            int(w.task_id),
+            now,
+            expect=("done",),
+            status="failed",
+            error=f"DolphinScheduler never created the {w.workflow} run (marker {w.key}); nothing ran",
+        )
+    except (ValueError, TaskStateError):
+        log.warning("could not mark task %s of watch %s as not run", w.task_id, w.key)
 
 
 class _Batched:

@@ -52,12 +52,22 @@ def _params_from_json(text: Any) -> dict[str, str]:
 
 
 def marker_of(raw: dict[str, Any]) -> str | None:
-    """The xihe marker stored in an instance row, or None when the row carries no params to look in."""
-    if "commandParam" not in raw and "globalParams" not in raw:
-        return None  # 3.1 list rows: the caller must read the detail (§15.3)
+    """The xihe marker stored in an instance row, or None when the row carries no params to look in.
+
+    3.1 list rows do not select the params; Jackson writes those fields as `null` (or a version may
+    leave the keys out). Either way the caller must read the detail (§15.3); a detail without
+    params means "no marker" (see `detail_marker`).
+    """
+    if raw.get("commandParam") is None and raw.get("globalParams") is None:
+        return None
     params = _params_from_json(raw.get("commandParam"))
     params.update({k: v for k, v in _params_from_json(raw.get("globalParams")).items() if k not in params})
     return params.get(MARKER_KEY, "")
+
+
+def detail_marker(detail: Instance) -> str:
+    """The marker of an instance read with `GET …/{id}`: authoritative, so absent params mean none."""
+    return detail.marker or ""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from agent.dates import schedule_time_param
 from integrations.dolphinscheduler.client import DolphinClient, StartOutcomeUnknown
-from integrations.dolphinscheduler.models import Instance
+from integrations.dolphinscheduler.models import Instance, detail_marker
 
 DISCOVERY_SKEW = timedelta(minutes=2)  # server and bot clocks differ a little
 
@@ -86,7 +86,7 @@ def find_started(
         for row in page.items:
             found_marker = row.marker
             if found_marker is None:
-                found_marker = client.get_instance(pc, row.id).marker
+                found_marker = detail_marker(client.get_instance(pc, row.id))
             if found_marker == marker:
                 out[row.id] = row
         if page_no >= page.total_page:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import tenacity
 
+from agent.clock import FakeClock
 from integrations.dolphinscheduler import DolphinClient
 from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
+from integrations.fakes.llm_server import ScriptedLLM
+from tests.dolphin.support import Bot, make_bot
 
 ETL, DW = 1000000000001, 1000000000002
 ORDER_SYNC, FLAKY, BROKEN, LONG, WAITING, OFFLINE, BACKFILL = (
@@ -107,3 +111,39 @@ def client_for(sim: DolphinSimulator, **kw: Any) -> DolphinClient:
 @pytest.fixture
 def client(sim: DolphinSimulator) -> DolphinClient:
     return client_for(sim, version=sim.version)
+
+
+@pytest.fixture
+def bot_for(
+    tmp_path: Path,
+    clock: FakeClock,
+    make_sim: Callable[..., DolphinSimulator],
+    llm: ScriptedLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Callable[..., Bot]]:
+    """Factory: a bot on a fresh simulator sharing the test's FakeClock."""
+    made: list[Bot] = []
+
+    def make(
+        version: str = "3.3",
+        db: str | None = None,
+        *,
+        with_llm: bool = True,
+        extra: dict[str, Any] | None = None,
+    ) -> Bot:
+        sim = make_sim(version, clock=clock)
+        monkeypatch.setenv("XIHE_DS_TOKEN", sim.token)
+        bot = make_bot(
+            tmp_path / f"cfg{len(made)}",
+            sim,
+            clock,
+            db or f"sqlite:///{tmp_path / 'xihe.db'}",
+            llm_url=llm.base_url if with_llm else "",
+            extra=extra,
+        )
+        made.append(bot)
+        return bot
+
+    yield make
+    for bot in made:
+        bot.app.deps.engine.dispose()

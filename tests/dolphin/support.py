@@ -104,3 +104,8 @@ def make_bot(
     sent: list[tuple[str, str]] = []
     app = build_app(cfg, clock=clock, database_url=db, holder=holder, notify=lambda c, t: sent.append((c, t)))
     return Bot(app, sim, sent)
+
+
+def ask_id(reply: str) -> int:
+    """The pending action id in a confirmation prompt."""
+    return int(reply.split("`/confirm ")[1].split("`")[0])
