@@ -43,6 +43,12 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 1
     print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
+    shell = settings.section("shell")
+    if shell is not None:
+        from tools.shell.sandbox import sandbox_warnings
+
+        for warning in sandbox_warnings(shell):
+            print(f"WARNING shell.yaml: {warning}")
     return 0
 
 

@@ -242,11 +242,11 @@ class ShellConfig(BaseModel):
         default_factory=lambda: UidRange.model_validate({}),
         description="each running command gets its own uid (= gid) from this range",
     )
-    cgroup: Literal["auto", "required", "off"] = Field(
+    cgroup: Literal["auto", "required", "none"] = Field(
         "auto",
         description="auto: limit each command's total memory and processes with a cgroup when this host "
         "offers one, else fall back to per-process rlimits (reported loudly) | required: refuse to run "
-        "commands without a cgroup | off: per-process rlimits only",
+        "commands without a cgroup | none: per-process rlimits only",
     )
     limits: Limits = Field(
         default_factory=lambda: Limits.model_validate({}), description="global resource limits"

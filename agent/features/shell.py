@@ -198,6 +198,7 @@ class ShellService:
             text = f"⚠️ Shell: {status.detail}."
         else:
             text = f"Shell: {status.detail}; {len(self.whitelist.entries)} whitelisted commands."
+            text += "".join(f"\n⚠️ Shell sandbox: {w}." for w in status.warnings)
         if self.last_error is not None:
             text += f"\n⚠️ shell.yaml reload failed, the last good version is running: {self.last_error}"
         return text

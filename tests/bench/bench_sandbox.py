@@ -1,9 +1,11 @@
 """Sandbox start-up overhead: the same short command plain and inside bubblewrap; prints JSON.
 
 Run: python -m tests.bench.bench_sandbox [--runs 50]
-Three pairs: a bare `subprocess.run` of /usr/bin/true against bwrap running it with the exact
-arguments the sandbox uses, and the whole ShellRunner path (limits, pipes, capture) with
-`sandbox: none` against `sandbox: bwrap`. The target is a ratio of at most 3.
+Pairs: a bare `subprocess.run` of /usr/bin/true against bwrap running it with the exact
+arguments the sandbox uses (as root: bwrap, setpriv, an inner unprivileged bwrap and prlimit), and
+the whole ShellRunner path (limits, pipes, capture, the command's uid and cgroup) with
+`sandbox: none` against `sandbox: bwrap`, also with `cgroup: none` to show what the per-command
+cgroup costs. The target is a runner ratio of at most 3.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tools.shell.whitelist import Whitelist
 
 CONFIG = """
 sandbox: {sandbox}
+cgroup: {cgroup}
 entries:
   - name: noop
     description: do nothing
@@ -48,8 +51,9 @@ def _stats(ms: list[float]) -> dict[str, float]:
 
 def run(runs: int) -> dict[str, object]:
     """Measure and return the report."""
-    plain_cfg = load_shell_config(CONFIG.format(sandbox="none"))
-    bwrap_cfg = load_shell_config(CONFIG.format(sandbox="bwrap"))
+    plain_cfg = load_shell_config(CONFIG.format(sandbox="none", cgroup="auto"))
+    bwrap_cfg = load_shell_config(CONFIG.format(sandbox="bwrap", cgroup="auto"))
+    no_cgroup_cfg = load_shell_config(CONFIG.format(sandbox="bwrap", cgroup="none"))
     match = Whitelist(bwrap_cfg).from_args("noop", {})
     sandbox = BwrapSandbox()
     if not sandbox.available():
@@ -57,11 +61,13 @@ def run(runs: int) -> dict[str, object]:
     bwrap_cmd = sandbox.command(plan_for(match, bwrap_cfg))
     plain_runner = ShellRunner(plain_cfg, save_artifact=lambda b: "")
     bwrap_runner = ShellRunner(bwrap_cfg, save_artifact=lambda b: "")
+    no_cgroup_runner = ShellRunner(no_cgroup_cfg, save_artifact=lambda b: "")
 
     raw_plain = _stats(_times(lambda: subprocess.run(["/usr/bin/true"], check=True), runs))
     raw_bwrap = _stats(_times(lambda: subprocess.run(bwrap_cmd, check=True, env={"PATH": "/usr/bin"}), runs))
     full_plain = _stats(_times(lambda: plain_runner.run(match), runs))
     full_bwrap = _stats(_times(lambda: bwrap_runner.run(match), runs))
+    full_no_cgroup = _stats(_times(lambda: no_cgroup_runner.run(match), runs))
     return {
         "runs": runs,
         "command": "/usr/bin/true",
@@ -72,6 +78,8 @@ def run(runs: int) -> dict[str, object]:
         "runner_bwrap": full_bwrap,
         "ratio_runner_median": round(full_bwrap["median_ms"] / full_plain["median_ms"], 2),
         "ratio_runner_p95": round(full_bwrap["p95_ms"] / full_plain["p95_ms"], 2),
+        "cgroup": bwrap_runner.backend.warnings() or "per command",
+        "runner_bwrap_without_cgroup": full_no_cgroup,
         "target_ratio": 3.0,
     }
 

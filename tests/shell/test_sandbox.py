@@ -132,7 +132,9 @@ def test_files_outside_the_binds_cannot_be_read(
     assert res.exit_code == 0, res.stderr
     assert "READ" not in res.stdout and res.stdout.count("DENIED") == len(paths)
     assert "XIHE_TEST_SECRET" not in res.stdout and "s3cr3t" not in res.stdout
-    assert "ENV ['HOME', 'LANG', 'PATH', 'PWD']" in res.stdout  # bwrap sets PWD after --chdir
+    # bwrap sets PWD after --chdir; GIT_CONFIG_* mark the workspace as a safe.directory
+    expected = ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "HOME", "LANG", "PATH", "PWD"]
+    assert f"ENV {expected}" in res.stdout
 
 
 def test_a_fork_bomb_is_stopped_by_the_process_limit(fast_config: ShellConfig, runner: ShellRunner) -> None:

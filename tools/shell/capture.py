@@ -96,9 +96,16 @@ class TempArtifacts:
         max_bytes: int = 16 << 20,
         max_total_bytes: int = 256 << 20,
     ) -> None:
-        self.directory = Path(directory or tempfile.mkdtemp(prefix="xihe-shell-artifacts-"))
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._directory = Path(directory) if directory is not None else None
         self.max_bytes, self.max_total_bytes = max_bytes, max_total_bytes
+
+    @property
+    def directory(self) -> Path:
+        """Where outputs go, made on first use (a runner that never saves leaves nothing behind)."""
+        if self._directory is None:
+            self._directory = Path(tempfile.mkdtemp(prefix="xihe-shell-artifacts-"))
+        self._directory.mkdir(parents=True, exist_ok=True)
+        return self._directory
 
     def __call__(self, data: bytes) -> str:
         """Save `data` (cut at max_bytes) and return its path; the oldest files go beyond max_total_bytes."""
