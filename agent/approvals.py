@@ -73,7 +73,12 @@ def approve(agent: Agent, viewer: Approver, action_id: int) -> ActionResult:
         )
         return ActionResult(False, f"Not approved: {decision.reason}.", 403)
     now = deps.clock()
+    if not agent.hold(action.task_id):  # a crash after the approval leaves a lease that lapses
+        return ActionResult(
+            False, f"Task {action.task_id} is being worked on elsewhere; try again shortly.", 409
+        )
     if not deps.pending.approve(action.id, viewer.user, now):
+        deps.tasks.release(action.task_id, deps.holder)
         fresh = deps.pending.get(action.id) or action
         why = (
             "expired"
@@ -83,6 +88,8 @@ def approve(agent: Agent, viewer: Approver, action_id: int) -> ActionResult:
         return ActionResult(False, f"Action {action.id} is {why}; it cannot be approved.", 409)
     _audit(agent, viewer, "approved", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
     after = deps.pending.get(action.id)
+    if after is None or not after.released:
+        deps.tasks.release(action.task_id, deps.holder)
     if after is not None and after.released:
         try:
             outcome = agent.resume(action.task_id)

@@ -5,7 +5,8 @@
     ├── ToolError                             signals from inside a tool call
     │   ├── ToolRetry      bad arguments; the message tells the model how to fix them (uses retry budget)
     │   ├── ToolFailed     the tool ran and failed; the model sees the message and adapts
-    │   └── ToolDenied     the gate refused; the user sees the reason
+    │   ├── ToolDenied     the gate refused; the user sees the reason
+    │   └── OutcomeUnknown a lookup cannot tell whether an interrupted write took effect
     ├── IntegrationError(service, retryable)  an outside service failed
     │   ├── LLMError(status)
     │   ├── DolphinError(code)
@@ -67,6 +68,10 @@ class ToolDenied(ToolError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class OutcomeUnknown(ToolError):
+    """Raised by a tool's `lookup`: it cannot tell whether an earlier attempt took effect."""
 
 
 class IntegrationError(BotError):

@@ -2,9 +2,8 @@
 
 Before the side effect a `running` row is appended; the tool runs with the idempotency key
 `task_id:step_key`; then the outcome row (`done`/`failed`, digests, error) and its audit event
-are appended in one transaction. A step whose latest row is `running` was interrupted by a crash:
-the interruption is recorded, the tool's `lookup` (if any) is asked whether the effect already
-happened, and only then is the step run again.
+are appended in one transaction. What happens to an interrupted step (look it up, rerun it, or
+record it as uncertain) is decided by `agent.frontier.frontier`; the executor carries it out.
 """
 
 from __future__ import annotations
@@ -16,8 +15,10 @@ from typing import Any
 from agent.audit import AuditEvent
 from agent.canonical import canonical_json, sha256_text
 from agent.context import label_result, render_output
+from agent.crashpoint import crash_point
 from agent.deps import Deps
 from agent.errors import IntegrationError, ToolError
+from agent.frontier import INTERRUPTED, UNCERTAIN, interrupted
 from agent.registry import ParsedCall, ToolContext
 from agent.tasks import Task, TaskStep
 
@@ -63,6 +64,68 @@ class Executor:
         shown = text if step.status == "failed" else label_result(step.tool_name, text, len(text) + 1, None)
         return StepResult(shown, ok=step.status == "done", reused=True, error=step.error)
 
+    def _context(self, task: Task, step_key: str, call: ParsedCall) -> tuple[ToolContext, Any, str, str]:
+        deps = self.deps
+        ctx = ToolContext(deps, task.id, step_key, task.owner, task.conversation, deps.clock())
+        redacted = deps.redactor.data(call.data, call.spec.secret_args)
+        return ctx, redacted, canonical_json(redacted)[:PREVIEW_INPUT], sha256_text(canonical_json(call.data))
+
+    def interrupted(self, latest: TaskStep) -> TaskStep:
+        """Record that the process died during this attempt (once); the row that is now the latest."""
+        if latest.status != "running":
+            return latest
+        return self.deps.tasks.finish_step(latest, "failed", self.deps.clock(), error=INTERRUPTED)
+
+    def look_up(
+        self, task: Task, step_key: str, call: ParsedCall, *, intent: str, reason: str
+    ) -> StepResult | None:
+        """Ask the tool whether an interrupted attempt took effect: its result, or None when it did not.
+
+        Raises `OutcomeUnknown` when the tool cannot tell.
+        """
+        assert call.spec.lookup is not None
+        ctx, redacted, preview, digest = self._context(task, step_key, call)
+        found = call.spec.lookup(call.args, ctx)
+        if found is None:
+            return None
+        begun = self.deps.tasks.begin_step(
+            task.id, step_key, call.spec.name, ctx.now, input_digest=digest, input_preview=preview
+        )
+        return self._done(task, begun, call, found, intent, reason, redacted, 0, recovered=True)
+
+    def uncertain(self, task: Task, step_key: str, call: ParsedCall, latest: TaskStep, why: str) -> TaskStep:
+        """Record that an interrupted attempt may or may not have taken effect (nothing is run)."""
+        deps = self.deps
+        now = deps.clock()
+        _, redacted, preview, digest = self._context(task, step_key, call)
+        error = f"{UNCERTAIN} {why}; it may or may not have taken effect and was not run again"
+        audit = AuditEvent(
+            at=now,
+            kind="tool_call",
+            actor=task.owner,
+            outcome="uncertain",
+            task_id=task.id,
+            step_key=step_key,
+            intent=task.goal,
+            tool=call.spec.name,
+            args_redacted=redacted,
+            reason=error,
+        )
+        deps.metrics.tool_calls.labels(call.spec.name, "uncertain").inc()
+        if latest.status == "running":
+            return deps.tasks.finish_step(latest, "failed", now, error=error, audit=audit)
+        return deps.tasks.record(
+            task.id,
+            step_key,
+            call.spec.name,
+            "failed",
+            now,
+            input_digest=digest,
+            input_preview=preview,
+            error=error,
+            audit=audit,
+        )
+
     def run(
         self,
         task: Task,
@@ -73,28 +136,16 @@ class Executor:
         reason: str,
         latest: TaskStep | None = None,
     ) -> StepResult:
-        """Run `call` as step `step_key` of `task` (or finish an interrupted attempt of it)."""
+        """Run `call` as a new attempt of step `step_key` (the frontier decided that it may run)."""
         deps, spec = self.deps, call.spec
-        now = deps.clock()
-        ctx = ToolContext(deps, task.id, step_key, task.owner, task.conversation, now)
-        redacted = deps.redactor.data(call.data, spec.secret_args)
-        preview = canonical_json(redacted)[:PREVIEW_INPUT]
-        digest = sha256_text(canonical_json(call.data))
-        if latest is not None and latest.status == "running":
-            deps.tasks.finish_step(
-                latest, "failed", now, error="interrupted: the process stopped during this step"
-            )
-            if spec.lookup is not None:
-                found = spec.lookup(call.args, ctx)
-                if found is not None:  # the effect happened before the crash: record it, do not repeat it
-                    begun = deps.tasks.begin_step(
-                        task.id, step_key, spec.name, now, input_digest=digest, input_preview=preview
-                    )
-                    return self._done(task, begun, call, found, intent, reason, redacted, 0, recovered=True)
+        if latest is not None and interrupted(latest):
+            latest = self.interrupted(latest)
+        ctx, redacted, preview, digest = self._context(task, step_key, call)
         attempt = latest.attempt + 1 if latest is not None else 1
         begun = deps.tasks.begin_step(
-            task.id, step_key, spec.name, now, input_digest=digest, input_preview=preview, attempt=attempt
+            task.id, step_key, spec.name, ctx.now, input_digest=digest, input_preview=preview, attempt=attempt
         )
+        crash_point("before_tool_effect")
         started = time.perf_counter()
         try:
             value = spec.run(call.args, ctx)
@@ -103,6 +154,7 @@ class Executor:
         except Exception as exc:
             self._failed(task, begun, call, exc, intent, redacted, started, internal=True)
             raise
+        crash_point("after_tool_effect")
         return self._done(task, begun, call, value, intent, reason, redacted, time.perf_counter() - started)
 
     def _done(

@@ -30,8 +30,9 @@ from agent.budget import TokenCounter
 from agent.canonical import args_digest, canonical_json
 from agent.context import Block, ContextTooLarge, build, for_api, trim
 from agent.deps import Deps
-from agent.errors import LLMError, TaskStateError, ToolError, ToolRetry
+from agent.errors import LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
 from agent.executor import Executor, StepResult
+from agent.frontier import INTERRUPTED, UNCERTAIN, Decision, confirmation_key, frontier, uncertain
 from agent.gate import Allow, Confirm, Deny, Who, decide, identify
 from agent.llm import LLMClient
 from agent.recovery import RetryPolicy, RunState, with_recovery
@@ -180,6 +181,30 @@ class Agent:
             )
         self.deps.tasks.update(task_id, now, status="running", error=None)
         return self._drive(self.deps.tasks.get(task_id))
+
+    def hold(self, task_id: int) -> bool:
+        """Take the task's lease before changing what it waits for (a `/confirm`), so a crash right
+        after the change leaves a lease that lapses and the orphan job finishes the task."""
+        ttl = timedelta(seconds=self.deps.settings.core.store.lease_seconds)
+        return self.deps.tasks.claim(task_id, self.deps.holder, self.deps.clock(), ttl)
+
+    def resume_stalled(self, conversation: str) -> list[Outcome]:
+        """Resume this conversation's confirmed tasks whose process died before running them."""
+        deps = self.deps
+        ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
+        out = []
+        for orphan in deps.tasks.orphans(deps.clock(), conversation=conversation):
+            if orphan.status != "awaiting_confirmation" or not deps.tasks.take(
+                orphan, deps.holder, deps.clock(), ttl
+            ):
+                continue
+            try:
+                outcome = self.resume(orphan.id)
+            except TaskStateError:
+                continue
+            if outcome.status != "busy":
+                out.append(outcome)
+        return out
 
     def resume_orphans(self) -> list[Outcome]:
         """Resume tasks left `running` by a process that died (its lease lapsed, or it is gone from this host)."""
@@ -362,10 +387,8 @@ class Agent:
         assert self.llm is not None, "a chat task needs a model"
         deps = self.deps
         now = deps.clock()
-        if prior is not None and prior.status == "running":
-            deps.tasks.finish_step(
-                prior, "failed", now, error="interrupted: the process stopped during this step"
-            )
+        if prior is not None and prior.status == "running":  # a model call has no side effect: rerun
+            deps.tasks.finish_step(prior, "failed", now, error=INTERRUPTED)
         begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, now)
         api_messages: list[dict[str, Any]] = []
         try:
@@ -401,14 +424,14 @@ class Agent:
         name, raw = tc["function"]["name"], tc["function"].get("arguments")
         prior = run.latest.get(key)
         if prior is not None and (
-            prior.status == "done" or (prior.status == "failed" and self._superseded(run, prior))
+            frontier(prior, superseded=self._superseded(run, prior), side_effecting=True, has_lookup=False)
+            is Decision.REPLAY
         ):
             result = self.executor.replay(prior)
             if prior.status == "done" and prior.input_digest:
                 done_calls[f"{prior.tool_name}:{prior.input_digest}"] = key
             run.tool_calls += 1
             return result
-        deps.clock()
         if finish == "length":
             run.invalid += 1
             return self._refuse(
@@ -458,8 +481,37 @@ class Agent:
         if isinstance(decision, Deny):
             self._audit_gate(run, key, call, "deny", decision.reason, environment)
             return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)
-        if isinstance(decision, Confirm):
-            gate = self._confirmation(run, key, call, decision, environment)
+        step = frontier(
+            prior, superseded=False, side_effecting=risk == "write", has_lookup=call.spec.lookup is not None
+        )
+        why = "the process stopped while it ran, and there is no way to look up whether it took effect"
+        if step is Decision.LOOK_UP and prior is not None:
+            prior = self.executor.interrupted(prior)
+            try:
+                found = self.executor.look_up(
+                    run.task, key, call, intent=run.task.goal, reason=decision.reason
+                )
+            except OutcomeUnknown as exc:
+                step = Decision.UNCERTAIN
+                why = f"the process stopped while it ran, and looking it up could not tell: {exc}"
+            else:
+                if found is not None:  # the effect happened before the crash: that is the result
+                    done_calls[repeat_key] = key
+                    return found
+        if step is Decision.UNCERTAIN and prior is not None:
+            if not uncertain(prior):
+                prior = self.executor.uncertain(run.task, key, call, prior, why)
+            if not isinstance(decision, Confirm):  # only a fresh yes runs it again
+                decision = Confirm(f"`{name}` was interrupted and may or may not have taken effect")
+            gate = self._confirmation(
+                run, key, call, decision, environment, bound=confirmation_key(key, prior), unsure=prior.error
+            )
+            if gate is not None:
+                return gate
+        elif isinstance(decision, Confirm):
+            gate = self._confirmation(
+                run, key, call, decision, environment, bound=confirmation_key(key, prior)
+            )
             if gate is not None:
                 return gate
         if isinstance(decision, Allow):
@@ -482,18 +534,30 @@ class Agent:
         return any(s.id > step.id for k, s in run.latest.items() if k != step.step_key)
 
     def _confirmation(
-        self, run: _Run, key: str, call: ParsedCall, decision: Confirm, environment: str
+        self,
+        run: _Run,
+        key: str,
+        call: ParsedCall,
+        decision: Confirm,
+        environment: str,
+        *,
+        bound: str,
+        unsure: str | None = None,
     ) -> StepResult | Outcome | None:
-        """None = released, go ahead; otherwise the pause or the refusal."""
+        """None = released, go ahead; otherwise the pause or the refusal.
+
+        `bound`: the pending-action key of this attempt (`agent.frontier.confirmation_key`);
+        `unsure`: why an earlier attempt may or may not have taken effect (then the yes is to run it again).
+        """
         deps = self.deps
         now = deps.clock()
         digest = args_digest(call.spec.name, call.data)
-        pending = deps.pending.for_step(run.task.id, key)
+        pending = deps.pending.for_step(run.task.id, bound)
         if pending is None:
             ttl = timedelta(minutes=deps.settings.core.confirm.ttl_minutes)
             pending = deps.pending.create(
                 task_id=run.task.id,
-                step_key=key,
+                step_key=bound,
                 user_id=run.task.owner,
                 conversation=run.task.conversation,
                 tool=call.spec.name,
@@ -510,15 +574,15 @@ class Agent:
             deps.pending.close(pending.id, "expired", now)
             pending = deps.pending.get(pending.id) or pending
         if pending.status in ("expired", "cancelled", "rejected"):
-            return self._refuse(
-                run,
-                key,
-                call.spec.name,
-                f"NOT EXECUTED: the confirmation was {pending.status}; tell the user nothing was done.",
-                kind=pending.status,
+            refusal = (
+                f"NOT RUN AGAIN: the confirmation was {pending.status}. An earlier attempt was interrupted and "
+                "may or may not have taken effect; tell the user the outcome is unknown."
+                if unsure
+                else f"NOT EXECUTED: the confirmation was {pending.status}; tell the user nothing was done."
             )
+            return self._refuse(run, key, call.spec.name, refusal, kind=pending.status)
         if pending.status == "executed":
-            return None  # consumed before a crash: run (the executor's lookup guards the effect)
+            return None  # consumed, then the process stopped before this attempt's `running` row
         if pending.released and deps.pending.consume(pending.id, digest, now):
             return None
         deps.tasks.update(run.task.id, now, status="awaiting_confirmation", current_step=key)
@@ -528,11 +592,19 @@ class Agent:
         except ToolError:
             meaning = ""
         meaning = f"→ {deps.redactor.text(meaning)}\n" if meaning else ""
+        ttl_text = f"within {deps.settings.core.confirm.ttl_minutes} minutes"
         ask = (
             f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n{meaning}"
-            f"Reply `/confirm {pending.id}` (or 确认执行) within {deps.settings.core.confirm.ttl_minutes} minutes "
-            f"to run it, or `/cancel {pending.id}`."
+            f"Reply `/confirm {pending.id}` (or 确认执行) {ttl_text} to run it, or `/cancel {pending.id}`."
         )
+        if unsure:
+            ask = (
+                f"⚠️ Task {run.task.id}: `{call.spec.name}` {args_text} was interrupted "
+                f"({deps.redactor.text(unsure.removeprefix(UNCERTAIN).split(';')[0].strip())}).\n{meaning}"
+                "It may or may not have happened, and it was NOT run again. Please check; "
+                f"reply `/confirm {pending.id}` {ttl_text} to run it again with the same arguments, "
+                f"or `/cancel {pending.id}`."
+            )
         if pending.needs_approval and pending.status == "confirmed":
             ask = (
                 f"Confirmed by you; waiting for an approver: someone with the approver role sends "

@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from tenacity import RetryCallState, wait_exponential
 
-from agent.errors import IntegrationError, ToolFailed
+from agent.errors import IntegrationError, OutcomeUnknown, ToolFailed
 from agent.registry import ToolContext, ToolSpec
 
 
@@ -75,13 +75,16 @@ def with_recovery(
                 last = exc
             what = f"{spec.name} timed out ({_describe(last)})"
             if spec.risk_for(args, deps) == "write":
-                if spec.lookup is None:
+                try:
+                    if spec.lookup is None:
+                        raise OutcomeUnknown("no lookup")
+                    found = spec.lookup(args, ctx)
+                except OutcomeUnknown:
                     raise ToolFailed(
                         f"{what}. It is a write that may or may not have taken effect, and it has no way to "
                         "look that up, so it was NOT retried. The outcome is unknown: do not report it as "
                         "done; ask the user to check."
                     ) from None
-                found = spec.lookup(args, ctx)
                 if found is not None:  # it happened: that is the result, never a second write
                     return found
             wait = float(backoff(cast(RetryCallState, _Attempt(attempt))))

@@ -86,29 +86,12 @@ def start(app: App, jobs: list[Job] | None = None) -> BackgroundScheduler:
 def _take_orphan(app: App, orphan: Task) -> bool:
     """Compare-and-swap the lease from the holder we saw to us: of two replicas, exactly one wins."""
     deps = app.deps
-    now = deps.clock()
-    same_owner = (
-        task.c.lease_owner.is_(None)
-        if orphan.lease_owner is None
-        else task.c.lease_owner == orphan.lease_owner
-    )
-    same_expiry = (
-        task.c.lease_expires_at.is_(None)
-        if orphan.lease_expires_at is None
-        else task.c.lease_expires_at == orphan.lease_expires_at
-    )
     ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
-    with deps.engine.begin() as conn:
-        won = conn.execute(
-            update(task)
-            .where(and_(task.c.id == orphan.id, task.c.status == "running", same_owner, same_expiry))
-            .values(lease_owner=deps.holder, lease_expires_at=now + ttl)
-        ).rowcount
-    return bool(won)
+    return deps.tasks.take(orphan, deps.holder, deps.clock(), ttl)
 
 
 def resume_orphans(app: App) -> None:
-    """Tasks left running by a dead replica are continued once their lease lapsed (by one replica)."""
+    """Tasks a dead replica left running, or confirmed but not resumed, continue once its lease lapsed (by one replica)."""
     for orphan in app.deps.tasks.orphans(app.deps.clock()):
         if not _take_orphan(app, orphan):
             continue  # another replica took it first

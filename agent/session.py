@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from agent import approvals
 from agent.audit import AuditEvent
 from agent.commands import Command, CommandSyntaxError, parse
+from agent.crashpoint import crash_point
 from agent.errors import BotError, TaskStateError
 from agent.gate import Who, identify, visible
 from agent.loop import Agent, Outcome
@@ -66,13 +67,27 @@ class Session:
         self.private_commands: set[str] = set()
 
     def handle(self, msg: Inbound) -> str:
-        """The reply to one inbound message (progress and late results go through deps.notify)."""
+        """The reply to one inbound message (progress and late results go through deps.notify).
+
+        A task of this conversation that was confirmed but never resumed (its process died in
+        between) is resumed first; its reply comes before this message's.
+        """
+        resumed = self.agent.resume_stalled(msg.conversation)
+        reply = self._handle(msg, resumed)
+        return "\n\n".join([*(o.reply for o in resumed), *([reply] if reply else [])])
+
+    def _handle(self, msg: Inbound, resumed: list[Outcome]) -> str:
         who = identify(msg.user, self.deps.settings.access)
         phrases = tuple(self.deps.settings.core.confirm.phrases)
         try:
             command = parse(msg.text, phrases)
         except CommandSyntaxError as exc:
             return str(exc)
+        if command is not None and command.name == "confirm" and resumed:
+            done = {str(o.task_id) for o in resumed}
+            picked = _pick(self, who, msg, command, "confirm")
+            if isinstance(picked, str) or str(picked.task_id) in done:
+                return ""  # that /confirm was for the task just resumed
         if command is None:
             return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel).reply
         handler = self.commands.get(command.name)
@@ -149,7 +164,12 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         return f"Action {action.id} expired at {action.expires_at:%H:%M} UTC; nothing was run."
     if action.user_id != who.user or action.conversation != msg.conversation:
         return f"Action {action.id} is not waiting for your confirmation here."
+    if not session.agent.hold(action.task_id):
+        return (
+            f"Task {action.task_id} is being worked on elsewhere; try `/confirm {action.id}` again shortly."
+        )
     if not deps.pending.confirm(action.id, who.user, msg.conversation, now):
+        deps.tasks.release(action.task_id, deps.holder)
         return f"Action {action.id} is {action.status}; it cannot be confirmed again."
     deps.audit.record(
         AuditEvent(
@@ -163,6 +183,7 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
             detail={"pending_id": action.id},
         )
     )
+    crash_point("after_confirm_update")
     return session.agent.resume(action.task_id).reply
 
 

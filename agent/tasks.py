@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Engine, and_, bindparam, exists, func, insert, or_, select, update
 
 from agent.audit import AuditEvent
 from agent.audit import write as write_audit
 from agent.errors import TaskStateError
 from agent.holder import holder_is_dead
-from agent.schema import task, task_step
+from agent.schema import pending_action, task, task_step
 
 ACTIVE = ("pending", "running", "awaiting_confirmation")
 
@@ -224,9 +224,28 @@ class TaskStore:
                 .values(lease_owner=None, lease_expires_at=None)
             )
 
-    def orphans(self, now: datetime, limit: int = 50) -> list[Task]:
-        """Tasks left `running` whose holder is gone: no lease, an expired one, or a dead local process."""
-        q = select(task).where(task.c.status == "running").order_by(task.c.id).limit(limit * 4)
+    def orphans(self, now: datetime, limit: int = 50, *, conversation: str | None = None) -> list[Task]:
+        """Tasks whose holder is gone (no lease, an expired one, or a dead local process) and that can go on.
+
+        That is a task left `running`, or one left `awaiting_confirmation` although its action was
+        confirmed (and approved where needed): the process died between the yes and the resume.
+        """
+        pa = pending_action.c
+        released = exists().where(
+            and_(
+                pa.task_id == task.c.id,
+                pa.status == "confirmed",
+                or_(pa.needs_approval.is_(False), pa.approved_by.is_not(None)),
+            )
+        )
+        q = (
+            select(task)
+            .where(or_(task.c.status == "running", and_(task.c.status == "awaiting_confirmation", released)))
+            .order_by(task.c.id)
+            .limit(limit * 4)
+        )
+        if conversation is not None:
+            q = q.where(task.c.conversation == conversation)
         with self.engine.connect() as conn:
             rows = [_task(r) for r in conn.execute(q)]
         gone = [
@@ -237,6 +256,29 @@ class TaskStore:
             or holder_is_dead(t.lease_owner)
         ]
         return gone[:limit]
+
+    def take(self, orphan: Task, holder: str, now: datetime, ttl: timedelta) -> bool:
+        """Compare-and-swap an orphan's lease from the holder we saw to `holder`: of two takers, one wins."""
+        same_owner = (
+            task.c.lease_owner.is_(None)
+            if orphan.lease_owner is None
+            else task.c.lease_owner == orphan.lease_owner
+        )
+        same_expiry = (
+            task.c.lease_expires_at.is_(None)
+            if orphan.lease_expires_at is None
+            else task.c.lease_expires_at == orphan.lease_expires_at
+        )
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(task)
+                    .where(
+                        and_(task.c.id == orphan.id, task.c.status == orphan.status, same_owner, same_expiry)
+                    )
+                    .values(lease_owner=holder, lease_expires_at=now + ttl)
+                ).rowcount
+            )
 
     def spend_retry(self, task_id: int, now: datetime) -> int | None:
         """Spend one unit of the task's stored retry budget; None when it is exhausted."""

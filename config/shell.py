@@ -4,6 +4,10 @@ The model never writes a command line: it names an entry and fills its typed arg
 template item is a literal (`log`), a whole placeholder (`{path}`), a literal with one embedded
 placeholder (`--since={date}`), an optional group (a nested list, kept only when every argument in
 it is given: `["-k", "{expr}"]`), or the marker `{flags}` where the allowed optional flags go.
+
+An entry may declare `check:`, a read-only argv template over the same typed arguments that answers
+"did it already happen?" after a crash interrupted the command: exit 0 = it happened (recorded as done,
+not run again), exit 1 = it did not (safe to run), anything else = cannot tell (the user is asked).
 """
 
 from __future__ import annotations
@@ -221,6 +225,12 @@ class Entry(BaseModel):
     )
     roles: list[str] = Field(default_factory=list, description="roles allowed to run it; [] = everyone")
     limits: Limits | None = Field(None, description="overrides the global limits for this entry")
+    check: list[str | list[str]] | None = Field(
+        None,
+        min_length=1,
+        description="read-only argv template (same arguments, no {flags}) answering 'did it happen?' after "
+        "an interrupted run: exit 0 = happened, 1 = did not, anything else = cannot tell",
+    )
 
 
 class ShellConfig(BaseModel):
@@ -380,6 +390,33 @@ def _entry_problems(i: int, e: Entry, cfg: ShellConfig) -> list[tuple[tuple[Any,
         out.append(((*loc, "risk"), "an entry that writes must have risk: write"))
     if e.writes and e.workspace is None:
         out.append(((*loc, "writes"), "an entry that writes needs a workspace (it gets a throwaway copy)"))
+    if e.check is not None:
+        out += _check_problems(loc, e)
+    return out
+
+
+def _check_problems(loc: tuple[Any, ...], e: Entry) -> list[tuple[tuple[Any, ...], str]]:
+    """The `check:` template: a literal program, the entry's own arguments, no {flags}."""
+    assert e.check is not None
+    out: list[tuple[tuple[Any, ...], str]] = []
+    first = e.check[0]
+    if not isinstance(first, str) or PLACEHOLDER.search(first) or first == FLAGS_MARKER:
+        out.append(((*loc, "check"), "check[0] must be a literal program name"))
+    for j, item in enumerate(e.check):
+        parts = item if isinstance(item, list) else [item]
+        if FLAGS_MARKER in parts:
+            out.append(((*loc, "check", j), "{flags} cannot be used in check"))
+            continue
+        if isinstance(item, list) and not template_args(item):
+            out.append(((*loc, "check", j), "an optional group needs at least one placeholder"))
+        for part in parts:
+            problem = _item_problem(part, e.args)
+            if problem:
+                out.append(((*loc, "check", j), problem.replace("in 'args'", "in the entry's 'args'")))
+        if not isinstance(item, list):
+            for name in template_args(item):
+                if name in e.args and not e.args[name].required:
+                    out.append(((*loc, "check", j), f"{{{name}}} is optional: put it in an optional group"))
     return out
 
 

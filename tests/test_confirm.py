@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent.clock import FakeClock
+from agent.scheduler import resume_orphans
 from agent.session import Inbound
 from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import MakeApp
@@ -132,3 +134,29 @@ def test_cancel_drops_the_action(make_app: MakeApp, llm: ScriptedLLM, tmp_path: 
     assert app.deps.tasks.get(1).status == "cancelled"
     assert "is cancelled" in ask(app, "/confirm 1")
     assert effects(tmp_path) == []
+
+
+def test_the_orphan_job_runs_a_confirmed_action_whose_process_died_once_its_lease_lapsed(
+    make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path, clock: FakeClock
+) -> None:
+    notes: list[tuple[str, str]] = []
+    dead = make_app(
+        [call("write_note", note="n"), call("write_note", note="p", environment="prod"), say("Wrote it.")]
+    )
+    ask(dead, "write")
+    # what `/confirm` does before it resumes: take the task's lease, then the confirm UPDATE
+    assert dead.agent.hold(1) and dead.deps.pending.confirm(1, "alice", "c1", clock())
+    ask(dead, "write to prod", user="bob", conv="c2")  # confirmed, but no approver yet: not released
+    assert dead.deps.pending.confirm(2, "bob", "c2", clock())
+    other = make_app(notify=lambda conv, text: notes.append((conv, text)))
+    resume_orphans(other)
+    assert other.deps.tasks.get(1).status == "awaiting_confirmation"  # the holder may still be alive
+    clock.advance(other.settings.core.store.lease_seconds + 1)
+    resume_orphans(other)
+    resume_orphans(other)
+    assert notes == [("c1", "Wrote it.")]
+    assert [e["note"] for e in effects(tmp_path)] == ["n"]
+    steps = [s.status for s in other.deps.tasks.steps(1) if s.step_key == "tool:1:0"]
+    assert steps == ["running", "done"]  # ran once
+    assert other.deps.tasks.get(2).status == "awaiting_confirmation"  # still waits for /approve
+    llm.assert_consumed()

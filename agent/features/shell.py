@@ -8,6 +8,10 @@ through `session.run_tool`, so the same registry, gate, confirmation and audit a
 matches no entry is refused with the closest entry and the failing argument, and nothing runs.
 Every run writes a `shell` audit event (argv redacted, entry, user, exit code, duration, output
 digest, sandbox) and keeps the full output as an artifact.
+
+After a crash interrupted a write entry, the tool's `lookup` runs the entry's `check:` command (if it
+has one) to learn whether the write happened; without a check the outcome is unknown and the user is
+asked before it runs again (see `agent.tasks.frontier`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.audit import AuditEvent
-from agent.errors import ConfigError
+from agent.errors import ConfigError, OutcomeUnknown, ToolError
 from agent.features import Job
 from agent.gate import Scope, Who
 from agent.registry import Risk, ToolContext, ToolSpec
@@ -117,6 +121,29 @@ class ShellService:
         )
         return result_text(result)
 
+    def lookup(self, args: Args, ctx: ToolContext) -> str | None:
+        """Did an interrupted run of this call happen? The entry's `check:` answers; else OutcomeUnknown."""
+        try:
+            match = self.whitelist.from_args(args.command, args.args, args.flags)
+        except ShellRefused as exc:
+            raise OutcomeUnknown(f"the entry cannot be checked: {self._masked(exc, args).reason}") from None
+        check = self.whitelist.check_match(match)
+        if check is None:
+            raise OutcomeUnknown(f"entry {match.entry.name!r} has no check: command to look it up")
+        try:
+            result = self.runner.run(check)
+        except ToolError as exc:
+            raise OutcomeUnknown(f"its check could not run: {exc}") from None
+        self._audit(ctx, check, result, "check")
+        if result.killed_by is None and result.exit_code == 0:
+            return f"Not run again: its check says it already happened.\n{result_text(result)}"
+        if result.killed_by is None and result.exit_code == 1:
+            return None
+        how = (
+            f"exited {result.exit_code}" if result.killed_by is None else f"was killed by {result.killed_by}"
+        )
+        raise OutcomeUnknown(f"its check {how} (0 = happened, 1 = did not)")
+
     def _masked(self, exc: ShellRefused, args: Args) -> ShellRefused:
         """The refusal with the values of secret arguments masked (it is shown, stored and audited)."""
         reason = exc.reason
@@ -171,6 +198,7 @@ class ShellService:
             risk_of=self.entry_risk,
             environment_of=self.entry_environment,
             scope_of=self.entry_scope,
+            lookup=self.lookup,
             secret_args=self.secret_args(),
         )
 

@@ -130,6 +130,26 @@ def test_a_valid_minimal_whitelist_loads() -> None:
             "run_as_uid: 65534\nentries:",
             "shell.yaml:2: run_as_uid: Value error, replaced by `run_as_uids",
         ),
+        (
+            "    args:",
+            '    check: [test, -e, "{file}"]\n    args:',
+            "entries[name=git_log].check.2: placeholder {file} has no entry in the entry's 'args'",
+        ),
+        (
+            "    args:",
+            '    check: ["{path}", x]\n    args:',
+            "entries[name=git_log].check: check[0] must be a literal program",
+        ),
+        (
+            "    args:",
+            '    check: [test, "{flags}"]\n    args:',
+            "entries[name=git_log].check.1: {flags} cannot be used",
+        ),
+        (
+            "    args:",
+            "    check: []\n    args:",
+            "entries[name=git_log].check: List should have at least 1 item",
+        ),
     ],
 )
 def test_problems_are_reported_with_file_line_and_key(old: str, new: str, expected: str) -> None:
@@ -138,6 +158,12 @@ def test_problems_are_reported_with_file_line_and_key(old: str, new: str, expect
     with pytest.raises(ConfigErrors) as info:
         load_shell_config(text, "shell.yaml")
     assert expected in str(info.value)
+
+
+def test_a_check_command_uses_the_entry_arguments() -> None:
+    text = BASE.replace("    args:", '    check: [git, cat-file, -e, "{path}"]\n    args:', 1)
+    entry = load_shell_config(text, "shell.yaml").entries[0]
+    assert entry.check == ["git", "cat-file", "-e", "{path}"]
 
 
 def test_duplicate_entry_names_are_refused() -> None:

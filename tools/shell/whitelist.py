@@ -225,6 +225,14 @@ class Whitelist:
                 argv.append(part(item))
         return tuple(argv)
 
+    def check_match(self, match: Match) -> Match | None:
+        """The entry's read-only `check:` command for the same values, or None when it has none."""
+        entry = match.entry
+        if entry.check is None:
+            return None
+        check = entry.model_copy(update={"argv": entry.check, "flags": [], "writes": False, "risk": "read"})
+        return Match(entry=check, argv=self.render_values(check, match.values, ()), values=match.values)
+
     def _render(self, entry: Entry, values: Mapping[str, str], flags: tuple[str, ...]) -> Match:
         argv = self.render_values(entry, values, flags)
         total = sum(len(a) + 1 for a in argv)
