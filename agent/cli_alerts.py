@@ -37,7 +37,10 @@ def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsCon
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Feed a recorded stream through the pipeline on a simulated clock and print what it would send."""
+    """Feed a recorded stream through the pipeline on a simulated clock and print what it would send.
+
+    Bad lines (not JSON, a required field missing, an unknown state) are reported with their line
+    number on stderr and in the JSON output, and the replay goes on without them."""
     from agent.alerts.replay import load_events, run_replay
 
     try:
@@ -46,20 +49,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     try:
-        events, errors = load_events(args.events)
+        loaded = load_events(args.events)
     except OSError as exc:
-        print(f"{args.events}: {exc.strerror}", file=sys.stderr)
+        print(f"{args.events}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    if errors:
-        for e in errors:
-            print(e, file=sys.stderr)
-        return 2
-    result = run_replay(events, alerts, workflows)
+    for bad in loaded.bad:
+        print(f"{args.events}:{bad.line}: {bad.problem}", file=sys.stderr)
+    if loaded.unknown_fields:
+        names = ", ".join(f"{k} ({n}×)" for k, n in sorted(loaded.unknown_fields.items()))
+        print(f"{args.events}: ignored unknown field(s): {names}", file=sys.stderr)
+    result = run_replay(loaded.events, alerts, workflows)
+    summary = {**result.summary(), "bad_lines": len(loaded.bad)}
     if args.json:
         out: dict[str, Any] = {
             "notifications": result.notifications,
             "suppressed": result.suppressed(),
-            "summary": result.summary(),
+            "bad_lines": [b.to_dict() for b in loaded.bad],
+            "summary": summary,
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
@@ -75,10 +81,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f"{r['at']}  instance {r['instance_id']}  {r['workflow']}/{r['task']}  {r['reason']}"
             f"{'  → ' + r['notification_key'] if r['notification_key'] else ''}{'  (' + r['detail'] + ')' if r['detail'] else ''}"
         )
-    s = result.summary()
     print(
-        f"--- {s['events']} events → {s['notifications']} notifications "
-        f"(naive: {s['naive_one_per_failure']}); rate-limit violations: {s['rate_limit_violations']}"
+        f"--- {summary['events']} events → {summary['notifications']} notifications "
+        f"(naive: {summary['naive_one_per_failure']}); rate-limit violations: "
+        f"{summary['rate_limit_violations']}; bad lines: {summary['bad_lines']}"
     )
     return 0
 
@@ -87,8 +93,10 @@ def register(sub: Any) -> None:
     """Add `alerts` with its subcommands to the `xihe` sub-parsers."""
     alerts = sub.add_parser("alerts", help="alert pipeline tools")
     alerts_sub = alerts.add_subparsers(dest="alerts_command", required=True)
-    replay = alerts_sub.add_parser("replay", help="replay a FailureEvent JSONL stream on a simulated clock")
-    replay.add_argument("events", metavar="EVENTS.jsonl", help="one FailureEvent JSON object per line")
+    replay = alerts_sub.add_parser("replay", help="replay a JSONL event stream on a simulated clock")
+    replay.add_argument(
+        "events", metavar="EVENTS.jsonl", help="one event JSON object per line (README: alert replay)"
+    )
     replay.add_argument(
         "--config", default=argparse.SUPPRESS, help="YAML directory (alerts.yaml, workflows.yaml)"
     )

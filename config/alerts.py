@@ -198,7 +198,18 @@ class AlertsConfig(BaseModel):
         default=15,
         ge=0,
         le=600,
-        description="hold a new instance's message this long so its other failed tasks join it",
+        description="hold a new P1 instance's message this long so its other failed tasks join it "
+        "(P0 goes out at once; tasks that fail later come in a follow-up)",
+    )
+    public_base_url: str = Field(
+        default="",
+        description="where people reach xihe's web UI, e.g. https://xihe.example.com; "
+        "alerts link the run's trace page under it (empty: no link)",
+    )
+    dolphinscheduler_instance_url: str = Field(
+        default="",
+        description="link to a run in DolphinScheduler's UI, with {project}, {project_code}, "
+        "{workflow_code} and {instance_id} placeholders (empty: no link)",
     )
     window_minutes: int = Field(
         default=10, ge=1, le=1440, description="fingerprint and P2 aggregation window"
@@ -234,6 +245,16 @@ class AlertsConfig(BaseModel):
 
     @model_validator(mode="after")
     def _default_channel(self) -> AlertsConfig:
+        for name in ("public_base_url", "dolphinscheduler_instance_url"):
+            url = getattr(self, name)
+            if url and not url.startswith(("http://", "https://")):
+                raise ValueError(f"{name} must start with http:// or https://")
+        try:
+            self.dolphinscheduler_instance_url.format(
+                project="p", project_code=1, workflow_code=1, instance_id=1
+            )
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"dolphinscheduler_instance_url: bad placeholder {exc}") from None
         if "default" not in self.channels:
             raise ValueError("channels must define 'default' (workflows without a channel use it)")
         if self.node_storm.channel not in self.channels:

@@ -129,6 +129,15 @@ class InMemoryChannelHealth:
         return replace(h)
 
 
+P0_RESERVE = 4  # slots per robot-minute that only P0 messages may use, so a page never waits behind a storm
+
+
+def row_limit(row: OutboxRow, ch: Channel) -> int:
+    """Messages per minute this row may count up to: the full limit for P0, less the reserve for others."""
+    full = ch.rate_limit_per_minute
+    return full if row.tier == "P0" else max(1, full - min(P0_RESERVE, full // 4))
+
+
 class _RateLimited(Exception):
     """No slot left in this robot's minute; the row goes back to the queue."""
 
@@ -197,25 +206,22 @@ class Deliverer:
                 outcome = "failed"
             else:
                 robot_id = ch.robot_key_env
-                if not self.limiter.allowed(robot_id, now, ch.rate_limit_per_minute):
-                    self.outbox.release(
-                        row.key, self.owner, self.limiter.next_free(robot_id, now, ch.rate_limit_per_minute)
-                    )
+                limit = row_limit(row, ch)
+                if not self.limiter.allowed(robot_id, now, limit):
+                    self.outbox.release(row.key, self.owner, self.limiter.next_free(robot_id, now, limit))
                     return
                 probe = probe_due and self.health.claim_probe(row.channel, now, every)
                 if probe_due and not probe:
                     outcome = "skip"  # another sender holds this probe: this row goes by mail
                 else:
-                    outcome = self._robot(row, key, robot_id, ch, now, audit, probe)
+                    outcome = self._robot(row, key, robot_id, limit, now, audit, probe)
             if outcome == "sent":
                 self.outbox.mark_sent(row.key, self.owner, now, "robot")
                 self.health.success(row.channel, now)
                 return
             if outcome == "limited":
                 self.outbox.release(
-                    row.key,
-                    self.owner,
-                    self.limiter.next_free(ch.robot_key_env, now, ch.rate_limit_per_minute),
+                    row.key, self.owner, self.limiter.next_free(ch.robot_key_env, now, row_limit(row, ch))
                 )
                 return
             if outcome == "content":
@@ -239,7 +245,7 @@ class Deliverer:
         row: OutboxRow,
         key: str,
         robot_id: str,
-        ch: Channel,
+        limit: int,
         now: datetime,
         audit: list[DeliveryAttempt],
         probe: bool,
@@ -247,7 +253,7 @@ class Deliverer:
         """Returns sent | failed | content | limited."""
 
         def attempt() -> RobotReply:
-            if not self.limiter.acquire(robot_id, now, ch.rate_limit_per_minute):
+            if not self.limiter.acquire(robot_id, now, limit):
                 raise _RateLimited()
             try:
                 reply = self.robot.send_markdown(key, row.text)

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from agent.alerts.cron import CronSpec
-from agent.events import FailureEvent
+from agent.alerts.event import AlertEvent
 from config.alerts import AlertsConfig
 
 ScopeKind = Literal["all", "project", "workflow", "host"]
@@ -28,7 +28,7 @@ class MaintScope:
     kind: ScopeKind = "all"
     value: str = ""
 
-    def covers(self, event: FailureEvent) -> bool:
+    def covers(self, event: AlertEvent) -> bool:
         """True when `event` falls under this scope (a host matches with or without its port)."""
         if self.kind == "all":
             return True
@@ -96,6 +96,17 @@ class CronWindow:
     scope: MaintScope = MaintScope()
     _memo: dict[int, bool] = field(default_factory=dict, compare=False, repr=False)
 
+    def ends_at(self, now: datetime) -> datetime | None:
+        """End of the occurrence in force at `now` (the latest firing in (now - duration, now]), or None."""
+        if not self.active(now):
+            return None
+        base = datetime.fromtimestamp(int(now.timestamp()) // 60 * 60, tz=self.tz)
+        for m in range(max(1, int(self.duration.total_seconds() // 60))):
+            start = base - timedelta(minutes=m)
+            if self.spec.matches(start.astimezone(self.tz)):
+                return start + self.duration
+        return None
+
     def active(self, now: datetime) -> bool:
         """True when some firing in (now - duration, now] exists."""
         minute = int(now.timestamp()) // 60
@@ -148,14 +159,21 @@ class MaintenanceBook:
         """A book without the window `window_id`."""
         return replace(self, windows=tuple(w for w in self.windows if w.id != window_id))
 
-    def active(self, now: datetime, event: FailureEvent) -> str | None:
+    def active(self, now: datetime, event: AlertEvent) -> str | None:
         """The name of a window covering `event` at `now`, or None."""
+        found = self.covering(now, event)
+        return found[0] if found else None
+
+    def covering(self, now: datetime, event: AlertEvent) -> tuple[str, datetime] | None:
+        """(name, end) of a window covering `event` at `now`, or None."""
         for w in self.windows:
             if w.start <= now < w.end and w.scope.covers(event):
-                return w.note or w.id
+                return w.note or w.id, w.end
         for s in self.schedules:
-            if s.scope.covers(event) and s.active(now):
-                return s.name
+            if s.scope.covers(event):
+                end = s.ends_at(now)
+                if end is not None:
+                    return s.name, end
         return None
 
     def chat_windows(self, now: datetime) -> tuple[MaintenanceWindow, ...]:

@@ -26,7 +26,10 @@ class Reason(StrEnum):
     USER_PAUSE = "user_pause"
     PARENT_STOPPED = "parent_stopped"
     MAINTENANCE = "maintenance"
-    NOT_FAILED = "not_failed"  # success or still running without a final failure
+    KILLED = "killed"  # a task attempt killed (a stop, or the failure strategy): the workflow event decides
+    IN_PROGRESS = "in_progress"  # started, dispatched, queued or running: nothing has failed yet
+    NOT_FAILED = "not_failed"  # succeeded
+    BAD_EVENT = "bad_event"  # not usable (bad JSON, missing field, unknown state): recorded, skipped
     DUPLICATE_EVENT = "duplicate_event"  # the same (instance, task, state, retry) was seen already
     # tier
     TIER_EXPLICIT = "tier_explicit"
@@ -54,6 +57,7 @@ class Kind(StrEnum):
     AGGREGATE = "aggregate"  # fingerprint window
     SUMMARY = "summary"  # P2 window
     NODE = "node"  # suspect worker host
+    MAINT = "maint"  # what a maintenance window suppressed, when it ends
 
 
 @dataclass(frozen=True)

@@ -9,21 +9,25 @@ re-flushing after a crash is harmless because outbox keys are unique.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from agent.alerts.classify import WorkflowIndex, classify, environment_of, idempotency_key, tier_for
+from agent.alerts.event import AlertEvent
 from agent.alerts.fingerprint import fingerprint
 from agent.alerts.maintenance import MaintenanceBook
 from agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
+from agent.alerts.notes import NoOrigins, Origins, instance_note, window_notes
 from agent.alerts.outbox import Outbox, OutboxRow
-from agent.alerts.render import Renderer, duration_seconds
+from agent.alerts.render import Renderer
 from agent.alerts.state import (
     NS_FP,
     NS_HOST,
     NS_INSTANCE,
+    NS_MAINT,
     NS_NODE,
     NS_P2,
     NS_SEEN,
@@ -31,16 +35,18 @@ from agent.alerts.state import (
     HostHits,
     InstanceState,
     Window,
+    rank,
 )
-from agent.events import FailureEvent
 from config.alerts import AlertsConfig
 from config.workflows import WorkflowsConfig
+
+log = logging.getLogger("xihe.alerts")
 
 MAX_TASKS = 20  # failed tasks kept per instance message; more are counted
 
 
 class RecordSink(Protocol):
-    """Where records go (the lead: an `alert_event` table or the audit log)."""
+    """Where records go (an `alert_event` table, or a list in a replay)."""
 
     def record(self, rec: AlertRecord) -> None:
         """Store one record."""
@@ -61,7 +67,7 @@ _EMPTY = FeedResult()
 
 
 def decide_group(
-    event: FailureEvent,
+    event: AlertEvent,
     tier: Tier,
     now: datetime,
     config: AlertsConfig,
@@ -91,17 +97,16 @@ def _epoch(t: datetime) -> int:
     return int(t.timestamp())
 
 
-def instance_key(instance_id: int, tier: Tier, channel: str) -> str:
-    """Outbox key of an instance message."""
-    return f"inst:{instance_id}:{tier.value}:{channel}"
+def instance_key(instance_id: int, tier: Tier, channel: str, followup: int = 0) -> str:
+    """Outbox key of an instance message (and of its follow-ups)."""
+    return f"inst:{instance_id}:{tier.value}:{channel}{f':more{followup}' if followup else ''}"
 
 
-def window_key(w: Window, followup: bool = False) -> str:
-    """Outbox key of a window's message (one per window and tier and channel)."""
-    prefix = {"fp": "fp", "p2": "p2", "node": "node"}[w.kind]
+def window_key(w: Window, suffix: str = "") -> str:
+    """Outbox key of a window's message. No tier in it: a window's tier may rise as failures fold in,
+    and records written before that must still name the key the message goes out under."""
     ident = w.key.split("|")[0]
-    tier = Tier.P2 if w.kind == "p2" else w.top_tier
-    return f"{prefix}:{ident}:{_epoch(w.opened_at)}{':end' if followup else ''}:{tier.value}:{w.channel}"
+    return f"{w.kind}:{ident}:{_epoch(w.opened_at)}{':' + suffix if suffix else ''}:{w.channel}"
 
 
 class Pipeline:
@@ -116,6 +121,7 @@ class Pipeline:
         book: MaintenanceBook | None = None,
         renderer: Renderer | None = None,
         records: RecordSink | None = None,
+        origins: Origins | None = None,
     ) -> None:
         self.config = config
         self.index = WorkflowIndex.build(workflows)
@@ -126,6 +132,7 @@ class Pipeline:
             config.templates_dir or None, config.timezone, config.max_bytes, config.log_tail_chars
         )
         self.records = records
+        self.origins: Origins = origins or NoOrigins()
         self._memory = timedelta(hours=config.memory_hours)
         self._window = timedelta(minutes=config.window_minutes)
         self._storm = timedelta(minutes=config.node_storm.window_minutes)
@@ -135,24 +142,50 @@ class Pipeline:
         """Swap in a new book after `/maint on|off` or a config reload."""
         self.book = book
 
+    def _hold(self, tier: Tier) -> timedelta:
+        """How long a new instance's message waits for its other tasks: P0 not at all."""
+        return timedelta(0) if tier is Tier.P0 else self._wait
+
     # ---- entry points -------------------------------------------------------------------------
-    def feed(self, event: FailureEvent, now: datetime) -> FeedResult:
+    def feed(self, event: AlertEvent, now: datetime) -> FeedResult:
         """Process one event at `now`; returns its record(s) and any notification that came due."""
         return self.feed_batch((event,), now)
 
-    def feed_batch(self, events: Iterable[FailureEvent], now: datetime) -> FeedResult:
+    def feed_batch(self, events: Iterable[AlertEvent], now: datetime) -> FeedResult:
         """Process events reported together (e.g. one webhook post), then flush what is due."""
         before = self.tick(now)  # close windows that ended before these events, so they do not reopen them
         recs: list[AlertRecord] = []
         notes: list[Notification] = list(before.notifications)
         for event in events:
-            recs.extend(self._decide(event, now, notes))
+            try:
+                recs.extend(self._decide(event, now, notes))
+            except Exception as exc:  # one event never stops the batch; the record says what broke
+                log.exception("alert pipeline failed on event %s", idempotency_key(event))
+                recs.append(
+                    AlertRecord(
+                        now,
+                        idempotency_key(event),
+                        event.instance_id,
+                        event.workflow,
+                        event.task_name,
+                        Reason.BAD_EVENT,
+                        None,
+                        f"internal error: {type(exc).__name__}: {exc}"[:500],
+                    )
+                )
         notes.extend(self.tick(now).notifications)
         out = FeedResult(tuple(recs), tuple(notes))
         if self.records is not None:
             for r in recs:
                 self.records.record(r)
         return out
+
+    def record_bad(self, at: datetime, where: str, problem: str) -> AlertRecord:
+        """Record an event that could not be used (bad JSON, missing field, unknown state)."""
+        rec = AlertRecord(at, where, 0, "", "", Reason.BAD_EVENT, None, problem)
+        if self.records is not None:
+            self.records.record(rec)
+        return rec
 
     def tick(self, now: datetime) -> FeedResult:
         """Flush held instance messages and ended windows due at `now`; expire old state."""
@@ -161,19 +194,35 @@ class Pipeline:
             return _EMPTY  # the common case: nothing due; skip the generator
         notes: list[Notification] = []
         for ns, key, value in self.state.pop_due(now):
-            if ns == NS_INSTANCE and isinstance(value, InstanceState) and value.status == "held":
-                notes.append(self._emit(self._instance_note(value, now)))
+            if ns == NS_INSTANCE and isinstance(value, InstanceState) and value.status in ("held", "more"):
+                note_key = instance_key(value.instance_id, value.tier, value.channel, value.followups)
+                notes.append(self._emit(self._instance_note(value, now, note_key)))
                 self.state.put(ns, key, replace(value, status="sent"), now + self._memory)
             elif ns == NS_FP and isinstance(value, Window) and value.folded > 0:
-                notes.append(self._emit(self._window_note(value, now, "aggregate.md.j2", Kind.AGGREGATE)))
+                notes.extend(self._emit_window(value, now, "aggregate.md.j2", Kind.AGGREGATE))
             elif ns == NS_P2 and isinstance(value, Window):
-                notes.append(self._emit(self._window_note(value, now, "summary.md.j2", Kind.SUMMARY)))
+                notes.extend(self._emit_window(value, now, "summary.md.j2", Kind.SUMMARY))
             elif ns == NS_NODE and isinstance(value, Window) and value.folded > 0:
-                notes.append(
-                    self._emit(self._window_note(value, now, "node.md.j2", Kind.NODE, followup=True))
-                )
+                notes.extend(self._emit_window(value, now, "node.md.j2", Kind.NODE, "end", followup=True))
+            elif ns == NS_MAINT and isinstance(value, Window):
+                notes.extend(self._emit_window(value, now, "maint.md.j2", Kind.MAINT))
             # anything else (seen keys, host hits, sent instances) simply expires
         return FeedResult((), tuple(notes))
+
+    def close_maintenance(self, name: str, end: datetime, now: datetime) -> FeedResult:
+        """A window closed early (`/maint off`): say now what it suppressed."""
+        key = f"{name}|{_epoch(end)}"
+        w = self.state.get(NS_MAINT, key)
+        if not isinstance(w, Window):
+            return _EMPTY
+        self.state.delete(NS_MAINT, key)
+        return FeedResult(
+            (), tuple(self._emit_window(replace(w, ends_at=now), now, "maint.md.j2", Kind.MAINT))
+        )
+
+    def p0_workflows(self) -> list[tuple[str, str]]:
+        """(project, workflow) of every configured workflow whose failures page (tier P0)."""
+        return sorted(pw for pw in self.index.by_name if self._is_p0(pw[1]))
 
     def next_due(self) -> datetime | None:
         """When `tick` next has something to do (for simulations and a smart scheduler)."""
@@ -182,7 +231,7 @@ class Pipeline:
     # ---- decisions applied ----------------------------------------------------------------------
     def _record(
         self,
-        event: FailureEvent,
+        event: AlertEvent,
         now: datetime,
         reason: Reason,
         tier: Tier | None = None,
@@ -195,27 +244,29 @@ class Pipeline:
             ekey or idempotency_key(event),
             event.instance_id,
             event.workflow,
-            event.task,
+            event.task_name,
             reason,
             tier,
             detail,
             target,
         )
 
-    def _decide(self, event: FailureEvent, now: datetime, notes: list[Notification]) -> list[AlertRecord]:
+    def _decide(self, event: AlertEvent, now: datetime, notes: list[Notification]) -> list[AlertRecord]:
         st = self.state
         ekey = idempotency_key(event)
         if st.get(NS_SEEN, ekey) is not None:
             return [self._record(event, now, Reason.DUPLICATE_EVENT, ekey=ekey)]
         st.put(NS_SEEN, ekey, "1", now + self._memory)
         reason, detail = classify(event, self.book, now)
+        if reason is Reason.MAINTENANCE:
+            return [self._suppress(event, now, detail, ekey)]
         if reason is not Reason.FINAL_FAILURE:
             return [self._record(event, now, reason, detail=detail, ekey=ekey)]
         wf = self.index.find(event)
         tier, tier_reason = tier_for(event, wf)
         channel = wf.channel if wf is not None and wf.channel in self.config.channels else "default"
         mentions = tuple(wf.oncall) if wf is not None and tier is Tier.P0 else ()
-        fp = fingerprint(event.error, event.workflow, event.task)
+        fp = fingerprint(event.error, event.workflow, event.task_name)
         iid = str(event.instance_id)
         inst = st.get(NS_INSTANCE, iid)
         hits = st.get(NS_HOST, event.host) if event.host else None
@@ -231,30 +282,26 @@ class Pipeline:
 
         if g is Reason.JOINED_INSTANCE or g is Reason.INSTANCE_ALREADY_NOTIFIED:
             assert inst is not None
-            if g is Reason.JOINED_INSTANCE:
-                joined = (
-                    replace(inst, events=(*inst.events, event))
-                    if len(inst.events) < MAX_TASKS
-                    else replace(inst, extra_tasks=inst.extra_tasks + 1)
-                )
-                st.put(NS_INSTANCE, iid, joined, inst.opened_at + self._wait)
-            return [self._record(event, now, g, inst.tier, f"{why}; instance {inst.status}", inst.target)]
+            return [self._join(inst, event, g, now, why)]
 
         recs: list[AlertRecord] = []
         if g is Reason.NODE_STORM:
             assert node is not None
             node = node.add(event, tier, mentions, folded=True)
-            st.put(NS_NODE, event.host, node, node.ends_at)
-            target = window_key(node, followup=True)
-        elif g is Reason.NODE_STORM_OPENED:
-            node, cancelled = self._open_storm(event, tier, mentions, hits, now, notes)
-            target = window_key(node)
-            recs.extend(
-                self._record(
-                    e, now, Reason.NODE_STORM, t, "held message replaced by the suspect-node alert", target
+            target = window_key(node, "end")
+            if node.announced is not None and rank(tier) < rank(node.announced):
+                # a higher tier joined a storm announced lower: say so now, at the new tier
+                node = replace(node, announced=tier, escalations=node.escalations + 1)
+                target = window_key(node, f"up{node.escalations}")
+                notes.extend(
+                    self._emit_window(
+                        node, now, "node.md.j2", Kind.NODE, f"up{node.escalations}", escalated=True
+                    )
                 )
-                for e, t in cancelled
-            )
+            st.put(NS_NODE, event.host, node, node.ends_at)
+        elif g is Reason.NODE_STORM_OPENED:
+            node = self._open_storm(event, tier, mentions, hits, now, notes)
+            target = window_key(node)
         elif g is Reason.AGGREGATED_P2:
             p2 = st.get(NS_P2, channel)
             assert p2 is None or isinstance(p2, Window)
@@ -278,7 +325,7 @@ class Pipeline:
                 NS_INSTANCE,
                 iid,
                 InstanceState(event.instance_id, "held", tier, channel, now, (event,), target, fpw.ends_at),
-                now + self._wait,
+                now + self._hold(tier),
             )
         if g is not Reason.NEW_INSTANCE:
             st.put(
@@ -299,21 +346,68 @@ class Pipeline:
         recs.insert(0, self._record(event, now, g, tier, why, target))
         return recs
 
+    def _join(
+        self, inst: InstanceState, event: AlertEvent, g: Reason, now: datetime, why: str
+    ) -> AlertRecord:
+        """Another final event of an instance already known: held → joins; sent → a follow-up if new."""
+        st, iid = self.state, str(inst.instance_id)
+        known = {e.task_name for e in inst.events}
+        new_task = bool(event.task_name) and event.task_name not in known
+        if inst.status == "held" or (inst.status == "more" and new_task):
+            joined = (
+                replace(inst, events=(*inst.events, event))
+                if len(inst.events) < MAX_TASKS
+                else replace(inst, extra_tasks=inst.extra_tasks + 1)
+            )
+            due = inst.opened_at + self._hold(inst.tier) if inst.status == "held" else now + self._wait
+            st.put(NS_INSTANCE, iid, joined, max(due, now))
+            target = instance_key(inst.instance_id, inst.tier, inst.channel, inst.followups)
+            return self._record(
+                event, now, Reason.JOINED_INSTANCE, inst.tier, f"{why}; instance {inst.status}", target
+            )
+        if inst.status == "sent" and new_task and len(inst.events) < MAX_TASKS:
+            # a task that failed after the message went out: one follow-up collects it (and any more)
+            more = replace(inst, status="more", events=(*inst.events, event), followups=inst.followups + 1)
+            st.put(NS_INSTANCE, iid, more, now + self._wait)
+            target = instance_key(inst.instance_id, inst.tier, inst.channel, more.followups)
+            return self._record(event, now, Reason.JOINED_INSTANCE, inst.tier, f"{why}; follow-up", target)
+        return self._record(event, now, g, inst.tier, f"{why}; instance {inst.status}", inst.target)
+
+    def _suppress(self, event: AlertEvent, now: datetime, detail: str, ekey: str) -> AlertRecord:
+        """A final failure inside a maintenance window: counted in that window's end-of-window list."""
+        found = self.book.covering(now, event)
+        wf = self.index.find(event)
+        tier, _why = tier_for(event, wf)
+        if found is None:  # the book changed between classify and here: record only
+            return self._record(event, now, Reason.MAINTENANCE, tier, detail, ekey=ekey)
+        name, end = found
+        key = f"{name}|{_epoch(end)}"
+        w = self.state.get(NS_MAINT, key)
+        assert w is None or isinstance(w, Window)
+        channel = wf.channel if wf is not None and wf.channel in self.config.channels else "default"
+        if w is None:
+            w = Window("maint", key, channel, now, end, event, top_tier=Tier.P2)
+        if event.instance_id not in w.instances:
+            w = w.add(event, tier, (), folded=True)
+        self.state.put(NS_MAINT, key, w, end)
+        return self._record(event, now, Reason.MAINTENANCE, tier, detail, window_key(w), ekey)
+
     def _open_storm(
         self,
-        event: FailureEvent,
+        event: AlertEvent,
         tier: Tier,
         mentions: tuple[str, ...],
         hits: HostHits | None,
         now: datetime,
         notes: list[Notification],
-    ) -> tuple[Window, list[tuple[FailureEvent, Tier]]]:
-        """Open a suspect-node window, pull held messages of that host into it, emit its alert now."""
+    ) -> Window:
+        """Open a suspect-node window over the host's recent failures and emit its alert now.
+
+        Held instance messages of that host still go out (their records already name them); the
+        node alert takes the highest tier among its instances."""
         st = self.state
         ns_cfg = self.config.node_storm
-        node = Window("node", event.host, ns_cfg.channel, now, now + self._storm, event)
-        cancelled: list[tuple[FailureEvent, Tier]] = []
-        held: list[InstanceState] = []
+        node = Window("node", event.host, ns_cfg.channel, now, now + self._storm, event, top_tier=Tier.P2)
         since = now - self._storm
         for at, iid in hits.hits if hits is not None else ():
             if at <= since:
@@ -329,93 +423,55 @@ class Pipeline:
                 tuple(wf.oncall) if wf is not None and inst.tier is Tier.P0 else (),
                 folded=False,
             )
-            if inst.status == "held":
-                held.append(inst)
-                cancelled.extend((e, inst.tier) for e in inst.events)
         node = node.add(event, tier, mentions, folded=False)
+        node = replace(node, announced=node.top_tier)
         st.delete(NS_HOST, event.host)  # these hits are spent on this storm
         st.put(NS_NODE, event.host, node, node.ends_at)
-        notes.append(self._emit(self._window_note(node, now, "node.md.j2", Kind.NODE)))
-        for inst in held:
-            st.put(
-                NS_INSTANCE,
-                str(inst.instance_id),
-                replace(inst, status="folded", target=window_key(node)),
-                now + self._memory,
-            )
-        return node, cancelled
+        notes.extend(self._emit_window(node, now, "node.md.j2", Kind.NODE))
+        return node
 
     # ---- notifications --------------------------------------------------------------------------
     def _emit(self, note: Notification) -> Notification:
         self.outbox.add(OutboxRow.of(note))  # a duplicate key (re-flush after a crash) is a no-op
         return note
 
-    def _instance_note(self, inst: InstanceState, now: datetime) -> Notification:
+    def _instance_note(self, inst: InstanceState, now: datetime, key: str) -> Notification:
         first = inst.events[0]
         wf = self.index.find(first)
-        mentions = tuple(wf.oncall) if wf is not None and inst.tier is Tier.P0 else ()
-        starts = [e.start_time for e in inst.events if e.start_time]
-        ends = [e.end_time or e.at for e in inst.events]
-        start = min(starts) if starts else None
-        end = max(ends) if ends else None
-        hosts = list(dict.fromkeys(e.host for e in inst.events if e.host))
-        error = next((e.error for e in inst.events if e.error), "")
-        log = next((e.log_tail for e in inst.events if e.log_tail), "")
-        ctx: dict[str, Any] = {
-            "mentions": mentions,
-            "tier": inst.tier.value,
-            "workflow_name": first.workflow,
-            "project_name": first.project,
-            "code": first.workflow_code or (wf.code if wf else "") or "-",
-            "instance_id": inst.instance_id,
-            "environment": environment_of(first, wf) or "-",
-            "task_list": [{"name": e.task or "-", "retry": e.retry_times} for e in inst.events],
-            "task_more": inst.extra_tasks,
-            "host_list": hosts or ["-"],
-            "start": start,
-            "end": end,
-            "seconds": duration_seconds(start, end),
-            "summary_error": error or "-",
-            "tail_log": log,
-            "log_url": next((e.log_url for e in inst.events if e.log_url), ""),
-            "next_summary": inst.next_summary_at,
-        }
-        text = self.renderer.render("instance.md.j2", ctx)
-        subject = f"[xihe {inst.tier.value}] {first.workflow} #{inst.instance_id} failed"
-        return Notification(inst.target, Kind.INSTANCE, inst.tier, inst.channel, now, text, subject, mentions)
+        origin = self.origins.find(inst.instance_id)
+        return instance_note(
+            self.renderer, self.config, inst, wf, environment_of(first, wf), origin, now, key
+        )
 
-    def _window_note(
+    def _emit_window(
         self,
         w: Window,
         now: datetime,
         template: str,
         kind: Kind,
+        suffix: str = "",
         followup: bool = False,
-    ) -> Notification:
+        escalated: bool = False,
+    ) -> list[Notification]:
         tier = Tier.P2 if w.kind == "p2" else w.top_tier
-        mentions = w.mentions if tier is Tier.P0 else ()
-        ctx: dict[str, Any] = {
-            "mentions": mentions,
-            "tier": tier.value,
-            "folded": w.folded,
-            "total": w.total,
-            "opened": w.opened_at,
-            "ends": w.ends_at,
-            "workflow_list": [{"name": n, "count": c} for n, c in w.workflows],
-            "instance_list": list(w.instances),
-            "host_list": list(w.hosts) or ["-"],
-            "sample_name": w.sample.workflow,
-            "sample_task_name": w.sample.task or "-",
-            "sample_error": w.sample.error or "-",
-            "host_name": w.key,
+        extra: dict[str, Any] = {
             "followup": followup,
+            "escalated": escalated,
             "window_minutes": self.config.node_storm.window_minutes,
+            "window_name": w.key.split("|")[0],
+            "p0_list": [],
         }
-        text = self.renderer.render(template, ctx)
-        what = {
-            Kind.AGGREGATE: "same error",
-            Kind.SUMMARY: "retried and failed",
-            Kind.NODE: f"suspect node {w.key}",
-        }
-        subject = f"[xihe {tier.value}] {what.get(kind, kind.value)}: {w.total} failure(s)"
-        return Notification(window_key(w, followup), kind, tier, w.channel, now, text, subject, mentions)
+        if kind is Kind.MAINT:
+            extra["p0_list"] = [n for n, _c in w.workflows if self._is_p0(n)]
+            tier = Tier.P0 if extra["p0_list"] else Tier.P1
+        notes = window_notes(self.renderer, w, tier, now, template, kind, window_key(w, suffix), extra)
+        return [self._emit(n) for n in notes]
+
+    def _is_p0(self, workflow: str) -> bool:
+        wf = next((w for (_p, name), w in self.index.by_name.items() if name == workflow), None)
+        if wf is None:
+            return False
+        tier, _r = tier_for(
+            AlertEvent(at=datetime.min, workflow=workflow, instance_id=0, state="FAILURE"), wf
+        )
+        return tier is Tier.P0

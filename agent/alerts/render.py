@@ -22,7 +22,17 @@ from zoneinfo import ZoneInfo
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
+from agent.timefmt import show
+
 TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATE_NAMES = (
+    "instance.md.j2",
+    "aggregate.md.j2",
+    "summary.md.j2",
+    "node.md.j2",
+    "maint.md.j2",
+    "more.md.j2",
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
 _LINE_START = re.compile(r"^(\s*)([#*+\-=|]|\d+\.)", re.M)
 _FULL = {"#": "＃", "*": "＊", "+": "＋", "-": "－", "=": "＝", "|": "｜"}
@@ -162,11 +172,11 @@ class Renderer:
             esc=lambda v: Md(escape_inline(v)),
         )
         # Compile now (once per config load), so a bad override template fails at load, not mid-storm.
-        for name in ("instance.md.j2", "aggregate.md.j2", "summary.md.j2", "node.md.j2"):
+        for name in TEMPLATE_NAMES:
             self.env.get_template(name)
 
     def _time(self, value: datetime | None) -> str:
-        return value.astimezone(self.tz).strftime("%m-%d %H:%M:%S") if value else "-"
+        return show(value, self.tz)
 
     def budgets(self) -> list[Budget]:
         """From generous to tight: the log keeps its tail until the other fields are cut."""
@@ -180,6 +190,14 @@ class Renderer:
             Budget(n // 5, 60, 2, 24),
             Budget(0, 40, 1, 16),
         ]
+
+    def fits(self, template: str, context: Mapping[str, Any]) -> bool:
+        """Whether `template` renders whole within `max_bytes` at some budget."""
+        tpl = self.env.get_template(template)
+        return any(
+            len(tpl.render(**_apply(context, b)).strip().encode("utf-8")) <= self.max_bytes
+            for b in self.budgets()
+        )
 
     def render(self, template: str, context: Mapping[str, Any]) -> str:
         """Render `template` (e.g. 'instance.md.j2') to at most `max_bytes` UTF-8 bytes."""

@@ -18,14 +18,14 @@ from typing import Any
 from tenacity import wait_none
 
 from agent.alerts.deliver import Deliverer, DeliveryAttempt
-from agent.alerts.model import PUSHED, AlertRecord
+from agent.alerts.event import AlertEvent, EventError, parse_event, unknown_fields
+from agent.alerts.model import PUSHED, AlertRecord, Reason
 from agent.alerts.outbox import InMemoryOutbox
 from agent.alerts.pipeline import Pipeline
 from agent.alerts.ratelimit import RateLimiter
 from agent.alerts.state import InMemoryAlertStateStore
 from agent.clock import FakeClock
 from agent.errors import MailError
-from agent.events import FailureEvent
 from config.alerts import AlertsConfig
 from config.workflows import WorkflowsConfig
 from integrations.wecom_robot import RobotError, RobotReply
@@ -117,34 +117,63 @@ class ReplayResult:
         }
 
 
-def load_events(path: str | Path) -> tuple[list[FailureEvent], list[str]]:
-    """Parse a JSONL file; bad lines come back as `file:line: problem`."""
-    events: list[FailureEvent] = []
-    errors: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise ValueError("expected a JSON object")
-                data.setdefault("source", "replay")
-                events.append(FailureEvent.from_dict(data))
-            except json.JSONDecodeError as exc:
-                errors.append(f"{path}:{n}: invalid JSON: {exc.msg} (column {exc.colno})")
-            except (ValueError, TypeError) as exc:
-                errors.append(f"{path}:{n}: {exc}")
-    return events, errors
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a replay file that was not used, and why."""
+
+    line: int
+    problem: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"line": self.line, "problem": self.problem}
 
 
-def is_failure_report(e: FailureEvent) -> bool:
-    """What a naive one-alert-per-failure policy would push."""
-    return e.state.upper() not in ("SUCCESS", "STOP", "PAUSE") and e.task_state.upper() not in ("SUCCESS",)
+@dataclass
+class Loaded:
+    """A parsed replay file: the usable events, the bad lines, and ignored unknown fields."""
+
+    events: list[AlertEvent] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    unknown_fields: Counter[str] = field(default_factory=Counter)
+
+
+def parse_lines(lines: Iterable[str]) -> Loaded:
+    """Parse JSON lines in the event format; a bad line is kept as a BadLine and parsing goes on."""
+    out = Loaded()
+    for n, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            out.bad.append(BadLine(n, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        except RecursionError:
+            out.bad.append(BadLine(n, "invalid JSON: nested too deeply"))
+            continue
+        try:
+            out.events.append(parse_event(data))
+        except EventError as exc:
+            out.bad.append(BadLine(n, str(exc)))
+            continue
+        out.unknown_fields.update(unknown_fields(data))
+    return out
+
+
+def load_events(path: str | Path) -> Loaded:
+    """Parse a JSONL file (see `parse_lines`); raises OSError when it cannot be read."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return parse_lines(fh)
+
+
+def is_failure_report(e: AlertEvent) -> bool:
+    """What a naive one-alert-per-failure policy would push: every FAILURE event."""
+    return e.state == "FAILURE"
 
 
 def run_replay(
-    events: Iterable[FailureEvent],
+    events: Iterable[AlertEvent],
     config: AlertsConfig,
     workflows: WorkflowsConfig,
     robot_down: Iterable[tuple[datetime, datetime]] = (),
@@ -188,7 +217,12 @@ def run_replay(
         clock.now = now
         t0 = time.perf_counter()
         while i < n and stream[i].at <= now:
-            records.extend(pipeline.feed(stream[i], now).records)
+            recs = pipeline.feed(stream[i], now).records
+            if any(r.reason is Reason.MAINTENANCE for r in recs):
+                found = pipeline.book.covering(now, stream[i])
+                if found is not None:  # keep going until the window ends and says what it kept quiet
+                    last = max(last, found[1] + timedelta(seconds=1))
+            records.extend(recs)
             i += 1
         pipeline.tick(now)
         core += time.perf_counter() - t0

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from agent.alerts.deliver import Deliverer, DeliveryAttempt
+from agent.alerts.event import AlertEvent, EventError, from_failure
 from agent.alerts.maintenance import (
     MaintenanceBook,
     MaintenanceWindow,
@@ -27,6 +28,7 @@ from agent.alerts.maintenance import (
 )
 from agent.alerts.manual import manual_row
 from agent.alerts.model import AlertRecord
+from agent.alerts.origin import SqlRunOrigins
 from agent.alerts.pipeline import FeedResult, Pipeline
 from agent.alerts.sql import (
     SqlAlertStateStore,
@@ -77,7 +79,13 @@ class AlertService:
         self.records = SqlRecordSink(self.stores, deps.holder)
         self._base_book = MaintenanceBook.from_config(config)  # YAML windows; chat ones join per call
         self.pipeline = Pipeline(
-            config, workflows, self.state, self.outbox, self._base_book, records=self.records
+            config,
+            workflows,
+            self.state,
+            self.outbox,
+            self._base_book,
+            records=self.records,
+            origins=SqlRunOrigins(deps.engine),
         )
         smtp = config.smtp
         mailer = (
@@ -109,15 +117,31 @@ class AlertService:
     def _book(self, now: datetime) -> MaintenanceBook:
         return replace(self._base_book, windows=self._base_book.windows + tuple(self.maint.load(since=now)))
 
-    def feed(self, events: Iterable[FailureEvent]) -> list[AlertRecord]:
-        """Decide a batch of events (one poll or one webhook post); returns a record per event."""
-        batch = list(events)
-        if not batch:
-            return []
+    def feed(
+        self, events: Iterable[FailureEvent | AlertEvent], bad: Iterable[tuple[str, str]] = ()
+    ) -> list[AlertRecord]:
+        """Decide a batch of events (one poll, scan or webhook post); returns a record per event.
+
+        The product's FailureEvents are mapped onto the one event model here; one that cannot be
+        (an unknown state) is recorded as a bad event, as is each (where, problem) in `bad` (items
+        the webhook could not parse), and the rest of the batch goes on."""
         now = self.deps.clock()
+        good: list[AlertEvent] = []
+        problems = list(bad)
+        for e in events:
+            try:
+                good.append(e if isinstance(e, AlertEvent) else from_failure(e))
+            except EventError as exc:
+                problems.append((f"{e.source}:{e.instance_id}:{e.task}", str(exc)))
+        if not good and not problems:
+            return []
         with self.stores.unit():
             self.pipeline.set_maintenance(self._book(now))
-            result = self.pipeline.feed_batch(batch, now)
+            rejected = [self.pipeline.record_bad(now, where, why) for where, why in problems]
+            result = self.pipeline.feed_batch(good, now) if good else FeedResult()
+        for where, why in problems:
+            log.warning("alert event %s not usable: %s", where, why)
+        result = FeedResult(tuple(rejected), ()) + result
         self._count(result)
         return list(result.records)
 
@@ -201,7 +225,20 @@ class AlertService:
         for n, w in open_now:
             if w.id in closed:
                 self._audit_maint(now, "off", actor, n, w)
+                with self.stores.unit():
+                    self._count(self.pipeline.close_maintenance(w.note or w.id, w.end, now))
         return MaintChange(closed=tuple(closed))
+
+    def p0_covered(self, window: MaintenanceWindow) -> list[str]:
+        """Configured P0 workflows a window would silence (for a host scope: every P0 that may run there)."""
+        return [
+            f"{project}/{name}"
+            for project, name in self.pipeline.p0_workflows()
+            if window.scope.kind in ("all", "host")
+            or window.scope.covers(
+                AlertEvent(at=window.start, workflow=name, instance_id=0, state="FAILURE", project=project)
+            )
+        ]
 
     def _audit_maint(
         self, now: datetime, outcome: str, actor: str, number: int, w: MaintenanceWindow

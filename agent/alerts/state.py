@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from agent.alerts.event import AlertEvent
 from agent.alerts.model import Tier
-from agent.events import FailureEvent
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: events in the AlertEvent form; windows name every instance
 
 # Namespaces of the store.
 NS_SEEN = "seen"  # dedupe keys; value: first-seen time
@@ -27,6 +27,7 @@ NS_HOST = "host"  # HostHits by worker host
 NS_NODE = "node"  # Window(kind=node) by host
 NS_FP = "fp"  # Window(kind=fp) by fingerprint|channel
 NS_P2 = "p2"  # Window(kind=p2) by channel
+NS_MAINT = "maint"  # Window(kind=maint) by maintenance window name: what it suppressed
 
 
 def _t(value: datetime | None) -> str | None:
@@ -46,10 +47,11 @@ class InstanceState:
     tier: Tier
     channel: str
     opened_at: datetime
-    events: tuple[FailureEvent, ...]
+    events: tuple[AlertEvent, ...]
     target: str = ""  # notification key it went (or will go) out under
     next_summary_at: datetime | None = None
     extra_tasks: int = 0  # tasks beyond the ones kept in `events`
+    followups: int = 0  # follow-up messages queued after the first (a task that failed later)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -64,6 +66,7 @@ class InstanceState:
             "target": self.target,
             "next_summary_at": _t(self.next_summary_at),
             "extra_tasks": self.extra_tasks,
+            "followups": self.followups,
         }
 
     @classmethod
@@ -75,10 +78,11 @@ class InstanceState:
             Tier(d["tier"]),
             d["channel"],
             _dt(d["opened_at"]),
-            tuple(FailureEvent.from_dict(e) for e in d["events"]),
+            tuple(AlertEvent.from_dict(e) for e in d["events"]),
             d.get("target", ""),
             _dt(d["next_summary_at"]) if d.get("next_summary_at") else None,
             int(d.get("extra_tasks", 0)),
+            int(d.get("followups", 0)),
         )
 
 
@@ -99,35 +103,38 @@ class HostHits:
         return cls(d["host"], tuple((_dt(a), int(i)) for a, i in d["hits"]))
 
 
-MAX_LISTED = 30  # workflows / instances kept by name in a window; the rest are counted
+MAX_LISTED = 30  # workflows and hosts kept by name in a window; the rest are counted (instances: all)
 
 
 @dataclass(frozen=True)
 class Window:
-    """An aggregation window: same fingerprint (fp), P2 summary (p2) or suspect node (node)."""
+    """An aggregation window: same fingerprint (fp), P2 summary (p2), suspect node (node) or what a
+    maintenance window suppressed (maint)."""
 
-    kind: str  # fp | p2 | node
+    kind: str  # fp | p2 | node | maint
     key: str
     channel: str
     opened_at: datetime
     ends_at: datetime
-    sample: FailureEvent  # first event, shown as the example
+    sample: AlertEvent  # first event, shown as the example
     folded: int = 0  # events folded in after the window opened (what the end-of-window message reports)
     workflows: tuple[tuple[str, int], ...] = ()  # (workflow, failures), first MAX_LISTED
-    instances: tuple[int, ...] = ()  # first MAX_LISTED instance ids
+    instances: tuple[int, ...] = ()  # every instance counted, in order (each must be named somewhere)
     hosts: tuple[str, ...] = ()
     mentions: tuple[str, ...] = ()
     top_tier: Tier = Tier.P1
     total: int = 0  # every event counted in the window, opening ones included
     last_at: datetime | None = None
+    announced: Tier | None = None  # node: the tier its alert went out with (a higher one escalates)
+    escalations: int = 0
 
-    def add(self, event: FailureEvent, tier: Tier, mentions: tuple[str, ...], folded: bool) -> Window:
+    def add(self, event: AlertEvent, tier: Tier, mentions: tuple[str, ...], folded: bool) -> Window:
         """A copy with `event` counted."""
         wfs = dict(self.workflows)
         if event.workflow in wfs or len(wfs) < MAX_LISTED:
             wfs[event.workflow] = wfs.get(event.workflow, 0) + 1
         inst = self.instances
-        if event.instance_id not in inst and len(inst) < MAX_LISTED:
+        if event.instance_id not in inst:
             inst = (*inst, event.instance_id)
         hosts = self.hosts
         if event.host and event.host not in hosts and len(hosts) < MAX_LISTED:
@@ -149,6 +156,8 @@ class Window:
             top,
             self.total + 1,
             event.at,
+            self.announced,
+            self.escalations,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,6 +178,8 @@ class Window:
             "top_tier": self.top_tier.value,
             "total": self.total,
             "last_at": _t(self.last_at),
+            "announced": self.announced.value if self.announced else None,
+            "escalations": self.escalations,
         }
 
     @classmethod
@@ -180,7 +191,7 @@ class Window:
             d["channel"],
             _dt(d["opened_at"]),
             _dt(d["ends_at"]),
-            FailureEvent.from_dict(d["sample"]),
+            AlertEvent.from_dict(d["sample"]),
             int(d["folded"]),
             tuple((str(w), int(n)) for w, n in d["workflows"]),
             tuple(int(i) for i in d["instances"]),
@@ -189,7 +200,14 @@ class Window:
             Tier(d["top_tier"]),
             int(d["total"]),
             _dt(d["last_at"]) if d.get("last_at") else None,
+            Tier(d["announced"]) if d.get("announced") else None,
+            int(d.get("escalations", 0)),
         )
+
+
+def rank(tier: Tier) -> int:
+    """0 for P0 (the highest), 2 for P2."""
+    return _rank(tier)
 
 
 def _rank(tier: Tier) -> int:
@@ -203,6 +221,7 @@ _DECODERS: dict[str, Any] = {
     NS_NODE: Window.from_dict,
     NS_FP: Window.from_dict,
     NS_P2: Window.from_dict,
+    NS_MAINT: Window.from_dict,
 }
 
 

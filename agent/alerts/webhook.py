@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -106,8 +107,19 @@ def _workflow_name(process_name: str) -> str:
     return process_name
 
 
-def parse_payload(body: bytes, now: datetime, ds_timezone: str = "Asia/Shanghai") -> list[FailureEvent]:
-    """Validate the plugin's body and turn each non-successful task item into a FailureEvent."""
+@dataclass(frozen=True)
+class Parsed:
+    """A post's usable events, and the items that were not usable as (where, problem)."""
+
+    events: list[FailureEvent] = field(default_factory=list)
+    bad: list[tuple[str, str]] = field(default_factory=list)
+
+
+def parse_payload(body: bytes, now: datetime, ds_timezone: str = "Asia/Shanghai") -> Parsed:
+    """Validate the plugin's body and turn each non-successful task item into a FailureEvent.
+
+    A body that is not JSON or holds no alert content raises ValueError; an item that is not
+    usable is listed in `bad` and the others are still returned."""
     try:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -117,18 +129,19 @@ def parse_payload(body: bytes, now: datetime, ds_timezone: str = "Asia/Shanghai"
         raise ValueError("alert content must be a JSON array")
     tz = ZoneInfo(ds_timezone)
     failed_title = "fail" in title.lower()
-    events: list[FailureEvent] = []
+    out = Parsed()
     for i, raw in enumerate(items):
         try:
             item = ProcessAlertContent.model_validate(raw)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"item {i}: {where}: {first['msg']}") from None
+            out.bad.append((f"webhook:item {i}", f"item {i}: {where}: {first['msg']}"))
+            continue
         state = item.processState.upper() or ("FAILURE" if failed_title or item.taskState else "")
         if state == "SUCCESS" and not item.taskState:
             continue  # a success alert: nothing to alert about
-        events.append(
+        out.events.append(
             FailureEvent(
                 at=now.astimezone(UTC),
                 project=item.projectName,
@@ -147,7 +160,7 @@ def parse_payload(body: bytes, now: datetime, ds_timezone: str = "Asia/Shanghai"
                 source="webhook",
             )
         )
-    return events
+    return out
 
 
 def handle_ds_webhook(
@@ -157,13 +170,15 @@ def handle_ds_webhook(
     now: datetime,
     header: str = "X-Xihe-Token",
     ds_timezone: str = "Asia/Shanghai",
-) -> tuple[int, list[FailureEvent] | str]:
-    """(HTTP status, events or error text): 401 bad secret, 413 too large, 400 invalid, 200 parsed."""
+) -> tuple[int, Parsed | str]:
+    """(HTTP status, parsed post or error text): 401 bad secret, 413 too large, 400 invalid (or no item
+    usable: the bad items are in the Parsed), 200 parsed."""
     if not authenticate(headers, secret, header):
         return 401, "missing or wrong shared secret"
     if len(body) > MAX_BODY:
         return 413, f"body larger than {MAX_BODY} bytes"
     try:
-        return 200, parse_payload(body, now, ds_timezone)
+        parsed = parse_payload(body, now, ds_timezone)
     except ValueError as exc:
         return 400, str(exc)
+    return (400 if parsed.bad and not parsed.events else 200), parsed

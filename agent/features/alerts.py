@@ -157,15 +157,28 @@ def routes(app: App) -> list[BaseRoute]:
                 )
             )
             return JSONResponse({"ok": False, "error": out}, status_code=status)
-        records = await run_in_threadpool(svc.feed, out)
+        records = await run_in_threadpool(svc.feed, out.events, out.bad)
+        if status != 200:
+            app.deps.audit.record(
+                AuditEvent(
+                    at=now,
+                    kind="webhook",
+                    actor=request.client.host if request.client else "unknown",
+                    outcome="rejected",
+                    tool="/hooks/dolphinscheduler",
+                    reason=f"HTTP {status}: " + "; ".join(why for _w, why in out.bad)[:500],
+                )
+            )
         return JSONResponse(
             {
-                "ok": True,
-                "events": len(out),
+                "ok": status == 200,
+                "events": len(out.events),
+                "bad": [{"item": where, "error": why} for where, why in out.bad],
                 "pushed": sum(1 for r in records if r.reason in PUSHED),
                 "duplicates": sum(1 for r in records if r.reason is Reason.DUPLICATE_EVENT),
                 "records": [r.to_dict() for r in records],
-            }
+            },
+            status_code=status,
         )
 
     return [Route("/hooks/dolphinscheduler", hook, methods=["POST"])]
@@ -220,7 +233,15 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     change = svc.apply_maint(parsed, who.user, number)
     if change.opened:
         n, w = change.opened[0]
-        return f"Maintenance {_fmt(svc, n, w)} is on: alerts in scope are recorded, not pushed."
+        reply = f"Maintenance {_fmt(svc, n, w)} is on: alerts in scope are recorded, not pushed."
+        p0 = svc.p0_covered(w)
+        if p0:
+            where = " if they fail on that host" if w.scope.kind == "host" else ""
+            reply += (
+                f"\n⚠️ It covers P0 core workflow(s) {', '.join(p0)}: their failures will page nobody{where}"
+                " until it ends. When it ends, the alert channel gets the list of what it suppressed."
+            )
+        return reply
     if not change.closed:
         return "No open maintenance window matched; nothing changed."
     return f"Closed {len(change.closed)} maintenance window(s); alerts are pushed again."

@@ -230,6 +230,9 @@ SUPPRESSED_REASONS = frozenset(
         Reason.PARENT_STOPPED,
         Reason.MAINTENANCE,
         Reason.NOT_FAILED,
+        Reason.KILLED,
+        Reason.IN_PROGRESS,
+        Reason.BAD_EVENT,
         Reason.DUPLICATE_EVENT,
     )
 )

@@ -16,6 +16,10 @@ TASK_TERMINAL = frozenset(
 )
 TASK_FAILED = frozenset({"FAILURE", "KILL", "NEED_FAULT_TOLERANCE"})
 TASK_SUCCEEDED = frozenset({"SUCCESS", "FORCED_SUCCESS"})
+TASK_RUNNING = frozenset({"SUBMITTED_SUCCESS", "RUNNING_EXECUTION", "DELAY_EXECUTION", "DISPATCH"})
+
+# Every state name either enum knows; anything else in an event is an error.
+KNOWN_STATES = WORKFLOW_TERMINAL | WORKFLOW_RUNNING | TASK_TERMINAL | TASK_RUNNING
 
 # 3.1/3.2 `toString()` form: WorkflowExecutionStatus{code=7, desc='success'}
 _TO_STRING = re.compile(r"code=(\d+)")

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from agent.alerts.event import AlertEvent
 from agent.alerts.outbox import InMemoryOutbox
 from agent.alerts.pipeline import Pipeline
 from agent.alerts.state import InMemoryAlertStateStore
-from agent.events import FailureEvent
 from config.alerts import AlertsConfig
 from config.workflows import WorkflowsConfig
 from tests.alerts.feature_support import alerts_app, sinks  # noqa: F401  (fixtures of the feature tests)
@@ -46,8 +46,8 @@ WORKFLOWS = WorkflowsConfig.model_validate(
 )
 
 
-def event(**kw: Any) -> FailureEvent:
-    """A final failure of profile_test unless overridden."""
+def event(**kw: Any) -> AlertEvent:
+    """A final failure of profile_test (task t1 failed, no retries) unless overridden."""
     base: dict[str, Any] = {
         "at": T0,
         "project": "sandbox",
@@ -61,7 +61,7 @@ def event(**kw: Any) -> FailureEvent:
         "environment": "test",
     }
     base.update(kw)
-    return FailureEvent(**base)
+    return AlertEvent(**base)
 
 
 def config(**kw: Any) -> AlertsConfig:

@@ -1,50 +1,100 @@
-"""classify and tier_for: one row per rule, each with its recorded reason."""
+"""classify over every (workflow/task) × state × retry combination of the event format, and tier_for."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 
 from agent.alerts.classify import WorkflowIndex, classify, tier_for
+from agent.alerts.event import AlertEvent, parse_event
 from agent.alerts.maintenance import MaintenanceBook, MaintenanceWindow, MaintScope
 from agent.alerts.model import Reason, Tier
+from integrations.dolphinscheduler.states import KNOWN_STATES
 from tests.alerts.conftest import T0, WORKFLOWS, event
 
-CLASSIFY = [
-    ("final failure", {}, Reason.FINAL_FAILURE),
-    (
-        "retry pending while running",
-        {"state": "RUNNING_EXECUTION", "task_state": "FAILURE", "retry_times": 0, "max_retry_times": 3},
-        Reason.RETRY_PENDING,
-    ),
-    (
-        "retries exhausted while running is final",
-        {"state": "RUNNING_EXECUTION", "task_state": "FAILURE", "retry_times": 3, "max_retry_times": 3},
-        Reason.FINAL_FAILURE,
-    ),
-    ("user stop", {"state": "STOP"}, Reason.USER_STOP),
-    ("ready stop", {"state": "READY_STOP", "task_state": "KILL"}, Reason.USER_STOP),
-    ("kill by stop", {"state": "RUNNING_EXECUTION", "task_state": "KILL"}, Reason.USER_STOP),
-    (
-        "kill by failure strategy is part of a failure",
-        {"state": "FAILURE", "task_state": "KILL"},
-        Reason.FINAL_FAILURE,
-    ),
-    ("parent stopped", {"parent_stopped": True}, Reason.PARENT_STOPPED),
-    ("pause", {"state": "PAUSE"}, Reason.USER_PAUSE),
-    (
-        "worker failover",
-        {"state": "RUNNING_EXECUTION", "task_state": "NEED_FAULT_TOLERANCE"},
-        Reason.FAILOVER_PENDING,
-    ),
-    ("workflow succeeded after retry", {"state": "SUCCESS", "task_state": "FAILURE"}, Reason.NOT_FAILED),
+# What each state means, written out here (not derived from the code under test).
+STOPS = {"STOP", "READY_STOP"}
+PAUSES = {"PAUSE", "READY_PAUSE"}
+ENDED_OK = {"SUCCESS", "FORCED_SUCCESS", "BLOCK"}
+RETRIES = [(0, 0), (0, 3), (2, 3), (3, 3), (4, 3)]  # (retry_times, max_retry_times)
+
+
+def expected(level: str, state: str, retry: int, max_retry: int) -> Reason:
+    if state == "FAILURE":
+        if level == "task" and retry < max_retry:
+            return Reason.RETRY_PENDING  # DolphinScheduler will run it again
+        return Reason.FINAL_FAILURE
+    if state == "KILL":
+        return Reason.KILLED if level == "task" else Reason.USER_STOP
+    if state in STOPS:
+        return Reason.USER_STOP
+    if state in PAUSES:
+        return Reason.USER_PAUSE
+    if state == "NEED_FAULT_TOLERANCE":
+        return Reason.FAILOVER_PENDING
+    if state in ENDED_OK:
+        return Reason.NOT_FAILED
+    return Reason.IN_PROGRESS  # started, dispatched, queued, waiting, running
+
+
+CASES = [
+    (level, state, r, m)
+    for level in ("workflow", "task")
+    for state in sorted(KNOWN_STATES)
+    for r, m in RETRIES
 ]
 
 
-@pytest.mark.parametrize(("name", "kw", "reason"), CLASSIFY, ids=[c[0] for c in CLASSIFY])
-def test_classify_rules(name: str, kw: dict[str, object], reason: Reason) -> None:
-    assert classify(event(**kw), MaintenanceBook(), T0)[0] is reason
+def line(level: str, state: str, retry: int, max_retry: int) -> str:
+    """One line of the documented format; a workflow event has task null (and host/error null unless FAILURE)."""
+    failed = state == "FAILURE"
+    return json.dumps(
+        {
+            "at": "2026-12-02T17:00:00+08:00",
+            "project": "sandbox",
+            "workflow": "profile_test",
+            "workflow_code": 2001,
+            "instance_id": 7,
+            "state": state,
+            "task": "load" if level == "task" else None,
+            "host": "10.0.0.1:1234" if level == "task" or failed else None,
+            "error": "boom" if failed else None,
+            "retry_times": retry,
+            "max_retry_times": max_retry,
+            "environment": None,
+        }
+    )
+
+
+def test_the_table_covers_every_known_state() -> None:
+    assert len(CASES) == 2 * len(KNOWN_STATES) * len(RETRIES)
+    assert {"RUNNING_EXECUTION", "DISPATCH", "FAILURE", "KILL", "SUCCESS", "STOP"} <= KNOWN_STATES
+
+
+@pytest.mark.parametrize(
+    ("level", "state", "retry", "max_retry"), CASES, ids=["-".join(map(str, c)) for c in CASES]
+)
+def test_classification_of_every_combination(level: str, state: str, retry: int, max_retry: int) -> None:
+    e = parse_event(json.loads(line(level, state, retry, max_retry)))
+    assert e.is_task is (level == "task")
+    assert classify(e, MaintenanceBook(), T0)[0] is expected(level, state, retry, max_retry)
+
+
+def test_start_and_dispatch_events_never_alert() -> None:
+    start = parse_event(json.loads(line("workflow", "RUNNING_EXECUTION", 0, 0)))
+    dispatch = parse_event(json.loads(line("task", "RUNNING_EXECUTION", 0, 0)))
+    assert classify(start, MaintenanceBook(), T0)[0] is Reason.IN_PROGRESS
+    assert classify(dispatch, MaintenanceBook(), T0)[0] is Reason.IN_PROGRESS
+
+
+def test_a_stopped_parent_wins_over_any_state() -> None:
+    for state in ("FAILURE", "KILL", "RUNNING_EXECUTION"):
+        assert (
+            classify(event(state=state, parent_stopped=True), MaintenanceBook(), T0)[0]
+            is Reason.PARENT_STOPPED
+        )
 
 
 def test_maintenance_window_suppresses_only_its_scope_and_time() -> None:
@@ -54,6 +104,8 @@ def test_maintenance_window_suppresses_only_its_scope_and_time() -> None:
     assert classify(event(), book, T0 + timedelta(minutes=5))[0] is Reason.MAINTENANCE
     assert classify(event(host="10.0.0.2:1234"), book, T0 + timedelta(minutes=5))[0] is Reason.FINAL_FAILURE
     assert classify(event(), book, T0 + timedelta(minutes=30))[0] is Reason.FINAL_FAILURE
+    intermediate = event(retry_times=1, max_retry_times=3)
+    assert classify(intermediate, book, T0 + timedelta(minutes=5))[0] is Reason.RETRY_PENDING
 
 
 TIERS = [
@@ -111,5 +163,5 @@ TIERS = [
 
 @pytest.mark.parametrize(("name", "kw", "tier", "reason"), TIERS, ids=[t[0] for t in TIERS])
 def test_tier_rules(name: str, kw: dict[str, object], tier: Tier, reason: Reason) -> None:
-    e = event(**kw)
+    e: AlertEvent = event(**kw)
     assert tier_for(e, WorkflowIndex.build(WORKFLOWS).find(e)) == (tier, reason)

@@ -47,7 +47,8 @@ def test_fed_events_become_exactly_the_expected_wecom_messages(
         "duplicate_event",
     ]
     run_jobs(app)
-    assert sinks.robot.all_messages() == []  # held 10 s so sibling tasks can join
+    assert len(sinks.robot_texts(KEY_PROD)) == 1  # P0 goes out at once
+    assert sinks.robot_texts(KEY) == []  # P1 is held 10 s so sibling tasks can join
     clock.advance(11)
     run_jobs(app)
     run_jobs(app)  # a second pass sends nothing new
@@ -81,14 +82,16 @@ def test_maint_on_suppresses_then_expires_with_audit(
     assert [r.reason.value for r in records] == ["maintenance"]
     clock.advance(minutes=29)
     run_jobs(app)
-    clock.advance(minutes=2)  # the window ran out
+    assert sinks.robot.all_messages() == []  # what falls inside the window is not pushed
+    clock.advance(minutes=2)  # the window ran out: one message lists what it suppressed
     run_jobs(app)
-    assert sinks.robot.all_messages() == []  # what fell inside the window was never pushed
+    ended = sinks.robot_texts()
+    assert len(ended) == 1 and "维护窗口已结束" in ended[0] and "实例（1 个）：11" in ended[0]
     assert [r.reason.value for r in svc(app).feed([failure(clock, instance_id=12)])] == ["new_instance"]
     clock.advance(11)
     run_jobs(app)
     texts = sinks.robot_texts()
-    assert len(texts) == 1 and "12" in texts[0]
+    assert len(texts) == 2 and "12" in texts[1]
     audit = app.deps.audit.search(kind="maintenance")
     assert sorted((a["outcome"], a["actor"]) for a in audit) == [
         ("denied", "alice"),
@@ -154,7 +157,15 @@ def test_webhook_route_over_http(alerts_app: AlertsApp, sinks: Sinks, clock: Fak
     missing = client.post(
         url, json={"msg": json.dumps([{"taskName": "x"}])}, headers={"X-Xihe-Token": SECRET}
     )
-    assert missing.status_code == 400 and "processId" in missing.json()["error"]
+    assert missing.status_code == 400 and "processId" in missing.json()["bad"][0]["error"]
+    mixed = client.post(
+        url,
+        json={"msg": json.dumps([{"taskName": "x"}, {**ITEMS[0], "processId": 346}])},
+        headers={"X-Xihe-Token": SECRET},
+    )
+    assert mixed.status_code == 200 and mixed.json()["events"] == 1 and len(mixed.json()["bad"]) == 1
+    bad_rows = [r for r in svc(app).records.rows() if r["reason"] == "bad_event"]
+    assert len(bad_rows) == 2 and all("processId" in r["detail"] for r in bad_rows)  # recorded, not lost
     ok = client.post(url, json=body, headers={"X-Xihe-Token": SECRET})
     assert ok.status_code == 200
     assert (ok.json()["events"], ok.json()["pushed"], ok.json()["duplicates"]) == (2, 1, 0)
@@ -164,9 +175,10 @@ def test_webhook_route_over_http(alerts_app: AlertsApp, sinks: Sinks, clock: Fak
     run_jobs(app)
     run_jobs(app)
     prod = sinks.robot_texts(KEY_PROD)
-    assert len(prod) == 1 and "load" in prod[0] and "index" in prod[0] and "345" in prod[0]
+    assert len(prod) == 2 and "实例 ID：346" in prod[0]  # the good item of the mixed post
+    assert "load" in prod[1] and "index" in prod[1] and "实例 ID：345" in prod[1]
     with app.deps.engine.connect() as conn:
-        assert len(conn.execute(select(alert_outbox.c.key)).all()) == 1
+        assert len(conn.execute(select(alert_outbox.c.key)).all()) == 2
     rejected = app.deps.audit.search(kind="webhook")
     assert len(rejected) == 4 and all(r["outcome"] == "rejected" for r in rejected)
     assert all(SECRET not in json.dumps(r, default=str) for r in rejected)

@@ -25,17 +25,25 @@ def test_several_failed_tasks_of_one_instance_give_one_message(make_pipeline):
     assert outbox.rows() == []  # still held
     out = p.tick(clock.advance(10))
     assert len(out.notifications) == 1 and len(outbox.rows()) == 1
-    assert "失败节点：a、b" in out.notifications[0].text
+    assert "失败任务：a（重试 0/0）、b（重试 0/0）" in out.notifications[0].text
 
 
-def test_late_task_of_a_notified_instance_makes_no_second_message(make_pipeline):
+def test_a_task_failing_after_the_message_comes_in_one_follow_up(make_pipeline):
     clock = FakeClock(T0)
     outbox = InMemoryOutbox()
-    p = make_pipeline(outbox=outbox)
+    p = make_pipeline(config(instance_wait_seconds=15), outbox=outbox)
     p.feed(event(task="a"), clock())
+    p.tick(clock.advance(15))
     late = p.feed(event(task="late"), clock.advance(120))
-    assert late.records[0].reason is Reason.INSTANCE_ALREADY_NOTIFIED
-    assert len(outbox.rows()) == 1
+    later = p.feed(event(task="later"), clock.advance(5))
+    assert [r.reason for r in late.records + later.records] == [Reason.JOINED_INSTANCE] * 2
+    same = p.feed(event(task="", failed_task="a"), clock.advance(1))
+    assert same.records[0].reason is Reason.INSTANCE_ALREADY_NOTIFIED  # the workflow event adds nothing new
+    p.tick(clock.advance(15))
+    rows = outbox.rows()
+    assert [r.key for r in rows] == ["inst:1:P1:default", "inst:1:P1:default:more1"]
+    assert "（更新 1）" in rows[1].text and "late（重试 0/0）、later" in rows[1].text
+    assert {late.records[0].notification_key, later.records[0].notification_key} == {rows[1].key}
 
 
 def test_duplicate_event_is_recorded_not_processed(make_pipeline):
@@ -111,7 +119,7 @@ def test_retried_failures_are_summarised_once_per_window(make_pipeline):
     assert kinds(outbox) == [Kind.SUMMARY.value] and "3 次" in outbox.rows()[0].text
 
 
-def test_node_storm_replaces_held_messages_with_one_node_alert(make_pipeline):
+def test_node_storm_folds_later_failures_and_held_messages_still_go_out(make_pipeline):
     clock = FakeClock(T0)
     outbox = InMemoryOutbox()
     p = make_pipeline(
@@ -125,12 +133,12 @@ def test_node_storm_replaces_held_messages_with_one_node_alert(make_pipeline):
         reasons.append(out.records[0].reason)
     assert reasons[:2] == [Reason.NEW_INSTANCE, Reason.NEW_INSTANCE]
     assert reasons[2] is Reason.NODE_STORM_OPENED and set(reasons[3:]) == {Reason.NODE_STORM}
-    p.tick(clock.advance(60))  # the held instance messages would have been due now
-    assert kinds(outbox) == [Kind.NODE.value]
-    assert "10.0.0.9:1234" in outbox.rows()[0].text
+    p.tick(clock.advance(60))  # the two held instance messages (their records name them) go out
+    assert kinds(outbox) == [Kind.NODE.value, Kind.INSTANCE.value, Kind.INSTANCE.value]
+    assert "10.0.0.9:1234" in outbox.rows()[0].text and "实例（3 个）：1、2、3" in outbox.rows()[0].text
     p.tick(T0 + timedelta(minutes=11))  # end of the storm window: one follow-up with the 3 later ones
-    assert kinds(outbox) == [Kind.NODE.value, Kind.NODE.value]
-    assert "3 次" in outbox.rows()[1].text
+    assert kinds(outbox) == [Kind.NODE.value, Kind.INSTANCE.value, Kind.INSTANCE.value, Kind.NODE.value]
+    assert "又有 3 次失败" in outbox.rows()[3].text and "1、2、3、4、5、6" in outbox.rows()[3].text
 
 
 def test_maintenance_from_yaml_cron_suppresses(make_pipeline):
@@ -164,13 +172,13 @@ def test_restart_in_the_middle_of_a_window_loses_nothing(make_pipeline):
     second = make_pipeline(cfg, state=state, outbox=outbox)
     r = second.feed(event(instance_id=3, host="10.0.0.3:1"), T0 + timedelta(minutes=2))
     assert r.records[0].reason is Reason.FINGERPRINT_REPEAT
-    assert second.feed(event(instance_id=1, task="c"), T0 + timedelta(minutes=3)).records[0].reason is (
-        Reason.INSTANCE_ALREADY_NOTIFIED
+    assert second.feed(event(instance_id=1, task="b"), T0 + timedelta(minutes=3)).records[0].reason is (
+        Reason.DUPLICATE_EVENT
     )
     second.tick(T0 + timedelta(minutes=10, seconds=1))
     rows = outbox.rows()
     assert [r.kind for r in rows] == ["instance", "aggregate"]
-    assert "失败节点：a、b" in rows[0].text
+    assert "失败任务：a（重试 0/0）、b（重试 0/0）" in rows[0].text
     assert "2 次" in rows[1].text  # instances 2 and 3 folded across the restart
     # a third pipeline re-flushing the same state cannot send twice
     third = make_pipeline(cfg, state=state, outbox=outbox)

@@ -18,21 +18,28 @@ def ctx(**kw: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "mentions": ("zhangsan",),
         "tier": "P0",
+        "followup": 0,
         "workflow_name": "order_sync",
         "project_name": "etl",
-        "code": 1001,
         "instance_id": 42,
         "environment": "prod",
-        "task_list": [{"name": "load", "retry": 2}],
+        "task_list": [{"name": "load", "retry": 2, "max": 2}],
         "task_more": 0,
         "host_list": ["10.0.0.1:1234"],
+        "failed_at": datetime(2026, 12, 2, 1, 5, tzinfo=UTC),
         "start": datetime(2026, 12, 2, 1, 0, tzinfo=UTC),
         "end": datetime(2026, 12, 2, 1, 5, tzinfo=UTC),
         "seconds": 300,
         "summary_error": "boom",
         "tail_log": "ok\nERROR: cause",
         "log_url": "http://ds.example/log/42",
+        "origin": None,
+        "started_by_name": "",
+        "approved_by_name": "",
         "next_summary": None,
+        "maint_scope": "workflow:order_sync",
+        "trace_url": "https://xihe.example/ui/alerts?instance=42",
+        "ds_url": "http://ds.example/ui/projects/7/workflow/instances/42",
     }
     base.update(kw)
     return base
@@ -54,13 +61,20 @@ def test_instance_message_has_the_fields_and_our_mention_intact():
     assert text.startswith("<@zhangsan>")
     for needle in (
         "order_sync",
-        "1001",
+        "环境：prod",
         "42",
-        "load",
+        "load（重试 2/2）",
         "10.0.0.1:1234",
         "boom",
         "> ERROR: cause",
-        "[查看完整日志](http://ds.example/log/42)",
+        "失败时间：2026-12-02 09:05:00 +08:00",  # the team's zone, with its offset
+        "[完整日志](http://ds.example/log/42)",
+        "[运行详情](https://xihe.example/ui/alerts?instance=42)",
+        "[DolphinScheduler 实例](http://ds.example/ui/projects/7/workflow/instances/42)",
+        "/status 42",
+        "/rerun 42",
+        "/maint on 30m workflow:order_sync",
+        "非 xihe 发起",
         "5m00s",
         "P0",
     ):
@@ -126,7 +140,7 @@ def test_nasty_inputs_stay_within_4096_bytes(nasty: str):
             workflow_name=nasty,
             summary_error=nasty,
             tail_log=nasty,
-            task_list=[{"name": nasty, "retry": 1}] * 50,
+            task_list=[{"name": nasty, "retry": 1, "max": 1}] * 50,
             host_list=[nasty] * 10,
         ),
     )
@@ -141,7 +155,9 @@ def test_nasty_inputs_stay_within_4096_bytes(nasty: str):
             "opened": None,
             "ends": None,
             "workflow_list": [{"name": nasty, "count": 1}] * 40,
-            "instance_list": list(range(40)),
+            "instance_count": 40,
+            "parts": 1,
+            "instances": list(range(40)),
             "host_list": [nasty],
             "sample_name": nasty,
             "sample_task_name": nasty,
@@ -165,7 +181,7 @@ def test_property_any_text_fits_the_byte_limit(log: str, err: str, name: str, ta
             tail_log=log,
             summary_error=err,
             workflow_name=name,
-            task_list=[{"name": t, "retry": 0} for t in tasks],
+            task_list=[{"name": t, "retry": 0, "max": 0} for t in tasks],
         ),
     )
     assert nbytes(text) <= 4096

@@ -1,18 +1,24 @@
-"""`xihe alerts replay`: output, suppression reasons, bad lines as file:line: problem."""
+"""`xihe alerts replay` on the documented event format: final failures only, bad lines reported, no traceback."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from agent.cli_alerts import main
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
+T = datetime.fromisoformat("2026-12-02T17:00:00+08:00")
 
 
-def line(**kw: object) -> str:
-    base: dict[str, object] = {
-        "at": "2026-12-02T09:00:00Z",
+def line(sec: int = 0, **kw: Any) -> str:
+    """One event line: a task attempt of order_sync (prod core → P0) unless overridden."""
+    base: dict[str, Any] = {
+        "at": (T + timedelta(seconds=sec)).isoformat(),
         "project": "etl",
         "workflow": "order_sync",
         "workflow_code": 1001,
@@ -29,51 +35,133 @@ def line(**kw: object) -> str:
     return json.dumps(base)
 
 
-def test_replay_json_lists_notifications_and_suppressions(tmp_path: Path, capsys):
-    f = tmp_path / "events.jsonl"
-    f.write_text(
-        "\n".join(
-            [
-                line(state="RUNNING_EXECUTION", retry_times=0, max_retry_times=1),
-                line(at="2026-12-02T09:01:00Z", retry_times=1, max_retry_times=1),
-                line(at="2026-12-02T09:01:01Z", task="index"),
-                line(at="2026-12-02T09:02:00Z", instance_id=2, state="STOP"),
-            ]
-        )
-        + "\n",
-        encoding="utf-8",
+def wf(sec: int, state: str, instance_id: int = 1, **kw: Any) -> str:
+    """A workflow-instance event: task null; host and error null unless it is the FAILURE."""
+    return line(
+        sec, **{"instance_id": instance_id, "state": state, "task": None, "host": None, "error": None, **kw}
     )
+
+
+def lifecycle() -> list[str]:
+    return [
+        # instance 1 fails for good after one retry
+        wf(0, "RUNNING_EXECUTION"),
+        line(1, state="RUNNING_EXECUTION", retry_times=0, max_retry_times=1, host=None, error=None),
+        line(30, state="FAILURE", retry_times=0, max_retry_times=1),
+        line(90, state="RUNNING_EXECUTION", retry_times=1, max_retry_times=1, error=None),
+        line(120, state="FAILURE", retry_times=1, max_retry_times=1),
+        wf(
+            121,
+            "FAILURE",
+            host="10.0.0.11:1234",
+            error="Connection refused",
+            retry_times=1,
+            max_retry_times=1,
+        ),
+        # instance 2 is stopped by a user
+        wf(200, "RUNNING_EXECUTION", instance_id=2),
+        line(201, instance_id=2, state="RUNNING_EXECUTION", error=None),
+        line(260, instance_id=2, state="KILL", error=None),
+        wf(261, "STOP", instance_id=2),
+        # instance 3 fails once and recovers on retry
+        wf(300, "RUNNING_EXECUTION", instance_id=3),
+        line(330, instance_id=3, state="FAILURE", retry_times=0, max_retry_times=2),
+        line(400, instance_id=3, state="SUCCESS", retry_times=1, max_retry_times=2, error=None),
+        wf(401, "SUCCESS", instance_id=3),
+    ]
+
+
+def test_only_the_final_failure_alerts_and_at_once(tmp_path: Path, capsys: Any) -> None:
+    f = tmp_path / "events.jsonl"
+    f.write_text("\n".join(lifecycle()) + "\n", encoding="utf-8")
     assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(n["tier"], n["channel"], n["key"]) for n in out["notifications"]] == [
         ("P0", "prod", "inst:1:P0:prod")
     ]
     note = out["notifications"][0]
-    assert note["via"] == "robot" and "<@zhangsan>" in note["text"] and "load" in note["text"]
-    reasons = [s["reason"] for s in out["suppressed"]]
-    assert reasons == ["retry_pending", "joined_instance", "user_stop"]
-    assert out["summary"]["rate_limit_violations"] == 0 and out["summary"]["naive_one_per_failure"] == 3
+    sent = datetime.fromisoformat(note["time"])
+    assert sent - (T + timedelta(seconds=120)) <= timedelta(seconds=1)
+    assert note["via"] == "robot" and "<@zhangsan>" in note["text"] and "load（重试 1/1）" in note["text"]
+    assert "/rerun 1" in note["text"] and "+08:00" in note["text"]
+    reasons = [(s["instance_id"], s["reason"]) for s in out["suppressed"]]
+    assert reasons == [
+        (1, "in_progress"),
+        (1, "in_progress"),
+        (1, "retry_pending"),
+        (1, "in_progress"),
+        (1, "instance_already_notified"),
+        (2, "in_progress"),
+        (2, "in_progress"),
+        (2, "killed"),
+        (2, "user_stop"),
+        (3, "in_progress"),
+        (3, "retry_pending"),
+        (3, "not_failed"),
+        (3, "not_failed"),
+    ]
+    assert out["summary"]["rate_limit_violations"] == 0 and out["bad_lines"] == []
 
 
-def test_replay_text_output(tmp_path: Path, capsys):
+def test_text_output(tmp_path: Path, capsys: Any) -> None:
     f = tmp_path / "events.jsonl"
     f.write_text(line() + "\n", encoding="utf-8")
     assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG)]) == 0
     out = capsys.readouterr().out
-    assert (
-        "P0  instance  channel=prod via=robot  key=inst:1:P0:prod" in out
-        and "1 events → 1 notifications" in out
-    )
+    assert "P0  instance  channel=prod via=robot  key=inst:1:P0:prod" in out
+    assert "1 events → 1 notifications" in out and "bad lines: 0" in out
 
 
-def test_bad_lines_are_reported_as_file_line_problem(tmp_path: Path, capsys):
+def test_null_fields_bad_lines_and_unknown_states_are_reported_and_skipped(tmp_path: Path) -> None:
+    nulls = {k: None for k in ("project", "workflow_code", "task", "host", "error", "environment")}
+    lines = [
+        line(0, instance_id=10, **{**nulls, "retry_times": None, "max_retry_times": None}),  # 1: usable
+        "{not json",  # 2
+        json.dumps({"at": "2026-12-02T09:00:00Z", "workflow": "x", "state": "FAILURE"}),  # 3: no instance_id
+        line(1, instance_id=11, state="EXPLODED"),  # 4: unknown state
+        line(2, instance_id=12, at="2026-12-02T09:00:00"),  # 5: no offset
+        "[1, 2]",  # 6
+        "",  # blank lines are skipped, not errors
+        line(3, instance_id=13, workflow=None),  # 8: required field null
+        line(4, instance_id=14, retry_times="three"),  # 9
+        line(5, instance_id=15, task=None, extra_field=1),  # 10: usable, unknown key ignored
+        "\x00\xff garbage",  # 11
+    ]
     f = tmp_path / "events.jsonl"
-    f.write_text(
-        line() + "\n{not json\n" + json.dumps({"at": "2026-12-02T09:00:00Z", "bogus": 1}) + "\n[1]\n",
-        encoding="utf-8",
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent.cli_alerts",
+            "alerts",
+            "replay",
+            str(f),
+            "--config",
+            str(REPO_CONFIG),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG)]) == 2
-    err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith(f"{f}:2: invalid JSON")
-    assert err[1] == f"{f}:3: unknown field(s) bogus"
-    assert err[2] == f"{f}:4: expected a JSON object"
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    out = json.loads(proc.stdout)
+    bad = {b["line"]: b["problem"] for b in out["bad_lines"]}
+    assert sorted(bad) == [2, 3, 4, 5, 6, 8, 9, 11]
+    assert bad[2].startswith("invalid JSON") and "instance_id" in bad[3] and "EXPLODED" in bad[4]
+    assert "UTC offset" in bad[5] and "JSON object" in bad[6] and "workflow" in bad[8]
+    assert "retry_times" in bad[9]
+    for n in bad:
+        assert f"{f}:{n}: " in proc.stderr
+    assert "ignored unknown field(s): extra_field (1×)" in proc.stderr
+    assert out["summary"]["bad_lines"] == 8 and out["summary"]["events"] == 2
+    alerted = {n["key"] for n in out["notifications"]}
+    # the usable lines still alert; without project or code, instance 10's workflow is unknown (P1)
+    assert alerted == {"inst:10:P1:default", "inst:15:P0:prod"}
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path, capsys: Any) -> None:
+    assert main(["alerts", "replay", str(tmp_path / "nope.jsonl"), "--config", str(REPO_CONFIG)]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from agent.alerts.classify import idempotency_key
+from agent.alerts.event import from_failure
 from agent.alerts.model import Reason
-from agent.alerts.webhook import handle_ds_webhook
+from agent.alerts.webhook import Parsed, handle_ds_webhook
 from tests.alerts.conftest import T0
 
 SECRET = "s3cret-token-value"
@@ -71,9 +72,9 @@ def test_bearer_header_is_accepted():
     ],
 )
 def test_failure_items_become_events(body):
-    status, events = post(body)
-    assert status == 200 and isinstance(events, list) and len(events) == 2
-    first = events[0]
+    status, parsed = post(body)
+    assert status == 200 and isinstance(parsed, Parsed) and len(parsed.events) == 2 and parsed.bad == []
+    first = parsed.events[0]
     assert (
         first.instance_id,
         first.workflow,
@@ -85,7 +86,21 @@ def test_failure_items_become_events(body):
         first.source,
     ) == (345, "order_sync", 1001, "load", "10.0.0.11:1234", "FAILURE", "FAILURE", "webhook")
     assert first.start_time is not None and first.start_time.utcoffset().total_seconds() == 8 * 3600
-    assert idempotency_key(events[0]) != idempotency_key(events[1])
+    # mapped at the edge: the workflow has failed, so each item is the workflow's FAILURE naming its task
+    mapped = [from_failure(e) for e in parsed.events]
+    assert [(m.task, m.failed_task, m.state) for m in mapped] == [
+        ("", "load", "FAILURE"),
+        ("", "index", "FAILURE"),
+    ]
+    assert idempotency_key(mapped[0]) != idempotency_key(mapped[1])
+
+
+def test_a_bad_item_is_listed_and_the_good_ones_still_come_through():
+    items = [ITEMS[0], {"processName": "no id"}, ITEMS[1]]
+    status, parsed = post({"title": "process failed", "content": items})
+    assert status == 200 and isinstance(parsed, Parsed)
+    assert [e.task for e in parsed.events] == ["load", "index"]
+    assert parsed.bad == [("webhook:item 1", "item 1: processId: Field required")]
 
 
 @pytest.mark.parametrize(
@@ -94,7 +109,6 @@ def test_failure_items_become_events(body):
         (b"not json", "not UTF-8 JSON"),
         ({"other": 1}, "no alert content field"),
         ({"msg": "no array here"}, "no JSON array"),
-        ({"msg": '[{"processName": "x"}]'}, "processId"),
     ],
 )
 def test_invalid_payloads_are_400_with_the_problem(body, problem):
@@ -102,10 +116,16 @@ def test_invalid_payloads_are_400_with_the_problem(body, problem):
     assert status == 400 and problem in str(error)
 
 
+def test_a_post_with_no_usable_item_is_400_with_each_problem():
+    status, parsed = post({"msg": '[{"processName": "x"}]'})
+    assert status == 400 and isinstance(parsed, Parsed) and "processId" in parsed.bad[0][1]
+
+
 def test_reposted_alert_is_idempotent(make_pipeline):
     p = make_pipeline()
-    _, events = post({"msg": json.dumps(ITEMS)})
-    assert isinstance(events, list)
+    _, parsed = post({"msg": json.dumps(ITEMS)})
+    assert isinstance(parsed, Parsed)
+    events = [from_failure(e) for e in parsed.events]
     first = p.feed_batch(events, T0)
     again = p.feed_batch(events, T0)
     assert [r.reason for r in first.records] == [Reason.NEW_INSTANCE, Reason.JOINED_INSTANCE]
