@@ -6,6 +6,9 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
 
 from agent.artifacts import ArtifactStore
 from agent.audit import SqlAuditSink
@@ -38,12 +41,30 @@ class App:
     session: Session
 
 
+def secret_env_names(value: Any) -> set[str]:
+    """Every `*_env` value at any depth of a config section (a model, dict or list)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    names: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if isinstance(k, str) and k.endswith("_env") and isinstance(v, str) and v:
+                    names.add(v)
+                else:
+                    stack.append(v)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return names
+
+
 def secrets_of(settings: Settings) -> list[str]:
-    """Every secret value the config names through an environment variable."""
-    names = {settings.core.llm.api_key_env}
-    for section in settings.extra.values():
-        names.update(v for k, v in section.model_dump().items() if k.endswith("_env") and isinstance(v, str))
-    return [os.environ[n] for n in names if os.environ.get(n)]
+    """Every secret value the config names through an environment variable, in any file."""
+    sections = [settings.core, settings.access, settings.workflows, *settings.extra.values()]
+    names = set().union(*(secret_env_names(s) for s in sections))
+    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
 
 
 def build_app(
@@ -58,7 +79,12 @@ def build_app(
     settings = load_dir(config_dir)
     engine = open_store_engine(database_url or settings.core.store.url)
     redactor = Redactor(secrets_of(settings))
-    for handler in logging.getLogger().handlers:
+    root = logging.getLogger()
+    if not root.handlers:  # logging's last-resort handler would print warnings unfiltered
+        fallback = logging.StreamHandler()
+        fallback.setLevel(logging.WARNING)
+        root.addHandler(fallback)
+    for handler in root.handlers:
         handler.addFilter(RedactingFilter(redactor))
     deps = Deps(
         settings=settings,

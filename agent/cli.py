@@ -42,6 +42,9 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    except Exception as exc:  # e.g. a plugin that fails to import: say so, without a traceback
+        print(f"{directory}: the check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
     shell = settings.section("shell")
     if shell is not None:

@@ -18,6 +18,7 @@ import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from agent.errors import LLMError
+from agent.redact import excerpt
 from config.core import LLMConfig
 
 GUARD_ENV = "XIHE_FORBID_REMOTE_LLM"
@@ -59,6 +60,7 @@ class LLMClient:
             raise LLMError(f"model requests to {host or cfg.base_url!r} are forbidden under tests")
         self.cfg = cfg
         self._sleep = sleep
+        self._key = api_key or ""
         self._client = openai.OpenAI(
             base_url=cfg.base_url, api_key=api_key or "not-set", timeout=cfg.timeout_seconds, max_retries=0
         )
@@ -90,7 +92,7 @@ class LLMClient:
                     self.calls += 1
                     resp = self._client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
-            code = _error_code(exc)
+            code = excerpt(_error_code(exc), self._key, limit=80)
             raise LLMError(
                 f"the model endpoint answered HTTP {exc.status_code}{f' ({code})' if code else ''}",
                 status=exc.status_code,

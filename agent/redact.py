@@ -10,6 +10,7 @@ import logging
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote
 
 MASK = "***"
 _SECRET_KEY = re.compile(
@@ -27,10 +28,13 @@ class Redactor:
             self.add(s)
 
     def add(self, secret: str | None) -> None:
-        """Register one more secret value (short values are ignored: they would mask noise)."""
-        if secret and len(secret) >= 4 and secret not in self._secrets:
-            self._secrets.append(secret)
-            self._secrets.sort(key=len, reverse=True)
+        """Register one more secret value, and its URL-encoded form (short values would mask noise)."""
+        if not secret or len(secret) < 4:
+            return
+        for form in {secret, quote(secret, safe=""), quote(secret)}:
+            if form not in self._secrets:
+                self._secrets.append(form)
+        self._secrets.sort(key=len, reverse=True)
 
     def text(self, value: str) -> str:
         """Mask secrets and credential-bearing URL parameters in free text."""
@@ -68,4 +72,16 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         msg = self.redactor.text(record.getMessage())
         record.msg, record.args = msg, None
+        if record.exc_info and not record.exc_text:  # a traceback ends with str(exc): mask it too
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redactor.text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redactor.text(record.stack_info)
         return True
+
+
+def excerpt(body: str, *secrets: str | None, limit: int = 200) -> str:
+    """The start of an upstream response body, safe to put in an error: secrets the caller sent
+    (and credential-looking URL parameters) masked, then cut to `limit` characters."""
+    return Redactor(s for s in secrets if s).text(body)[:limit]

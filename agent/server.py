@@ -40,6 +40,8 @@ def core_routes(app: App) -> list[BaseRoute]:
         for feature, reason in sorted(app.deps.services.get("feature_problems", {}).items()):
             problems.append(f"{feature}: {reason}")
         reload_error = app.deps.services.get("config_reload_error")
+        if reload_error:  # the files on disk are not what runs: a deploy must not count this replica ready
+            problems.append(f"config reload refused: {reload_error}")
         body = {"ready": not problems, "problems": problems, "config_reload_error": reload_error}
         warnings = app.deps.services.get("feature_warnings")
         if warnings:  # configured features that are off; the replica still serves everything else

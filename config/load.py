@@ -146,6 +146,9 @@ def load_dir(
         except UnicodeDecodeError as exc:
             errors.append(ConfigError(f"not UTF-8 ({exc.reason})", str(path)))
             continue
+        except OSError as exc:
+            errors.append(ConfigError(f"cannot be read ({type(exc).__name__}: {exc.strerror})", str(path)))
+            continue
         settings.texts[file] = text
         try:
             loader = getattr(model, "load_yaml", None)  # a section may add cross-checks (shell.yaml)

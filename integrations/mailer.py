@@ -10,6 +10,7 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
 from agent.errors import MailError
+from agent.redact import excerpt
 
 
 class Mailer:
@@ -59,12 +60,13 @@ class Mailer:
                 text = reply.decode(errors="replace") if isinstance(reply, bytes) else str(reply)
                 return f"{code} {text}"
         except smtplib.SMTPResponseException as exc:
-            # 4xx is transient by RFC 5321; 5xx is permanent. The message never includes the password.
+            # 4xx is transient by RFC 5321; 5xx is permanent. A reply echoing the password is masked.
             err = exc.smtp_error
             detail = err.decode(errors="replace") if isinstance(err, bytes) else str(err)
             raise MailError(
-                f"SMTP {exc.smtp_code}: {detail[:200]}",
+                f"SMTP {exc.smtp_code}: {excerpt(detail, password)}",
                 retryable=400 <= exc.smtp_code < 500,
             ) from None
         except (smtplib.SMTPException, OSError) as exc:
-            raise MailError(f"SMTP failed: {type(exc).__name__}: {str(exc)[:200]}", retryable=True) from None
+            problem = excerpt(str(exc), password)
+            raise MailError(f"SMTP failed: {type(exc).__name__}: {problem}", retryable=True) from None

@@ -7,7 +7,8 @@ batches so locks stay short; every replica may run it (deletes are idempotent).
 Config reload re-reads the directory when a file changed. A valid directory replaces the running
 settings (access rules, loop bounds, confirmation TTL take effect at once; tools, plugins and
 feature clients are built at start and need a restart, which the reload says). An invalid one keeps
-the last good config running, is audited with its errors, and `/readyz` shows why.
+the last good config running, is audited with its errors (any exception, not only a ConfigError),
+and `/readyz` answers 503 naming it until the files are fixed (or back to what is running).
 """
 
 from __future__ import annotations
@@ -192,10 +193,14 @@ class ReloadState:
 
 
 def fingerprint(directory: Path) -> str:
-    """sha256 over every YAML file's name and bytes."""
+    """sha256 over every YAML file's name and bytes (an unreadable one counts by its error)."""
     h = hashlib.sha256()
     for path in sorted(directory.glob("*.y*ml")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        try:
+            content = path.read_bytes()
+        except OSError as exc:
+            content = f"unreadable: {type(exc).__name__}".encode()
+        h.update(path.name.encode() + b"\0" + content + b"\0")
     return h.hexdigest()
 
 
@@ -214,6 +219,9 @@ def _needs_restart(old: Settings, new: Settings) -> list[str]:
 
 def reload_config(app: App) -> str:
     """Re-read the config directory if it changed: 'unchanged', 'applied' or 'refused'."""
+    from agent.app import secrets_of
+    from agent.toolset import check_tools
+
     deps = app.deps
     state: ReloadState = deps.services.setdefault(
         RELOAD_STATE, ReloadState(fingerprint(app.settings.directory))
@@ -228,14 +236,24 @@ def reload_config(app: App) -> str:
     now = deps.clock()
     try:
         new = load_dir(app.settings.directory)
-    except ConfigError as exc:
+        check_tools(new)
+    except Exception as exc:  # any failure keeps the last good config and is reported, not only ConfigError
+        reason = deps.redactor.text(
+            str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        )
         state.refused = current
-        deps.services[RELOAD_ERROR] = str(exc)
-        log.error("config reload refused; the last good config keeps running: %s", exc)
+        deps.services[RELOAD_ERROR] = reason
+        log.error(
+            "config reload refused; the last good config keeps running: %s",
+            reason,
+            exc_info=not isinstance(exc, ConfigError),  # a bug in a plugin or in our code: keep the traceback
+        )
         deps.audit.record(
-            AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reload_refused", reason=str(exc))
+            AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reload_refused", reason=reason)
         )
         return "refused"
+    for secret in secrets_of(new):
+        deps.redactor.add(secret)
     restart = _needs_restart(app.settings, new)
     app.settings = new
     deps.settings = new

@@ -26,6 +26,7 @@ import requests
 import tenacity
 
 from agent.errors import DolphinError
+from agent.redact import excerpt
 from integrations.dolphinscheduler.dag import Dag, dag_of
 from integrations.dolphinscheduler.models import (
     MARKER_KEY,
@@ -201,7 +202,7 @@ class DolphinClient:
             raise DolphinError(f"{method} {path}: answer is not a DS envelope")
         code = int(body["code"])
         if code != 0:
-            msg = str(body.get("msg") or "")
+            msg = excerpt(str(body.get("msg") or ""), self._token, self._password, limit=1000)
             text = f"{method} {path}: DS error {code}: {msg}"
             if code == 10013:
                 raise DolphinAuthError(text, code=code)

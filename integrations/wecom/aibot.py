@@ -20,6 +20,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.errors import WeComError
+from agent.redact import excerpt
 from integrations.wecom.crypto import MsgCrypto
 from integrations.wecom.inbound import (
     CHANNEL_AIBOT,
@@ -391,6 +392,7 @@ class ResponseUrlClient:
         errcode = int(data.get("errcode", 0) or 0)
         if errcode:
             raise WeComError(
-                f"response_url refused: errcode {errcode} {data.get('errmsg', '')}", errcode=errcode
+                f"response_url refused: errcode {errcode} {excerpt(str(data.get('errmsg', '')), response_url)}",
+                errcode=errcode,
             )
         return dict(data)

@@ -37,6 +37,7 @@ from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
 from agent.errors import WeComError
+from agent.redact import excerpt
 from agent.schema import wecom_ws_lease, wecom_ws_outbox
 from config.wecom import LongConnectionSettings
 from integrations.wecom.aibot import STREAM_MAX_BYTES, AibotPayload, Stream, clip_utf8
@@ -497,7 +498,7 @@ class LongConnection:
                 if errcode != 0:
                     raise SubscribeRefused(
                         f"WeCom refused aibot_subscribe for bot {s.bot_id}: errcode {errcode} "
-                        f"{str(frame.get('errmsg') or '')[:200]} (check the bot id and the secret in "
+                        f"{excerpt(str(frame.get('errmsg') or ''), s.secret)} (check the bot id and the secret in "
                         "the environment variables named by aibot.long_connection)",
                         errcode=errcode,
                     )

@@ -44,11 +44,22 @@ def test_errors_are_typed_retryable_and_keep_the_key_out(fake, monkeypatch) -> N
     with pytest.raises(EmbeddingError) as exc:
         OpenAIEmbedder(emb_cfg(fake)).embed(["x"])
     assert exc.value.retryable and exc.value.status == 503
+    assert "sk-test" not in str(exc.value) and "injected failure" in str(exc.value)
     monkeypatch.setenv("XIHE_TEST_EMBED_KEY", "sk-wrong")
     with pytest.raises(EmbeddingError) as exc:
         OpenAIEmbedder(emb_cfg(fake)).embed(["x"])
     assert exc.value.status == 401 and not exc.value.retryable
-    assert "sk-wrong" not in str(exc.value)
+    assert "sk-wrong" not in str(exc.value) and "Incorrect API key provided: ***" in str(exc.value)
+
+
+def test_rerank_errors_keep_the_key_out(fake) -> None:
+    fake.fail_next = [500]
+    cfg = RerankConfig(
+        enabled=True, base_url=fake.url, model="fake-rerank", api_key_env="XIHE_TEST_EMBED_KEY"
+    )
+    with pytest.raises(EmbeddingError) as exc:
+        Reranker(cfg).rerank("q", ["a", "b"])
+    assert exc.value.status == 500 and "sk-test" not in str(exc.value), str(exc.value)
 
 
 def test_index_and_search_with_remote_embeddings(fake, make_repo, tmp_path) -> None:

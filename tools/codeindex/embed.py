@@ -11,6 +11,7 @@ import numpy as np
 import requests
 
 from agent.errors import IntegrationError
+from agent.redact import excerpt
 from config.code import EmbeddingConfig, RerankConfig
 
 
@@ -85,9 +86,8 @@ class OpenAIEmbedder:
         self.name = f"openai/{cfg.model}"
         self._session = session or requests.Session()
 
-    def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
-        return {"Authorization": f"Bearer {key}"} if key else {}
+    def _key(self) -> str:
+        return os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised vectors for `texts`, requested in batches."""
@@ -98,7 +98,7 @@ class OpenAIEmbedder:
                 self._session,
                 self.cfg.base_url.rstrip("/") + "/embeddings",
                 {"model": self.cfg.model, "input": batch},
-                self._headers(),
+                self._key(),
                 self.cfg.timeout_seconds,
             )
             try:
@@ -114,10 +114,10 @@ class OpenAIEmbedder:
         return _normalise(np.asarray(rows, dtype=np.float32))
 
 
-def _post_json(
-    session: requests.Session, url: str, payload: dict[str, Any], headers: dict[str, str], timeout: float
-) -> Any:
-    """POST JSON and return the decoded body; failures become EmbeddingError (retryable on 429/5xx)."""
+def _post_json(session: requests.Session, url: str, payload: dict[str, Any], key: str, timeout: float) -> Any:
+    """POST JSON with the bearer `key` and return the decoded body; failures become EmbeddingError
+    (retryable on 429/5xx) whose message never holds the key, even when the body echoes it."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         resp = session.post(url, json=payload, headers=headers, timeout=timeout)
     except requests.RequestException as exc:
@@ -125,7 +125,9 @@ def _post_json(
     if resp.status_code >= 400:
         retry = resp.status_code == 429 or resp.status_code >= 500
         raise EmbeddingError(
-            f"{url}: HTTP {resp.status_code}: {resp.text[:200]}", status=resp.status_code, retryable=retry
+            f"{url}: HTTP {resp.status_code}: {excerpt(resp.text, key)}",
+            status=resp.status_code,
+            retryable=retry,
         )
     try:
         return resp.json()
@@ -147,7 +149,7 @@ class Reranker:
             self._session,
             self.cfg.base_url.rstrip("/") + "/rerank",
             {"model": self.cfg.model, "query": query, "documents": list(documents), "top_n": len(documents)},
-            {"Authorization": f"Bearer {key}"} if key else {},
+            key,
             self.cfg.timeout_seconds,
         )
         try:

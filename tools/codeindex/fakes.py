@@ -23,7 +23,9 @@ class FakeEmbeddings:
     """POST /v1/embeddings like OpenAI: {"model","input"} -> {"data":[{"index","embedding"}]}.
 
     Errors as the real API gives them: 401 without the expected bearer key, 400 for a bad body,
-    and `fail_next` queued statuses (e.g. 429, 500) returned before normal answers.
+    and `fail_next` queued statuses (e.g. 429, 500) returned before normal answers. Like some real
+    gateways, error bodies echo the Authorization header they received, so a client that copies a
+    body into its error leaks the key.
     """
 
     def __init__(self, dim: int = 64, api_key: str = "", model: str = "fake-embed") -> None:
@@ -33,11 +35,14 @@ class FakeEmbeddings:
 
     def handle(self, req: Request) -> Response:
         """Answer one request."""
+        auth = req.headers.get("authorization", "")
         if self.fail_next:
             status = self.fail_next.pop(0)
-            return Response.of_json({"error": {"message": "injected", "code": status}}, status)
-        if self.api_key and req.headers.get("authorization") != f"Bearer {self.api_key}":
-            return Response.of_json({"error": {"message": "Incorrect API key provided"}}, 401)
+            message = f"injected failure for request with authorization {auth!r}"
+            return Response.of_json({"error": {"message": message, "code": status}}, status)
+        if self.api_key and auth != f"Bearer {self.api_key}":
+            key = auth.removeprefix("Bearer ")
+            return Response.of_json({"error": {"message": f"Incorrect API key provided: {key}"}}, 401)
         try:
             body = req.json()
         except json.JSONDecodeError:

@@ -1,0 +1,67 @@
+"""Config reload under a real `xihe serve`: a refused reload (any exception) shows in /readyz as 503
+with the reason, keeps the last good config serving, and /readyz recovers once the files are fixed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from integrations.fakes.wecom import FakeWeCom
+from tests.serve.harness import Replica, serve_config, wait_until
+
+
+def readyz(bot: Replica) -> tuple[int, dict[str, object]]:
+    resp = bot.http.get(bot.url + "/readyz", timeout=10)
+    return resp.status_code, resp.json()
+
+
+def test_a_refused_reload_is_not_ready_until_the_file_is_fixed(tmp_path: Path, sqlite_url: str) -> None:
+    with FakeWeCom() as fake:
+        cfg = serve_config(tmp_path / "cfg", fake)
+        bot = Replica(cfg, sqlite_url, tmp_path, "bot").wait_ready()
+        try:
+            assert readyz(bot)[0] == 200
+            xihe = cfg / "xihe.yaml"
+            good = xihe.read_text(encoding="utf-8")
+            lines = good.splitlines()
+
+            # a ConfigError: a duplicate key
+            xihe.write_text(good + "tools: []\n", encoding="utf-8")
+            _, body = wait_until(lambda: (s := readyz(bot))[0] == 503 and s, what="503 after a bad file")
+            assert body["ready"] is False
+            assert f"xihe.yaml:{len(lines) + 1}: tools: duplicate key" in str(body["config_reload_error"])
+            assert any("config reload refused" in p for p in body["problems"])  # type: ignore[union-attr]
+
+            # fixed: ready again
+            xihe.write_text(good, encoding="utf-8")
+            wait_until(lambda: readyz(bot)[0] == 200, what="200 after the fix")
+            assert readyz(bot)[1]["config_reload_error"] is None
+
+            # not a ConfigError: a plugin whose import raises RuntimeError
+            data = yaml.safe_load(good)
+            data["plugins"] = [*data["plugins"], "tests.support.broken_plugin:SPEC"]
+            xihe.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+            _, body = wait_until(lambda: (s := readyz(bot))[0] == 503 and s, what="503 after a plugin bug")
+            assert "RuntimeError: plugin bug" in str(body["config_reload_error"])
+            assert bot.http.get(bot.url + "/healthz", timeout=10).status_code == 200  # still serving
+
+            xihe.write_text(good, encoding="utf-8")
+            wait_until(lambda: readyz(bot)[0] == 200, what="200 after removing the plugin")
+        finally:
+            assert bot.terminate() in (0, -15)  # uvicorn re-raises SIGTERM after a clean shutdown
+        log = bot.log()
+        assert "config reload refused" in log and "RuntimeError: plugin bug" in log
+        assert log.count("Traceback") == 1  # the plugin bug keeps its traceback; the duplicate key does not
+
+
+def test_config_check_reports_a_broken_plugin_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent.cli import main
+    from tests.conftest import write_config
+
+    cfg = write_config(tmp_path / "cfg", overrides={"plugins": ["tests.support.broken_plugin:SPEC"]})
+    assert main(["config", "check", str(cfg)]) == 1
+    assert "the check failed: RuntimeError: plugin bug" in capsys.readouterr().err
