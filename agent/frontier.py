@@ -15,7 +15,8 @@ A `running` row without an outcome is a crash. The interruption is recorded as `
 A side-effecting step that cannot be looked up is never rerun silently: it is recorded `failed` with
 an `UNCERTAIN` error, the user is told it may or may not have happened, and only a fresh `/confirm`
 (a new pending action bound to the same arguments and to that row) runs it again. A look-up that
-cannot tell (`agent.errors.OutcomeUnknown`) ends in the same place.
+cannot tell (`agent.errors.OutcomeUnknown`) ends in the same place for a side-effecting step, and in
+a rerun for a read (`when_unknown`).
 
 `confirmation_key` says which pending action may release a step: the step key itself for the first
 attempt (and for a rerun after a look-up proved the interrupted attempt did nothing), otherwise a
@@ -71,10 +72,13 @@ def frontier(
     if uncertain(latest):
         return Decision.UNCERTAIN
     if interrupted(latest):
-        if has_lookup:
-            return Decision.LOOK_UP
-        return Decision.UNCERTAIN if side_effecting else Decision.RERUN
+        return Decision.LOOK_UP if has_lookup else when_unknown(side_effecting=side_effecting)
     return Decision.RERUN
+
+
+def when_unknown(*, side_effecting: bool) -> Decision:
+    """The decision after a look-up could not tell whether the interrupted attempt took effect."""
+    return Decision.UNCERTAIN if side_effecting else Decision.RERUN
 
 
 def confirmation_key(step_key: str, latest: TaskStep | None) -> str:

@@ -19,6 +19,7 @@ timeouts are recovered by error class against the task's stored retry budget (`a
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,14 +31,24 @@ from agent.budget import TokenCounter
 from agent.canonical import args_digest, canonical_json
 from agent.context import Block, ContextTooLarge, build, for_api, trim
 from agent.deps import Deps
-from agent.errors import LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
+from agent.errors import BotError, LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
 from agent.executor import Executor, StepResult
-from agent.frontier import INTERRUPTED, UNCERTAIN, Decision, confirmation_key, frontier, uncertain
+from agent.frontier import (
+    INTERRUPTED,
+    UNCERTAIN,
+    Decision,
+    confirmation_key,
+    frontier,
+    uncertain,
+    when_unknown,
+)
 from agent.gate import Allow, Confirm, Deny, Who, decide, identify
 from agent.llm import LLMClient
 from agent.recovery import RetryPolicy, RunState, with_recovery
 from agent.registry import ParsedCall, Registry
 from agent.tasks import Task, TaskStep
+
+log = logging.getLogger("xihe.loop")
 
 SYSTEM_RULES = """You are xihe, a chat-ops assistant for engineers.
 Rules:
@@ -201,6 +212,10 @@ class Agent:
             try:
                 outcome = self.resume(orphan.id)
             except TaskStateError:
+                continue  # finished meanwhile
+            except BotError as exc:  # this message is still handled; the orphan job tries again
+                deps.tasks.release(orphan.id, deps.holder)
+                log.warning("resuming task %s failed: %s", orphan.id, deps.redactor.text(str(exc)))
                 continue
             if outcome.status != "busy":
                 out.append(outcome)
@@ -492,7 +507,7 @@ class Agent:
                     run.task, key, call, intent=run.task.goal, reason=decision.reason
                 )
             except OutcomeUnknown as exc:
-                step = Decision.UNCERTAIN
+                step = when_unknown(side_effecting=risk == "write")
                 why = f"the process stopped while it ran, and looking it up could not tell: {exc}"
             else:
                 if found is not None:  # the effect happened before the crash: that is the result

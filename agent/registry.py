@@ -56,7 +56,8 @@ class ToolSpec:
     environment_of: Callable[[Any, Deps], str] | None = None  # per-call environment (e.g. a workflow's)
     risk_of: Callable[[Any, Deps], Risk] | None = None  # per-call risk (e.g. a shell entry's); `risk` = worst
     scope_of: Callable[[Any, Deps], Scope | None] | None = None  # per-call narrowing for the gate
-    lookup: Callable[[Any, ToolContext], Any] | None = None  # find an earlier attempt's effect, or None
+    # find an interrupted attempt's effect: its result, None = it did not happen, OutcomeUnknown = cannot tell
+    lookup: Callable[[Any, ToolContext], Any] | None = None
     secret_args: frozenset[str] = field(default_factory=frozenset)
     summarize: Callable[[Any], str] | None = None  # how an explicit command shows the result
     explain: Callable[[Any, Deps], str] | None = None  # what the call would do, shown when asking to confirm

@@ -137,18 +137,19 @@ def test_cancel_drops_the_action(make_app: MakeApp, llm: ScriptedLLM, tmp_path: 
 
 
 def test_the_orphan_job_runs_a_confirmed_action_whose_process_died_once_its_lease_lapsed(
-    make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path, clock: FakeClock
+    make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path, clock: FakeClock, db_url: str
 ) -> None:
     notes: list[tuple[str, str]] = []
     dead = make_app(
-        [call("write_note", note="n"), call("write_note", note="p", environment="prod"), say("Wrote it.")]
+        [call("write_note", note="n"), call("write_note", note="p", environment="prod"), say("Wrote it.")],
+        db=db_url,
     )
     ask(dead, "write")
     # what `/confirm` does before it resumes: take the task's lease, then the confirm UPDATE
     assert dead.agent.hold(1) and dead.deps.pending.confirm(1, "alice", "c1", clock())
     ask(dead, "write to prod", user="bob", conv="c2")  # confirmed, but no approver yet: not released
     assert dead.deps.pending.confirm(2, "bob", "c2", clock())
-    other = make_app(notify=lambda conv, text: notes.append((conv, text)))
+    other = make_app(db=db_url, notify=lambda conv, text: notes.append((conv, text)))
     resume_orphans(other)
     assert other.deps.tasks.get(1).status == "awaiting_confirmation"  # the holder may still be alive
     clock.advance(other.settings.core.store.lease_seconds + 1)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent.frontier import INTERRUPTED, UNCERTAIN, Decision, confirmation_key, frontier
+from agent.frontier import INTERRUPTED, UNCERTAIN, Decision, confirmation_key, frontier, when_unknown
 from agent.tasks import TaskStep
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -68,6 +68,13 @@ def test_frontier_table(
     latest: TaskStep | None, superseded: bool, side: bool, lookup: bool, expected: Decision
 ) -> None:
     assert frontier(latest, superseded=superseded, side_effecting=side, has_lookup=lookup) is expected
+
+
+@pytest.mark.parametrize(("side", "expected"), [(True, Decision.UNCERTAIN), (False, Decision.RERUN)])
+def test_a_look_up_that_cannot_tell_makes_a_write_uncertain_and_a_read_a_rerun(
+    side: bool, expected: Decision
+) -> None:
+    assert when_unknown(side_effecting=side) is expected
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,59 @@
+"""An entry's `check:` command, run in the real sandbox, answers whether an interrupted write happened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.app import build_app
+from agent.clock import FakeClock
+from agent.errors import OutcomeUnknown
+from agent.features.shell import service
+from agent.registry import ToolContext
+from integrations.fakes.llm_server import ScriptedLLM
+from tests.conftest import write_config
+from tests.shell.conftest import PYTHON, bwrap_works, config_text
+
+ENTRY = f"""
+  - name: marked
+    description: a write whose check exits with the given code (test only)
+    workspace: repo
+    risk: write
+    argv: [{PYTHON}, -c, "pass", "{{code}}"]
+    check: [{PYTHON}, -c, "import sys; sys.exit(int(sys.argv[1]))", "{{code}}"]
+    args:
+      code: {{type: integer, min: 0, max: 3, description: the check's exit code}}
+"""
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
+def test_check_exit_codes_mean_happened_not_happened_and_cannot_tell(
+    tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, sqlite_url: str, workspace: Path
+) -> None:
+    cfg = write_config(tmp_path / "cfg", llm_url=llm.base_url)
+    (cfg / "shell.yaml").write_text(config_text(workspace) + ENTRY)
+    app = build_app(cfg, clock=clock, database_url=sqlite_url, holder="test")
+    svc = service(app.deps)
+    assert svc is not None
+    task = app.deps.tasks.create(kind="chat", owner="alice", conversation="c", goal="g", now=clock())
+    ctx = ToolContext(app.deps, task.id, "tool:1:0", "alice", "c", clock())
+    spec = app.registry.get("run_shell_command")
+    assert spec.lookup is not None
+
+    def look(command: str, **args: object) -> object:
+        return spec.lookup(spec.args.model_validate({"command": command, "args": args}), ctx)  # type: ignore[misc]
+
+    found = look("marked", code=0)
+    assert (
+        isinstance(found, str)
+        and "its check says it already happened" in found
+        and "[sandbox: bwrap]" in found
+    )
+    assert look("marked", code=1) is None  # did not happen: safe to run
+    with pytest.raises(OutcomeUnknown, match="its check exited 2"):
+        look("marked", code=2)
+    with pytest.raises(OutcomeUnknown, match="'py_write' has no check: command"):
+        look("py_write", code="print(1)")
+    checks = [e for e in app.deps.audit.search(kind="shell") if e["outcome"] == "check"]
+    assert sorted(e["detail"]["exit_code"] for e in checks) == [0, 1, 2]  # every check run is audited
