@@ -115,3 +115,62 @@ def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
         llm.assert_consumed()
     finally:
         sim.stop()
+
+
+@pytest.mark.parametrize("version", ["3.1", "3.2"])
+def test_kill_before_the_start_reached_ds_is_told_with_the_retry_not_done(
+    tmp_path: Path, llm: ScriptedLLM, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm.add(call("trigger_dolphinscheduler", workflow="long_sync", dates="2026-11-30"), say("started"))
+    sim = DolphinSimulator(seed(), version=version, clock=FakeClock(utc_now())).start()
+    try:
+        cfg = write_ds_config(tmp_path / "cfg", sim, llm_url=llm.base_url)
+        db = f"sqlite:///{tmp_path / 'xihe.db'}"
+        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
+        cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
+        sim.drop("/executors/start-", 30)  # the start never reaches DS: the bot dies first
+        proc = subprocess.Popen(
+            [*cli, "chat", "--user", "alice"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write("backfill long_sync for 2026-11-30\n/confirm\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not any("/executors/start-" in r.path for r in sim.server.requests):
+            assert time.monotonic() < deadline and proc.poll() is None, "the bot never sent the start"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert sim.starts == []  # DS has nothing
+
+        resumed = subprocess.run(
+            [*cli, "task", "resume", "1"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert sim.starts == []  # 3.1/3.2 cannot tell "not yet created" from "never sent": no second start
+
+        monkeypatch.setenv("XIHE_DS_TOKEN", sim.token)
+        sent: list[tuple[str, str]] = []
+        app = build_app(
+            cfg, clock=sim.clock, database_url=db, holder="poller", notify=lambda c, t: sent.append((c, t))
+        )
+        watch = app.deps.services["dolphin"].watches.get("1:tool:1:0")
+        assert watch is not None
+        for _ in range(80):  # past the discovery timeout (one hour)
+            sim.advance(60)
+            poll_watches(app)
+        (told,) = [t for c, t in sent if c == "cli:alice"]
+        assert "long_sync for 2026-11-30 did not run" in told and "Nothing was started" in told
+        assert "`/run long_sync 2026-11-30` starts it again" in told
+        task = TaskStore(make_engine(db)).get(1)
+        assert task.status == "failed" and "never created" in (task.error or "")
+        assert sim.instances_of("long_sync") == [] and sim.starts == []
+        app.deps.engine.dispose()
+    finally:
+        sim.stop()
