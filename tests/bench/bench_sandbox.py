@@ -31,13 +31,16 @@ entries:
 """
 
 
-def _times(fn: Callable[[], object], runs: int) -> list[float]:
-    fn()  # warm caches (page cache, bwrap binary, Python imports)
-    out = []
+def _interleaved(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, list[float]]:
+    """Times of each function, taking turns, so a load change on the machine hits all of them alike."""
+    for fn in fns.values():
+        fn()  # warm caches (page cache, bwrap binary, Python imports)
+    out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            out[name].append((time.perf_counter() - start) * 1000)
     return out
 
 
@@ -63,11 +66,19 @@ def run(runs: int) -> dict[str, object]:
     bwrap_runner = ShellRunner(bwrap_cfg, save_artifact=lambda b: "")
     no_cgroup_runner = ShellRunner(no_cgroup_cfg, save_artifact=lambda b: "")
 
-    raw_plain = _stats(_times(lambda: subprocess.run(["/usr/bin/true"], check=True), runs))
-    raw_bwrap = _stats(_times(lambda: subprocess.run(bwrap_cmd, check=True, env={"PATH": "/usr/bin"}), runs))
-    full_plain = _stats(_times(lambda: plain_runner.run(match), runs))
-    full_bwrap = _stats(_times(lambda: bwrap_runner.run(match), runs))
-    full_no_cgroup = _stats(_times(lambda: no_cgroup_runner.run(match), runs))
+    times = _interleaved(
+        {
+            "raw_plain": lambda: subprocess.run(["/usr/bin/true"], check=True),
+            "raw_bwrap": lambda: subprocess.run(bwrap_cmd, check=True, env={"PATH": "/usr/bin"}),
+            "full_plain": lambda: plain_runner.run(match),
+            "full_bwrap": lambda: bwrap_runner.run(match),
+            "full_no_cgroup": lambda: no_cgroup_runner.run(match),
+        },
+        runs,
+    )
+    raw_plain, raw_bwrap = _stats(times["raw_plain"]), _stats(times["raw_bwrap"])
+    full_plain, full_bwrap = _stats(times["full_plain"]), _stats(times["full_bwrap"])
+    full_no_cgroup = _stats(times["full_no_cgroup"])
     return {
         "runs": runs,
         "command": "/usr/bin/true",

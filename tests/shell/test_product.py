@@ -217,6 +217,9 @@ def test_help_shows_the_sandbox_status_and_warns_loudly_without_one(
     assert "Shell:" in ask(app, "/help") and "/sh COMMAND LINE" in ask(app, "/help")
     none = shell_app("sandbox: none\n" + config_text(workspace))
     assert "SHELL SANDBOX DISABLED" in ask(none, "/help")
+    if bwrap_works():  # the weaker limits mode is named too
+        weak = shell_app("cgroup: none\n" + config_text(workspace))
+        assert "memory_mb and processes hold per process, not per command" in ask(weak, "/help")
 
 
 def test_hot_reload_keeps_the_last_good_whitelist(shell_app: Callable[..., App], workspace: Path) -> None:

@@ -11,7 +11,7 @@ from agent.cli import main as xihe
 from config.shell import load_shell_config
 from tests.shell.conftest import bwrap_works, config_text
 from tools.shell.bwrap import BwrapSandbox, parse_version
-from tools.shell.cgroup import detect, parse_mountinfo, parse_own
+from tools.shell.cgroup import Cgroups, detect, parse_mountinfo, parse_own
 from tools.shell.sandbox import ShellRunner
 from tools.shell.whitelist import Whitelist
 
@@ -119,3 +119,21 @@ def test_config_check_names_the_weaker_memory_mode(
     assert (
         "WARNING shell.yaml: memory_mb and processes hold per process, not per command (cgroup: none" in out
     )
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
+def test_a_v2_subtree_that_cannot_be_prepared_falls_back_and_says_so(workspace: Path, tmp_path: Path) -> None:
+    own = tmp_path / "cg"
+    own.mkdir()
+    (own / "cgroup.controllers").write_text("memory pids\n")
+    (own / "cgroup.subtree_control").write_text("")  # a plain directory: moving the bot in fails
+    cgroups = Cgroups(detect(V2_MOUNTINFO.format(point=own), "0::/\n"))
+    assert cgroups.available
+    config = load_shell_config(config_text(workspace))
+    runner = ShellRunner(config, backend=BwrapSandbox(cgroups=cgroups), save_artifact=lambda b: "")
+    result = runner.run(Whitelist(config).from_args("py", {"code": "print('ran')"}))
+    assert result.ok and result.stdout == "ran\n"  # auto: runs with per-process limits
+    assert not cgroups.available and "cannot be prepared" in cgroups.support.detail
+    assert any("per process, not per command" in w for w in runner.status().warnings)
+    strict = BwrapSandbox(cgroups=cgroups, cgroup="required")
+    assert not ShellRunner(config, backend=strict, save_artifact=lambda b: "").status().available

@@ -255,9 +255,11 @@ class BwrapSandbox:
                     try:
                         group = self.cgroups.create(plan.limits.memory_mb << 20, plan.limits.processes)
                     except OSError as exc:
-                        raise ToolFailed(
-                            f"refusing to run {plan.entry!r}: cannot create its cgroup: {exc}"
-                        ) from None
+                        if self.cgroup_mode == "required":
+                            raise ToolFailed(
+                                f"refusing to run {plan.entry!r}: cannot create its cgroup: {exc}"
+                            ) from None
+                        log.warning("%s runs with per-process limits only: no cgroup (%s)", plan.entry, exc)
                 if plan.writable is not None:
                     owner = uid if self.root else None
                     copy = throwaway_copy(plan.writable, owner, owner)

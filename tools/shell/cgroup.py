@@ -150,9 +150,17 @@ class Cgroups:
         self._prepared = True
 
     def create(self, memory_bytes: int, processes: int) -> CommandCgroup:
-        """A fresh cgroup (one per hierarchy) with the command's limits; OSError when that fails."""
+        """A fresh cgroup (one per hierarchy) with the command's limits; OSError when that fails.
+
+        When a v2 subtree cannot be prepared (e.g. other processes share the bot's cgroup), the
+        support becomes `none` with that reason, so status and warnings tell the truth from then on.
+        """
         if not self._prepared:
-            self._prepare_v2()
+            try:
+                self._prepare_v2()
+            except OSError as exc:
+                self.support = Support("none", None, None, f"{self.support.detail} cannot be prepared: {exc}")
+                raise
         name = f"xihe-cmd-{uuid.uuid4().hex[:12]}"
         v = self.support.version
         assert v != "none" and self.support.memory is not None and self.support.pids is not None
@@ -222,7 +230,7 @@ class CommandCgroup:
     def close(self) -> None:
         """Kill what is left and remove the cgroup (exiting processes may need a moment)."""
         for d in self.dirs:
-            for attempt in range(200):
+            for attempt in range(2000):
                 try:
                     d.rmdir()
                     break
@@ -231,7 +239,7 @@ class CommandCgroup:
                 except OSError:
                     if attempt == 0:
                         self.kill()
-                    time.sleep(0.01)
+                    time.sleep(0.001)
             else:
                 log.warning("could not remove the command cgroup %s", d)
 
