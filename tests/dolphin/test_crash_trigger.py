@@ -174,3 +174,61 @@ def test_kill_before_the_start_reached_ds_is_told_with_the_retry_not_done(
         app.deps.engine.dispose()
     finally:
         sim.stop()
+
+
+@pytest.mark.parametrize("version", ["3.1", "3.2", "3.3"])
+def test_kill_after_a_rerun_reached_a_slow_master_resumes_without_a_second_rerun(
+    tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sim = DolphinSimulator(seed(), version=version, clock=FakeClock(utc_now())).start()
+    try:
+        failed = sim.run_directly("broken_sync", schedule=None)
+        sim.advance(600)
+        assert failed.state == "FAILURE"
+        cfg = write_ds_config(tmp_path / "cfg", sim)
+        db = f"sqlite:///{tmp_path / 'xihe.db'}"
+        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
+        cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
+        sim.slow_master(300)  # the master takes the command minutes later; DS shows FAILURE until then
+        sim.slow("/executors/execute", 30)  # DS has the command; the bot dies before the answer
+        proc = subprocess.Popen(
+            [*cli, "chat", "--user", "alice"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(f"/rerun {failed.id}\n/confirm\n")
+        proc.stdin.flush()
+        execute = "POST /dolphinscheduler/projects/{n}/executors/execute"
+        deadline = time.monotonic() + 60
+        while not sim.counts[execute]:
+            assert time.monotonic() < deadline and proc.poll() is None, "the bot never sent the rerun"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert failed.state == "FAILURE" and failed.run_times == 1
+
+        resumed = subprocess.run(
+            [*cli, "task", "resume", "1"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert sim.counts[execute] == 1  # not sent again: the master may still take the first one
+
+        monkeypatch.setenv("XIHE_DS_TOKEN", sim.token)
+        sent: list[tuple[str, str]] = []
+        app = build_app(
+            cfg, clock=sim.clock, database_url=db, holder="poller", notify=lambda c, t: sent.append((c, t))
+        )
+        for _ in range(60):
+            sim.advance(15)
+            poll_watches(app)
+        assert failed.state == "SUCCESS" and failed.run_times == 2 and sim.counts[execute] == 1
+        told = [t for c, t in sent if c == "cli:alice"]
+        assert [t[:2] for t in told if t[0] in "✅❌"] == ["✅ "]
+        app.deps.engine.dispose()
+    finally:
+        sim.stop()
