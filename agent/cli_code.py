@@ -102,7 +102,7 @@ def cmd_eval_search(args: argparse.Namespace) -> int:
             from tools.codeindex.heldout import evaluate_sets, summary
 
             try:
-                sets = evaluate_sets(held, Path(args.cache), work, cfg, args.limit)
+                sets = evaluate_sets(held, Path(args.cache), work, cfg, args.limit, args.learn)
             except (ValueError, RuntimeError) as exc:
                 print(f"eval search: {exc}", file=sys.stderr)
                 return 2
@@ -149,6 +149,9 @@ def register(sub: Any) -> None:
     es.add_argument("--modules", default="", help="stdlib set only: comma-separated modules")
     es.add_argument("--limit", type=int, default=300, help="docstring queries to sample per set")
     es.add_argument("--workdir", default="", help="keep the indexes here")
+    es.add_argument(
+        "--learn", action="store_true", help="learn fusion weights on the dev split, report them on test"
+    )
     _config_option(es)
     es.set_defaults(func=cmd_eval_search)
 

@@ -107,6 +107,19 @@ class RetrievalConfig(BaseModel):
     bm25_weight: float = Field(default=1.0, description="weight of the BM25 list in rrf fusion")
     vector_weight: float = Field(default=1.0, description="weight of the vector score (linear) or list (rrf)")
     cjk_bridge: bool = Field(default=True, description="add English terms for Chinese words of a question")
+    bridge_weight: float = Field(
+        default=1.0, ge=0, description="BM25 weight of an English term bridged from Chinese"
+    )
+    name_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="weight of the name-field BM25 score (qualified name, file name) in linear fusion",
+    )
+    identifier_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="BM25 weight of an identifier typed in the question (camelCase, snake_case)",
+    )
     min_bm25_score: float = Field(
         default=6.0,
         description="below this best BM25 score (and the vector floor) a search reports 'nothing relevant'",

@@ -9,7 +9,7 @@ columns; scores equal bm25s's `method="lucene"` (a test checks it).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -75,10 +75,12 @@ class Bm25Index:
             return m
         return sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
 
-    def scores(self, query: Sequence[str]) -> np.ndarray:
-        """BM25 score of every slot for the query tokens (each distinct token counted once)."""
+    def scores(self, query: Sequence[str] | Mapping[str, float]) -> np.ndarray:
+        """BM25 score of every slot for the query tokens (each distinct token once, times its weight)."""
         out = np.zeros(self.size, dtype=np.float32)
-        ids = sorted({self.vocab[t] for t in query if t in self.vocab})
+        weights = dict(query) if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
+        ids = sorted({self.vocab[t] for t in weights if t in self.vocab and weights[t] > 0})
+        weight_of = {self.vocab[t]: w for t, w in weights.items() if t in self.vocab}
         n_alive = int(self.alive.sum())
         if not ids or n_alive == 0:
             return out
@@ -93,11 +95,11 @@ class Bm25Index:
             df = int(live.sum())
             if df == 0:
                 continue
-            idf = np.log(1 + (n_alive - df + 0.5) / (df + 0.5))
+            idf = weight_of[idx] * np.log(1 + (n_alive - df + 0.5) / (df + 0.5))
             out[rows] += np.where(live, idf * tf / (tf + norm[rows]), 0.0).astype(np.float32)
         return out
 
-    def top(self, query: Sequence[str], n: int) -> list[tuple[int, float]]:
+    def top(self, query: Sequence[str] | Mapping[str, float], n: int) -> list[tuple[int, float]]:
         """The best `n` live slots with a positive score, best first."""
         s = self.scores(query)
         if not len(s):
@@ -116,12 +118,12 @@ class Bm25Index:
         self.alive = self.alive[keep]
         self._csc = None
 
-    def save(self, directory: Path) -> None:
-        """Write the matrix, lengths, liveness and vocabulary."""
+    def save(self, directory: Path, name: str = "bm25") -> None:
+        """Write the matrix, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`."""
         self._columns()
         m = self._matrix
         np.savez(
-            directory / "bm25.npz",
+            directory / f"{name}.npz",
             data=m.data,
             indices=m.indices,
             indptr=m.indptr,
@@ -131,14 +133,14 @@ class Bm25Index:
             params=np.asarray([self.k1, self.b]),
         )
         vocab = sorted(self.vocab, key=self.vocab.__getitem__)
-        (directory / "bm25_vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
+        (directory / f"{name}_vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path) -> Bm25Index:
+    def load(cls, directory: Path, name: str = "bm25") -> Bm25Index:
         """Read what `save` wrote."""
-        z = np.load(directory / "bm25.npz")
+        z = np.load(directory / f"{name}.npz")
         idx = cls(float(z["params"][0]), float(z["params"][1]))
-        text = (directory / "bm25_vocab.txt").read_text(encoding="utf-8")
+        text = (directory / f"{name}_vocab.txt").read_text(encoding="utf-8")
         words = text.split("\n") if text else []
         idx.vocab = {w: i for i, w in enumerate(words)}
         idx._matrix = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))

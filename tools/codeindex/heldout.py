@@ -194,39 +194,49 @@ def percentile_ms(values: list[float], p: float) -> float:
     return round(s[min(len(s) - 1, round(p * (len(s) - 1)))] * 1000, 2) if s else 0.0
 
 
-def evaluate_set(
-    name: str,
-    cache: Path,
-    work: Path,
-    cfg: CodeConfig | None = None,
-    limit: int = 300,
-    modes: Sequence[str] = ("bm25", "vector", "hybrid"),
-) -> dict[str, Any]:
-    """Fetch, index and question one set; per mode: dev, test and all splits by group."""
+@dataclass
+class Prepared:
+    """One set fetched, indexed and turned into questions."""
+
+    es: EvalSet
+    index: CodeIndex
+    files: int
+    units: int
+    build_seconds: float
+    questions: list[Question]
+
+
+def prepare(name: str, cache: Path, work: Path, cfg: CodeConfig, limit: int) -> Prepared:
+    """Fetch and index the set's package, and generate its questions."""
     es = load_set(name)
     repo = fetch(es.source, cache)
-    cfg = (cfg or CodeConfig()).model_copy(update={"index_dir": str(work / "index")})
+    cfg = cfg.model_copy(update={"index_dir": str(work / "index")})
     idx, rep = index_repo(repo, cfg, full=True)
     questions = docstring_questions(idx, es.docstring_langs, limit, skip=("template/",)) + hand_written(
         es, idx
     )
     idx.search("预热 warm up", 1)  # jieba and the dictionary load once, outside the timings
+    return Prepared(es, idx, rep.files, rep.units, round(rep.seconds, 2), questions)
+
+
+def measure(p: Prepared, modes: Sequence[str] = ("bm25", "vector", "hybrid")) -> dict[str, Any]:
+    """Per mode: dev, test and all splits by group; query latency of the hybrid mode; negatives."""
     out: dict[str, Any] = {
-        "set": name,
-        "source": es.source,
-        "repository": {"files": rep.files, "units": rep.units, "build_seconds": round(rep.seconds, 2)},
-        "embedder": idx.embedder.name if idx.embedder else None,
+        "set": p.es.name,
+        "source": p.es.source,
+        "repository": {"files": p.files, "units": p.units, "build_seconds": p.build_seconds},
+        "embedder": p.index.embedder.name if p.index.embedder else None,
     }
     latencies: list[float] = []
     for mode in modes:
         ranked = []
-        for q in questions:
-            r, dt = rank_of(idx, q, mode)
+        for q in p.questions:
+            r, dt = rank_of(p.index, q, mode)
             ranked.append((q, r))
             if mode == "hybrid":
                 latencies.append(dt)
         out[mode] = {s: report(ranked, s) for s in ("dev", "test", "all")}
-    neg = [idx.search(q, 10) for q in es.negatives]
+    neg = [p.index.search(q, 10) for q in p.es.negatives]
     out["negatives_judged_irrelevant"] = f"{sum(1 for r in neg if not r.relevant)}/{len(neg)}"
     out["query_ms"] = {
         "p50": percentile_ms(latencies, 0.5),
@@ -237,16 +247,45 @@ def evaluate_set(
 
 
 def evaluate_sets(
-    names: Sequence[str], cache: Path, work: Path, cfg: CodeConfig | None = None, limit: int = 300
+    names: Sequence[str],
+    cache: Path,
+    work: Path,
+    cfg: CodeConfig | None = None,
+    limit: int = 300,
+    learn_weights: bool = False,
 ) -> dict[str, Any]:
-    """`evaluate_set` for each name, each indexed in its own work directory."""
-    return {n: evaluate_set(n, cache, work / n, cfg, limit) for n in names}
+    """Measure each set with `cfg`; with `learn_weights`, also learn fusion weights on the dev split
+    of all sets together and measure the hybrid mode again with them (report their test split)."""
+    cfg = cfg or CodeConfig()
+    prepared = [prepare(n, cache, work / n, cfg, limit) for n in names]
+    out: dict[str, Any] = {p.es.name: measure(p) for p in prepared}
+    if learn_weights:
+        from tools.codeindex.learn import learn
+
+        learned = learn([(p.es.name, p.index, p.questions) for p in prepared], cfg.retrieval)
+        retrieval = cfg.retrieval.model_copy(update=learned["weights"])
+        for p in prepared:
+            p.index.cfg = p.index.cfg.model_copy(update={"retrieval": retrieval})
+            learned[p.es.name] = measure(p, ("hybrid",))["hybrid"]
+        out["learned"] = learned
+    return out
 
 
 def summary(sets: dict[str, Any], split: str = "test") -> dict[str, Any]:
     """Per set and mode: MRR@10 of all questions, docstring and hand-written English; Recall@10 of Chinese."""
     out: dict[str, Any] = {"split": split}
     for name, rep in sets.items():
+        if name == "learned":
+            out["learned"] = {"weights": rep["weights"]} | {
+                n: {
+                    "all_mrr@10": r[split]["all"]["mrr@10"],
+                    "manual_mrr@10": r[split]["manual"]["mrr@10"],
+                    "manual_zh_recall@10": r[split]["manual-zh"]["recall@10"],
+                }
+                for n, r in rep.items()
+                if isinstance(r, dict) and split in r
+            }
+            continue
         row: dict[str, Any] = {}
         for mode in ("bm25", "vector", "hybrid"):
             if mode in rep:

@@ -20,16 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from config.code import CodeConfig
+from config.code import CodeConfig, RetrievalConfig
 from tools.codeindex.bm25 import Bm25Index
 from tools.codeindex.bridge import CjkBridge
 from tools.codeindex.embed import Embedder, Reranker
 from tools.codeindex.fuse import linear, rrf
-from tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
+from tools.codeindex.query import QueryPlan, plan
+from tools.codeindex.tokens import Tokenizer, split_identifier
 from tools.codeindex.units import CodeUnit, Parsers, units_for_file
 from tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 COMPACT_RATIO = 0.3  # compact when this share of slots is dead
@@ -120,6 +121,15 @@ def bm25_text(unit: CodeUnit) -> str:
     return "\n".join([unit.path, unit.qualname, unit.signature, unit.doc, unit.text, " ".join(unit.calls)])
 
 
+def name_text(unit: CodeUnit) -> str:
+    """The name field: the unit's qualified name and its file's name (without the extension).
+
+    A question names what it looks for in words ("copy text to the clipboard"); those words in a
+    unit's name (ClipboardModule.setString) say more than the same words anywhere in its body.
+    """
+    return f"{unit.qualname} {unit.path.rsplit('/', 1)[-1].split('.', 1)[0]}"
+
+
 Progress = Callable[[Iterable[str], str, int], Iterable[str]]
 
 
@@ -158,6 +168,7 @@ class CodeIndex:
         self.units: list[CodeUnit | None] = []
         self.files: dict[str, FileRecord] = {}
         self.bm25 = Bm25Index()
+        self.names = Bm25Index()  # the name field: qualified name and file name only
         self.vectors = np.zeros((0, 0), np.float32)
         # doc-sentence vectors: row i belongs to slot sent_owner[i] (non-decreasing: appended in slot order)
         self.sent_vectors = np.zeros((0, 0), np.float32)
@@ -184,6 +195,7 @@ class CodeIndex:
         t0 = time.perf_counter()
         self.units, self.files = [], {}
         self.bm25 = Bm25Index()
+        self.names = Bm25Index()
         self.vectors = np.zeros((0, 0), np.float32)
         self._set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
         paths = walk_repo(self.root, self.cfg.walk)
@@ -224,6 +236,7 @@ class CodeIndex:
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         base = len(self.units)
         self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in units])
+        self.names.add([self.tokenizer.tokens(name_text(u)) for u in units])
         if self.embedder is not None:
             texts = [embed_text(u, u.text) for u in units]
             batch = 2048
@@ -286,6 +299,7 @@ class CodeIndex:
             self.units[s] = None
         if rec.slots:
             self.bm25.remove(rec.slots)
+            self.names.remove(rec.slots)
         return len(rec.slots)
 
     def update_files(self, paths: Iterable[str]) -> UpdateStats:
@@ -345,6 +359,7 @@ class CodeIndex:
         keep = np.asarray([i for i, u in enumerate(self.units) if u is not None], dtype=np.int64)
         remap = {int(old): new for new, old in enumerate(keep)}
         self.bm25.compact(keep)
+        self.names.compact(keep)
         if self.vectors.size:
             self.vectors = self.vectors[keep]
         if len(self.sent_owner):
@@ -358,15 +373,13 @@ class CodeIndex:
 
     # ---- searching ------------------------------------------------------------------------
 
-    def _query(self, query: str) -> tuple[list[str], str]:
-        toks = self.tokenizer.tokens(query)
-        text = query
-        if self.cfg.retrieval.cjk_bridge and has_cjk(query):
-            extra = self.bridge.terms(self.tokenizer.cjk_words(query))
-            if extra:
-                toks += self.tokenizer.tokens(" ".join(extra))
-                text = query + " " + " ".join(extra)
-        return toks, text
+    def query_plan(self, query: str) -> QueryPlan:
+        """The weighted terms and embedding text this index searches for `query`."""
+        return self._query(query)
+
+    def _query(self, query: str) -> QueryPlan:
+        vocab = self.bm25.vocab
+        return plan(query, self.tokenizer, self.bridge, vocab.__contains__, self.cfg.retrieval)
 
     def vector_scores(self, text: str) -> np.ndarray | None:
         """Cosine of every slot with the text's embedding (-inf for dead slots); None without vectors."""
@@ -384,22 +397,14 @@ class CodeIndex:
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> SearchResult:
         """Rank units for `query`; mode is hybrid, bm25 or vector."""
         r = self.cfg.retrieval
-        toks, text = self._query(query)
+        q = self._query(query)
+        toks, text = q.terms, q.text
         bm_all = self.bm25.scores(toks) if mode in {"hybrid", "bm25"} else None
         vec_all = self.vector_scores(text) if mode in {"hybrid", "vector"} else None
-        bm = _top(bm_all, r.candidates, positive=True) if bm_all is not None else []
-        vec = _top(vec_all, r.candidates) if vec_all is not None else []
-        if mode == "bm25":
-            ranked = bm
-        elif mode == "vector":
-            ranked = vec
-        elif r.fusion == "rrf" or bm_all is None or vec_all is None:
-            ranked = rrf([[i for i, _ in bm], [i for i, _ in vec]], r.rrf_k, [r.bm25_weight, r.vector_weight])
-        else:
-            cands = list(dict.fromkeys([i for i, _ in bm] + [i for i, _ in vec]))
-            ranked = linear(
-                {i: float(bm_all[i]) for i in cands}, {i: float(vec_all[i]) for i in cands}, r.vector_weight
-            )
+        names_all = self.names.scores(toks) if mode == "hybrid" and r.name_weight > 0 else None
+        ranked = fuse(bm_all, vec_all, names_all, r, mode)
+        bm = top_slots(bm_all, 1, positive=True) if bm_all is not None else []
+        vec = top_slots(vec_all, 1) if vec_all is not None else []
         bm_s = {i: float(bm_all[i]) for i, _ in ranked[:k]} if bm_all is not None else {}
         vec_s = {i: float(vec_all[i]) for i, _ in ranked[:k]} if vec_all is not None else {}
         if self.reranker is not None and self.cfg.rerank.enabled and ranked:
@@ -463,6 +468,7 @@ class CodeIndex:
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         self.bm25.save(tmp)
+        self.names.save(tmp, "names")
         np.save(tmp / "vectors.npy", self.vectors)
         np.save(tmp / "sent_vectors.npy", self.sent_vectors)
         np.save(tmp / "sent_owner.npy", self.sent_owner)
@@ -532,6 +538,7 @@ class CodeIndex:
             return None
         idx = cls(root, directory, cfg, embedder, reranker=reranker)
         idx.bm25 = Bm25Index.load(Path(directory))
+        idx.names = Bm25Index.load(Path(directory), "names")
         idx.vectors = np.load(Path(directory) / "vectors.npy")
         idx._set_sentences(
             np.load(Path(directory) / "sent_vectors.npy"), np.load(Path(directory) / "sent_owner.npy")
@@ -555,7 +562,39 @@ class CodeIndex:
         return idx
 
 
-def _top(scores: np.ndarray, n: int, positive: bool = False) -> list[tuple[int, float]]:
+def fuse(
+    bm_all: np.ndarray | None,
+    vec_all: np.ndarray | None,
+    names_all: np.ndarray | None,
+    r: RetrievalConfig,
+    mode: str = "hybrid",
+) -> list[tuple[int, float]]:
+    """One ranking from every slot's keyword, vector and name-field scores, best first.
+
+    Candidates are the top `r.candidates` of each list; linear fusion scores them as
+    bm25/max + vector_weight * cosine + name_weight * names/max.
+    """
+    bm = top_slots(bm_all, r.candidates, positive=True) if bm_all is not None else []
+    vec = top_slots(vec_all, r.candidates) if vec_all is not None else []
+    if mode == "bm25":
+        return bm
+    if mode == "vector":
+        return vec
+    if r.fusion == "rrf" or bm_all is None or vec_all is None:
+        return rrf([[i for i, _ in bm], [i for i, _ in vec]], r.rrf_k, [r.bm25_weight, r.vector_weight])
+    nm = top_slots(names_all, r.candidates, positive=True) if names_all is not None else []
+    cands = list(dict.fromkeys([i for i, _ in bm] + [i for i, _ in vec] + [i for i, _ in nm]))
+    names = {i: float(names_all[i]) for i in cands} if names_all is not None else None
+    return linear(
+        {i: float(bm_all[i]) for i in cands},
+        {i: float(vec_all[i]) for i in cands},
+        r.vector_weight,
+        names,
+        r.name_weight,
+    )
+
+
+def top_slots(scores: np.ndarray, n: int, positive: bool = False) -> list[tuple[int, float]]:
     """The best `n` (slot, score) pairs, best first; finite (and positive) scores only."""
     if not len(scores):
         return []

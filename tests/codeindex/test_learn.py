@@ -1,0 +1,59 @@
+"""Learned fusion weights: chosen on the dev split, hand-written questions up, docstring queries not down."""
+
+from __future__ import annotations
+
+from config.code import RetrievalConfig
+from tools.codeindex.heldout import Question
+from tools.codeindex.learn import DOCSTRING_SLACK, GRID, learn, objective
+from tools.codeindex.service import index_repo
+
+TIMERS_PY = '''
+class ClipboardService:
+    def put_text(self, text):
+        """Store a value for later reads."""
+        return text
+
+
+def write_history(entries):
+    """Append clipboard text and copy buffers of the text editor to the history file."""
+    return entries
+
+
+def expire_entries(cache):
+    """Drop cached values older than their time to live."""
+    return cache
+'''
+
+
+def test_objective_averages_groups_not_questions() -> None:
+    ranks = {
+        "a": [("docstring", 1), ("docstring", 1), ("docstring", 1), ("manual", None)],
+        "b": [("manual", 2)],
+    }
+    # a: docstring 1.0, manual 0.0; b: manual 0.5 -> mean of the three groups present
+    assert objective(ranks) == (1.0 + 0.0 + 0.5) / 3
+    assert objective(ranks, ("manual",)) == 0.25
+
+
+def test_learn_picks_a_grid_point_on_dev_without_losing_docstring_queries(make_repo, cfg, embedder) -> None:
+    repo = make_repo({"clip.py": TIMERS_PY})
+    idx, _ = index_repo(repo, cfg, embedder=embedder, full=True)
+    t = "dev"
+    qs = [
+        Question("copy text to the clipboard", (("clip.py", "ClipboardService.put_text"),), "manual", t),
+        Question(
+            "Drop cached values older than their time to live",
+            (("clip.py", "expire_entries"),),
+            "docstring",
+            t,
+        ),
+        # a test-split question must not influence the choice
+        Question("history file", (("clip.py", "write_history"),), "manual", "test"),
+    ]
+    before = idx.cfg
+    out = learn([("clip", idx, qs)], RetrievalConfig())
+    assert idx.cfg == before  # the indexes are left as they were
+    assert all(out["weights"][k] in GRID[k] for k in GRID)
+    assert out["docstring_mrr"] >= out["docstring_mrr_with_defaults"] - DOCSTRING_SLACK
+    assert out["hand_written_mrr"] > out["hand_written_mrr_with_defaults"]
+    assert out["weights"]["name_weight"] > 0  # only the name field can lift put_text here

@@ -1,0 +1,105 @@
+"""Query understanding: a question becomes weighted BM25 terms and the text that is embedded.
+
+- question words and filler ("where do we", "how is ... handled") are dropped;
+- identifiers typed in the question (`retryTask`, `get_due_jobs`, `HTTPServer`) weigh more;
+- Chinese words are kept (Chinese comments match them) and bridged to English terms the
+  repository actually uses (`CjkBridge.weighted`);
+- the embedded text is the English part of the question plus the bridged terms (the static model
+  knows no Chinese).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from config.code import RetrievalConfig
+from tools.codeindex.bridge import CjkBridge
+from tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
+
+# question words and filler an engineer types around what they look for; STOP_WORDS has the rest
+QUESTION_WORDS = frozenset(
+    [
+        "we",
+        "our",
+        "us",
+        "code",
+        "codebase",
+        "where",
+        "which",
+        "whereabouts",
+        "happens",
+        "happen",
+        "happening",
+        "find",
+        "located",
+        "defined",
+        "implemented",
+        "implement",
+        "logic",
+        "place",
+        "part",
+        "please",
+        "show",
+        "tell",
+        "me",
+        "somewhere",
+        "handled",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """BM25 terms with weights, and the text to embed."""
+
+    terms: dict[str, float]
+    text: str
+
+
+def is_identifier(word: str) -> bool:
+    """A word typed as code: camelCase, snake_case, with digits, or all-caps (not a plain word)."""
+    return "_" in word.strip("_") or len(split_identifier(word)) > 1 or any(c.isdigit() for c in word)
+
+
+def plan(
+    query: str,
+    tokenizer: Tokenizer,
+    bridge: CjkBridge,
+    known: Callable[[str], bool],
+    cfg: RetrievalConfig,
+) -> QueryPlan:
+    """The weighted terms and embedding text for `query`; `known` tells whether a token is in the index."""
+    terms: dict[str, float] = {}
+    english: list[str] = []
+    dropped = False
+    for m in _WORD.finditer(_CJK_RUN.sub(" ", query)):
+        word = m.group(0)
+        if word.lower() in QUESTION_WORDS:
+            dropped = True
+            continue
+        english.append(word)
+        weight = cfg.identifier_weight if is_identifier(word) else 1.0
+        for tok in tokenizer.tokens(word):
+            terms[tok] = max(terms.get(tok, 0.0), weight)
+    text = " ".join(english) if dropped and english else query
+    if has_cjk(query):
+        words = tokenizer.cjk_words(query)
+        for w in words:
+            terms[w] = max(terms.get(w, 0.0), 1.0)
+        if cfg.cjk_bridge:
+
+            def known_word(w: str) -> bool:
+                toks = tokenizer.tokens(w)
+                return bool(toks) and known(toks[0])
+
+            bridged = bridge.weighted(words, known_word)
+            for w, weight in bridged.items():
+                for tok in tokenizer.tokens(w):
+                    terms[tok] = max(terms.get(tok, 0.0), cfg.bridge_weight * weight)
+            # the best known term of each word (weight 1) is what the vector side is given
+            text = " ".join([*english, *(w for w, wt in bridged.items() if wt >= 1.0)]) or query
+    return QueryPlan(terms, text)
