@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -137,3 +138,24 @@ def test_a_v2_subtree_that_cannot_be_prepared_falls_back_and_says_so(workspace: 
     assert any("per process, not per command" in w for w in runner.status().warnings)
     strict = BwrapSandbox(cgroups=cgroups, cgroup="required")
     assert not ShellRunner(config, backend=strict, save_artifact=lambda b: "").status().available
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
+def test_a_host_without_user_namespaces_still_runs_commands_and_says_what_is_weaker(
+    workspace: Path, tmp_path: Path
+) -> None:
+    real = BwrapSandbox()
+    no_userns = tmp_path / "bwrap"  # the real bwrap on a host that refuses user namespaces
+    no_userns.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = --unshare-user ] && { echo "No permission to create user namespace" >&2; exit 1; }; done\n'
+        f'exec {real.bwrap} "$@"\n'
+    )
+    no_userns.chmod(0o755)
+    config = load_shell_config(config_text(workspace))
+    sandbox = BwrapSandbox(bwrap=str(no_userns))
+    runner = ShellRunner(config, backend=sandbox, save_artifact=lambda b: "")
+    assert sandbox.available() and not sandbox.userns
+    result = runner.run(Whitelist(config).from_args("py", {"code": "import os; print(os.getuid())"}))
+    assert result.ok and result.stdout == f"{61000 if os.geteuid() == 0 else os.geteuid()}\n"
+    assert any("commands can create nested user namespaces" in w for w in sandbox.warnings())

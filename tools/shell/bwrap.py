@@ -15,8 +15,10 @@ with `--disable-userns`, so it cannot create nested user namespaces (and gain ca
   inside its own namespace, which is where RLIMIT_NPROC is set (`prlimit`, after bwrap created the
   namespace), so the count is per command and not shared with the bot or other users' commands.
 
-Memory and processes of the whole command are capped by its cgroup when the host offers one
-(tools/shell/cgroup.py); `warnings()` names every weaker mode in use.
+Where the host forbids user namespaces the probe falls back to the same layout without them
+(as root: setpriv to the command's uid still keeps RLIMIT_NPROC per command). Memory and processes
+of the whole command are capped by its cgroup when the host offers one (tools/shell/cgroup.py).
+`warnings()` names every weaker mode in use (shown by /help, the log and `xihe config check`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,20 @@ def _parents(paths: list[str]) -> list[str]:
     return sorted(out, key=lambda x: (x.count("/"), x))
 
 
+def host_allows_userns() -> bool:
+    """False when the host's sysctls forbid user namespaces to unprivileged users."""
+    for path, off in (
+        ("/proc/sys/user/max_user_namespaces", "0"),
+        ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+    ):
+        try:
+            if Path(path).read_text().strip() == off:
+                return False
+        except OSError:
+            continue
+    return True
+
+
 def _real(path: str | None) -> str:
     """The resolved path of a helper program ('' when missing): /bin is only a link inside."""
     return os.path.realpath(path) if path else ""
@@ -105,6 +121,7 @@ class BwrapSandbox:
         self.cgroup_mode = cgroup  # shell.yaml `cgroup`: auto | required | none
         self.uid_range = uid_range
         self.version: tuple[int, ...] | None = None
+        self.userns = True  # each command in its own user namespace; False where the host forbids them
         self._available: bool | None = None
         self._why = ""
 
@@ -147,13 +164,19 @@ class BwrapSandbox:
                     artifact_cap=0,
                     uid=uid,
                 )
-                probe = subprocess.run(
-                    self.command(plan), capture_output=True, timeout=10, env={"PATH": BASE_ENV["PATH"]}
-                )
+                for userns in (True, False):  # without: a host that forbids user namespaces
+                    self.userns = userns
+                    probe = subprocess.run(
+                        self.command(plan), capture_output=True, timeout=10, env={"PATH": BASE_ENV["PATH"]}
+                    )
+                    if probe.returncode == 0:
+                        break
         except (OSError, subprocess.SubprocessError, ToolFailed) as exc:
             self._why = str(exc)
             return False
         self._why = probe.stderr.decode(errors="replace").strip()[:300]
+        if probe.returncode == 0 and not self.userns:
+            log.warning("bubblewrap cannot create user namespaces here; commands run without their own")
         return probe.returncode == 0
 
     @property
@@ -173,14 +196,27 @@ class BwrapSandbox:
                 "memory_mb and processes hold per process, not per command (no cgroup: "
                 f"{self.cgroups.support.detail}); a command that forks can use more in total"
             )
-        if self.available() and not self.disables_userns:
-            shown = ".".join(map(str, self.version)) if self.version else "unknown"
+        if not self.available():
+            return out
+        if not self.userns and not self.root:
             out.append(
-                f"bubblewrap {shown} is older than 0.8: commands can create nested user namespaces "
-                "(upgrade bubblewrap, or set the host sysctl user.max_user_namespaces=0 if the bot runs as root)"
+                "bubblewrap cannot create user namespaces here: every command runs as the bot's uid, and "
+                "RLIMIT_NPROC counts all commands together"
             )
-        if not self.root and not self.prlimit:
-            out.append("prlimit not found: RLIMIT_NPROC counts all commands of the bot's uid together")
+        nested_possible = host_allows_userns() and (not self.userns or not self.disables_userns)
+        if nested_possible:
+            shown = ".".join(map(str, self.version)) if self.version else "unknown"
+            why = (
+                f"bubblewrap {shown} is older than 0.8"
+                if self.userns
+                else "the sandbox has no user namespace"
+            )
+            out.append(
+                f"{why}: commands can create nested user namespaces (upgrade bubblewrap, or set the host "
+                "sysctl user.max_user_namespaces=0 if the bot runs as root)"
+            )
+        if self.userns and not self.prlimit:
+            out.append("prlimit not found: RLIMIT_NPROC is set before the command's user namespace exists")
         return out
 
     def _base_binds(self) -> list[str]:
@@ -199,7 +235,7 @@ class BwrapSandbox:
 
     def command(self, plan: RunPlan, workspace_copy: Path | None = None) -> list[str]:
         """The full argv for a plan (pure apart from looking at which host paths exist)."""
-        cmd = [self.bwrap] + ([] if self.root else self._userns(plan.uid))
+        cmd = [self.bwrap] + (self._userns(plan.uid) if self.userns and not self.root else [])
         cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not plan.network:
             cmd.append("--unshare-net")
@@ -211,7 +247,9 @@ class BwrapSandbox:
         ]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         cmd += ["--perms", "1777", "--size", str(plan.limits.tmp_size_mb << 20), "--tmpfs", "/tmp"]
-        helpers = [self.bwrap, self.setpriv] if self.root else []  # run inside: bind them if not under /usr
+        inner = self.root and self.userns  # root: an inner unprivileged bwrap adds the user namespace
+        helpers = [self.setpriv] if self.root else []  # run inside: bind them if not under /usr
+        helpers += [self.bwrap] if inner else []
         helpers = [h for h in [*helpers, self.prlimit] if h and not h.startswith("/usr/")]
         binds = [*etc, *plan.ro_binds, *helpers]
         # parents of bind targets would otherwise be created root-only (0700) and block the sandbox user
@@ -238,9 +276,10 @@ class BwrapSandbox:
                 "--clear-groups",
                 "--no-new-privs",
             ]
-            cmd += ["--", self.bwrap, *self._userns(plan.uid), "--die-with-parent", "--bind", "/", "/"]
-            cmd += ["--dev", "/dev"]  # device nodes of the outer /dev are unusable from the new namespace
-            cmd += ["--chdir", cwd]
+            if inner:
+                cmd += ["--", self.bwrap, *self._userns(plan.uid), "--die-with-parent", "--bind", "/", "/"]
+                cmd += ["--dev", "/dev"]  # device nodes of the outer /dev are unusable from the new namespace
+                cmd += ["--chdir", cwd]
         return [*cmd, "--", *nproc, *plan.argv]
 
     def run(self, plan: RunPlan, save_artifact: SaveArtifact | None) -> ShellResult:
@@ -273,7 +312,7 @@ class BwrapSandbox:
                     workspace_copy=copy is not None,
                     preexec=limits_preexec(
                         plan.limits,
-                        nproc=self.root or not self.prlimit,
+                        nproc=self.root or not self.prlimit or not self.userns,
                         cgroup_procs=group.procs_files if group is not None else (),
                     ),
                 )
