@@ -500,12 +500,13 @@ class WebUI:
         engine, size = deps.engine, self.config.page_size
         cfg = deps.settings.section("alerts")
         only = request.query_params.get("show", "")
-        where = (
-            {"reason": sorted(data.SUPPRESSED_REASONS | data.FOLDED_REASONS)}
-            if only == "suppressed"
-            else None
+        where: dict[str, list[Any]] = (
+            {"reason": sorted(data.SUPPRESSED_REASONS | data.FOLDED_REASONS)} if only == "suppressed" else {}
         )
-        events = data.recent_rows(engine, "alert_event", limit=size, where=where)
+        instance = request.query_params.get("instance", "")
+        if instance.isdigit():  # an alert's link to the run's trace: that instance's decisions only
+            where["instance_id"] = [int(instance)]
+        events = data.recent_rows(engine, "alert_event", limit=size, where=where or None)
         if events is not None:
             cols = data.pick(events[0], EVENT_COLUMNS)
             events = (["verdict", *cols], [{**r, "verdict": data.verdict(r)} for r in events[1]])

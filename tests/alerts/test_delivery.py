@@ -159,6 +159,24 @@ def test_rate_limit_holds_rows_instead_of_violating():
         assert clock.now - T0 >= timedelta(minutes=2)  # 45 messages need three minutes' worth of slots
 
 
+def test_a_p0_is_sent_at_once_even_when_p1_messages_have_used_their_share():
+    clock = FakeClock(T0)
+    cfg = config()
+    with RobotSink(keys={KEY}, clock=clock) as sink, SmtpSink() as smtp:
+        outbox = InMemoryOutbox()
+        for i in range(30):
+            outbox.add(OutboxRow.of(note(i)))
+        d = make_deliverer(cfg, outbox, sink, smtp)
+        d.run_once(clock.now)
+        assert len(sink.messages[KEY]) == 16  # P1 stops 4 short of WeCom's 20: the rest is kept for P0
+        clock.advance(5)
+        page = Notification("inst:99:P0:default", Kind.INSTANCE, Tier.P0, "default", clock(), "page", "p0")
+        outbox.add(OutboxRow.of(page))
+        d.run_once(clock.now)
+        assert sink.messages[KEY][-1].content == "page" and len(sink.messages[KEY]) == 17
+        assert not any(code == 45009 for _at, _k, _s, code in sink.answers)
+
+
 def test_outage_during_a_storm_every_alert_arrives_exactly_once(make_pipeline):
     clock = FakeClock(T0)
     cfg = config(

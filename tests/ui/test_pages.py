@@ -246,6 +246,8 @@ def test_alerts_page_shows_events_suppressions_channels_and_maintenance(ui_bot: 
     assert "project:etl" in chat_window and "chat by dave" in chat_window and "active" in chat_window
     only = c.get("/ui/alerts?show=suppressed").text
     assert "window dc-migration" in only and "final failure of order_sync" not in only
+    one = c.get("/ui/alerts?instance=4242").text  # where an alert's trace link points
+    assert "final failure of order_sync" in one and "window dc-migration" not in one
 
 
 def test_task_page_links_instance_ids_to_their_alerts(ui_bot: MakeUiBot) -> None:

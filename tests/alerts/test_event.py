@@ -1,0 +1,117 @@
+"""The event format: what parse_event accepts, what it rejects (naming the field), and the edge mapping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from agent.alerts.event import AlertEvent, EventError, from_failure, parse_event, unknown_fields
+from agent.events import FailureEvent
+
+LINE: dict[str, Any] = {
+    "at": "2026-12-02T17:00:05+08:00",
+    "project": "etl",
+    "workflow": "order_sync",
+    "workflow_code": 1001,
+    "instance_id": 101,
+    "state": "FAILURE",
+    "task": "load",
+    "host": "10.0.0.11:1234",
+    "error": "Connection refused",
+    "retry_times": 3,
+    "max_retry_times": 3,
+    "environment": "prod",
+}
+
+
+def test_a_documented_line_parses_to_a_task_attempt_event() -> None:
+    e = parse_event(LINE)
+    assert (e.is_task, e.task, e.state, e.retry_times, e.max_retry_times, e.exhausted) == (
+        True,
+        "load",
+        "FAILURE",
+        3,
+        3,
+        True,
+    )
+    assert e.at == datetime(2026, 12, 2, 9, 0, 5, tzinfo=UTC) and e.at.utcoffset() is not None
+    assert e.to_dict()["task"] == "load" and parse_event(e.to_dict()) == e
+
+
+def test_every_optional_field_may_be_null_or_missing() -> None:
+    required = {k: LINE[k] for k in ("at", "workflow", "instance_id", "state")}
+    nulls = {**{k: None for k in LINE}, **required}
+    for data in (required, nulls):
+        e = parse_event(data)
+        assert (e.task, e.host, e.error, e.retry_times, e.project, e.workflow_code) == ("", "", "", 0, "", 0)
+        assert not e.is_task and e.to_dict()["task"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"at": None}, "missing required field(s) at"),
+        ({"workflow": ""}, "missing required field(s) workflow"),
+        ({"instance_id": None, "state": None}, "missing required field(s) instance_id, state"),
+        ({"state": "EXPLODED"}, "state: unknown state 'EXPLODED'"),
+        ({"at": "2026-12-02 17:00:05"}, "at: 2026-12-02 17:00:05 has no UTC offset"),
+        ({"at": "yesterday"}, "at: not an ISO 8601 time"),
+        ({"at": 1764666005}, "at: expected an ISO 8601 time, got int"),
+        ({"instance_id": "abc"}, "instance_id: expected an integer"),
+        ({"retry_times": True}, "retry_times: expected an integer, got a boolean"),
+        ({"retry_times": -1}, "retry_times: must not be negative"),
+        ({"task": {"name": "x"}}, "task: expected a string, got dict"),
+    ],
+)
+def test_bad_events_say_which_field_is_wrong(change: dict[str, Any], problem: str) -> None:
+    with pytest.raises(EventError) as err:
+        parse_event({**LINE, **change})
+    assert str(err.value).startswith(problem)
+
+
+def test_tolerated_spellings() -> None:
+    e = parse_event({**LINE, "state": "failure", "instance_id": "101", "at": "2026-12-02T09:00:05Z"})
+    assert (e.state, e.instance_id) == ("FAILURE", 101)
+    old = parse_event({**LINE, "task": None, "state": "WorkflowExecutionStatus{code=6, desc='failure'}"})
+    assert old.state == "FAILURE" and not old.is_task  # the 3.1/3.2 toString form
+    assert unknown_fields({**LINE, "colour": "red"}) == ["colour"]
+    with pytest.raises(EventError, match="expected a JSON object"):
+        parse_event([LINE])
+
+
+def failure(**kw: Any) -> FailureEvent:
+    base: dict[str, Any] = {
+        "at": datetime(2026, 12, 2, 9, tzinfo=UTC),
+        "project": "etl",
+        "workflow": "order_sync",
+        "workflow_code": 1001,
+        "instance_id": 101,
+        "state": "FAILURE",
+        "task": "load",
+        "task_state": "FAILURE",
+        "retry_times": 1,
+        "max_retry_times": 3,
+        "source": "poller",
+    }
+    base.update(kw)
+    return FailureEvent(**base)
+
+
+def test_the_products_own_events_are_mapped_at_the_edge() -> None:
+    ended = from_failure(failure())  # the watcher saw the workflow FAILURE: its event, naming the task
+    assert (ended.task, ended.failed_task, ended.state, ended.source) == ("", "load", "FAILURE", "poller")
+    running = from_failure(failure(state="RUNNING_EXECUTION"))  # an attempt while the run goes on
+    assert (running.task, running.state, running.exhausted) == ("load", "FAILURE", False)
+    stopped = from_failure(failure(state="STOP", task_state="KILL"))
+    assert (stopped.task, stopped.state) == ("", "STOP")
+    bare = from_failure(failure(task="", task_state=""))
+    assert (bare.task, bare.failed_task, bare.state) == ("", "", "FAILURE")
+    with pytest.raises(EventError, match="unknown state"):
+        from_failure(failure(state="RUNNING_EXECUTION", task_state="WEIRD"))
+
+
+def test_an_older_replay_line_with_task_state_still_reads() -> None:
+    e = parse_event({**LINE, "state": "RUNNING_EXECUTION", "task_state": "FAILURE", "retry_times": 1})
+    assert isinstance(e, AlertEvent) and (e.task, e.state, e.retry_times) == ("load", "FAILURE", 1)
