@@ -9,7 +9,6 @@ credentials unset) still counts, so switching DolphinScheduler off does not brea
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from typing import Any
 
@@ -26,6 +25,7 @@ from agent.redact import Redactor
 from agent.registry import Registry, ToolSpec, build_registry
 from agent.tasks import TaskStore
 from config.load import Settings, problem_at
+from config.semantic import did_you_mean
 
 # tools a feature adds when it is on, by the file that turns it on (pinned against the real specs by
 # tests/test_tool_snapshot.py, so a new feature tool that is missing here fails a test)
@@ -88,12 +88,6 @@ def all_specs(deps: Deps) -> list[ToolSpec]:
 
     feature_specs = [spec for f in feature_modules() if hasattr(f, "tools") for spec in f.tools(deps)]
     return [*ALL, *feature_specs, *load_plugins(deps.settings)]
-
-
-def did_you_mean(name: str, known: list[str]) -> str:
-    """' (did you mean 'x'?)' when a known name is close, else ''."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _is_glob(pattern: str) -> bool:

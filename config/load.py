@@ -167,7 +167,9 @@ def load_dir(
         else:
             settings.extra[attr] = value
     if not errors:
-        errors = cross_check(settings)
+        from config.semantic import semantic_problems
+
+        errors = cross_check(settings) + semantic_problems(settings)
     if errors:
         raise ConfigErrors(errors)
     return settings
