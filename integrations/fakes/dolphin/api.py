@@ -14,7 +14,6 @@ queued with `fail()` / `slow()` / `drop()`.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -23,16 +22,10 @@ from typing import Any
 from urllib.parse import unquote
 
 from agent.clock import FakeClock
-from integrations.fakes.dolphin.model import WF_FINAL, DolphinModel, SimInstance, SimProject
-from integrations.fakes.dolphin.views import NAMES, WF_CODES, Views, workflow_state_text
+from integrations.fakes.dolphin.executors import DS_TIME, Executors, Reply, thousands
+from integrations.fakes.dolphin.model import DolphinModel, SimProject
+from integrations.fakes.dolphin.views import NAMES, Views, workflow_state_text
 from integrations.fakes.loopback import LoopbackServer, Request, Response
-
-DS_TIME = "%Y-%m-%d %H:%M:%S"
-_ACTIONS = {
-    "START_FAILURE_TASK_PROCESS": frozenset({"FAILURE"}),
-    "STOP": frozenset({"RUNNING_EXECUTION", "READY_PAUSE"}),
-    "REPEAT_RUNNING": WF_FINAL,
-}
 
 
 @dataclass
@@ -45,19 +38,7 @@ class Fault:
     times: int = 1
 
 
-class _Reply(Exception):
-    """Internal: answer the request with this envelope (business errors are HTTP 200)."""
-
-    def __init__(self, code: int, msg: str, status: int = 200) -> None:
-        super().__init__(msg)
-        self.code, self.msg, self.status = code, msg, status
-
-
-def _thousands(n: int) -> str:
-    return f"{n:,}"  # MessageFormat puts separators in numbers
-
-
-class DolphinSimulator(Views, DolphinModel):
+class DolphinSimulator(Executors, Views, DolphinModel):
     """A DolphinScheduler API server on loopback, driven by a FakeClock."""
 
     def __init__(
@@ -168,7 +149,7 @@ class DolphinSimulator(Views, DolphinModel):
                 data = self._route(req.method, path, req.form())
                 status = 201 if path == "/access-tokens" and req.method == "POST" else 200
                 return self._envelope(data, delay, status)
-            except _Reply as r:
+            except Reply as r:
                 if r.status != 200:
                     return Response(r.status, delay=delay)
                 body = {"code": r.code, "msg": r.msg, "data": None, "success": False, "failed": True}
@@ -182,9 +163,9 @@ class DolphinSimulator(Views, DolphinModel):
     def _login(self, form: dict[str, str]) -> dict[str, str]:
         user, password = form.get("userName", ""), form.get("userPassword", "")
         if not user:
-            raise _Reply(10004, "user name is null")
+            raise Reply(10004, "user name is null")
         if self.users.get(user) != password:
-            raise _Reply(10013, "user name or password error")
+            raise Reply(10013, "user name or password error")
         now = self.clock()
         held = self.sessions.get(user)
         if held and (now - held[1]).total_seconds() < self.session_ttl:
@@ -226,20 +207,20 @@ class DolphinSimulator(Views, DolphinModel):
             return self._log(form)
         m = re.fullmatch(r"/projects/(-?\d+)(/.*)?", path)
         if not m:
-            raise _Reply(0, "", status=404)
+            raise Reply(0, "", status=404)
         rest = m.group(2) or ""
         if not rest.startswith(("/process-", "/workflow-", "/executors", "/task-instances")) and rest:
-            raise _Reply(0, "", status=404)
+            raise Reply(0, "", status=404)
         for prefix in ("/process-", "/workflow-"):
             if (
                 rest.startswith(prefix)
                 and not rest.startswith(f"/{n['defs']}")
                 and not rest.startswith(f"/{n['insts']}")
             ):
-                raise _Reply(0, "", status=404)  # the other profile's paths do not exist here
+                raise Reply(0, "", status=404)  # the other profile's paths do not exist here
         project = self.projects.get(int(m.group(1)))
         if project is None:
-            raise _Reply(10190, "This project was not found. Please refresh page.")
+            raise Reply(10190, "This project was not found. Please refresh page.")
         if not rest and method == "GET":
             return self.project_json(project)
         if rest.startswith(f"/{n['defs']}"):
@@ -252,7 +233,7 @@ class DolphinSimulator(Views, DolphinModel):
             return self._start(project, form)
         if rest == "/executors/execute" and method == "POST":
             return self._execute(project, form)
-        raise _Reply(0, "", status=404)
+        raise Reply(0, "", status=404)
 
     def _page(
         self,
@@ -264,9 +245,9 @@ class DolphinSimulator(Views, DolphinModel):
         try:
             page_no, page_size = int(form.get("pageNo", "")), int(form.get("pageSize", ""))
         except ValueError:
-            raise _Reply(10001, "request parameter pageNo is not valid") from None
+            raise Reply(10001, "request parameter pageNo is not valid") from None
         if page_no <= 0 or page_size <= 0:
-            raise _Reply(10001, f"request parameter {'pageNo' if page_no <= 0 else 'pageSize'} is not valid")
+            raise Reply(10001, f"request parameter {'pageNo' if page_no <= 0 else 'pageSize'} is not valid")
         term = form.get("searchVal")
         if term and search:
             rows = [r for r in rows if search(r, term)]
@@ -288,7 +269,7 @@ class DolphinSimulator(Views, DolphinModel):
         try:
             return datetime.strptime(value, DS_TIME).replace(tzinfo=UTC)
         except ValueError:
-            raise _Reply(10001, f"request parameter {key} is not valid") from None
+            raise Reply(10001, f"request parameter {key} is not valid") from None
 
     # ---- definitions ---------------------------------------------------------------------------
 
@@ -309,25 +290,25 @@ class DolphinSimulator(Views, DolphinModel):
             for d in p.definitions:
                 if d.name == form.get("name"):
                     return self.dag_json(p, d, d.version, d.tasks)
-            raise _Reply(50003, f"process definition {form.get('name')} does not exist")
+            raise Reply(50003, f"process definition {form.get('name')} does not exist")
         m = re.fullmatch(r"/(\d+)(/release)?", rest)
         if m:
             hit = next((x for x in p.definitions if x.code == int(m.group(1))), None)
             if hit is None:
-                raise _Reply(50003, f"process definition {_thousands(int(m.group(1)))} does not exist")
+                raise Reply(50003, f"process definition {thousands(int(m.group(1)))} does not exist")
             if m.group(2) and method == "POST":
                 hit.online = form.get("releaseState") == "ONLINE"
                 return True
             if method == "GET":
                 return self.dag_json(p, hit, hit.version, hit.tasks)
-        raise _Reply(0, "", status=404)
+        raise Reply(0, "", status=404)
 
     # ---- instances -----------------------------------------------------------------------------
 
     def _instances(self, method: str, p: SimProject, rest: str, form: dict[str, str]) -> Any:
         n = self.names
         if method != "GET":
-            raise _Reply(0, "", status=405)
+            raise Reply(0, "", status=405)
         if rest == "":
             return self._instance_list(p, form)
         if rest == "/trigger" and self.version == "3.2":
@@ -339,13 +320,13 @@ class DolphinSimulator(Views, DolphinModel):
             ]
         m = re.fullmatch(r"/(-?\d+)(/tasks)?", rest)
         if not m:
-            raise _Reply(10001, "request parameter id is not valid")
+            raise Reply(10001, "request parameter id is not valid")
         inst = self.instances.get(int(m.group(1)))
         label = "workflow" if self.version == "3.3" else "process"
         if inst is None:
-            raise _Reply(50001, f"{label} instance {_thousands(int(m.group(1)))} does not exist")
+            raise Reply(50001, f"{label} instance {thousands(int(m.group(1)))} does not exist")
         if inst.project is not p:
-            raise _Reply(50003, f"{label} definition {inst.definition.code} does not exist")
+            raise Reply(50003, f"{label} definition {inst.definition.code} does not exist")
         if not m.group(2):
             return self.instance_json(inst, view="detail")
         current = [t for t in inst.tasks if t.flag == "YES"]
@@ -405,154 +386,18 @@ class DolphinSimulator(Views, DolphinModel):
             rows, form, lambda t: self.task_json(t, with_duration=True), search=lambda t, s: s in t.name
         )
 
-    # ---- start and actions ---------------------------------------------------------------------
-
-    def _start_error(self, code: int, detail: str) -> _Reply:
-        if self.version == "3.3":
-            if code == 50014:
-                return _Reply(50014, f"start workflow instance error:{detail}")
-            return _Reply(code, detail)
-        return _Reply(code, "start process instance error" if code == 50014 else detail)
-
-    def _start(self, p: SimProject, form: dict[str, str]) -> Any:
-        n = self.names
-        for key in (n["start_code"], "failureStrategy", "warningType") + (
-            ("scheduleTime",) if self.version != "3.3" else ()
-        ):
-            if key not in form:
-                raise self._start_error(50014, f"Required request parameter '{key}' is not present")
-        try:
-            code = int(form[n["start_code"]])
-        except ValueError:
-            raise self._start_error(50014, "bad definition code") from None
-        if self.version == "3.2" and int(form.get("expectedParallelismNumber") or 1) <= 0:
-            raise _Reply(50080, "task parallelism parameter is not valid")
-        found = [(pp, d) for pp in self.projects.values() for d in pp.definitions if d.code == code]
-        if not found:
-            if self.version == "3.3":
-                raise _Reply(10000, f"Internal Server Error: workflow definition {code} not found")
-            raise self._start_error(50014, "NullPointerException")
-        project, d = found[0]
-        if project is not p:
-            raise _Reply(50003, f"process definition {_thousands(code)} does not exist")
-        if not d.online:
-            if self.version == "3.3":
-                raise self._start_error(50014, " The workflowDefinition should be online")
-            raise _Reply(
-                50004, f"process definition {_thousands(code)} process version {d.version} not online"
-            )
-        dates: list[datetime] = []
-        if (form.get("execType") or "START_PROCESS") == "COMPLEMENT_DATA":
-            dates = self._order(self._complement_dates(form.get("scheduleTime", "")), form)
-        try:
-            parsed = json.loads(form.get("startParams") or "{}")
-            params = {str(k): str(v) for k, v in parsed.items()} if isinstance(parsed, dict) else {}
-        except ValueError:
-            params = {}  # invalid JSON is silently ignored
-        self.starts.append(dict(form))
-        trigger = next(self._triggers) if self.version == "3.2" else None
-        command_type = "COMPLEMENT_DATA" if dates else "START_PROCESS"
-        first, rest = (dates[0], dates[1:]) if dates else (None, [])
-        if self.version == "3.3":  # synchronous RPC: the id exists on return
-            inst = self.create_instance(p, d, self.clock(), first, rest, params, "admin", None, command_type)
-            return [inst.id]
-
-        def consume(at: datetime) -> None:
-            self.create_instance(p, d, at, first, rest, params, "admin", trigger, command_type)
-
-        self.consume_later(consume)
-        return trigger  # None in 3.1: the call only inserts a command row
-
-    def _complement_dates(self, text: str) -> list[datetime]:
-        try:
-            data = json.loads(text)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-            if "complementScheduleDateList" in data:
-                raw = [s.strip() for s in str(data["complementScheduleDateList"]).split(",") if s.strip()]
-                dates = sorted({datetime.strptime(s, DS_TIME) for s in raw})
-                if len(dates) > 100 and self.version != "3.3":
-                    raise _Reply(1400003, "The number of complement dates exceed 100.")
-            else:
-                start = datetime.strptime(data["complementStartDate"], DS_TIME)
-                end = datetime.strptime(data["complementEndDate"], DS_TIME)
-                if start > end:
-                    raise ValueError("start after end")
-                dates, day = [], start
-                while day <= end:  # inclusive on both ends, default daily cron
-                    dates.append(day)
-                    day += timedelta(days=1)
-        except (ValueError, KeyError, TypeError):
-            if self.version == "3.3":
-                raise _Reply(10000, "Internal Server Error: cannot parse backfill time") from None
-            raise self._start_error(50014, "bad complement json") from None
-        if not dates:
-            raise _Reply(50081, "The range of date for complementing date is not valid")
-        return dates
-
-    def _order(self, dates: list[datetime], form: dict[str, str]) -> list[datetime]:
-        order = form.get("executionOrder")
-        if self.version == "3.1":
-            return dates  # always ascending
-        if self.version == "3.2":
-            return dates if order == "ASC_ORDER" else list(reversed(dates))
-        return list(reversed(dates)) if order == "DESC_ORDER" else dates
-
-    def _execute(self, p: SimProject, form: dict[str, str]) -> Any:
-        try:
-            inst_id = int(form.get(self.names["inst_param"]) or "")
-        except ValueError:
-            raise _Reply(50015, "execute process instance error") from None
-        action = form.get("executeType", "")
-        inst = self.instances.get(inst_id)
-        label = "workflow" if self.version == "3.3" else "process"
-        if inst is None:
-            raise _Reply(50001, f"{label} instance {_thousands(inst_id)} does not exist")
-        if inst.project is not p:
-            if self.version == "3.2":
-                raise _Reply(50015, "execute process instance error")
-            raise _Reply(50003, f"{label} definition {inst.definition.code} does not exist")
-        allowed = _ACTIONS.get(action)
-        if allowed is None:
-            raise _Reply(10001, "request parameter executeType is not valid")
-        if action == "STOP" and self.version == "3.3":
-            allowed = allowed | {"READY_STOP", "SERIAL_WAIT", "WAIT_TO_RUN"}
-        if inst.state not in allowed:
-            raise self._state_error(inst, action)
-        if action == "STOP":
-            self.stop_instance(inst)
-        elif action == "START_FAILURE_TASK_PROCESS":
-            self.rerun_failed(inst)
-        else:
-            self.repeat_running(inst)
-        return None
-
-    def _state_error(self, inst: SimInstance, action: str) -> _Reply:
-        if self.version == "3.1":
-            code, desc = WF_CODES[inst.state]
-            return _Reply(
-                50006,
-                f"the status of process instance {inst.id} is "
-                f"WorkflowExecutionStatus{{code={code}, desc='{desc}'}},Cannot perform {action} operation",
-            )
-        if self.version == "3.2":
-            return _Reply(50015, "execute process instance error")
-        return _Reply(
-            10000, f"Internal Server Error: The workflow instance state is {inst.state}, cannot {action}"
-        )
-
     # ---- logs ----------------------------------------------------------------------------------
 
     def _log(self, form: dict[str, str]) -> Any:
         try:
             task_id, skip, limit = (int(form[k]) for k in ("taskInstanceId", "skipLineNum", "limit"))
         except (KeyError, ValueError):
-            raise _Reply(10001, "request parameter taskInstanceId is not valid") from None
+            raise Reply(10001, "request parameter taskInstanceId is not valid") from None
         task = self.tasks.get(task_id)
         if task is None:
-            raise _Reply(10008, "task instance not found")
+            raise Reply(10008, "task instance not found")
         if not task.host:
-            raise _Reply(10191, "task instance host is null")
+            raise Reply(10191, "task instance host is null")
         lines = task.log[skip : skip + limit]
         budget, chosen = 64 * 1024, list[str]()
         for line in lines:  # the worker stops early at about 64 KiB
