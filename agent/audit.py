@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy import Connection, Engine, Text, cast, func, insert, or_, select
 
 from agent.schema import audit_event
 
@@ -52,6 +53,15 @@ def write(conn: Connection, event: AuditEvent) -> None:
     conn.execute(_INSERT, event.row())
 
 
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _json_escaped(text: str) -> str:
+    """How the JSON column stores `text` (non-ASCII as \\uXXXX escapes), without the quotes."""
+    return json.dumps(text)[1:-1]
+
+
 class SqlAuditSink:
     """The production sink: the audit_event table."""
 
@@ -72,10 +82,42 @@ class SqlAuditSink:
         task_id: int | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        text: str | None = None,
+        workflow: str | None = None,
         limit: int = 100,
+        offset: int = 0,
     ) -> list[dict[str, Any]]:
-        """Newest first, filtered by any of the given fields."""
-        q = select(audit_event).order_by(audit_event.c.id.desc()).limit(limit)
+        """Newest first, filtered by any of the given fields.
+
+        `text` matches (case-insensitively) anywhere in the actor, tool, reason, intent or arguments;
+        `workflow` matches a workflow named in the arguments (`"workflow": "order_sync"` or an alias).
+        """
+        q = select(audit_event).order_by(audit_event.c.id.desc()).limit(limit).offset(offset)
+        args_text = cast(audit_event.c.args_redacted, Text)
+        if text:
+            needle = f"%{_like_escape(text.lower())}%"
+            q = q.where(
+                or_(
+                    *(
+                        func.lower(col).like(needle, escape="\\")
+                        for col in (
+                            audit_event.c.actor,
+                            audit_event.c.tool,
+                            audit_event.c.reason,
+                            audit_event.c.intent,
+                        )
+                    ),
+                    func.lower(args_text).like(needle, escape="\\"),
+                    args_text.like(f"%{_like_escape(_json_escaped(text))}%", escape="\\"),
+                )
+            )
+        if workflow:
+            patterns = {
+                f'%"workflow":{gap}"{_like_escape(name)}"%'
+                for name in (workflow, _json_escaped(workflow))
+                for gap in ("", " ")
+            }
+            q = q.where(or_(*(args_text.like(p, escape="\\") for p in sorted(patterns))))
         for col, val in (
             (audit_event.c.actor, actor),
             (audit_event.c.tool, tool),

@@ -126,7 +126,10 @@ def cmd_audit_search(args: argparse.Namespace) -> int:
         task_id=args.task,
         since=since,
         until=until,
+        text=args.text,
+        workflow=args.workflow,
         limit=args.limit,
+        offset=args.offset,
     )
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
@@ -205,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     search = audit.add_parser("search", help="search audit events")
     for flag in ("--user", "--tool", "--outcome", "--kind", "--since", "--until"):
         search.add_argument(flag)
+    search.add_argument("--text", help="anywhere in actor, tool, reason, intent or arguments (any case)")
+    search.add_argument("--workflow", help="calls whose arguments name this workflow (or alias)")
+    search.add_argument("--offset", type=int, default=0, help="skip this many newest events (paging)")
     search.add_argument("--task", type=int)
     search.add_argument("--limit", type=int, default=50)
     search.add_argument("--json", action="store_true")

@@ -13,12 +13,11 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Engine, MetaData, Table, inspect, select
+from sqlalchemy import Engine, MetaData, Table, func, inspect, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.alerts.model import PUSHED, Reason
 from agent.deps import Deps
-from agent.pending import PendingAction
 from agent.schema import metadata, task
 from agent.tasks import FINISHED, Task, TaskStep
 
@@ -52,6 +51,7 @@ class TaskFilter:
     kind: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    text: str | None = None  # anywhere in the goal or the last reply, case-insensitive
 
 
 def list_tasks(engine: Engine, f: TaskFilter, *, limit: int, offset: int = 0) -> list[Task]:
@@ -64,6 +64,14 @@ def list_tasks(engine: Engine, f: TaskFilter, *, limit: int, offset: int = 0) ->
         q = q.where(task.c.created_at >= f.since)
     if f.until is not None:
         q = q.where(task.c.created_at <= f.until)
+    if f.text:
+        needle = "%" + f.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        q = q.where(
+            or_(
+                func.lower(task.c.goal).like(needle, escape="\\"),
+                func.lower(task.c.reply).like(needle, escape="\\"),
+            )
+        )
     with engine.connect() as conn:
         return [Task(**{k: r._mapping[k] for k in Task.__dataclass_fields__}) for r in conn.execute(q)]
 
@@ -158,18 +166,32 @@ def is_finished(t: Task) -> bool:
     return t.status in FINISHED
 
 
-# ---- pending confirmations
+# ---- text for people
 
 
-def redacted_args(deps: Deps, registry: Any, action: PendingAction) -> str:
-    """The bound arguments with the tool's secret arguments masked (args_json is stored in clear)."""
+def _decode_nested(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _decode_nested(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_nested(v) for v in value]
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return _decode_nested(json.loads(value))
+        except ValueError:
+            return value
+    return value
+
+
+def readable(text: str | None, indent: int | None = 2) -> str:
+    """JSON text as people read it: characters instead of \\uXXXX escapes, JSON inside strings
+    (a model's tool-call arguments) unpacked. Anything that is not JSON comes back unchanged."""
+    if not text or text.lstrip()[:1] not in '{["':
+        return text or ""
     try:
-        data = json.loads(action.args_json)
+        value = json.loads(text)
     except ValueError:
-        return deps.redactor.text(action.args_json)
-    spec = registry.specs.get(action.tool)
-    secret = spec.secret_args if spec is not None else ()
-    return json.dumps(deps.redactor.data(data, secret), ensure_ascii=False, sort_keys=True)
+        return text
+    return json.dumps(_decode_nested(value), ensure_ascii=False, indent=indent, default=str)
 
 
 # ---- alert tables (owned by the alerts feature; may be absent)

@@ -22,10 +22,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from agent import approvals
+from agent import approvals, pending_view
 from agent.audit import AuditEvent
 from agent.errors import TaskStateError
 from agent.report import task_data
+from agent.timefmt import offset_of, show
 from agent.ui import data
 from agent.ui.auth import (
     COOKIE,
@@ -39,12 +40,14 @@ from agent.ui.auth import (
     secret_of,
     session_viewer,
 )
+from agent.ui.data import readable
 from config.ui import UiConfig
 
 if TYPE_CHECKING:
     from agent.app import App
 
 HERE = Path(__file__).parent
+REFRESH_SECONDS = 10  # pages showing unfinished tasks reload themselves (no JavaScript: a meta refresh)
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = {
     # No scripts anywhere; bars are SVG attributes, so no inline styles are needed either.
@@ -125,6 +128,7 @@ class WebUI:
         self.env.filters["when"] = self._when
         self.env.filters["duration"] = _duration
         self.env.filters["cell"] = self._cell
+        self.env.filters["readable"] = readable
         self.css = (HERE / "static" / "ui.css").read_text(encoding="utf-8")
 
     # ---- plumbing
@@ -138,14 +142,14 @@ class WebUI:
         return ZoneInfo(self.app.deps.settings.core.timezone)
 
     def _when(self, value: datetime | None) -> str:
-        return value.astimezone(self.tz).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+        return show(value, self.tz)
 
     def _cell(self, value: Any) -> str:
         if isinstance(value, datetime):
             return self._when(value)
         if isinstance(value, dict | list):
             value = json.dumps(value, ensure_ascii=False, default=str)
-        text = "" if value is None else str(value)
+        text = "" if value is None else readable(str(value), indent=None)
         return text if len(text) <= 300 else text[:300] + "…"
 
     def _viewer(self, request: Request) -> Viewer | None:
@@ -172,6 +176,8 @@ class WebUI:
             pending_count = len(self._visible_pending(viewer))
         html = self.env.get_template(name).render(
             viewer=viewer,
+            zone=f"{self.tz.key} ({offset_of(self.app.deps.clock().astimezone(self.tz))})",
+            refresh=ctx.pop("refresh", 0),
             flash=flash.get("m"),
             flash_ok=flash.get("ok", True),
             pending_count=pending_count,
@@ -345,16 +351,25 @@ class WebUI:
             errors.append("Times are ISO dates or date-times, e.g. 2026-12-01 or 2026-12-01T08:30.")
         owner = (q.get("user") or None) if viewer.sees_all else viewer.user
         status = q.get("status") or None
-        f = data.TaskFilter(status=status, owner=owner, kind=q.get("kind") or None, since=since, until=until)
+        f = data.TaskFilter(
+            status=status,
+            owner=owner,
+            kind=q.get("kind") or None,
+            since=since,
+            until=until,
+            text=(q.get("q") or "").strip() or None,
+        )
         page = max(1, int(q["page"])) if q.get("page", "").isdigit() else 1
         size = self.config.page_size
         rows = data.list_tasks(self.app.deps.engine, f, limit=size + 1, offset=(page - 1) * size)
         params = {k: v for k, v in q.items() if k != "page" and v}
+        shown = rows[:size]
         return self.render(
             request,
             "tasks.html",
             viewer,
-            tasks=rows[:size],
+            refresh=REFRESH_SECONDS if any(not data.is_finished(t) for t in shown) else 0,
+            tasks=shown,
             statuses=data.STATUSES,
             kinds=data.task_kinds(self.app.deps.engine),
             users=sorted(self.app.deps.settings.access.users),
@@ -403,6 +418,7 @@ class WebUI:
             request,
             "task.html",
             viewer,
+            refresh=0 if data.is_finished(t) else REFRESH_SECONDS,
             task=t,
             attempts=attempts,
             span=span,
@@ -411,7 +427,7 @@ class WebUI:
             ids=ids,
             alerts=alerts,
             instance_ids=instance_ids,
-            pending=[(p, data.redacted_args(deps, self.app.registry, p)) for p in pending],
+            pending=[pending_view.view(p, deps, self.app.registry) for p in pending],
         )
 
     def task_json(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
@@ -460,6 +476,8 @@ class WebUI:
             errors.append("Times are ISO dates or date-times, e.g. 2026-12-01 or 2026-12-01T08:30.")
         task_id = int(q["task"]) if q.get("task", "").isdigit() else None
         limit = int(q["limit"]) if q.get("limit", "").isdigit() else self.config.page_size
+        page = max(1, int(q["page"])) if q.get("page", "").isdigit() else 1
+        limit = min(limit, 1000)
         filters = dict(
             actor=(q.get("user") or None) if viewer.sees_all else viewer.user,
             tool=q.get("tool") or None,
@@ -468,21 +486,33 @@ class WebUI:
             task_id=task_id,
             since=since,
             until=until,
-            limit=min(limit, 1000),
+            text=(q.get("q") or "").strip() or None,
+            workflow=(q.get("workflow") or "").strip() or None,
+            limit=limit,
+            offset=(page - 1) * limit,
         )
         return filters, errors
 
     def audit(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         filters, errors = self._audit_query(request, viewer)
-        rows = self.app.deps.audit.search(**filters)
+        limit, offset = filters["limit"], filters["offset"]
+        rows = self.app.deps.audit.search(
+            **{**filters, "limit": limit + 1}
+        )  # one more: is there a next page?
+        q = dict(request.query_params)
+        params = {k: v for k, v in q.items() if k != "page" and v}
+        page = offset // limit + 1
         return self.render(
             request,
             "audit.html",
             viewer,
-            rows=rows,
-            q=dict(request.query_params),
+            rows=rows[:limit],
+            first=offset + 1,
+            q=q,
             errors=errors,
             json_url="/ui/audit.json?" + request.url.query,
+            next_url=f"/ui/audit?{urlencode({**params, 'page': page + 1})}" if len(rows) > limit else None,
+            prev_url=f"/ui/audit?{urlencode({**params, 'page': page - 1})}" if page > 1 else None,
         )
 
     def audit_json(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
@@ -566,7 +596,7 @@ class WebUI:
             rows.append(
                 {
                     "p": p,
-                    "args": data.redacted_args(deps, self.app.registry, p),
+                    "view": pending_view.view(p, deps, self.app.registry),
                     "expired": not live,
                     "minutes_left": max(0, int((p.expires_at - now).total_seconds() // 60)),
                     "can_approve": may and live and p.needs_approval and p.approved_by is None,

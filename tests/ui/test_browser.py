@@ -195,3 +195,38 @@ def test_pages_fit_a_phone(ui_bot: MakeUiBot, browser: Any, request: pytest.Fixt
         page.goto(f"{base}/ui/pending")
         assert page.locator("button.approve").is_visible()  # carol approves from her phone
         context.close()
+
+
+def test_audit_search_paging_and_readable_chinese_in_a_browser(
+    ui_bot: MakeUiBot, browser: Any, request: pytest.FixtureRequest
+) -> None:
+    from tests.ui.test_browse import numbers, seed_audit
+
+    bot = ui_bot()
+    seed_audit(bot, 47)
+    with serving(bot) as base:
+        context = browser.new_context(**DESKTOP)
+        page = context.new_page()
+        log_in(page, base, "dave")
+        page.goto(f"{base}/ui/audit")
+        assert "Times in Asia/Shanghai (+08:00)" in page.inner_text("#zone")
+        page.fill("input[name=workflow]", "订单同步")
+        page.click("#audit-filters button[type=submit]")
+        page.wait_for_url("**/ui/audit?*workflow=*")
+        table = page.inner_text("#audit")
+        assert "订单同步" in table and "\\u" not in table
+        assert sorted(numbers(table)) == [0, 7, 14, 21, 28, 35, 42]
+        shot(page, "audit-workflow-desktop", request)
+
+        page.goto(f"{base}/ui/audit?tool=echo")
+        seen = numbers(page.inner_text("#audit"))
+        while page.locator("#audit-older").count():
+            page.click("#audit-older")
+            page.wait_for_load_state()
+            seen += numbers(page.inner_text("#audit"))
+        assert seen == list(range(46, -1, -1))
+        page.fill("input[name=q]", "number 3")
+        page.click("#audit-filters button[type=submit]")
+        page.wait_for_url("**/ui/audit?*q=number*")
+        assert sorted(numbers(page.inner_text("#audit"))) == [3, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39]
+        context.close()

@@ -102,7 +102,7 @@ def test_failed_task_page_shows_the_failed_step_its_input_and_gate_decisions(ui_
     page = bot.login("carol").get(f"/ui/tasks/{task_id}").text
     failed = page.split('data-status="failed"')[1].split("</li>")[0]
     assert "always_fail" in failed
-    assert "&#34;reason&#34;:&#34;disk full on /data&#34;" in failed  # the input preview, escaped JSON
+    assert "&#34;reason&#34;: &#34;disk full on /data&#34;" in failed  # the input preview, escaped JSON
     assert "upstream said no: disk full on /data" in failed  # the error
     assert "<details open>" in failed  # failed steps open by default
     assert 'class="fill f-failed"' in failed

@@ -1,0 +1,76 @@
+"""A waiting action as approvers read it: a human summary, readable arguments, who can release it.
+
+Shared by the web pending page and the chat `/pending` command, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.deps import Deps
+from agent.errors import BotError
+from agent.gate import Allow, may_approve
+from agent.pending import PendingAction
+
+
+@dataclass(frozen=True)
+class PendingView:
+    """What to show for one pending action."""
+
+    action: PendingAction
+    summary: str  # "start payment_reconcile on prod, backfill 2026-12-01", or the tool and its arguments
+    arguments: str  # `key: value` lines, secrets masked, non-ASCII as characters
+    approvers: tuple[str, ...]  # users who may /approve it (empty when no approval is needed)
+    waiting_for: str  # "alice's /confirm", "an approver: carol, dave", "release"
+
+
+def readable_args(data: dict[str, Any]) -> str:
+    """`key: value` per argument; nested values as compact JSON with characters, not \\u escapes."""
+    lines = []
+    for key, value in data.items():
+        shown = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        )
+        lines.append(f"{key}: {shown}")
+    return "\n".join(lines)
+
+
+def approvers_for(action: PendingAction, deps: Deps) -> tuple[str, ...]:
+    """Users who hold an approver role and are not the requester."""
+    access = deps.settings.access
+    return tuple(sorted(u for u in access.users if isinstance(may_approve(u, action.user_id, access), Allow)))
+
+
+def view(action: PendingAction, deps: Deps, registry: Any) -> PendingView:
+    """The summary, arguments and approvers of `action`, for people."""
+    try:
+        data = json.loads(action.args_json)
+    except ValueError:
+        data = {}
+    spec = registry.specs.get(action.tool) if registry is not None else None
+    secret = spec.secret_args if spec is not None else frozenset()
+    shown = deps.redactor.data(data, secret) if isinstance(data, dict) else {}
+    summary = ""
+    if spec is not None and spec.explain is not None:
+        try:
+            summary = spec.explain(spec.args.model_validate(data), deps)
+        except (ValidationError, BotError, ValueError):
+            summary = ""
+    env = f" on {action.environment}" if action.environment else ""
+    summary = deps.redactor.text(summary) if summary else f"{action.tool}{env}"
+    approvers = approvers_for(action, deps) if action.needs_approval else ()
+    if action.status == "pending":
+        waiting = f"{action.user_id}'s /confirm"
+        if action.needs_approval:
+            waiting += f", then an approver ({', '.join(approvers) or 'none configured'})"
+    elif action.needs_approval and action.approved_by is None:
+        waiting = f"an approver: {', '.join(approvers) or 'none configured'}"
+    else:
+        waiting = "release"
+    return PendingView(action, summary, readable_args(shown), approvers, waiting)

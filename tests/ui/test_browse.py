@@ -1,0 +1,125 @@
+"""Finding things on the pages: audit paging and search, workflow filter, task search, readable Chinese,
+one time zone with its offset, self-refreshing pages while tasks run, and pending actions as people
+read them (summary, waiting for whom, who may approve)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent.audit import AuditEvent
+from tests.ui.conftest import MakeUiBot, UiBot
+
+
+def seed_audit(bot: UiBot, n: int) -> None:
+    """`n` audited tool calls by alice, oldest first; every 7th names the 订单同步 workflow."""
+    for i in range(n):
+        args: dict[str, Any] = {"n": i}
+        if i % 7 == 0:
+            args = {"workflow": "订单同步", "dates": "昨天", "n": i}
+        bot.app.deps.audit.record(
+            AuditEvent(
+                at=bot.clock(),
+                kind="tool_call",
+                actor="alice",
+                outcome="done",
+                tool="echo",
+                args_redacted=args,
+                reason=f"call number {i}",
+            )
+        )
+        bot.clock.advance(seconds=1)
+
+
+def numbers(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r"call number (\d+)", html)]
+
+
+def test_audit_pages_beyond_the_first_without_gaps_or_repeats(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()  # page_size 20
+    seed_audit(bot, 47)
+    c = bot.login("dave")
+    seen: list[int] = []
+    url: str | None = "/ui/audit?tool=echo"
+    pages = 0
+    while url:
+        html = c.get(url).text
+        seen += numbers(html)
+        found = re.search(r'href="([^"]+)" id="audit-older"', html)
+        url = found.group(1).replace("&amp;", "&") if found else None
+        pages += 1
+    assert pages == 3
+    assert seen == list(range(46, -1, -1))  # newest first, every event once
+    third = c.get("/ui/audit?tool=echo&page=3").text
+    assert "events 41–47" in third and 'id="audit-newer"' in third and 'id="audit-older"' not in third
+
+
+def test_audit_text_search_and_workflow_filter_read_chinese(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    seed_audit(bot, 15)
+    c = bot.login("dave")
+
+    def rows(query: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = json.loads(c.get(f"/ui/audit.json?{query}").text)
+        return found
+
+    assert sorted(r["args_redacted"]["n"] for r in rows("workflow=订单同步")) == [0, 7, 14]
+    assert rows("workflow=order") == []  # the workflow, not a substring of something else
+    assert [r["reason"] for r in rows("q=NUMBER 12")] == ["call number 12"]  # case-insensitive
+    assert len(rows("q=昨天")) == 3  # Chinese inside the stored arguments
+    html = c.get("/ui/audit?workflow=订单同步").text
+    assert "订单同步" in html and "\\u8ba2" not in html  # characters, not escapes
+    assert len(numbers(html)) == 3
+
+
+def test_task_search_finds_goals_and_replies(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    chinese = bot.seed_done(user="alice", text="订单")
+    bot.seed_done(user="alice", text="payments")
+    c = bot.login("dave")
+    html = c.get("/ui/tasks?q=PAYMENTS").text
+    assert html.count('class="task-row"') == 1 and "echo payments" in html
+    assert c.get("/ui/tasks?q=订单").text.count('class="task-row"') == 1
+    page = c.get(f"/ui/tasks/{chinese}").text
+    # the model's tool-call arguments are JSON inside JSON: shown unpacked, not as \" and \uXXXX escapes
+    assert "\\&#34;" not in page and "\\u8ba2" not in page
+    assert "&#34;arguments&#34;: {" in page and "&#34;text&#34;: &#34;订单&#34;" in page
+
+
+def test_every_page_names_one_zone_with_its_offset(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    task_id = bot.seed_done(user="alice")
+    c = bot.login("dave")
+    for path in ("/ui/tasks", f"/ui/tasks/{task_id}", "/ui/audit", "/ui/pending", "/ui/alerts"):
+        html = c.get(path).text
+        assert "Times in Asia/Shanghai (+08:00)" in html, path
+        assert " CST" not in html and " UTC<" not in html, path
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+08:00", c.get("/ui/tasks").text)
+
+
+def test_pages_refresh_themselves_only_while_tasks_run(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    done = bot.seed_done(user="alice")
+    c = bot.login("dave")
+    assert 'http-equiv="refresh"' not in c.get("/ui/tasks").text
+    assert 'http-equiv="refresh"' not in c.get(f"/ui/tasks/{done}").text
+    running = bot.app.deps.tasks.create(kind="chat", owner="alice", conversation="wecom:alice",
+                                        goal="long one", now=bot.clock(), status="running")  # fmt: skip
+    assert '<meta http-equiv="refresh" content="10">' in c.get(f"/ui/tasks/{running.id}").text
+    assert '<meta http-equiv="refresh" content="10">' in c.get("/ui/tasks").text
+
+
+def test_pending_page_says_what_waits_for_whom_and_who_can_approve(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    action = bot.seed_prod_write(user="bob", note="轮换密钥", confirm=False)
+    c = bot.login("dave")
+    html = c.get("/ui/pending").text
+    card = html.split(f'id="pending-{action}"')[1].split("</section>")[0]
+    assert "write_note on prod" in card  # the summary (this test tool has no explain)
+    assert "bob&#39;s /confirm, then an approver (carol, dave)" in card
+    assert "note: 轮换密钥" in card and "environment: prod" in card  # readable arguments
+    bot.ask("bob", f"/confirm {action}")
+    card = c.get("/ui/pending").text.split(f'id="pending-{action}"')[1].split("</section>")[0]
+    assert "an approver: carol, dave" in card
+    assert '<dd class="approvers">carol, dave</dd>' in card
