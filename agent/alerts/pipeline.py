@@ -1,4 +1,4 @@
-"""The alert pipeline: `feed(event, now)` and `tick(now)` turn FailureEvents into outbox rows and records.
+"""The alert pipeline: `feed(event, now)` and `tick(now)` turn AlertEvents into outbox rows and records.
 
 Per event: dedupe → classify → tier → group (one pure decision each, each with a `Reason`), then
 the decision is applied to the `AlertStateStore`. Held instance messages and windows come due in
@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from agent.alerts.classify import WorkflowIndex, classify, environment_of, idempotency_key, tier_for
 from agent.alerts.event import AlertEvent
 from agent.alerts.fingerprint import fingerprint
+from agent.alerts.grouping import decide_group, epoch, instance_key, window_key
 from agent.alerts.maintenance import MaintenanceBook
 from agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
 from agent.alerts.notes import NoOrigins, Origins, instance_note, window_notes
@@ -64,49 +65,6 @@ class FeedResult:
 
 
 _EMPTY = FeedResult()
-
-
-def decide_group(
-    event: AlertEvent,
-    tier: Tier,
-    now: datetime,
-    config: AlertsConfig,
-    instance: InstanceState | None,
-    hits: HostHits | None,
-    node: Window | None,
-    fp_window: Window | None,
-) -> Reason:
-    """Where a final failure goes: its instance, a node storm, the P2 summary, a fingerprint window, or new."""
-    if instance is not None:
-        return Reason.JOINED_INSTANCE if instance.status == "held" else Reason.INSTANCE_ALREADY_NOTIFIED
-    if event.host:
-        if node is not None and node.ends_at > now:
-            return Reason.NODE_STORM
-        since = now - timedelta(minutes=config.node_storm.window_minutes)
-        recent = sum(1 for at, _i in hits.hits if at > since) if hits is not None else 0
-        if recent + 1 >= config.node_storm.threshold:
-            return Reason.NODE_STORM_OPENED
-    if tier is Tier.P2:
-        return Reason.AGGREGATED_P2
-    if fp_window is not None and fp_window.ends_at > now and (tier is not Tier.P0 or config.fold_p0):
-        return Reason.FINGERPRINT_REPEAT
-    return Reason.NEW_INSTANCE
-
-
-def _epoch(t: datetime) -> int:
-    return int(t.timestamp())
-
-
-def instance_key(instance_id: int, tier: Tier, channel: str, followup: int = 0) -> str:
-    """Outbox key of an instance message (and of its follow-ups)."""
-    return f"inst:{instance_id}:{tier.value}:{channel}{f':more{followup}' if followup else ''}"
-
-
-def window_key(w: Window, suffix: str = "") -> str:
-    """Outbox key of a window's message. No tier in it: a window's tier may rise as failures fold in,
-    and records written before that must still name the key the message goes out under."""
-    ident = w.key.split("|")[0]
-    return f"{w.kind}:{ident}:{_epoch(w.opened_at)}{':' + suffix if suffix else ''}:{w.channel}"
 
 
 class Pipeline:
@@ -194,24 +152,33 @@ class Pipeline:
             return _EMPTY  # the common case: nothing due; skip the generator
         notes: list[Notification] = []
         for ns, key, value in self.state.pop_due(now):
-            if ns == NS_INSTANCE and isinstance(value, InstanceState) and value.status in ("held", "more"):
-                note_key = instance_key(value.instance_id, value.tier, value.channel, value.followups)
-                notes.append(self._emit(self._instance_note(value, now, note_key)))
-                self.state.put(ns, key, replace(value, status="sent"), now + self._memory)
-            elif ns == NS_FP and isinstance(value, Window) and value.folded > 0:
-                notes.extend(self._emit_window(value, now, "aggregate.md.j2", Kind.AGGREGATE))
-            elif ns == NS_P2 and isinstance(value, Window):
-                notes.extend(self._emit_window(value, now, "summary.md.j2", Kind.SUMMARY))
-            elif ns == NS_NODE and isinstance(value, Window) and value.folded > 0:
-                notes.extend(self._emit_window(value, now, "node.md.j2", Kind.NODE, "end", followup=True))
-            elif ns == NS_MAINT and isinstance(value, Window):
-                notes.extend(self._emit_window(value, now, "maint.md.j2", Kind.MAINT))
-            # anything else (seen keys, host hits, sent instances) simply expires
+            try:
+                notes.extend(self._flush(ns, key, value, now))
+            except Exception:  # one broken record never blocks the others; it is kept and retried
+                log.exception("alert pipeline could not flush %s/%s", ns, key)
+                self.state.put(ns, key, value, now + timedelta(minutes=1))
         return FeedResult((), tuple(notes))
+
+    def _flush(self, ns: str, key: str, value: object, now: datetime) -> list[Notification]:
+        """The message(s) a due record stands for (none for seen keys, host hits, sent instances)."""
+        if ns == NS_INSTANCE and isinstance(value, InstanceState) and value.status in ("held", "more"):
+            note_key = instance_key(value.instance_id, value.tier, value.channel, value.followups)
+            note = self._emit(self._instance_note(value, now, note_key))
+            self.state.put(ns, key, replace(value, status="sent"), now + self._memory)
+            return [note]
+        if ns == NS_FP and isinstance(value, Window) and value.folded > 0:
+            return self._emit_window(value, now, "aggregate.md.j2", Kind.AGGREGATE)
+        if ns == NS_P2 and isinstance(value, Window):
+            return self._emit_window(value, now, "summary.md.j2", Kind.SUMMARY)
+        if ns == NS_NODE and isinstance(value, Window) and value.folded > 0:
+            return self._emit_window(value, now, "node.md.j2", Kind.NODE, "end", followup=True)
+        if ns == NS_MAINT and isinstance(value, Window):
+            return self._emit_window(value, now, "maint.md.j2", Kind.MAINT)
+        return []  # simply expires
 
     def close_maintenance(self, name: str, end: datetime, now: datetime) -> FeedResult:
         """A window closed early (`/maint off`): say now what it suppressed."""
-        key = f"{name}|{_epoch(end)}"
+        key = f"{name}|{epoch(end)}"
         w = self.state.get(NS_MAINT, key)
         if not isinstance(w, Window):
             return _EMPTY
@@ -381,7 +348,7 @@ class Pipeline:
         if found is None:  # the book changed between classify and here: record only
             return self._record(event, now, Reason.MAINTENANCE, tier, detail, ekey=ekey)
         name, end = found
-        key = f"{name}|{_epoch(end)}"
+        key = f"{name}|{epoch(end)}"
         w = self.state.get(NS_MAINT, key)
         assert w is None or isinstance(w, Window)
         channel = wf.channel if wf is not None and wf.channel in self.config.channels else "default"

@@ -102,6 +102,26 @@ def test_maint_on_suppresses_then_expires_with_audit(
     assert len(app.deps.audit.search(kind="maintenance")) == 3  # expiry audited once
 
 
+def test_maint_on_over_a_p0_core_workflow_warns_and_lists_what_it_hid_when_closed(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str
+) -> None:
+    app = alerts_app(db_url)
+    quiet = ask(app, "/maint on 1h workflow:user_profile_test")
+    assert "is on" in quiet and "P0" not in quiet
+    reply = ask(app, "/maint on 1h workflow:order_sync")
+    assert "⚠️ It covers P0 core workflow(s) etl/order_sync" in reply and "page nobody" in reply
+    core = {"project": "etl", "workflow": "order_sync", "workflow_code": 1001, "environment": "prod"}
+    assert [r.reason.value for r in svc(app).feed([failure(clock, instance_id=77, **core)])] == [
+        "maintenance"
+    ]
+    run_jobs(app)
+    assert sinks.robot.all_messages() == []
+    assert "Closed 1" in ask(app, "/maint off workflow:order_sync")
+    run_jobs(app)
+    texts = sinks.robot_texts(KEY_PROD)  # order_sync's channel
+    assert len(texts) == 1 and "其中 P0 工作流：order_sync" in texts[0] and "实例（1 个）：77" in texts[0]
+
+
 def test_maint_off_by_number_and_scope(
     alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str
 ) -> None:

@@ -184,3 +184,41 @@ def test_restart_in_the_middle_of_a_window_loses_nothing(make_pipeline):
     third = make_pipeline(cfg, state=state, outbox=outbox)
     third.tick(T0 + timedelta(hours=1))
     assert len(outbox.rows()) == 2
+
+
+def test_a_node_alert_takes_the_highest_tier_present_and_escalates_when_a_higher_one_joins(make_pipeline):
+    clock = FakeClock(T0)
+    outbox = InMemoryOutbox()
+    p = make_pipeline(config(instance_wait_seconds=30, node_storm={"threshold": 3}), outbox=outbox)
+    host = {"host": "10.0.0.9:1234"}
+    core = {"workflow": "order_sync", "workflow_code": 1001, "project": "etl", "environment": "prod"}
+    p.feed(event(instance_id=1, error="a", **host), clock.advance(1))  # P1
+    p.feed(event(instance_id=2, error="bb", **host, **core), clock.advance(1))  # P0, sent at once
+    opened = p.feed(event(instance_id=3, error="ccc", **host), clock.advance(1))  # P1 opens the storm
+    assert opened.records[0].reason is Reason.NODE_STORM_OPENED
+    node = [n for n in opened.notifications if n.kind is Kind.NODE]
+    assert [n.tier.value for n in node] == ["P0"] and node[0].text.startswith("<@zhangsan> <@lisi>")
+
+    q = make_pipeline(config(node_storm={"threshold": 2}), outbox=InMemoryOutbox())
+    q.feed(event(instance_id=11, error="a", **host), T0)
+    q.feed(event(instance_id=12, error="bb", **host), T0 + timedelta(seconds=1))  # a P1 storm
+    up = q.feed(event(instance_id=13, error="ccc", **host, **core), T0 + timedelta(seconds=2))
+    assert up.records[0].reason is Reason.NODE_STORM
+    assert [(n.kind, n.tier.value) for n in up.notifications] == [(Kind.NODE, "P0")]
+    assert "升级为 P0" in up.notifications[0].text and "13" in up.notifications[0].text
+    assert up.records[0].notification_key == up.notifications[0].key
+
+
+def test_a_window_names_every_instance_over_several_messages_when_they_do_not_fit(make_pipeline):
+    outbox = InMemoryOutbox()
+    p = make_pipeline(config(max_bytes=1024, node_storm={"threshold": 2}), outbox=outbox)
+    ids = list(range(900_000, 900_300))
+    for k, iid in enumerate(ids):
+        p.feed(event(instance_id=iid, host="10.0.0.9:1234", error=f"e{k}"), T0 + timedelta(seconds=k))
+    p.tick(T0 + timedelta(hours=1))
+    follow = [r for r in outbox.rows() if ":end:" in r.key or ":end#" in r.key.replace(":default", "")]
+    text = "\n".join(r.text for r in outbox.rows() if r.key.startswith("node:"))
+    assert all(str(i) in text for i in ids)
+    assert all(len(r.text.encode()) <= 1024 for r in outbox.rows())
+    assert len(follow) > 1 and "（续 2/" in follow[1].text
+    assert "窗口内共 300 个实例" in follow[0].text  # the true count, not a capped one
