@@ -4,7 +4,8 @@ Every `*_env` of every shipped config file (plus the remote embeddings and reran
 DolphinScheduler password, which the shipped files leave commented out) holds a distinct canary.
 A real `xihe serve` answers a WeCom conversation in which the scripted model calls search_code
 twice: the embeddings endpoint fails with a body that echoes the key it received, then the rerank
-endpoint does the same. Then the web pages, /metrics and /readyz are read, and the CLI's `audit
+endpoint does the same; a signed DolphinScheduler failure webhook is pushed to the robot after one
+failed try. Then the web pages, /metrics and /readyz are read, and the CLI's `audit
 search` and `task show` run on the same database. None of these may contain any canary: the serve
 log, a dump of every table, the pages, the metrics, the CLI output, the messages sent to WeCom, and
 the prompts (bodies) the scripted model received.
@@ -23,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from integrations.fakes.llm_server import ScriptedLLM, call, say
+from integrations.fakes.robot_sink import RobotSink
 from integrations.fakes.wecom import CallbackSender, FakeWeCom
 from tests.codeindex.conftest import ORDERS_PY, git
 from tests.conftest import REPO
@@ -52,7 +54,13 @@ def cores(values: dict[str, str]) -> dict[str, str]:
 
 
 def write_config(
-    d: Path, llm: ScriptedLLM, wecom: FakeWeCom, emb: FakeEmbeddings, rr: FakeEmbeddings, repo: Path
+    d: Path,
+    llm: ScriptedLLM,
+    wecom: FakeWeCom,
+    emb: FakeEmbeddings,
+    rr: FakeEmbeddings,
+    robot: RobotSink,
+    repo: Path,
 ) -> None:
     shutil.copytree(REPO / "config", d, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
 
@@ -104,6 +112,7 @@ def write_config(
             "password_env": "XIHE_DS_PASSWORD",
         },
     )
+    edit("alerts.yaml", {"delivery.robot_base_url": robot.url, "instance_wait_seconds": 1})
     edit("ops.yaml", {"config_reload.interval_seconds": 1, "logging.format": "text"})
 
 
@@ -130,10 +139,11 @@ def test_no_canary_reaches_any_output(tmp_path: Path) -> None:
         FakeWeCom() as wecom,
         FakeEmbeddings(dim=32, api_key=secret["XIHE_EMBEDDINGS_API_KEY"]) as emb,
         FakeEmbeddings(dim=32, api_key=secret["XIHE_RERANK_API_KEY"]) as rr,
+        RobotSink(keys={secret["XIHE_ROBOT_KEY"], secret["XIHE_ROBOT_KEY_PROD"]}) as robot,
     ):
         wecom.add_app(secret["XIHE_WECOM_CORP_ID"], secret["XIHE_WECOM_APP_SECRET"], AGENT_ID)
         cfg = tmp_path / "cfg"
-        write_config(cfg, llm, wecom, emb, rr, repo)
+        write_config(cfg, llm, wecom, emb, rr, robot, repo)
         bot = Replica(cfg, env["XIHE_DATABASE_URL"], tmp_path, "serve", env).wait_ready()
         try:
             wait_until(lambda: re.search(r"code index \S+: full", bot.log()), what="the index build")
@@ -161,6 +171,29 @@ def test_no_canary_reaches_any_output(tmp_path: Path) -> None:
             tool_results = [m["content"] for m in llm.messages[-1] if m.get("role") == "tool"]
             assert emb.fail_next == [] and rr.fail_next == []  # both echoing failures were served
             assert any("HTTP 500" in t for t in tool_results), tool_results  # and reached the model, masked
+
+            # a DolphinScheduler failure alert, signed with the webhook secret; the robot first fails
+            robot.script("http500")
+            item = {
+                "projectName": "etl",
+                "processId": 345,
+                "processDefinitionCode": 1001,
+                "processName": "order_sync-1-20261202170000123",
+                "taskName": "load",
+                "taskType": "SHELL",
+                "taskState": "FAILURE",
+                "taskHost": "10.0.0.11:1234",
+            }
+            hook = bot.http.post(
+                bot.url + "/hooks/dolphinscheduler",
+                json={"title": "process failed", "msg": json.dumps([item])},
+                headers={"X-Xihe-Token": secret["XIHE_DS_WEBHOOK_SECRET"]},
+            )
+            assert hook.status_code == 200, hook.text
+            pushed = wait_until(
+                lambda: robot.messages.get(secret["XIHE_ROBOT_KEY_PROD"]), what="the alert push"
+            )
+            assert any(status == 500 for _, _, status, _ in robot.answers)  # the failed try was audited too
 
             pages = {
                 "/metrics": bot.http.get(bot.url + "/metrics").text,
@@ -228,6 +261,7 @@ def test_no_canary_reaches_any_output(tmp_path: Path) -> None:
         **{f"page {p}": text for p, text in pages.items()},
         **{f"cli {c}": text for c, text in cli.items()},
         "messages sent to WeCom": json.dumps(replies, ensure_ascii=False),
+        "alerts pushed": json.dumps([m.content for m in pushed], ensure_ascii=False),
         "prompts the model received": json.dumps(llm.requests, ensure_ascii=False),
     }
     leaks = [
