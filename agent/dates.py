@@ -1,7 +1,13 @@
 """Natural dates and ranges (Chinese and English) → backfill dates → DolphinScheduler `scheduleTime`.
 
     parse_dates("12月1日到3日", now, "Asia/Shanghai")  -> [2026-12-01, 2026-12-02, 2026-12-03]
-    schedule_time_param(dates) -> '{"complementStartDate":"2026-12-01 00:00:00",…}'
+    schedule_dates(dates, 1) -> [2026-12-02, 2026-12-03, 2026-12-04]
+    schedule_time_param(dates) -> '{"complementStartDate":"2026-12-02 00:00:00",…}'
+
+People name business dates: the day whose data a run loads. DolphinScheduler starts a backfill
+run per scheduleTime, and `${system.biz.date}` inside it is scheduleTime minus one day, so
+"补跑昨天的" means scheduleTime = today. Each workflow says how many days lie between the two
+(`biz_date_offset` in workflows.yaml, default 1); messages show both dates.
 
 Relative words (昨天, 前天, yesterday, 3 days ago) go to `dateparser` with `RELATIVE_BASE=now` in the
 configured zone; forms dateparser misreads or lacks are handled first: ISO dates, `12月1日`, a bare
@@ -193,6 +199,34 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
 def is_contiguous(dates: Sequence[date]) -> bool:
     """Whether sorted unique `dates` form one run of consecutive days."""
     return all((b - a).days == 1 for a, b in itertools.pairwise(dates))
+
+
+def schedule_dates(biz_dates: Sequence[date], offset: int) -> list[date]:
+    """The scheduleTime dates that load `biz_dates` (scheduleTime = business date + offset days)."""
+    return [d + timedelta(days=offset) for d in biz_dates]
+
+
+def biz_date_of(schedule: date, offset: int) -> date:
+    """The business date a run with this scheduleTime loads."""
+    return schedule - timedelta(days=offset)
+
+
+def _span(days: Sequence[date]) -> str:
+    return days[0].isoformat() if len(days) == 1 else f"{days[0].isoformat()} … {days[-1].isoformat()}"
+
+
+def backfill_label(biz_dates: Sequence[date], offset: int) -> str:
+    """`business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02` (a range as first … last)."""
+    days = sorted(biz_dates)
+    noun = "business date / 业务日期" if len(days) == 1 else "business dates / 业务日期"
+    label = f"{noun} {_span(days)} → scheduleTime {_span(schedule_dates(days, offset))}"
+    return label + (f" ({len(days)} dates, one after another)" if len(days) > 1 else "")
+
+
+def run_date_label(schedule: date, offset: int) -> str:
+    """One run's dates: `2026-12-01 (scheduleTime 2026-12-02)`; just the date when they coincide."""
+    biz = biz_date_of(schedule, offset)
+    return biz.isoformat() if offset == 0 else f"{biz.isoformat()} (scheduleTime {schedule.isoformat()})"
 
 
 def schedule_time_param(dates: Sequence[date]) -> str:

@@ -51,6 +51,7 @@ def _state(w: Watch) -> dict[str, Any]:
             for r in w.reruns
         ],
         "auth_warned": w.auth_warned,
+        "biz_date_offset": w.biz_date_offset,
     }
 
 
@@ -144,6 +145,7 @@ def _watch(row: Any) -> Watch:
         dates=tuple(str(d) for d in st.get("dates", ())),
         reruns=tuple(_rerun(r) for r in st.get("reruns", ())),
         auth_warned=bool(st.get("auth_warned", False)),
+        biz_date_offset=int(st.get("biz_date_offset", 0)),
         schema_version=int(row.schema_version or SCHEMA_VERSION),
     )
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from agent.dates import run_date_label
 from agent.errors import DolphinError
 from agent.events import FailureEvent
 from config.dolphin import PollConfig
@@ -92,6 +93,7 @@ class Watch:
     dates: tuple[str, ...] = ()  # business dates of a backfill, ascending (ISO)
     reruns: tuple[PendingRerun, ...] = ()  # reruns sent, not yet picked up by the master
     auth_warned: bool = False  # the conversation was told DS rejects our credentials
+    biz_date_offset: int = 0  # scheduleTime = business date + this; reports name the business date
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -270,17 +272,19 @@ class InMemoryWatchStore:
 # ---- polling ---------------------------------------------------------------------------------
 
 
-def _schedule_label(inst: Instance) -> str:
-    return f" for {inst.schedule_time:%Y-%m-%d}" if inst.schedule_time else ""
+def _schedule_label(w: Watch, inst: Instance) -> str:
+    return (
+        f" for {run_date_label(inst.schedule_time.date(), w.biz_date_offset)}" if inst.schedule_time else ""
+    )
 
 
 def _finished_summary(w: Watch, inst: Instance) -> str:
     took = f" in {inst.duration}" if inst.duration else ""
-    return f"{w.workflow} instance {inst.id}{_schedule_label(inst)} ended {inst.state}{took}"
+    return f"{w.workflow} instance {inst.id}{_schedule_label(w, inst)} ended {inst.state}{took}"
 
 
 def _progress_summary(client: DolphinClient, w: Watch, inst: Instance) -> str:
-    base = f"{w.workflow} instance {inst.id}{_schedule_label(inst)} {inst.state}"
+    base = f"{w.workflow} instance {inst.id}{_schedule_label(w, inst)} {inst.state}"
     if not w.progress_tasks:
         return base
     try:

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+DEFAULT_BIZ_DATE_OFFSET = 1  # DolphinScheduler: ${system.biz.date} is scheduleTime minus one day
+
 
 class Workflow(BaseModel):
     """One workflow definition as admins describe it."""
@@ -24,6 +26,13 @@ class Workflow(BaseModel):
     owner: str = Field("", description="WeCom userid of the owner")
     oncall: list[str] = Field(default_factory=list, description="WeCom userids to @ on P0")
     channel: str = Field("default", description="alert channel name from alerts.yaml")
+    biz_date_offset: int = Field(
+        DEFAULT_BIZ_DATE_OFFSET,
+        ge=0,
+        le=31,
+        description="days from the business date people name to the run's scheduleTime: 1 (default) for "
+        "a workflow keyed on ${system.biz.date} (= scheduleTime - 1 day), 0 for ${system.biz.curdate}",
+    )
 
 
 class WorkflowsConfig(BaseModel):
@@ -33,3 +42,10 @@ class WorkflowsConfig(BaseModel):
 
     timezone: str = Field("Asia/Shanghai", description="timezone for natural dates and DS schedule times")
     workflows: list[Workflow] = Field(default_factory=list)
+
+    def biz_date_offset(self, project: str, name: str) -> int:
+        """scheduleTime = business date + this many days; unconfigured workflows use DS's convention."""
+        for wf in self.workflows:
+            if wf.name == name and wf.project == project:
+                return wf.biz_date_offset
+        return DEFAULT_BIZ_DATE_OFFSET

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agent.dates import parse_dates, schedule_time_param
+from agent.dates import backfill_label, parse_dates, run_date_label, schedule_dates, schedule_time_param
 from agent.deps import Deps
 from agent.ds_watch import Watch, reopen_for_rerun, watch_from_start
 from agent.errors import DolphinError, TaskStateError, ToolFailed
@@ -51,8 +51,9 @@ class TriggerArgs(BaseModel):
     )
     dates: str = Field(
         "",
-        description="business date(s) to run for, copied from the user's words: 昨天, 前天, 2026-12-01, "
-        "12月1日到3日, 2026-12-01..2026-12-03, last monday. Several dates run serially, oldest first. "
+        description="business date(s) to run for (the days whose data to load), copied from the user's "
+        "words: 昨天, 前天, 2026-12-01, 12月1日到3日, 2026-12-01..2026-12-03, last monday. The tool turns "
+        "them into DolphinScheduler scheduleTimes. Several dates run serially, oldest first. "
         "Empty = one normal run now (no backfill)",
     )
     project: str = Field("", description="DolphinScheduler project, only when the user names one")
@@ -63,15 +64,22 @@ class Plan:
     """What a trigger call means once names and dates are read."""
 
     entry: CatalogEntry
-    dates: tuple[date, ...]
+    dates: tuple[date, ...]  # business dates, as the user named them
     environment: str
+    offset: int  # scheduleTime = business date + offset days (workflows.yaml biz_date_offset)
+
+    @property
+    def schedule_dates(self) -> tuple[date, ...]:
+        """The scheduleTime dates DolphinScheduler runs."""
+        return tuple(schedule_dates(self.dates, self.offset))
 
 
 def _plan(args: TriggerArgs, deps: Deps, now: datetime) -> Plan:
     entry = resolve_workflow(deps, args.workflow, args.project)
     tz = deps.settings.workflows.timezone
     days = tuple(parse_dates(args.dates, now, tz)) if args.dates.strip() else ()
-    return Plan(entry, days, environment_of_workflow(deps.settings, entry.project, entry.name))
+    offset = deps.settings.workflows.biz_date_offset(entry.project, entry.name)
+    return Plan(entry, days, environment_of_workflow(deps.settings, entry.project, entry.name), offset)
 
 
 def _asked_at(ctx: ToolContext) -> datetime:
@@ -95,8 +103,7 @@ def explain_trigger(args: TriggerArgs, deps: Deps) -> str:
     what = f"start {e.name} (project {e.project}, code {e.code}) on {plan.environment or 'no environment'}"
     if not plan.dates:
         return what + ", one normal run now"
-    days = [d.isoformat() for d in plan.dates]
-    return what + f", backfill{_span(days)}"
+    return what + f", backfill {backfill_label(plan.dates, plan.offset)}"
 
 
 def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
@@ -114,7 +121,7 @@ def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
         policy=svc.policy,
         dates=tuple(d.isoformat() for d in plan.dates),
     )
-    svc.watches.add(replace(watch, progress_tasks=True))
+    svc.watches.add(replace(watch, progress_tasks=True, biz_date_offset=plan.offset))
 
 
 def _started(plan: Plan, out: StartOutcome, status: str) -> dict[str, Any]:
@@ -125,6 +132,8 @@ def _started(plan: Plan, out: StartOutcome, status: str) -> dict[str, Any]:
         "workflow_code": plan.entry.code,
         "environment": plan.environment,
         "dates": [d.isoformat() for d in plan.dates],
+        "schedule_dates": [d.isoformat() for d in plan.schedule_dates],
+        "biz_date_offset": plan.offset,
         "instance_ids": list(out.instance_ids),
         "marker": out.marker,
     }
@@ -154,7 +163,7 @@ def trigger(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any]:
             plan.entry,
             marker,
             ctx.now,
-            plan.dates,
+            plan.schedule_dates,
             worker_group=cfg.worker_group,
             tenant_code=cfg.tenant_code,
             failure_strategy=cfg.failure_strategy,
@@ -179,9 +188,8 @@ def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None
         # 3.1/3.2 create the instance asynchronously: "not found yet" may be a start the master has not
         # consumed. Starting again could make two runs, so watch for the marker instead (the poller
         # reports "not found" after the discovery timeout, and the user can start it again then).
-        out = StartOutcome(
-            marker, asked, plan.dates, schedule_time_param(plan.dates) if plan.dates else "", uncertain=True
-        )
+        days = plan.schedule_dates
+        out = StartOutcome(marker, asked, days, schedule_time_param(days) if days else "", uncertain=True)
         _watch(ctx, plan, out)
         return _started(plan, out, "start_uncertain")
     if not found:
@@ -189,8 +197,8 @@ def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None
     out = StartOutcome(
         marker,
         asked,
-        plan.dates,
-        schedule_time_param(plan.dates) if plan.dates else "",
+        plan.schedule_dates,
+        schedule_time_param(plan.schedule_dates) if plan.schedule_dates else "",
         instance_ids=tuple(i.id for i in found),
         reused=True,
     )
@@ -198,12 +206,9 @@ def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None
     return _started(plan, out, "already_started")
 
 
-def _span(dates: list[str]) -> str:
-    if not dates:
-        return ""
-    if len(dates) == 1:
-        return f" for {dates[0]}"
-    return f" for {dates[0]} … {dates[-1]} ({len(dates)} dates, one after another)"
+def _span(r: dict[str, Any]) -> str:
+    days = [date.fromisoformat(d) for d in r.get("dates") or []]
+    return f" for {backfill_label(days, int(r.get('biz_date_offset', 0)))}" if days else ""
 
 
 def summarize_trigger(r: dict[str, Any]) -> str:
@@ -217,7 +222,7 @@ def summarize_trigger(r: dict[str, Any]) -> str:
     }.get(r["status"], r["status"])
     return (
         f"{head} **{r['workflow']}** (project {r['project']}, {r['environment'] or 'no environment'})"
-        f"{_span(r.get('dates') or [])}: {which}. I'll report here when it ends."
+        f"{_span(r)}: {which}. I'll report here when it ends."
     )
 
 
@@ -256,12 +261,17 @@ def _fmt_time(value: datetime | None) -> str | None:
 
 def _instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
     entry = workflow_of(deps, inst)
+    offset = deps.settings.workflows.biz_date_offset(
+        entry.project if entry else "", entry.name if entry else ""
+    )
+    schedule = inst.schedule_time.date() if inst.schedule_time else None
     return {
         "instance_id": inst.id,
         "workflow": entry.name if entry else inst.name,
         "project": entry.project if entry else "",
         "state": inst.state,
-        "schedule_time": inst.schedule_time.date().isoformat() if inst.schedule_time else None,
+        "schedule_time": schedule.isoformat() if schedule else None,
+        "business_date": run_date_label(schedule, offset) if schedule else None,
         "start_time": _fmt_time(inst.start_time),
         "end_time": _fmt_time(inst.end_time),
         "duration": inst.duration or None,
@@ -290,7 +300,7 @@ def query_status(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
 
 def summarize_status(r: dict[str, Any]) -> str:
     """Command reply for /status."""
-    when = f" ({r['schedule_time']})" if r.get("schedule_time") else ""
+    when = f" for {r['business_date']}" if r.get("business_date") else ""
     line = (
         f"**{r['workflow']}** #{r['instance_id']}{when}: {_short_state(r['state'])} "
         f"{r['tasks_done']}/{r['tasks_total']} tasks"
@@ -390,7 +400,7 @@ def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps], str]:
     def explain(args: InstanceArgs, deps: Deps) -> str:
         inst = locate(deps, args.instance_id, args.project)
         info = _instance_info(deps, inst)
-        when = f" for {info['schedule_time']}" if info["schedule_time"] else ""
+        when = f" for {info['business_date']}" if info["business_date"] else ""
         return f"{verb} {info['workflow']} instance {inst.id}{when}, now {inst.state}"
 
     return explain
@@ -426,6 +436,9 @@ def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[
             instance_ids=(inst.id,),
             environment=environment,
             progress_tasks=True,
+            biz_date_offset=ctx.deps.settings.workflows.biz_date_offset(
+                entry.project if entry else "", entry.name if entry else ""
+            ),
         )
     watch = reopen_for_rerun(
         base,

@@ -26,7 +26,13 @@ WORKFLOWS = {
             "environment": "prod",
             "core": True,
         },
-        {"name": "broken_sync", "project": "etl", "aliases": ["坏任务"], "environment": "test"},
+        {
+            "name": "broken_sync",
+            "project": "etl",
+            "aliases": ["坏任务"],
+            "environment": "test",
+            "biz_date_offset": 0,  # keyed on ${system.biz.curdate}: scheduleTime is the business date
+        },
         {"name": "long_sync", "project": "etl", "environment": "test"},
         {"name": "legacy_export", "project": "etl", "environment": "test"},
         {"name": "flaky_sync", "project": "etl", "environment": "test"},

@@ -20,7 +20,8 @@ from tests.conftest import REPO
 from tests.dolphin.conftest import BAD_HOST
 from tests.dolphin.support import Bot, ask_id, make_bot
 
-YESTERDAY = '{"complementStartDate":"2026-12-01 00:00:00","complementEndDate":"2026-12-01 00:00:00"}'
+# 昨天 is business date 2026-12-01; ${system.biz.date} is scheduleTime - 1 day, so scheduleTime is 12-02
+YESTERDAY = '{"complementStartDate":"2026-12-02 00:00:00","complementEndDate":"2026-12-02 00:00:00"}'
 
 
 class RecordingAlerts:
@@ -45,7 +46,10 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     ask = bot.say("bob", "把订单同步任务补跑一下昨天的")
     assert "production environment prod" in ask and "/confirm" in ask
     # the prompt says what the words resolve to, so the yes (and the approver's) is informed
-    assert "→ start order_sync (project etl, code 2000000000001) on prod, backfill for 2026-12-01\n" in ask
+    assert (
+        "→ start order_sync (project etl, code 2000000000001) on prod, "
+        "backfill business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02\n"
+    ) in ask
     assert bot.sim.starts == []  # nothing runs before the yes
     waiting = bot.say("bob", f"/confirm {ask_id(ask)}")
     assert "waiting for an approver" in waiting and bot.sim.starts == []
@@ -60,13 +64,16 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     shown = json.loads(tool_result.split("\n", 1)[1])
     assert shown["instance_ids"] == [101] and shown["workflow"] == "order_sync"
     assert shown["dates"] == ["2026-12-01"] and shown["environment"] == "prod"
+    assert shown["schedule_dates"] == ["2026-12-02"] and shown["biz_date_offset"] == 1
 
     bot.poll_until_done("1:tool:1:0")
     progress = bot.messages("cli:bob", "⏳")
     final = bot.messages("cli:bob", "✅")
     assert progress and len(progress) == 1  # throttled: one progress message for a 3-minute run
-    assert "order_sync instance 101 for 2026-12-01 RUNNING" in progress[0]
-    assert final == ["✅ order_sync instance 101 for 2026-12-01 ended SUCCESS in 3m 3s."]
+    assert "order_sync instance 101 for 2026-12-01 (scheduleTime 2026-12-02) RUNNING" in progress[0]
+    assert final == [
+        "✅ order_sync instance 101 for 2026-12-01 (scheduleTime 2026-12-02) ended SUCCESS in 3m 3s."
+    ]
     assert bot.sent[-1] == ("cli:bob", final[0])  # the final reply is the last word in the conversation
     polls = bot.app.deps.metrics.registry.get_sample_value("xihe_ds_poll_requests_total")
     assert polls is not None and 0 < polls < 40
@@ -82,8 +89,10 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
     bot.app.deps.services.setdefault("alerts", alerts)
     ask = bot.say("alice", "backfill 坏任务 for 2026-11-30")
     assert "is a write on test" in ask
+    assert "backfill business date / 业务日期 2026-11-30 → scheduleTime 2026-11-30" in ask  # offset 0
     assert bot.say("alice", "/confirm") == "started"
     (start,) = bot.sim.starts
+    assert json.loads(start["scheduleTime"])["complementStartDate"] == "2026-11-30 00:00:00"
     assert start["processDefinitionCode"] == "2000000000003"
     bot.poll_until_done("1:tool:1:0")
 
@@ -105,7 +114,7 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
 
     # the failed tasks, then a rerun from the failed task, watched again in the same conversation
     failed = bot.say("alice", f"/status {inst.id}")
-    assert f"**broken_sync** #{inst.id} (2026-11-30): FAILURE 2/3 tasks, failed load" in failed
+    assert f"**broken_sync** #{inst.id} for 2026-11-30: FAILURE 2/3 tasks, failed load" in failed
     rerun_ask = bot.say("alice", f"/rerun {inst.id}")
     assert "rerun_failed is a write on test" in rerun_ask
     assert (
@@ -131,17 +140,22 @@ def test_run_command_backfills_a_range_without_the_model(
     assert "needs your /confirm and an approver's /approve" in ask
     bot.say("bob", "/confirm")
     ran = bot.say("carol", f"/approve {ask_id(ask)}")
-    assert "Started **order_sync** (project etl, prod) for 2026-12-01 … 2026-12-03 (3 dates" in ran
+    assert (
+        "Started **order_sync** (project etl, prod) for business dates / 业务日期 2026-12-01 … 2026-12-03 "
+        "→ scheduleTime 2026-12-02 … 2026-12-04 (3 dates, one after another)"
+    ) in ran
     (start,) = bot.sim.starts
     assert start["scheduleTime"] == (
-        '{"complementStartDate":"2026-12-01 00:00:00","complementEndDate":"2026-12-03 00:00:00"}'
+        '{"complementStartDate":"2026-12-02 00:00:00","complementEndDate":"2026-12-04 00:00:00"}'
     )
     bot.poll_until_done("1:tool:1:0", limit=4 * 3600)
     finals = bot.messages("cli:bob", "✅")
     assert [m.split(" for ")[1][:10] for m in finals] == ["2026-12-01", "2026-12-02", "2026-12-03"]
     first = bot.sim.instances_of("order_sync")[0].id
     status = bot.say("bob", f"/status {first}")
-    assert status.startswith(f"**order_sync** #{first} (2026-12-01): SUCCESS 3/3 tasks")
+    assert status.startswith(
+        f"**order_sync** #{first} for 2026-12-01 (scheduleTime 2026-12-02): SUCCESS 3/3 tasks"
+    )
 
 
 def test_names_that_cannot_run_are_refused_before_asking(bot_for: Callable[..., Bot]) -> None:

@@ -10,8 +10,11 @@ import pytest
 from agent.ds_watch import policy_from_config
 from agent.errors import ConfigError, ConfigErrors
 from config.dolphin import credentials, load_dolphin
+from config.load import load_dir
+from config.workflows import WorkflowsConfig
 from integrations.dolphinscheduler.factory import client_from_config
 from integrations.fakes.dolphin import DolphinSimulator
+from tests.conftest import write_config
 
 SAMPLE = Path(__file__).resolve().parents[2] / "config" / "dolphin.yaml"
 
@@ -49,3 +52,30 @@ def test_client_from_config_talks_to_the_simulator(make_sim: Callable[..., Dolph
     client = client_from_config(cfg, {"XIHE_DS_TOKEN": sim.token})
     assert client.profile.version == "3.3" and [p.name for p in client.list_projects()] == ["etl", "dw"]
     assert sim.token not in repr(client)
+
+
+def test_biz_date_offset_defaults_to_the_dolphinscheduler_convention() -> None:
+    cfg = WorkflowsConfig.model_validate(
+        {
+            "workflows": [
+                {"name": "a", "project": "etl"},
+                {"name": "b", "project": "etl", "biz_date_offset": 0},
+            ]
+        }
+    )
+    assert cfg.biz_date_offset("etl", "a") == 1
+    assert cfg.biz_date_offset("etl", "b") == 0
+    assert cfg.biz_date_offset("etl", "not_configured") == 1
+
+
+def test_negative_biz_date_offset_names_file_line_and_key(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "cfg")
+    (cfg / "workflows.yaml").write_text(
+        "workflows:\n  - name: a\n    project: etl\n    biz_date_offset: -1\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigErrors) as err:
+        load_dir(cfg)
+    assert (
+        "workflows.yaml:4: workflows[name=a].biz_date_offset: Input should be greater than or equal to 0"
+        in str(err.value)
+    )

@@ -7,7 +7,15 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from agent.dates import DateError, parse_dates, schedule_time_param
+from agent.dates import (
+    DateError,
+    backfill_label,
+    biz_date_of,
+    parse_dates,
+    run_date_label,
+    schedule_dates,
+    schedule_time_param,
+)
 
 # 2026-12-05 02:00 UTC = Saturday 2026-12-05 10:00 in Shanghai
 NOW = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
@@ -107,3 +115,26 @@ def test_schedule_time_refuses_empty_and_too_many() -> None:
         schedule_time_param([])
     with pytest.raises(ValueError):
         schedule_time_param([D(2026, 1, 1) + (D(2026, 1, 2) - D(2026, 1, 1)) * i for i in range(101)])
+
+
+def test_business_dates_map_to_schedule_times_by_the_workflow_offset() -> None:
+    (yesterday,) = parse_dates("昨天", NOW, TZ)
+    assert schedule_dates([yesterday], 1) == [D(2026, 12, 5)]  # ${system.biz.date} = scheduleTime - 1 day
+    assert schedule_dates([yesterday], 0) == [D(2026, 12, 4)]  # ${system.biz.curdate}
+    assert biz_date_of(D(2026, 12, 5), 1) == yesterday
+    assert json.loads(schedule_time_param(schedule_dates([yesterday], 1))) == {
+        "complementStartDate": "2026-12-05 00:00:00",
+        "complementEndDate": "2026-12-05 00:00:00",
+    }
+
+
+def test_labels_show_the_business_date_and_the_schedule_time() -> None:
+    assert (
+        backfill_label([D(2026, 12, 1)], 1) == "business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02"
+    )
+    assert backfill_label([D(2026, 12, 3), D(2026, 12, 1), D(2026, 12, 2)], 1) == (
+        "business dates / 业务日期 2026-12-01 … 2026-12-03 → scheduleTime 2026-12-02 … 2026-12-04 "
+        "(3 dates, one after another)"
+    )
+    assert run_date_label(D(2026, 12, 2), 1) == "2026-12-01 (scheduleTime 2026-12-02)"
+    assert run_date_label(D(2026, 12, 2), 0) == "2026-12-02"
