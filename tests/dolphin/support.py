@@ -36,7 +36,8 @@ WORKFLOWS = {
         {"name": "long_sync", "project": "etl", "environment": "test"},
         {"name": "legacy_export", "project": "etl", "environment": "test"},
         {"name": "flaky_sync", "project": "etl", "environment": "test"},
-        {"name": "daily_backfill", "project": "etl", "environment": "test"},
+        # its simulated failure is keyed on a scheduleTime (2026-11-29): business date = scheduleTime
+        {"name": "daily_backfill", "project": "etl", "environment": "test", "biz_date_offset": 0},
     ],
 }
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -158,16 +158,19 @@ def test_backfill_one_date_and_a_natural_date(stack: Stack) -> None:
     assert "Started **daily_backfill**" in stack.run("/run daily_backfill 2026-11-27")
     stack.wait_posted(r"^✅ daily_backfill instance \d+ for 2026-11-27 ended SUCCESS")
     started = stack.run("/run flaky_sync 昨天")
-    day = re.search(r"for (\d{4}-\d\d-\d\d)", started)
-    assert day is not None, started
+    # ${system.biz.date} = scheduleTime - 1 day: yesterday's data is scheduleTime today
+    days = re.search(r"business date / 业务日期 (\S+) → scheduleTime (\S+):", started)
+    assert days is not None, started
+    biz, schedule = days.groups()
+    assert (date.fromisoformat(schedule) - date.fromisoformat(biz)).days == 1
     # a task that failed once and succeeded on retry is no failure
-    stack.wait_posted(rf"^✅ flaky_sync instance \d+ for {day.group(1)} ended SUCCESS")
+    stack.wait_posted(rf"^✅ flaky_sync instance \d+ for {biz} \(scheduleTime {schedule}\) ended SUCCESS")
     assert not [m for m in stack.posted() if m.startswith("❌ flaky_sync")]
 
 
 def test_a_range_stops_at_a_failed_date_and_a_rerun_goes_on_with_the_chain(stack: Stack) -> None:
     started = stack.run("/run daily_backfill 2026-11-28..2026-11-30")
-    assert "for 2026-11-28 … 2026-11-30 (3 dates" in started
+    assert "业务日期 2026-11-28 … 2026-11-30 → scheduleTime 2026-11-28 … 2026-11-30 (3 dates" in started
     stack.wait_posted(r"^✅ daily_backfill instance \d+ for 2026-11-28 ended SUCCESS")
     (failure,) = stack.wait_posted(r"^❌ daily_backfill instance \d+ for 2026-11-29 ended FAILURE")
     assert "task **load** FAILURE on 10.0.0.7:1234" in failure and "SQLException" in failure
