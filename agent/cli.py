@@ -105,6 +105,7 @@ def cmd_task_resume(args: argparse.Namespace) -> int:
 def cmd_audit_search(args: argparse.Namespace) -> int:
     from zoneinfo import ZoneInfo
 
+    from agent.timefmt import show
     from agent.ui.data import parse_when
 
     app = _app(args)
@@ -136,7 +137,7 @@ def cmd_audit_search(args: argparse.Namespace) -> int:
     else:
         for r in rows:
             print(
-                f"{r['at']:%Y-%m-%d %H:%M:%S} {r['kind']:9} {r['actor']:12} {r['tool'] or '-':24} "
+                f"{show(r['at'], tz)} {r['kind']:9} {r['actor']:12} {r['tool'] or '-':24} "
                 f"{r['outcome']:10} {(r['reason'] or '')[:80]}"
             )
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.deps import Deps
+from agent.timefmt import show
 
 
 def task_data(deps: Deps, task_id: int) -> dict[str, Any]:
@@ -24,8 +25,10 @@ def task_report(deps: Deps, task_id: int) -> str:
     """A readable step table: outcome rows only (plus attempts still running)."""
     task = deps.tasks.get(task_id)
     steps = deps.tasks.steps(task_id)
+    tz = deps.settings.core.timezone
     lines = [
         f"Task #{task.id} [{task.status}] {task.kind} by {task.owner}: {task.goal[:80]}",
+        f"created {show(task.created_at, tz)}, updated {show(task.updated_at, tz)}",
         f"current step: {task.current_step or '-'}",
     ]
     finished = {(s.step_key, s.attempt) for s in steps if s.status != "running"}

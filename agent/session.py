@@ -17,6 +17,7 @@ from agent.errors import BotError, TaskStateError
 from agent.gate import Who, identify, visible
 from agent.loop import Agent, Outcome
 from agent.pending import PendingAction
+from agent.timefmt import show
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,8 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if action.status == "pending" and action.expires_at <= now:
         deps.pending.close(action.id, "expired", now)
         session.agent.resume(action.task_id)
-        return f"Action {action.id} expired at {action.expires_at:%H:%M} UTC; nothing was run."
+        expired = show(action.expires_at, deps.settings.core.timezone, seconds=False)
+        return f"Action {action.id} expired at {expired}; nothing was run."
     if action.user_id != who.user or action.conversation != msg.conversation:
         return f"Action {action.id} is not waiting for your confirmation here."
     if not session.agent.hold(action.task_id):

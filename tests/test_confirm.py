@@ -70,7 +70,8 @@ def test_expired_confirmation_runs_nothing(
     ask(app, "write")
     clock.advance(minutes=16)
     reply = ask(app, "/confirm 1")
-    assert "expired" in reply
+    # asked at 09:00 UTC with 15 minutes to answer; shown in the team's zone with its offset
+    assert "expired at 2026-12-02 17:15 +08:00" in reply
     assert effects(tmp_path) == []
     assert app.deps.pending.get(1).status == "expired"  # type: ignore[union-attr]
     assert "NOT EXECUTED: the confirmation was expired" in llm.messages[-1][-1]["content"]

@@ -26,6 +26,7 @@ from agent.deps import Deps
 from agent.ds_watch import Watch, reopen_for_rerun, watch_from_start
 from agent.errors import DolphinError, TaskStateError, ToolFailed
 from agent.registry import ToolContext, ToolSpec
+from agent.timefmt import show
 from agent.workflow_names import CatalogEntry
 from integrations.dolphinscheduler.client import DefinitionOffline, StartOutcomeUnknown
 from integrations.dolphinscheduler.dag import tasks_total
@@ -255,8 +256,9 @@ def _short_state(state: str) -> str:
     return state.replace("_EXECUTION", "").replace("SUBMITTED_SUCCESS", "SUBMITTED")
 
 
-def _fmt_time(value: datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%d %H:%M:%S %Z") if value else None
+def _fmt_time(deps: Deps, value: datetime | None) -> str | None:
+    """In the team's zone with its offset (`2026-12-02 17:01:00 +08:00`), never a bare `CST`."""
+    return show(value, deps.settings.core.timezone) if value else None
 
 
 def _instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
@@ -272,8 +274,8 @@ def _instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
         "state": inst.state,
         "schedule_time": schedule.isoformat() if schedule else None,
         "business_date": run_date_label(schedule, offset) if schedule else None,
-        "start_time": _fmt_time(inst.start_time),
-        "end_time": _fmt_time(inst.end_time),
+        "start_time": _fmt_time(deps, inst.start_time),
+        "end_time": _fmt_time(deps, inst.end_time),
         "duration": inst.duration or None,
         "run_times": inst.run_times,
         "final": is_terminal(inst.state),
@@ -352,8 +354,8 @@ def failed_tasks(args: FailedArgs, ctx: ToolContext) -> dict[str, Any]:
                 "host": t.host,
                 "retry_times": t.retry_times,
                 "max_retry_times": t.max_retry_times,
-                "start_time": _fmt_time(t.start_time),
-                "end_time": _fmt_time(t.end_time),
+                "start_time": _fmt_time(ctx.deps, t.start_time),
+                "end_time": _fmt_time(ctx.deps, t.end_time),
                 "log_tail": tail,
             }
         )

@@ -32,6 +32,7 @@ from agent.audit import AuditEvent
 from agent.features import Job
 from agent.gate import is_admin
 from agent.registry import ToolSpec
+from agent.timefmt import show
 from config.alerts import AlertsConfig
 from tools.send_wecom_alert import make_spec
 
@@ -188,7 +189,7 @@ def routes(app: App) -> list[BaseRoute]:
 def _fmt(svc: AlertService, number: int, w: Any) -> str:
     tz = svc.pipeline.renderer.tz
     return (
-        f"#{number} {w.scope} {w.start.astimezone(tz):%m-%d %H:%M}–{w.end.astimezone(tz):%H:%M}"
+        f"#{number} {w.scope} {show(w.start, tz, seconds=False)} – {show(w.end, tz, seconds=False)}"
         f" by {w.created_by or w.source}"
     )
 

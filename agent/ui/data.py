@@ -20,6 +20,7 @@ from agent.alerts.model import PUSHED, Reason
 from agent.deps import Deps
 from agent.schema import metadata, task
 from agent.tasks import FINISHED, Task, TaskStep
+from agent.timefmt import show
 
 STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "done", "cancelled")
 
@@ -310,6 +311,7 @@ class MaintRow:
 def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
     """Windows from alerts.yaml (cron and fixed) plus chat-created ones from `alert_maintenance`."""
     cfg = deps.settings.section("alerts")
+    tz = deps.settings.core.timezone
     rows: list[MaintRow] = []
     if cfg is not None:
         from agent.alerts.maintenance import MaintenanceBook
@@ -321,7 +323,7 @@ def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
                 when = f"cron '{m.cron}' for {m.duration_minutes} min ({cfg.timezone})"
                 rows.append(MaintRow(m.name, when, scope, "alerts.yaml", cron_active.get(m.name, False)))
             elif m.start is not None and m.end is not None:
-                when = f"{m.start.isoformat()} → {m.end.isoformat()}"
+                when = f"{show(m.start, tz, seconds=False)} → {show(m.end, tz, seconds=False)}"
                 rows.append(MaintRow(m.name, when, scope, "alerts.yaml", m.start <= now < m.end))
     stored = recent_rows(deps.engine, "alert_maintenance", limit=100)
     for r in stored[1] if stored is not None else []:
@@ -336,16 +338,16 @@ def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
         )
         scope = f"{r.get('scope_kind') or 'all'}:{r.get('scope_value') or ''}".rstrip(":")
         name = str(r.get("note") or r.get("window_id") or r.get("id") or "")
-        when = f"{_fmt(start)} → {_fmt(end)}"
+        when = f"{_fmt(start, tz)} → {_fmt(end, tz)}"
         if closed:
-            when += f" (closed {_fmt(closed)} by {r.get('closed_by') or '-'})"
+            when += f" (closed {_fmt(closed, tz)} by {r.get('closed_by') or '-'})"
         by = f" by {r['created_by']}" if r.get("created_by") else ""
         rows.append(MaintRow(name, when, scope, f"{r.get('source') or 'chat'}{by}", active))
     return rows
 
 
-def _fmt(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M UTC") if isinstance(value, datetime) else str(value)
+def _fmt(value: Any, tz: str) -> str:
+    return show(value, tz, seconds=False) if isinstance(value, datetime) else str(value)
 
 
 def _iso(text: str) -> datetime | None:

@@ -77,6 +77,7 @@ def test_maint_on_suppresses_then_expires_with_audit(
     assert "No maintenance window is open" in ask(app, "/maint", user="alice")
     reply = ask(app, "/maint on 30m")
     assert "is on" in reply and "#1 all" in reply
+    assert "#1 all 2026-12-02 17:00 +08:00 – 2026-12-02 17:30 +08:00" in reply  # the team's zone
     assert "#1 all" in ask(app, "/maint", user="alice")
     records = svc(app).feed([failure(clock, instance_id=11)])
     assert [r.reason.value for r in records] == ["maintenance"]

@@ -215,6 +215,8 @@ def test_stop_a_long_run_reports_stop_without_alert(bot_for: Callable[..., Bot])
     # the total is the workflow's 3 tasks, not the 1 started so far
     status = bot.say("alice", f"/status {inst.id}")
     assert status.startswith(f"**long_sync** #{inst.id}: RUNNING 0/3 tasks, running extract"), status
+    # times in the team's zone (xihe.yaml timezone: Asia/Shanghai) with an explicit offset, never CST
+    assert status.endswith("\nstarted 2026-12-02 17:00:00 +08:00"), status
     bot.say("alice", f"/stop {inst.id}")
     assert "Stopping **long_sync**" in bot.say("alice", "/confirm")
     bot.poll_until_done("1:tool:1:0")

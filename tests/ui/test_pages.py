@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import MetaData, Table, inspect, text
 
 from agent.tasks import TaskStep
+from agent.timefmt import show
 from agent.ui import data
 from tests.ui.conftest import MakeUiBot, UiBot
 
@@ -148,6 +149,15 @@ def test_pages_serve_the_same_data_as_the_cli(
     confirm = next(r for r in cli_audit if r["outcome"] == "confirm")
     assert confirm["detail"]["pending_id"] == action and "approver" in confirm["reason"]
 
+    # the text forms show times in the team's zone (Asia/Shanghai) with the offset, never CST
+    local = show(bot.clock(), SHANGHAI)
+    assert main(["--config", str(bot.config_dir), "audit", "search", "--kind", "gate", "--since", day]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(cli_audit) and all(line.startswith(local[:11]) for line in lines), lines
+    assert all(line[:26].endswith(" +08:00") for line in lines), lines
+    assert main(["--config", str(bot.config_dir), "task", "show", str(task_id)]) == 0
+    assert f"created {local}, updated {local}" in capsys.readouterr().out
+
     html = c.get(f"/ui/audit?kind=gate&since={day}").text  # the page lists the same rows with reasons
     assert html.count('class="audit-row k-gate"') == len(cli_audit)
     assert confirm["reason"].replace("'", "&#39;") in html
@@ -244,6 +254,8 @@ def test_alerts_page_shows_events_suppressions_channels_and_maintenance(ui_bot: 
     assert "host:10.0.0.13" in maint and "dc-migration" in maint
     chat_window = maint.split("etl upgrade")[1].split("</tr>")[0]
     assert "project:etl" in chat_window and "chat by dave" in chat_window and "active" in chat_window
+    window = f"{show(now - timedelta(minutes=5), SHANGHAI, seconds=False)} → {show(now + timedelta(minutes=25), SHANGHAI, seconds=False)}"
+    assert window in chat_window and "+08:00" in window and "UTC" not in maint
     only = c.get("/ui/alerts?show=suppressed").text
     assert "window dc-migration" in only and "final failure of order_sync" not in only
     one = c.get("/ui/alerts?instance=4242").text  # where an alert's trace link points
