@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from agent.deps import Deps
 from agent.errors import BotError
 from agent.gate import Allow, may_approve
+from agent.i18n import Catalog, Lang, say
 from agent.pending import PendingAction
 
 
@@ -47,7 +48,19 @@ def approvers_for(action: PendingAction, deps: Deps) -> tuple[str, ...]:
     return tuple(sorted(u for u in access.users if isinstance(may_approve(u, action.user_id, access), Allow)))
 
 
-def view(action: PendingAction, deps: Deps, registry: Any) -> PendingView:
+WAITING: Catalog = {
+    "confirm": {"en": "{user}'s /confirm", "zh": "{user} 的 /confirm"},
+    "then": {
+        "en": "{first}, then an approver ({approvers})",
+        "zh": "{first}，然后由审批人批准（{approvers}）",
+    },
+    "approver": {"en": "an approver: {approvers}", "zh": "审批人批准：{approvers}"},
+    "release": {"en": "release", "zh": "执行"},
+    "nobody": {"en": "none configured", "zh": "未配置审批人"},
+}
+
+
+def view(action: PendingAction, deps: Deps, registry: Any, lang: Lang = "en") -> PendingView:
     """The summary, arguments and approvers of `action`, for people."""
     try:
         data = json.loads(action.args_json)
@@ -65,12 +78,13 @@ def view(action: PendingAction, deps: Deps, registry: Any) -> PendingView:
     env = f" on {action.environment}" if action.environment else ""
     summary = deps.redactor.text(summary) if summary else f"{action.tool}{env}"
     approvers = approvers_for(action, deps) if action.needs_approval else ()
+    names = ", ".join(approvers) or say(WAITING, "nobody", lang)
     if action.status == "pending":
-        waiting = f"{action.user_id}'s /confirm"
+        waiting = say(WAITING, "confirm", lang, user=action.user_id)
         if action.needs_approval:
-            waiting += f", then an approver ({', '.join(approvers) or 'none configured'})"
+            waiting = say(WAITING, "then", lang, first=waiting, approvers=names)
     elif action.needs_approval and action.approved_by is None:
-        waiting = f"an approver: {', '.join(approvers) or 'none configured'}"
+        waiting = say(WAITING, "approver", lang, approvers=names)
     else:
-        waiting = "release"
+        waiting = say(WAITING, "release", lang)
     return PendingView(action, summary, readable_args(shown), approvers, waiting)

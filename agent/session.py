@@ -9,14 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent import approvals
+from agent import approvals, pending_view
 from agent.audit import AuditEvent
 from agent.commands import Command, CommandSyntaxError, parse
 from agent.crashpoint import crash_point
 from agent.errors import BotError, TaskStateError
-from agent.gate import Who, identify, visible
+from agent.gate import Who, identify
+from agent.help import HelpEntry, entry
+from agent.help import render as render_help
+from agent.i18n import Catalog, Lang, lang_of, say
 from agent.loop import Agent, Outcome
 from agent.pending import PendingAction
+from agent.tasks import FINISHED
 from agent.timefmt import show
 
 
@@ -33,13 +37,24 @@ class Inbound:
 Handler = Callable[["Session", Who, Inbound, Command], str]
 
 HELP_COMMANDS = [
-    ("/help", "what you may do here"),
-    ("/confirm [id]", "run the action waiting for your confirmation (also: 确认执行)"),
-    ("/cancel [id]", "drop a waiting action or stop a task"),
-    ("/approve ID · /reject ID", "approvers: release or refuse someone's production write"),
-    ("/tasks", "your recent tasks"),
-    ("/task ID", "a task's steps: what ran, with what input, how long, what failed"),
-]
+    HelpEntry("/help [CMD]", "what you may do here; `/help CMD` explains one command", "/help confirm",
+              "你能做什么；`/help 命令` 看某个命令的说明"),
+    HelpEntry("/confirm [ID]", "run the action waiting for your confirmation (also: 确认执行)", "/confirm 12",
+              "执行等你确认的操作（也可以说：确认执行）",
+              detail="An action is bound to you, this conversation and its exact arguments, and expires.",
+              detail_zh="确认只对你本人、本会话和这组参数有效，并且会过期。"),
+    HelpEntry("/cancel [ID] · /cancel task N", "drop a waiting action, or stop one of your tasks", "/cancel 12",
+              "取消等待中的操作，或停止你的某个任务",
+              detail="`/cancel ID` always means action ID (the number in `/confirm ID`); `/cancel task N` stops task N.",
+              detail_zh="`/cancel ID` 指操作编号（即 `/confirm ID` 里的编号）；`/cancel task N` 停止任务 N。"),
+    HelpEntry("/pending", "what is waiting for whom (approvers see everyone's)", "/pending",
+              "有哪些操作在等谁（审批人能看到所有人的）"),
+    HelpEntry("/approve ID · /reject ID", "release or refuse someone's production write", "/approve 12",
+              "批准或拒绝别人的生产环境写操作", needs="approver"),
+    HelpEntry("/tasks", "your recent tasks", "/tasks", "你最近的任务"),
+    HelpEntry("/task ID", "a task's steps: what ran, with what input, how long, what failed", "/task 7",
+              "任务的每一步：做了什么、输入、耗时、哪里失败"),
+]  # fmt: skip
 
 
 class Session:
@@ -49,7 +64,7 @@ class Session:
         self,
         agent: Agent,
         commands: dict[str, Handler] | None = None,
-        help_lines: list[tuple[str, str]] | None = None,
+        help_lines: list[HelpEntry | tuple[str, str]] | None = None,
     ) -> None:
         self.agent = agent
         self.deps = agent.deps
@@ -60,10 +75,11 @@ class Session:
             "approve": _approve,
             "reject": _reject,
             "tasks": _tasks,
+            "pending": _pending,
             "task": _task,
             **(commands or {}),
         }
-        self.help_lines = HELP_COMMANDS + (help_lines or [])
+        self.help_lines: list[HelpEntry | tuple[str, str]] = [*HELP_COMMANDS, *(help_lines or [])]
         # commands whose arguments may hold secrets: their handler records them itself, redacted
         self.private_commands: set[str] = set()
 
@@ -136,21 +152,29 @@ def _pick(session: Session, who: Who, msg: Inbound, cmd: Command, verb: str) -> 
     return mine[0]
 
 
+def reply_lang(session: Session, msg: Inbound) -> Lang:
+    """The language of this message, or else of the user's last free-text message in this conversation."""
+    found = lang_of(msg.text)
+    if found is not None:
+        return found
+    for t in session.deps.tasks.recent(conversation=msg.conversation, kind="chat", limit=5):
+        found = lang_of(t.goal)
+        if found is not None:
+            return found
+    return "en"
+
+
 def _help(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
-    access = session.deps.settings.access
-    tools = [
-        s
-        for s in session.agent.registry.specs.values()
-        if visible(s.name, s.risk, s.environments or (("*",) if s.environment_of else ()), who, access)
-    ]
-    lines = [f"**xihe** — you are `{who.user}` ({', '.join(who.roles) or 'no roles'})", "", "Commands:"]
-    lines += [f"- `{c}` {d}" for c, d in session.help_lines]
-    lines += ["", "Tools you may ask me to use:" if tools else "You may not use any tools."]
-    lines += [
-        f"- `{s.name}` ({s.risk}) {s.description.splitlines()[0]}"
-        for s in sorted(tools, key=lambda s: s.name)
-    ]
-    return "\n".join(lines)
+    entries = [entry(e) for e in session.help_lines]
+    topic = cmd.args[0] if cmd.args else ""
+    return render_help(
+        entries,
+        who,
+        session.deps.settings.access,
+        session.agent.registry.specs,
+        reply_lang(session, msg),
+        topic,
+    )
 
 
 def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
@@ -208,32 +232,115 @@ def _reject(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
 def _cancel(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     deps = session.deps
     now = deps.clock()
+    lang = reply_lang(session, msg)
+    if cmd.args and cmd.args[0].lower() == "task":
+        if len(cmd.args) < 2 or not cmd.args[1].isdigit():
+            return say(CANCEL, "task_usage", lang)
+        return _cancel_task(session, who, int(cmd.args[1]), lang)
     if cmd.args and cmd.args[0].isdigit():
         action = deps.pending.get(int(cmd.args[0]))
         if action is None or action.user_id != who.user:
-            try:
+            hint = ""
+            try:  # the number may be a task of theirs: say how to cancel that instead of guessing
                 task = deps.tasks.get(int(cmd.args[0]))
+                if task.owner == who.user and task.status not in FINISHED:
+                    hint = say(CANCEL, "task_hint", lang, id=task.id)
             except TaskStateError:
-                return f"Nothing numbered {cmd.args[0]} is yours to cancel."
-            if task.owner != who.user or task.status in ("done", "failed", "cancelled"):
-                return (
-                    f"Task {task.id} is {task.status} and not yours to cancel."
-                    if task.owner != who.user
-                    else f"Task {task.id} is already {task.status}."
-                )
-            deps.tasks.update(task.id, now, status="cancelled", reply="Cancelled by its owner.")
-            return f"Task {task.id} cancelled."
+                pass
+            return say(CANCEL, "no_action", lang, id=cmd.args[0]) + hint
     else:
         picked = _pick(session, who, msg, cmd, "cancel")
         if isinstance(picked, str):
             return picked
         action = picked
     if not deps.pending.close(action.id, "cancelled", now, by=who.user):
-        return f"Action {action.id} is {action.status}."
+        return say(CANCEL, "action_closed", lang, id=action.id, status=action.status)
     deps.tasks.update(
         action.task_id, now, status="cancelled", reply=f"Action {action.id} cancelled; nothing was run."
     )
-    return f"Cancelled action {action.id}; nothing was run."
+    return say(CANCEL, "action_done", lang, id=action.id)
+
+
+def _cancel_task(session: Session, who: Who, task_id: int, lang: Lang) -> str:
+    deps = session.deps
+    try:
+        task = deps.tasks.get(task_id)
+    except TaskStateError:
+        return say(CANCEL, "no_task", lang, id=task_id)
+    if task.owner != who.user:
+        return say(CANCEL, "not_your_task", lang, id=task.id)
+    if task.status in FINISHED:
+        return say(CANCEL, "task_finished", lang, id=task.id, status=task.status)
+    now = deps.clock()
+    for action in deps.pending.open_for(statuses=("pending", "confirmed")):
+        if action.task_id == task.id:
+            deps.pending.close(action.id, "cancelled", now, by=who.user)
+    deps.tasks.update(task.id, now, status="cancelled", reply="Cancelled by its owner.")
+    return say(CANCEL, "task_done", lang, id=task.id)
+
+
+CANCEL: Catalog = {
+    "task_usage": {"en": "Say which task: /cancel task 7.", "zh": "请说明是哪个任务：/cancel task 7。"},
+    "no_action": {
+        "en": "There is no waiting action {id} of yours.",
+        "zh": "没有属于你、正在等待的操作 {id}。",
+    },
+    "task_hint": {
+        "en": " Task {id} is yours: `/cancel task {id}` stops it.",
+        "zh": " 任务 {id} 是你的：要停止它请发 `/cancel task {id}`。",
+    },
+    "action_closed": {"en": "Action {id} is {status}.", "zh": "操作 {id} 已是 {status} 状态。"},
+    "action_done": {
+        "en": "Cancelled action {id}; nothing was run.",
+        "zh": "已取消操作 {id}，什么都没有执行。",
+    },
+    "no_task": {"en": "There is no task {id}.", "zh": "没有任务 {id}。"},
+    "not_your_task": {"en": "Task {id} is not yours to cancel.", "zh": "任务 {id} 不是你的，不能取消。"},
+    "task_finished": {"en": "Task {id} is already {status}.", "zh": "任务 {id} 已经是 {status} 状态。"},
+    "task_done": {"en": "Task {id} cancelled.", "zh": "任务 {id} 已取消。"},
+}
+
+PENDING: Catalog = {
+    "none": {"en": "Nothing is waiting.", "zh": "没有等待中的操作。"},
+    "head": {"en": "Waiting:", "zh": "等待中："},
+    "line": {
+        "en": "- #{id} {summary} — asked by {user}; waiting for {waiting}; expires {expires}",
+        "zh": "- #{id} {summary} —— {user} 发起；等待：{waiting}；{expires} 过期",
+    },
+    "approve": {"en": "  you may release it: `/approve {id}`", "zh": "  你可以批准：`/approve {id}`"},
+}
+
+
+def _pending(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    """What waits for whom: your own actions, and everyone's for approvers."""
+    deps = session.deps
+    lang = reply_lang(session, msg)
+    access = deps.settings.access
+    approver = any(r in access.roles and access.roles[r].approver for r in who.roles)
+    now = deps.clock()
+    live = [p for p in deps.pending.open_for(statuses=("pending", "confirmed")) if p.expires_at > now]
+    shown = [p for p in live if approver or p.user_id == who.user]
+    if not shown:
+        return say(PENDING, "none", lang)
+    lines = [say(PENDING, "head", lang)]
+    tz = deps.settings.core.timezone
+    for p in shown:
+        v = pending_view.view(p, deps, session.agent.registry, lang)
+        lines.append(
+            say(
+                PENDING,
+                "line",
+                lang,
+                id=p.id,
+                summary=v.summary,
+                user=p.user_id,
+                waiting=v.waiting_for,
+                expires=show(p.expires_at, tz, date=False),
+            )
+        )
+        if who.user in v.approvers and p.approved_by is None:
+            lines.append(say(PENDING, "approve", lang, id=p.id))
+    return "\n".join(lines)
 
 
 def _tasks(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:

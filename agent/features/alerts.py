@@ -31,6 +31,7 @@ from agent.alerts.webhook import handle_ds_webhook
 from agent.audit import AuditEvent
 from agent.features import Job
 from agent.gate import is_admin
+from agent.help import HelpEntry
 from agent.registry import ToolSpec
 from agent.timefmt import show
 from config.alerts import AlertsConfig
@@ -83,11 +84,15 @@ def install(app: App) -> None:
     app.session.commands["maint"] = _maint
     app.session.help_lines.extend(
         [
-            ("/maint on 30m [scope]", "admins: silence alerts (scope: all, project:X, workflow:X, host:X)"),
-            ("/maint off [N|scope]", "admins: end maintenance windows (all of yours, number N, or a scope)"),
-            ("/maint", "list open maintenance windows"),
+            HelpEntry("/maint on 30m [scope]", "silence alerts for a while", "/maint on 30m workflow:order_sync",
+                      "暂停告警一段时间", needs="admin",
+                      detail="scope: all, project:X, workflow:X or host:X.",
+                      detail_zh="范围：all、project:X、workflow:X 或 host:X。"),
+            HelpEntry("/maint off [N|scope]", "end maintenance windows (yours, number N, or a scope)",
+                      "/maint off 3", "结束维护窗口（你的、编号 N 或某个范围）", needs="admin"),
+            HelpEntry("/maint", "list open maintenance windows", "/maint", "列出进行中的维护窗口"),
         ]
-    )
+    )  # fmt: skip
 
 
 def jobs(app: App) -> list[Job]:

@@ -28,6 +28,7 @@ from agent.ds_watch import AuthFailed, Finished, NotFound, PollResult, Progress,
 from agent.errors import ConfigError, TaskStateError
 from agent.events import FailureEvent
 from agent.features import Job
+from agent.help import HelpEntry
 from agent.timefmt import show
 from config.dolphin import DolphinConfig, credentials
 
@@ -46,14 +47,17 @@ PROGRESS_EVERY = timedelta(minutes=5)  # at most one progress message per run in
 ICONS = {"SUCCESS": "✅", "FAILURE": "❌", "STOP": "⏹️", "PAUSE": "⏸️", "BLOCK": "⛔"}
 
 HELP = [
-    (
-        "/run WORKFLOW [DATES]",
-        "start a DolphinScheduler workflow, or backfill dates (2026-12-01..2026-12-03, 昨天)",
-    ),
-    ("/status INSTANCE", "state, task progress and duration of a workflow run"),
-    ("/rerun INSTANCE", "rerun a failed run from its failed tasks"),
-    ("/stop INSTANCE", "stop a running workflow run"),
-]
+    HelpEntry("/run WORKFLOW [DATES]", "start a workflow, or backfill business dates", "/run order_sync 昨天",
+              "启动工作流，或按业务日期补数", needs="tool", tool="trigger_dolphinscheduler",
+              detail="DATES: one date, a range 2026-12-01..2026-12-03, or words like 昨天, 上周一, 12月1号到3号.",
+              detail_zh="日期：单个日期、区间 2026-12-01..2026-12-03，或 昨天、上周一、12月1号到3号 这样的说法。"),
+    HelpEntry("/status INSTANCE", "state, task progress and duration of a run", "/status 1024",
+              "某次运行的状态、任务进度和耗时", needs="tool", tool="query_ds_task_status"),
+    HelpEntry("/rerun INSTANCE", "rerun a failed run from its failed tasks", "/rerun 1024",
+              "从失败的任务开始重跑一次失败的运行", needs="tool", tool="rerun_failed"),
+    HelpEntry("/stop INSTANCE", "stop a running run", "/stop 1024", "停止正在运行的实例", needs="tool",
+              tool="stop_run"),
+]  # fmt: skip
 
 
 def _config(deps: Deps) -> DolphinConfig | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.budget import counter_for
 from agent.context import PRIORITY, Block
+from agent.help import HelpEntry
 from agent.loop import ContextBudget
 from agent.memory import MemoryStore
 from agent.plans import OPEN, PlanStore, active_plan, open_count, render
@@ -36,9 +37,10 @@ if TYPE_CHECKING:
     from agent.session import Inbound
 
 HELP = [
-    ("/plan [TASK]", "the plan of your current long task: items, owners, evidence, changes with reasons"),
-    ("/memory [KEY]", "what I remember about you (with sources); a key shows its history"),
-]
+    HelpEntry("/plan [TASK]", "the plan of your current long task: items, owners, evidence", "/plan",
+              "当前长任务的计划：事项、负责人、证据"),
+    HelpEntry("/memory [KEY]", "what I remember about you (with sources)", "/memory", "我记住的关于你的事（含来源）"),
+]  # fmt: skip
 
 
 def config(deps: Deps) -> LongTaskConfig | None:

@@ -27,6 +27,7 @@ from agent.audit import AuditEvent
 from agent.errors import ConfigError, OutcomeUnknown, ToolError
 from agent.features import Job
 from agent.gate import Scope, Who
+from agent.help import HelpEntry
 from agent.registry import Risk, ToolContext, ToolSpec
 from config.shell import ShellConfig
 from tools.shell.policy import entry_environment, entry_risk, entry_scope
@@ -257,8 +258,11 @@ def install(app: App) -> None:
     session.commands["sh"] = _sh
     session.private_commands.add("sh")
     session.help_lines.append(
-        ("/sh COMMAND LINE", "run one whitelisted command (no shell; see `xihe shell list`)")
-    )
+        HelpEntry("/sh COMMAND LINE", "run one whitelisted command (no shell)", "/sh git log -n 5 -- agent",
+                  "执行一条白名单命令（没有 shell）", needs="tool", tool="run_shell_command",
+                  detail="The line must match exactly one entry of shell.yaml; see `xihe shell list`.",
+                  detail_zh="这一行必须恰好匹配 shell.yaml 里的一个条目；见 `xihe shell list`。")
+    )  # fmt: skip
     previous = session.commands["help"]
 
     def help_with_sandbox(s: Session, who: Who, msg: Inbound, cmd: Command) -> str:

@@ -1,0 +1,32 @@
+"""Replies in the user's language: which language a message is in, and message catalogs to say things in.
+
+A catalog maps a key to one template per language; `say(catalog, key, lang, **values)` fills it.
+Commands are mostly ASCII (`/help`), so a command is answered in the language of the conversation:
+that of the user's last free-text message in it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+Lang = Literal["en", "zh"]
+LANGS: tuple[Lang, ...] = ("en", "zh")
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+Catalog = Mapping[str, Mapping[Lang, str]]
+
+
+def lang_of(text: str) -> Lang | None:
+    """`zh` when the text has Chinese characters, `en` when it has Latin letters, None for neither."""
+    if CJK.search(text):
+        return "zh"
+    if re.search(r"[A-Za-z]{2,}", re.sub(r"/\w+|`[^`]*`", " ", text)):
+        return "en"
+    return None
+
+
+def say(catalog: Catalog, key: str, lang: Lang, **values: object) -> str:
+    """The `key` message in `lang` (English when the catalog lacks that language), filled with `values`."""
+    entry = catalog[key]
+    return (entry.get(lang) or entry["en"]).format(**values)
