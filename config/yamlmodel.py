@@ -183,10 +183,7 @@ def parse(text: str, name: str) -> YamlDoc:
         _check_depth(text, name)  # before composing: libyaml's composer recurses in C
         root = yaml.compose(text, Loader=_COMPOSER)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigErrors([ConfigError(f"invalid YAML: {problem}", name, line)]) from None
+        raise _yaml_error(exc, text, name) from None
     doc = YamlDoc(name, root)
     errors = _walk(doc)
     if errors:
@@ -200,6 +197,19 @@ def parse(text: str, name: str) -> YamlDoc:
     return doc
 
 
+def _yaml_error(exc: yaml.YAMLError, text: str, name: str) -> ConfigErrors:
+    """`file:line: invalid YAML: problem` for a parser, reader or constructor error."""
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    if isinstance(exc, yaml.reader.ReaderError):
+        line = text[: exc.position].count("\n") + 1
+        char = exc.character
+        problem = f"{exc.reason} (character #x{char:04x})" if isinstance(char, int) else str(exc.reason)
+    else:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return ConfigErrors([ConfigError(f"invalid YAML: {problem}", name, line)])
+
+
 def _capped(errors: list[ConfigError], name: str) -> list[ConfigError]:
     if len(errors) <= MAX_ERRORS:
         return errors
@@ -210,7 +220,10 @@ def _capped(errors: list[ConfigError], name: str) -> list[ConfigError]:
 def load_model(text: str, name: str, model: type[M]) -> M:
     """Validate YAML `text` (called `name` in errors) into `model`; raise ConfigErrors on problems."""
     doc = parse(text, name)
-    data = doc.data()
+    try:
+        data = doc.data()
+    except yaml.YAMLError as exc:  # e.g. an unhashable key, an unknown tag, bad !!binary
+        raise _yaml_error(exc, text, name) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -128,6 +128,32 @@ def test_merge_keys_still_override_without_a_duplicate_error(tmp_path: Path) -> 
     assert (loop.max_turns, loop.max_tool_calls) == (5, 4)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("? [a]: b\n", "xihe.yaml:1: invalid YAML: found unhashable key"),
+        (
+            "tools: !!python/object:os.system x\n",
+            "xihe.yaml:1: invalid YAML: could not determine a constructor",
+        ),
+        ('system_prompt: !!binary "zz"\n', "xihe.yaml:1: invalid YAML: failed to decode base64 data"),
+        (
+            "a: 1\nb: \x00\n",
+            "xihe.yaml:2: invalid YAML: control characters are not allowed (character #x0000)",
+        ),
+        ("a: &x 1\nb: *y\n", "xihe.yaml:2: invalid YAML: found undefined alias"),
+        ("- - -\n", "xihe.yaml:1: the top level must be a mapping"),
+    ],
+)
+def test_odd_yaml_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    d = tmp_path / "cfg"
+    d.mkdir()
+    (d / "xihe.yaml").write_text(text)
+    assert expected in check(d, capsys)
+
+
 def test_the_command_never_prints_a_traceback(tmp_path: Path) -> None:
     d = tmp_path / "cfg"
     d.mkdir()
