@@ -101,7 +101,7 @@ def test_the_name_field_lifts_units_named_after_the_question(make_repo, tmp_path
     repo = make_repo({"Clip.java": CLIP_JAVA})
     plain = CodeConfig(index_dir=str(tmp_path / "index"))
     named = plain.model_copy(update={"retrieval": RetrievalConfig(name_weight=1.0, vector_weight=0.0)})
-    unnamed = plain.model_copy(update={"retrieval": RetrievalConfig(vector_weight=0.0)})
+    unnamed = plain.model_copy(update={"retrieval": RetrievalConfig(name_weight=0.0, vector_weight=0.0)})
     idx, _ = index_repo(repo, unnamed, embedder=embedder)
     assert idx.search("copy text to the clipboard", 2).hits[0].unit.qualname == "Notes.save"
     idx.save()
@@ -109,3 +109,19 @@ def test_the_name_field_lifts_units_named_after_the_question(make_repo, tmp_path
     assert again is not None and (index_dir(repo, named) / "names.npz").exists()
     top = again.search("copy text to the clipboard", 2).hits[0].unit
     assert top.path == "Clip.java" and top.qualname.startswith("ClipboardModule")
+
+
+def test_term_weights_do_not_lift_a_question_over_the_relevance_floor(make_repo, cfg, embedder) -> None:
+    repo = make_repo({"jobs.py": BACKFILL_PY})
+    idx, _ = index_repo(repo, cfg, embedder=embedder, full=True)
+
+    def search(bridge_weight: float, floor: float):  # type: ignore[no-untyped-def]
+        r = RetrievalConfig(bridge_weight=bridge_weight, min_bm25_score=floor, min_vector_score=2.0)
+        idx.cfg = idx.cfg.model_copy(update={"retrieval": r})
+        return idx.search("重试失败的任务", 3)
+
+    floor = search(1.0, 0.0).best_bm25 * 1.2  # just above what the unweighted question scores
+    assert not search(1.0, floor).relevant
+    heavy = search(3.0, floor)
+    assert heavy.best_bm25 > floor  # the weights raise the raw score past the floor ...
+    assert not heavy.relevant  # ... but not the judgement

@@ -419,7 +419,9 @@ class CodeIndex:
                 hits.append(Scored(unit, float(score), bm_s.get(slot, 0.0), vec_s.get(slot, 0.0)))
         best_bm = bm[0][1] if bm else 0.0
         best_cos = vec[0][1] if vec else 0.0
-        relevant = bool(hits) and (best_bm >= r.min_bm25_score or best_cos >= r.min_vector_score)
+        # the floor is for unweighted terms: a question whose terms weigh more must not clear it by that
+        scale = max(1.0, max(toks.values(), default=1.0))
+        relevant = bool(hits) and (best_bm / scale >= r.min_bm25_score or best_cos >= r.min_vector_score)
         symbol = query.strip().rsplit(".", 1)[-1]
         if _IDENT.fullmatch(symbol) and len(split_identifier(symbol)) > 1:
             # a compound identifier asks for that symbol: its parts matching elsewhere is not a hit

@@ -197,11 +197,17 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+WORD_CACHE_SIZE = 500_000
+
+
 class Tokenizer:
     """Turns code or questions into BM25 tokens; owns its jieba segmenter (loaded on first CJK text)."""
 
     def __init__(self) -> None:
         self._jieba: Any = None
+        # word -> its tokens: identifiers repeat thousands of times in a repository, and splitting and
+        # stemming them was half of a full build's CPU time; bounded so a long-lived index stays small
+        self._words: dict[str, tuple[str, ...]] = {}
 
     def _segmenter(self) -> Any:
         if self._jieba is None:
@@ -225,18 +231,31 @@ class Tokenizer:
     def tokens(self, text: str) -> list[str]:
         """All tokens of `text`, in order, with repeats (BM25 counts them)."""
         out: list[str] = []
-        for match in _WORD.finditer(text):
-            word = match.group(0)
-            if _CJK.match(word):
-                out.extend(self.cjk_words(word))
-                continue
-            if word.isdigit():
-                continue
-            lower = word.lower()
-            parts = split_identifier(word)
-            if len(parts) > 1 and lower.strip("_") not in STOP_WORDS:
-                out.append(lower.strip("_"))  # the whole identifier: exact symbol searches hit it
-            for part in parts:
-                if len(part) > 1 and part not in STOP_WORDS and not part.isdigit():
-                    out.append(_stem(part))
+        cache = self._words
+        for word in _WORD.findall(text):
+            toks = cache.get(word)
+            if toks is None:
+                if _CJK.match(word):
+                    out.extend(self.cjk_words(word))
+                    continue
+                toks = word_tokens(word)
+                if len(cache) >= WORD_CACHE_SIZE:
+                    cache.clear()
+                cache[word] = toks
+            out.extend(toks)
         return out
+
+
+def word_tokens(word: str) -> tuple[str, ...]:
+    """The tokens of one non-CJK word: the whole identifier (when compound) and its stemmed parts."""
+    if word.isdigit():
+        return ()
+    out: list[str] = []
+    lower = word.lower()
+    parts = split_identifier(word)
+    if len(parts) > 1 and lower.strip("_") not in STOP_WORDS:
+        out.append(lower.strip("_"))  # the whole identifier: exact symbol searches hit it
+    for part in parts:
+        if len(part) > 1 and part not in STOP_WORDS and not part.isdigit():
+            out.append(_stem(part))
+    return tuple(out)
