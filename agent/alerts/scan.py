@@ -1,6 +1,6 @@
 """Scan DolphinScheduler for failed runs the bot did not start, and hand them to the alert pipeline.
 
-The watcher (`agent.ds_watch`) reports the runs the bot started; cron runs and runs started in the
+The watcher (`agent.ds_poll`) reports the runs the bot started; cron runs and runs started in the
 DS UI are only seen by DolphinScheduler's own alert plugin (the webhook) or by this scan. One scan:
 
     for each configured project:
@@ -9,7 +9,7 @@ DS UI are only seen by DolphinScheduler's own alert plugin (the webhook) or by t
         skip the bot's own runs (ids and markers of `ds_watch` rows; on 3.1, whose list rows carry
             no params, a run of a definition whose watch is still discovering waits for the poller),
         skip instances already handed over (a marker row), claim the rest one at a time,
-        read the failed tasks (host, retries, error line, log tail: `ds_watch.failure_events`),
+        read the failed tasks (host, retries, error line, log tail: `ds_poll.failure_events`),
         feed them to the pipeline (`source="scan"`), mark the instance done.
 
 Idempotent across runs and replicas: the marker is a row in `alert_state` (namespace `seen`, key
@@ -43,7 +43,8 @@ from sqlalchemy import Engine, and_, delete, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent.alerts.state import NS_SEEN
-from agent.ds_watch import PollPolicy, Watch, failure_events
+from agent.ds_poll import failure_events
+from agent.ds_watch import PollPolicy, Watch
 from agent.errors import DolphinError
 from agent.events import FailureEvent
 from agent.schema import alert_state, ds_watch

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent.commands import Command
 from agent.dates import is_contiguous
-from agent.ds_watch import AuthFailed, Finished, NotFound, PollResult, Progress, Watch, run_poll_cycle
+from agent.ds_poll import run_poll_cycle
+from agent.ds_watch import AuthFailed, Finished, NotFound, PollResult, Progress, Watch
 from agent.errors import ConfigError, TaskStateError
 from agent.events import FailureEvent
 from agent.features import Job
@@ -240,9 +241,7 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
             elif isinstance(outcome, NotFound):
                 app.deps.notify(
                     conversation,
-                    not_found_text(
-                        outcome, app.deps.settings.workflows.timezone, svc.policy.discovery_timeout
-                    ),
+                    not_found_text(outcome, app.deps.settings.core.timezone, svc.policy.discovery_timeout),
                 )
                 if not outcome.rerun_of:
                     _mark_not_run(app, outcome.watch, now)

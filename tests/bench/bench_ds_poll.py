@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import tenacity
 
-from agent.ds_watch import PollPolicy, Watch, poll_once
+from agent.ds_poll import poll_once
+from agent.ds_watch import PollPolicy, Watch
 from integrations.dolphinscheduler import DolphinClient
 from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
 

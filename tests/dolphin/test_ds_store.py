@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import Engine
 
 from agent.db import open_store_engine
+from agent.ds_poll import run_poll_cycle
 from agent.ds_store import SqlCatalogStore, SqlWatchStore
-from agent.ds_watch import Finished, InMemoryWatchStore, PollPolicy, Watch, run_poll_cycle
+from agent.ds_watch import Finished, InMemoryWatchStore, PollPolicy, Watch
 from agent.workflow_names import CatalogEntry, InMemoryCatalogStore
 from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
 from tests.conftest import PG_URL, reset_postgres

@@ -7,6 +7,7 @@ from datetime import date
 
 import pytest
 
+from agent.ds_poll import poll_once, run_poll_cycle
 from agent.ds_watch import (
     Finished,
     InMemoryWatchStore,
@@ -15,8 +16,6 @@ from agent.ds_watch import (
     PollResult,
     Progress,
     Watch,
-    poll_once,
-    run_poll_cycle,
     watch_from_start,
 )
 from agent.workflow_names import CatalogEntry
