@@ -101,10 +101,9 @@ class Session:
         except CommandSyntaxError as exc:
             return str(exc)
         if command is not None and command.name == "confirm" and resumed:
-            done = {str(o.task_id) for o in resumed}
-            picked = _pick(self, who, msg, command, "confirm")
-            if isinstance(picked, str) or str(picked.task_id) in done:
-                return ""  # that /confirm was for the task just resumed
+            answer = self._after_resume(who, msg, command, resumed)
+            if answer is not None:
+                return answer
         if command is None:
             return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel).reply
         handler = self.commands.get(command.name)
@@ -126,6 +125,16 @@ class Session:
             return handler(self, who, msg, command)
         except BotError as exc:
             return f"/{command.name} failed: {self.deps.redactor.text(str(exc))}"
+
+    def _after_resume(self, who: Who, msg: Inbound, command: Command, resumed: list[Outcome]) -> str | None:
+        """A /confirm that may have been meant for the task just resumed: never confirm something else by it."""
+        pending = self.deps.pending
+        if not command.args:
+            others = pending.open_for(user_id=who.user, conversation=msg.conversation)
+            ids = ", ".join(str(p.id) for p in others)
+            return f"Also waiting for your confirmation: {ids}; say which: /confirm ID." if others else ""
+        action = pending.get(int(command.args[0])) if command.args[0].isdigit() else None
+        return "" if action is not None and action.task_id in {o.task_id for o in resumed} else None
 
     def run_tool(self, who: Who, msg: Inbound, tool: str, args: dict[str, object]) -> Outcome:
         """An explicit command that maps to a tool: same registry, gate, executor and audit."""

@@ -162,3 +162,20 @@ def test_the_orphan_job_runs_a_confirmed_action_whose_process_died_once_its_leas
     assert steps == ["running", "done"]  # ran once
     assert other.deps.tasks.get(2).status == "awaiting_confirmation"  # still waits for /approve
     llm.assert_consumed()
+
+
+def test_the_next_message_resumes_a_stalled_confirmation_and_a_bare_confirm_picks_nothing_else(
+    make_app: MakeApp, llm: ScriptedLLM, tmp_path: Path, clock: FakeClock
+) -> None:
+    dead = make_app([call("write_note", note="n"), call("write_note", note="m"), say("Wrote it.")])
+    ask(dead, "write n")
+    ask(dead, "write m")
+    assert dead.agent.hold(1) and dead.deps.pending.confirm(1, "alice", "c1", clock())  # then the crash
+    other = make_app()
+    clock.advance(other.settings.core.store.lease_seconds + 1)
+    assert ask(other, "/confirm", conv="c2") == "Nothing is waiting for your /confirm in this conversation."
+    reply = ask(other, "/confirm")
+    assert reply == "Wrote it.\n\nAlso waiting for your confirmation: 2; say which: /confirm ID."
+    assert [e["note"] for e in effects(tmp_path)] == ["n"]
+    assert other.deps.pending.get(2).status == "pending"  # type: ignore[union-attr]
+    llm.assert_consumed()
