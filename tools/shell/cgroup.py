@@ -5,7 +5,7 @@ use `memory_mb`. A cgroup caps their sum. What this host offers is detected once
 
 - v2: a cgroup2 hierarchy where the bot's own cgroup is writable (systemd `Delegate=yes`, a
   container with a writable cgroup namespace) and offers the memory and pids controllers. The bot
-  moves itself into `<own>/xihe-bot` (a cgroup with children may hold no processes) and creates
+  moves its processes into `<own>/xihe-bot` (a cgroup with children may hold no processes) and creates
   `<own>/xihe-cmd-*` per command with memory.max, memory.swap.max=0, memory.oom.group=1, pids.max.
 - v1: writable memory and pids hierarchies (the bot runs as root on a cgroup v1 or hybrid host):
   `xihe-cmd-*` under the bot's own cgroup in each, with memory.limit_in_bytes (and the
@@ -145,7 +145,10 @@ class Cgroups:
         if not {"memory", "pids"} <= enabled:
             leaf = base / "xihe-bot"
             leaf.mkdir(exist_ok=True)
-            _write(leaf / "cgroup.procs", str(os.getpid()))
+            # the bot and whatever it runs right now (a delegated cgroup holds only the bot's processes)
+            for pid in (base / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    _write(leaf / "cgroup.procs", pid)
             _write(base / "cgroup.subtree_control", "+memory +pids")
         self._prepared = True
 
