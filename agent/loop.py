@@ -116,6 +116,10 @@ def too_long(exc: LLMError) -> bool:
 Provider = Callable[[Task], "str | Block | None"]
 
 
+# a call that a person's or the gate's decision kept from running (not a tool that broke)
+REFUSALS = frozenset({"denied", "expired", "cancelled", "rejected"})
+
+
 class Agent:
     """Handles messages as durable tasks."""
 
@@ -649,7 +653,15 @@ class Agent:
             )
         )
         self.deps.tasks.record(
-            run.task.id, key, name, "failed", now, output_text=shown, error=message, audit=audit
+            run.task.id,
+            key,
+            name,
+            "failed",
+            now,
+            output_text=shown,
+            error=message,
+            audit=audit,
+            outcome="refused" if kind in REFUSALS else "failed",
         )
         return StepResult(shown, ok=False, error=message)
 

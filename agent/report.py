@@ -13,7 +13,11 @@ def task_data(deps: Deps, task_id: int) -> dict[str, Any]:
     task = deps.tasks.get(task_id)
     steps = deps.tasks.steps(task_id)
     return {
-        "task": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in task.__dict__.items()},
+        "task": {
+            **{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in task.__dict__.items()},
+            "runs": list(task.runs),
+            "shown_status": task.shown_status,
+        },
         "steps": [
             {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in s.__dict__.items()}
             for s in steps
@@ -27,10 +31,12 @@ def task_report(deps: Deps, task_id: int) -> str:
     steps = deps.tasks.steps(task_id)
     tz = deps.settings.core.timezone
     lines = [
-        f"Task #{task.id} [{task.status}] {task.kind} by {task.owner}: {task.goal[:80]}",
+        f"Task #{task.id} [{task.shown_status}] {task.kind} by {task.owner}: {task.goal[:80]}",
         f"created {show(task.created_at, tz)}, updated {show(task.updated_at, tz)}",
         f"current step: {task.current_step or '-'}",
     ]
+    if task.runs:
+        lines.append("runs: " + ", ".join(f"{r} (/status {r})" for r in task.runs))
     finished = {(s.step_key, s.attempt) for s in steps if s.status != "running"}
     for s in steps:
         if s.status == "running" and (s.step_key, s.attempt) in finished:

@@ -26,6 +26,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    inspect,
+    text,
 )
 from sqlalchemy.types import TypeDecorator
 
@@ -81,6 +83,9 @@ task = Table(
     Column("lease_owner", String(120)),
     Column("lease_expires_at", UTCDateTime),
     Column("retry_budget", Integer, nullable=False, default=0),
+    # what came of it, beyond the lifecycle status: refused | failed | run FAILURE | run SUCCESS ... (or null)
+    Column("outcome", String(40)),
+    Column("runs", JSON),  # ids of the runs its steps started (DolphinScheduler instances), in order
     Column("schema_version", Integer, nullable=False, default=1),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
@@ -438,6 +443,21 @@ def _create(*tables: Table) -> Callable[[Connection], None]:
     return run
 
 
+def _add_columns(table: Table, *names: str) -> Callable[[Connection], None]:
+    """Add columns defined above to a table created by an earlier migration (a new store has them already)."""
+
+    def run(conn: Connection) -> None:
+        present = {c["name"] for c in inspect(conn).get_columns(table.name)}
+        for name in names:
+            if name in present:
+                continue
+            column = table.c[name]
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}"))
+
+    return run
+
+
 MIGRATIONS: list[Migration] = [
     (
         1,
@@ -457,6 +477,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (5, "long tasks: plan items and plan changes", _create(plan_item, plan_change)),
     (7, "wecom long connection: holder lease, outbox of frames", _create(wecom_ws_lease, wecom_ws_outbox)),
+    (8, "task outcome and the runs a task started", _add_columns(task, "outcome", "runs")),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables above this list, in its own banner block, and adds its entry here.
 ]

@@ -356,7 +356,11 @@ def _tasks(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     tasks = session.deps.tasks.recent(owner=who.user, limit=10)
     if not tasks:
         return "You have no tasks yet."
-    return "\n".join(f"- #{t.id} {t.status} {t.kind}: {t.goal[:60]}" for t in tasks)
+    return "\n".join(
+        f"- #{t.id} {t.shown_status} {t.kind}: {t.goal[:60]}"
+        + (f" · runs {', '.join(map(str, t.runs))}" if t.runs else "")
+        for t in tasks
+    )
 
 
 def _task(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:

@@ -7,11 +7,12 @@ in place, so a rerun never hides why the previous attempt failed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, exists, func, insert, or_, select, update
 
 from agent.audit import AuditEvent
 from agent.audit import write as write_audit
@@ -53,6 +54,31 @@ class Task:
     retry_budget: int
     created_at: datetime
     updated_at: datetime
+    outcome: str | None = None  # refused | failed | run FAILURE | run SUCCESS ... (see `shown_status`)
+    runs: tuple[int, ...] = ()  # runs its steps started (DolphinScheduler instance ids)
+
+    @property
+    def shown_status(self) -> str:
+        """What people read: the lifecycle status, and what came of it when that matters.
+
+        `done · refused`, `done · failed`, `done · run FAILURE`; a plain `done` only when the
+        last action ran and (for a followed run) the run succeeded.
+        """
+        if self.outcome and self.outcome != "run SUCCESS":
+            return f"{self.status} · {self.outcome}" if self.status != "failed" else "failed"
+        return self.status
+
+
+FAILED_OUTCOMES = ("failed", "run FAILURE", "run KILL")
+
+
+def outcome_filter(name: str) -> Any:
+    """SQL condition for a status filter people use: `failed` also finds tasks whose action or run failed."""
+    if name == "failed":
+        return or_(task.c.status == "failed", task.c.outcome.in_(FAILED_OUTCOMES))
+    if name == "refused":
+        return task.c.outcome == "refused"
+    return task.c.status == name
 
 
 @dataclass(frozen=True)
@@ -108,8 +134,41 @@ def _attempt_row(
     )
 
 
-def _task(row: Any) -> Task:
-    return Task(**{k: row._mapping[k] for k in Task.__dataclass_fields__})
+def run_ids(external_ids: dict[str, Any] | None) -> list[int]:
+    """Run ids named by a step's external ids (`instance_id`, `instance_ids`)."""
+    found: list[int] = []
+    for key, value in (external_ids or {}).items():
+        if "instance" in key:
+            for item in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(item, int) or (isinstance(item, str) and item.isdigit()):
+                    found.append(int(item))
+    return found
+
+
+def _note_outcome(
+    conn: Connection, task_id: int, status: str, outcome: str | None, external_ids: dict[str, Any] | None
+) -> None:
+    row = conn.execute(select(task.c.outcome, task.c.runs).where(task.c.id == task_id)).first()
+    if row is None:
+        return
+    values: dict[str, Any] = {}
+    if status == "failed":
+        values["outcome"] = outcome or "failed"
+    elif row.outcome in ("failed", "refused"):
+        values["outcome"] = None  # the action went through after all; a run's outcome stays
+    known = list(row.runs or [])
+    new = [r for r in run_ids(external_ids) if r not in known]
+    if new:
+        values["runs"] = known + new
+    if values:
+        conn.execute(update(task).where(task.c.id == task_id).values(**values))
+
+
+def task_of(row: Any) -> Task:
+    """A `task` row as a Task."""
+    values = {k: row._mapping[k] for k in Task.__dataclass_fields__}
+    values["runs"] = tuple(values["runs"] or ())
+    return Task(**values)
 
 
 def _step(row: Any) -> TaskStep:
@@ -165,7 +224,7 @@ class TaskStore:
             row = conn.execute(select(task).where(task.c.id == task_id)).first()
         if row is None:
             raise TaskStateError(f"task {task_id} does not exist")
-        return _task(row)
+        return task_of(row)
 
     def update(
         self, task_id: int, now: datetime, *, expect: tuple[str, ...] | None = None, **values: Any
@@ -176,6 +235,30 @@ class TaskStore:
             q = q.where(task.c.status.in_(expect))
         with self.engine.begin() as conn:
             return conn.execute(q.values(updated_at=now, **values)).rowcount == 1
+
+    def set_outcome(self, task_id: int, outcome: str | None, now: datetime) -> None:
+        """What came of the task's last action or run (see `Task.shown_status`)."""
+        with self.engine.begin() as conn:
+            conn.execute(update(task).where(task.c.id == task_id).values(outcome=outcome, updated_at=now))
+
+    def add_runs(self, task_id: int, ids: Sequence[int], now: datetime) -> None:
+        """Remember runs a step started, as soon as they are known (each once, in order)."""
+        with self.engine.begin() as conn:
+            row = conn.execute(select(task.c.runs).where(task.c.id == task_id)).first()
+            if row is None:
+                return
+            known = list(row[0] or [])
+            new = [int(r) for r in ids if int(r) not in known]
+            if new:
+                conn.execute(
+                    update(task).where(task.c.id == task_id).values(runs=known + new, updated_at=now)
+                )
+
+    def with_run(self, run_id: int, limit: int = 2000) -> list[Task]:
+        """Tasks whose steps started run `run_id`, newest first (among the newest `limit` with runs)."""
+        q = select(task).where(task.c.runs.is_not(None)).order_by(task.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [t for t in map(task_of, conn.execute(q)) if run_id in t.runs]
 
     def recent(
         self,
@@ -200,7 +283,7 @@ class TaskStore:
         if since is not None:
             q = q.where(task.c.created_at >= since)
         with self.engine.connect() as conn:
-            return [_task(r) for r in conn.execute(q)]
+            return [task_of(r) for r in conn.execute(q)]
 
     # ---- leases: one replica works a task at a time
     def claim(self, task_id: int, holder: str, now: datetime, ttl: timedelta) -> bool:
@@ -247,7 +330,7 @@ class TaskStore:
         if conversation is not None:
             q = q.where(task.c.conversation == conversation)
         with self.engine.connect() as conn:
-            rows = [_task(r) for r in conn.execute(q)]
+            rows = [task_of(r) for r in conn.execute(q)]
         gone = [
             t
             for t in rows
@@ -344,13 +427,16 @@ class TaskStore:
         output_text: str | None = None,
         error: str | None = None,
         audit: AuditEvent | None = None,
+        outcome: str | None = None,
     ) -> TaskStep:
         """Append an outcome for a call that never ran (invalid, denied, refused): no `running` row."""
         with self.engine.connect() as conn:
             attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
         row = _attempt_row(task_id, step_key, attempt, tool_name, now, input_digest, input_preview)
         begun = TaskStep(id=0, **row)
-        return self.finish_step(begun, status, now, output_text=output_text, error=error, audit=audit)
+        return self.finish_step(
+            begun, status, now, output_text=output_text, error=error, audit=audit, outcome=outcome
+        )
 
     def finish_step(
         self,
@@ -364,8 +450,13 @@ class TaskStore:
         error: str | None = None,
         external_ids: dict[str, Any] | None = None,
         audit: AuditEvent | None = None,
+        outcome: str | None = None,
     ) -> TaskStep:
-        """Append the outcome row of an attempt (and its audit event, in the same transaction)."""
+        """Append the outcome row of an attempt (and its audit event, in the same transaction).
+
+        A tool step also updates what people read about the task: a failed one marks it `failed`
+        (or `outcome`, e.g. `refused`), a done one clears that again; runs it started are remembered.
+        """
         if status not in ("done", "failed"):
             raise TaskStateError(f"a step outcome is done or failed, not {status!r}")
         duration = int((now - begun.started_at).total_seconds() * 1000)
@@ -391,4 +482,6 @@ class TaskStore:
             step_id = conn.execute(_INSERT_STEP, values).scalar_one()
             if audit is not None:
                 write_audit(conn, audit)
+            if begun.step_key.startswith("tool:"):
+                _note_outcome(conn, begun.task_id, status, outcome, external_ids)
         return TaskStep(id=step_id, **values)  # type: ignore[arg-type]

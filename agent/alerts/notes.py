@@ -51,13 +51,8 @@ class NoOrigins:
 def links(config: AlertsConfig, event: AlertEvent, origin: RunOrigin | None) -> dict[str, str]:
     """The run's trace page in xihe's UI and its page in DolphinScheduler ("" when not configured)."""
     base = config.public_base_url.rstrip("/")
-    trace = ""
-    if base:
-        trace = (
-            f"{base}/ui/tasks/{origin.task_id}"
-            if origin
-            else f"{base}/ui/alerts?instance={event.instance_id}"
-        )
+    # the run's page names the task that started it (if any) and every alert about it
+    trace = f"{base}/ui/runs/{event.instance_id}" if base else ""
     ds = ""
     template = config.dolphinscheduler_instance_url
     project_code = origin.project_code if origin else 0

@@ -32,6 +32,7 @@ from agent.features import Job
 from agent.help import HelpEntry
 from agent.timefmt import show
 from config.dolphin import DolphinConfig, credentials
+from integrations.dolphinscheduler.states import is_terminal
 
 if TYPE_CHECKING:
     from agent.app import App
@@ -232,6 +233,7 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
     for outcome in result.outcomes:
         conversation = outcome.watch.conversation
         try:
+            _link_run(app, outcome, now)
             if isinstance(outcome, Finished):
                 app.deps.notify(conversation, finished_text(outcome, result.events))
             elif isinstance(outcome, Progress):
@@ -255,6 +257,18 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
         log.exception("the alert pipeline refused %d DolphinScheduler event(s)", len(result.events))
     for error in result.errors:
         log.warning("DolphinScheduler poll: %s", error)
+
+
+def _link_run(app: App, outcome: Progress | Finished | NotFound | AuthFailed, now: datetime) -> None:
+    """The task learns its runs as soon as they are seen (3.1/3.2 create them late), and how they ended."""
+    if not isinstance(outcome, Progress | Finished) or not outcome.watch.task_id.isdigit():
+        return
+    task_id = int(outcome.watch.task_id)
+    app.deps.tasks.add_runs(task_id, [outcome.instance.id], now)
+    if isinstance(outcome, Finished):
+        final = dict(outcome.watch.states)
+        bad = [state for state in final.values() if is_terminal(state) and state != "SUCCESS"]
+        app.deps.tasks.set_outcome(task_id, f"run {bad[-1] if bad else outcome.state}"[:40], now)
 
 
 def _mark_not_run(app: App, w: Watch, now: datetime) -> None:

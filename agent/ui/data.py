@@ -19,10 +19,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from agent.alerts.model import PUSHED, Reason
 from agent.deps import Deps
 from agent.schema import metadata, task
-from agent.tasks import FINISHED, Task, TaskStep
+from agent.tasks import FINISHED, Task, TaskStep, outcome_filter, task_of
 from agent.timefmt import show
 
-STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "done", "cancelled")
+STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "refused", "done", "cancelled")
 
 
 def parse_when(text: str | None, tz: ZoneInfo, *, end_of_day: bool = False) -> datetime | None:
@@ -58,7 +58,9 @@ class TaskFilter:
 def list_tasks(engine: Engine, f: TaskFilter, *, limit: int, offset: int = 0) -> list[Task]:
     """Newest first."""
     q = select(task).order_by(task.c.id.desc()).limit(limit).offset(offset)
-    for col, val in ((task.c.status, f.status), (task.c.owner, f.owner), (task.c.kind, f.kind)):
+    if f.status:
+        q = q.where(outcome_filter(f.status))
+    for col, val in ((task.c.owner, f.owner), (task.c.kind, f.kind)):
         if val:
             q = q.where(col == val)
     if f.since is not None:
@@ -74,7 +76,7 @@ def list_tasks(engine: Engine, f: TaskFilter, *, limit: int, offset: int = 0) ->
             )
         )
     with engine.connect() as conn:
-        return [Task(**{k: r._mapping[k] for k in Task.__dataclass_fields__}) for r in conn.execute(q)]
+        return [task_of(r) for r in conn.execute(q)]
 
 
 def task_kinds(engine: Engine) -> list[str]:

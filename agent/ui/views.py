@@ -252,6 +252,7 @@ class WebUI:
             Route("/ui/audit", p(self.audit)),
             Route("/ui/audit.json", p(self.audit_json)),
             Route("/ui/alerts", p(self.alerts)),
+            Route("/ui/runs/{run_id:int}", p(self.run)),
             Route("/ui/pending", p(self.pending)),
             Route("/ui/pending/{action_id:int}/approve", p(self.approve), methods=["POST"]),
             Route("/ui/pending/{action_id:int}/reject", p(self.reject), methods=["POST"]),
@@ -578,6 +579,11 @@ class WebUI:
             pushes=deps.audit.search(kind="alert_push", limit=20),
             suppressed=data.is_suppressed,
         )
+
+    def run(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
+        from agent.ui.runs import run_page
+
+        return run_page(self, request, viewer, form)
 
     # ---- pending confirmations
     def _visible_pending(self, viewer: Viewer) -> list[Any]:

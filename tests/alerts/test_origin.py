@@ -70,7 +70,7 @@ def test_a_bot_started_backfill_names_who_asked_and_who_approved(tmp_path: Path)
     inst = InstanceState(556, "held", Tier.P1, "default", NOW, (event(instance_id=556),))
     note = instance_note(Renderer(), cfg, inst, None, "test", origins.find(556), NOW, "inst:556:P1:default")
     assert "发起：xihe，alice 发起，bob 批准（补数）" in note.text
-    assert f"[运行详情](https://xihe.example.com/ui/tasks/{task.id})" in note.text
+    assert "[运行详情](https://xihe.example.com/ui/runs/556)" in note.text  # the run page links the task
     assert (
         "[DolphinScheduler 实例](http://ds:12345/dolphinscheduler/ui/projects/7/workflow/instances/556)"
         in note.text

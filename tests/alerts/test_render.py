@@ -38,7 +38,7 @@ def ctx(**kw: Any) -> dict[str, Any]:
         "approved_by_name": "",
         "next_summary": None,
         "maint_scope": "workflow:order_sync",
-        "trace_url": "https://xihe.example/ui/alerts?instance=42",
+        "trace_url": "https://xihe.example/ui/runs/42",
         "ds_url": "http://ds.example/ui/projects/7/workflow/instances/42",
     }
     base.update(kw)
@@ -69,7 +69,7 @@ def test_instance_message_has_the_fields_and_our_mention_intact():
         "> ERROR: cause",
         "失败时间：2026-12-02 09:05:00 +08:00",  # the team's zone, with its offset
         "[完整日志](http://ds.example/log/42)",
-        "[运行详情](https://xihe.example/ui/alerts?instance=42)",
+        "[运行详情](https://xihe.example/ui/runs/42)",
         "[DolphinScheduler 实例](http://ds.example/ui/projects/7/workflow/instances/42)",
         "/status 42",
         "/rerun 42",

@@ -123,3 +123,20 @@ def test_pending_page_says_what_waits_for_whom_and_who_can_approve(ui_bot: MakeU
     card = c.get("/ui/pending").text.split(f'id="pending-{action}"')[1].split("</section>")[0]
     assert "an approver: carol, dave" in card
     assert '<dd class="approvers">carol, dave</dd>' in card
+
+
+def test_run_page_links_task_and_run_both_ways(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    deps = bot.app.deps
+    t = deps.tasks.create(kind="chat", owner="alice", conversation="wecom:alice", goal="backfill order_sync",
+                          now=bot.clock(), status="done")  # fmt: skip
+    deps.tasks.add_runs(t.id, [4242], bot.clock())
+    deps.tasks.set_outcome(t.id, "run FAILURE", bot.clock())
+    dave = bot.login("dave")
+    listing = dave.get("/ui/tasks?status=failed").text
+    assert 'href="/ui/runs/4242"' in listing and "done · run FAILURE" in listing
+    assert 'href="/ui/runs/4242"' in dave.get(f"/ui/tasks/{t.id}").text
+    run = dave.get("/ui/runs/4242").text
+    assert f'href="/ui/tasks/{t.id}"' in run and "done · run FAILURE" in run and "/rerun 4242" in run
+    assert bot.login("alice").get("/ui/runs/4242").status_code == 200  # her own run
+    assert bot.login("bob").get("/ui/runs/4242").status_code == 403  # not his
