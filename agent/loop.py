@@ -43,10 +43,12 @@ from agent.frontier import (
     when_unknown,
 )
 from agent.gate import Allow, Confirm, Deny, Who, decide, identify
+from agent.i18n import Lang, lang_of
 from agent.llm import LLMClient
 from agent.recovery import RetryPolicy, RunState, with_recovery
 from agent.registry import ParsedCall, Registry
 from agent.tasks import Task, TaskStep
+from agent.user_text import for_people, readable_args
 
 log = logging.getLogger("xihe.loop")
 
@@ -344,7 +346,7 @@ class Agent:
         done_calls: dict[str, str] = {}  # args digest → step key, for refusing exact repeats
         for turn in range(1, loop.max_turns + 1):
             if run.task.kind == "command" and turn > 1:
-                return self._finish(run.task, "done", self._command_reply(messages))
+                return self._finish(run.task, "done", self._command_reply(messages, run.task))
             completion = self._model_turn(run, turn, messages)
             message, finish = completion["message"], completion["finish_reason"]
             messages.append(message)
@@ -605,7 +607,9 @@ class Agent:
         if pending.released and deps.pending.consume(pending.id, digest, now):
             return None
         deps.tasks.update(run.task.id, now, status="awaiting_confirmation", current_step=key)
-        args_text = canonical_json(deps.redactor.data(call.data, call.spec.secret_args))
+        args_text = "— " + readable_args(deps.redactor.data(call.data, call.spec.secret_args)).replace(
+            "\n", " · "
+        )
         try:  # what the arguments resolve to (e.g. which workflow, which dates), so the yes is informed
             meaning = call.spec.explain(call.args, deps) if call.spec.explain is not None else ""
         except ToolError:
@@ -692,7 +696,7 @@ class Agent:
             )
         )
 
-    def _command_reply(self, messages: list[dict[str, Any]]) -> str:
+    def _command_reply(self, messages: list[dict[str, Any]], task: Task) -> str:
         call = messages[-2]["tool_calls"][0]["function"] if len(messages) >= 2 else {}
         result = messages[-1].get("content", "")
         spec = self.registry.specs.get(call.get("name", ""))
@@ -706,7 +710,17 @@ class Agent:
                 return spec.summarize(json.loads(body))
             except (ValueError, TypeError, KeyError):
                 pass
-        return body
+        return for_people(body, self._lang(task))
+
+    def _lang(self, task: Task) -> Lang:
+        """The language people in this task's conversation write in (see agent.session.reply_lang)."""
+        found = lang_of(task.goal)
+        if found is None:
+            for t in self.deps.tasks.recent(conversation=task.conversation, kind="chat", limit=5):
+                found = lang_of(t.goal)
+                if found is not None:
+                    break
+        return found or "en"
 
     def _complaint(self, run: _Run, reply: str) -> str | None:
         for check in self.reply_checks:

@@ -16,6 +16,7 @@ from agent.errors import BotError
 from agent.gate import Allow, may_approve
 from agent.i18n import Catalog, Lang, say
 from agent.pending import PendingAction
+from agent.user_text import readable_args
 
 
 @dataclass(frozen=True)
@@ -27,19 +28,6 @@ class PendingView:
     arguments: str  # `key: value` lines, secrets masked, non-ASCII as characters
     approvers: tuple[str, ...]  # users who may /approve it (empty when no approval is needed)
     waiting_for: str  # "alice's /confirm", "an approver: carol, dave", "release"
-
-
-def readable_args(data: dict[str, Any]) -> str:
-    """`key: value` per argument; nested values as compact JSON with characters, not \\u escapes."""
-    lines = []
-    for key, value in data.items():
-        shown = (
-            value
-            if isinstance(value, str)
-            else json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-        )
-        lines.append(f"{key}: {shown}")
-    return "\n".join(lines)
 
 
 def approvers_for(action: PendingAction, deps: Deps) -> tuple[str, ...]:

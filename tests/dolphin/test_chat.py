@@ -191,7 +191,9 @@ def test_a_new_workflow_is_found_by_resyncing_the_catalog(
 
 def test_production_workflow_needs_an_approver(bot_for: Callable[..., Bot]) -> None:
     bot = bot_for("3.3", with_llm=False)
-    assert "DENIED" in bot.say("alice", "/run order_sync 昨天")  # developer: test only
+    assert "已拒绝：" in bot.say(
+        "alice", "/run order_sync 昨天"
+    )  # developer: test only; the reply follows 昨天
     ask = bot.say("bob", "/run order_sync 昨天")
     pending = ask_id(ask)
     bot.say("bob", f"/confirm {pending}")

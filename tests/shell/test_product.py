@@ -132,7 +132,7 @@ def test_sh_injection_lines_are_refused_with_a_reason_and_nothing_runs(
 def test_sh_refuses_entries_whose_roles_the_user_lacks(shell_app: Callable[..., App]) -> None:
     app = shell_app()
     reply = ask(app, "/sh kubectl rollout status deployment/order-api --namespace test", user="alice")
-    assert reply.startswith("DENIED") and "needs one of the roles operator" in reply
+    assert reply.startswith("Refused: ") and "needs one of the roles operator" in reply
     assert app.deps.audit.search(kind="gate")[0]["outcome"] == "deny"
     assert shell_audit(app) == []  # nothing ran
 
@@ -160,7 +160,7 @@ def test_shell_check_says_what_the_bot_then_does(
     reply = ask(app, f"/sh {line}", user=user)
     ran = any(e["detail"]["entry"] for e in shell_audit(app))
     assert ran == (expected == "allowed"), reply
-    assert reply.startswith("DENIED") == (expected == "denied")
+    assert reply.startswith("Refused: ") == (expected == "denied")
 
 
 @needs_bwrap

@@ -1,0 +1,52 @@
+"""Text written for the model, turned into text for people.
+
+Tool results speak to the model ("…; tell the user nothing was done", "Ask the user which one they
+mean and call again…"). When a command's result goes straight to a person (no model in between),
+`for_people` drops those instructions and names the outcome in the user's language.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent.i18n import Catalog, Lang, say
+
+PREFIXES: Catalog = {
+    "NOT EXECUTED": {"en": "Not run", "zh": "没有执行"},
+    "NOT RUN AGAIN": {"en": "Not run again", "zh": "没有再次执行"},
+    "DENIED": {"en": "Refused", "zh": "已拒绝"},
+    "ERROR": {"en": "Failed", "zh": "失败"},
+}
+WHICH_ONE: Catalog = {"q": {"en": "Which one do you mean?", "zh": "你指的是哪一个？"}}
+
+ASK_WHICH = re.compile(r"\s*Ask the user which one they mean\b[^.]*\.?", re.I)
+TELL = re.compile(r"\b(?:tell|inform) the user (?:that )?", re.I)
+PREFIX = re.compile(r"^(NOT EXECUTED|NOT RUN AGAIN|DENIED|ERROR):\s*")
+
+
+def for_people(text: str, lang: Lang = "en") -> str:
+    """`text` without instructions to the model, its outcome word in `lang`."""
+    out = text.strip()
+    if ASK_WHICH.search(out):
+        out = ASK_WHICH.sub("", out).rstrip() + " " + say(WHICH_ONE, "q", lang)
+    out = TELL.sub("", out)
+    found = PREFIX.match(out)
+    if found:
+        word = say(PREFIXES, found.group(1), lang)
+        out = f"{word}{'：' if lang == 'zh' else ': '}{out[found.end() :]}"
+    return out
+
+
+def readable_args(data: dict[str, Any]) -> str:
+    """`key: value` per argument; nested values as compact JSON with characters, not \\u escapes."""
+    lines = []
+    for key, value in data.items():
+        shown = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        )
+        lines.append(f"{key}: {shown}")
+    return "\n".join(lines)
