@@ -1,7 +1,8 @@
-"""Code search benchmark on the Python standard library; prints the JSON report.
+"""Code search evaluation on the held-out packages (and, with --sets stdlib, the standard library).
 
-Run: python -m tests.bench.bench_search [--modules email,json] [--limit 300]
-(the same as `xihe eval search`). Not collected by pytest: it takes ~30 s and measures, not asserts.
+Run: python -m tests.bench.bench_search [--sets react-native-android,apscheduler,stdlib] [--learn]
+(the same as `xihe eval search`). Not collected by pytest: it fetches the packages once from npm and
+PyPI, takes a few minutes, and measures rather than asserts.
 """
 
 from __future__ import annotations
