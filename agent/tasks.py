@@ -241,18 +241,19 @@ class TaskStore:
         with self.engine.begin() as conn:
             conn.execute(update(task).where(task.c.id == task_id).values(outcome=outcome, updated_at=now))
 
-    def add_runs(self, task_id: int, ids: Sequence[int], now: datetime) -> None:
-        """Remember runs a step started, as soon as they are known (each once, in order)."""
+    def add_runs(self, task_id: int, ids: Sequence[int], now: datetime) -> list[int]:
+        """Remember runs a step started, as soon as they are known (each once, in order); the new ones."""
         with self.engine.begin() as conn:
             row = conn.execute(select(task.c.runs).where(task.c.id == task_id)).first()
             if row is None:
-                return
+                return []
             known = list(row[0] or [])
             new = [int(r) for r in ids if int(r) not in known]
             if new:
                 conn.execute(
                     update(task).where(task.c.id == task_id).values(runs=known + new, updated_at=now)
                 )
+            return new
 
     def with_run(self, run_id: int, limit: int = 2000) -> list[Task]:
         """Tasks whose steps started run `run_id`, newest first (among the newest `limit` with runs)."""

@@ -264,7 +264,13 @@ def _link_run(app: App, outcome: Progress | Finished | NotFound | AuthFailed, no
     if not isinstance(outcome, Progress | Finished) or not outcome.watch.task_id.isdigit():
         return
     task_id = int(outcome.watch.task_id)
-    app.deps.tasks.add_runs(task_id, [outcome.instance.id], now)
+    if app.deps.tasks.add_runs(task_id, [outcome.instance.id], now) and isinstance(outcome, Progress):
+        # a run DolphinScheduler created after the start was answered (3.1/3.2): name it at once
+        i = outcome.instance.id
+        app.deps.notify(
+            outcome.watch.conversation,
+            f"▶️ {outcome.watch.workflow} run {i} started (task #{task_id}) — /status {i}",
+        )
     if isinstance(outcome, Finished):
         final = dict(outcome.watch.states)
         bad = [state for state in final.values() if is_terminal(state) and state != "SUCCESS"]

@@ -24,6 +24,11 @@ def test_a_failed_run_shows_on_its_task_everywhere(
     (inst,) = bot.sim.instances_of("broken_sync")
     task = bot.app.deps.tasks.get(1)
     assert task.runs == (inst.id,)  # recorded as soon as seen, whatever the version
+    started = bot.messages("cli:alice", "▶️")
+    if version == "3.3":  # the start answered with the instance: the reply named it already
+        assert started == []
+    else:  # 3.1/3.2 create it later: the conversation hears its id once, when it appears
+        assert started == [f"▶️ broken_sync run {inst.id} started (task #1) — /status {inst.id}"]
     assert task.status == "done" and task.shown_status == "done · run FAILURE"
     assert f"- #1 done · run FAILURE chat: backfill 坏任务 for 2026-11-30 · runs {inst.id}" in bot.say(
         "alice", "/tasks"
