@@ -1,8 +1,22 @@
-"""The shipped tools. Each module declares Args + run + SPEC; this list is the whole catalogue."""
+"""The shipped tools of the spine (features bring theirs through agent/toolset.py).
+
+`ALL` is resolved on first use, so importing a submodule (e.g. `tools.codeindex` for `xihe search`)
+does not load the registry and every tool module with it.
+"""
 
 from __future__ import annotations
 
-from agent.registry import ToolSpec
-from tools import read_artifact
+from typing import TYPE_CHECKING, Any
 
-ALL: tuple[ToolSpec, ...] = (read_artifact.SPEC,)
+if TYPE_CHECKING:
+    from agent.registry import ToolSpec
+
+    ALL: tuple[ToolSpec, ...]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ALL":
+        from tools import read_artifact
+
+        return (read_artifact.SPEC,)
+    raise AttributeError(f"module 'tools' has no attribute {name!r}")

@@ -11,20 +11,39 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+
+Columns = tuple[np.ndarray, np.ndarray, np.ndarray]  # CSC indptr, indices, data
+
+
+def _sparse() -> Any:
+    """scipy.sparse, imported when the matrix changes (building); a query on a saved index never needs it."""
+    import scipy.sparse
+
+    return scipy.sparse
 
 
 class Bm25Index:
-    """Rows are slots (units); a removed slot stays as a dead row until `compact`."""
+    """Rows are slots (units); a removed slot stays as a dead row until `compact`.
+
+    The term matrix is kept two ways: rows (CSR, for appends and compaction, through scipy) and
+    columns (CSC arrays, for scoring with numpy alone). `save` writes both, so a loaded index answers
+    queries without importing scipy (0.2 s of every `xihe search`).
+    """
 
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
         self.vocab: dict[str, int] = {}
         self._rows: list[sp.csr_matrix] = []  # pending appended rows, merged lazily
-        self._matrix = sp.csr_matrix((0, 0), dtype=np.float32)
-        self._csc: sp.csc_matrix | None = None
+        self._matrix: sp.csr_matrix | None = None  # None: empty, or still only the raw arrays below
+        self._raw: tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]] | None = None  # loaded CSR
+        self._cols: Columns | None = None
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.alive = np.zeros(0, dtype=bool)
 
@@ -47,33 +66,47 @@ class Bm25Index:
                 data.append(float(n))
             indptr.append(len(indices))
         self._rows.append(
-            sp.csr_matrix(
+            _sparse().csr_matrix(
                 (np.asarray(data, np.float32), np.asarray(indices, np.int32), np.asarray(indptr, np.int64)),
                 shape=(len(docs), max(1, len(self.vocab))),
             )
         )
         self.doc_len = np.concatenate([self.doc_len, np.asarray([len(d) for d in docs], np.float32)])
         self.alive = np.concatenate([self.alive, np.ones(len(docs), bool)])
-        self._csc = None
+        self._cols = None
 
     def remove(self, slots: Sequence[int]) -> None:
         """Mark slots dead; they stop counting for IDF and average length at once."""
         self.alive[np.asarray(slots, dtype=np.int64)] = False
 
-    def _columns(self) -> sp.csc_matrix:
-        if self._csc is None:
-            width = max(1, len(self.vocab))
+    def _merged(self) -> sp.csr_matrix:
+        """The whole row matrix, pending rows appended (imports scipy)."""
+        sparse = _sparse()
+        width = max(1, len(self.vocab))
+        if self._matrix is None:
+            if self._raw is not None:
+                data, indices, indptr, shape = self._raw
+                self._matrix = sparse.csr_matrix((data, indices, indptr), shape=shape)
+                self._raw = None
+            else:
+                self._matrix = sparse.csr_matrix((0, width), dtype=np.float32)
+        if self._rows:
             parts = [self._resize(self._matrix, width)] + [self._resize(r, width) for r in self._rows]
-            self._matrix = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+            self._matrix = sparse.vstack(parts, format="csr")
             self._rows = []
-            self._csc = self._matrix.tocsc()
-        return self._csc
+        return self._resize(self._matrix, width)
+
+    def _columns(self) -> Columns:
+        if self._cols is None or self._rows:
+            csc = self._merged().tocsc()
+            self._cols = (csc.indptr, csc.indices, csc.data)
+        return self._cols
 
     @staticmethod
     def _resize(m: sp.csr_matrix, width: int) -> sp.csr_matrix:
         if m.shape[1] == width:
             return m
-        return sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
+        return _sparse().csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
 
     def scores(self, query: Sequence[str] | Mapping[str, float]) -> np.ndarray:
         """BM25 score of every slot for the query tokens (each distinct token once, times its weight)."""
@@ -84,13 +117,15 @@ class Bm25Index:
         n_alive = int(self.alive.sum())
         if not ids or n_alive == 0:
             return out
-        csc = self._columns()
+        col_ptr, col_rows, col_tf = self._columns()
         avgdl = float(self.doc_len[self.alive].mean()) or 1.0
         norm = self.k1 * (1 - self.b + self.b * self.doc_len / avgdl)
         for idx in ids:
-            lo, hi = csc.indptr[idx], csc.indptr[idx + 1]
-            rows = csc.indices[lo:hi]
-            tf = csc.data[lo:hi]
+            if idx + 1 >= len(col_ptr):
+                continue  # a term added after the columns were read cannot be in them
+            lo, hi = col_ptr[idx], col_ptr[idx + 1]
+            rows = col_rows[lo:hi]
+            tf = col_tf[lo:hi]
             live = self.alive[rows]
             df = int(live.sum())
             if df == 0:
@@ -111,23 +146,24 @@ class Bm25Index:
 
     def compact(self, keep: np.ndarray) -> None:
         """Drop all rows but `keep` (slot indices, in their new order)."""
-        csc = self._columns()  # merges pending rows
-        del csc
-        self._matrix = self._matrix[keep]
+        self._matrix = self._merged()[keep]
         self.doc_len = self.doc_len[keep]
         self.alive = self.alive[keep]
-        self._csc = None
+        self._cols = None
 
     def save(self, directory: Path, name: str = "bm25") -> None:
-        """Write the matrix, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`."""
-        self._columns()
-        m = self._matrix
+        """Write rows and columns, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`."""
+        m = self._merged()
+        col_ptr, col_rows, col_tf = self._columns()
         np.savez(
             directory / f"{name}.npz",
             data=m.data,
             indices=m.indices,
             indptr=m.indptr,
             shape=np.asarray(m.shape),
+            col_indptr=col_ptr,
+            col_indices=col_rows,
+            col_data=col_tf,
             doc_len=self.doc_len,
             alive=self.alive,
             params=np.asarray([self.k1, self.b]),
@@ -137,13 +173,16 @@ class Bm25Index:
 
     @classmethod
     def load(cls, directory: Path, name: str = "bm25") -> Bm25Index:
-        """Read what `save` wrote."""
+        """Read what `save` wrote (an index saved without columns gets them on its first query)."""
         z = np.load(directory / f"{name}.npz")
         idx = cls(float(z["params"][0]), float(z["params"][1]))
         text = (directory / f"{name}_vocab.txt").read_text(encoding="utf-8")
         words = text.split("\n") if text else []
         idx.vocab = {w: i for i, w in enumerate(words)}
-        idx._matrix = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+        shape = (int(z["shape"][0]), int(z["shape"][1]))
+        idx._raw = (z["data"], z["indices"], z["indptr"], shape)
+        if "col_indptr" in z.files:
+            idx._cols = (z["col_indptr"], z["col_indices"], z["col_data"])
         idx.doc_len = z["doc_len"]
         idx.alive = z["alive"]
         return idx

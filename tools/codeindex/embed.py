@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import requests
 
 from agent.errors import IntegrationError
 from agent.redact import excerpt
 from config.code import EmbeddingConfig, RerankConfig
+
+if TYPE_CHECKING:  # imported where a remote endpoint is used: local search never needs it
+    import requests
 
 
 class EmbeddingError(IntegrationError):
@@ -84,7 +86,7 @@ class OpenAIEmbedder:
             raise EmbeddingError("embedding.kind=openai needs base_url and model")
         self.cfg = cfg
         self.name = f"openai/{cfg.model}"
-        self._session = session or requests.Session()
+        self._session = session or _session()
 
     def _key(self) -> str:
         return os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
@@ -114,13 +116,24 @@ class OpenAIEmbedder:
         return _normalise(np.asarray(rows, dtype=np.float32))
 
 
+def _requests() -> Any:
+    import requests
+
+    return requests
+
+
+def _session() -> requests.Session:
+    session: requests.Session = _requests().Session()
+    return session
+
+
 def _post_json(session: requests.Session, url: str, payload: dict[str, Any], key: str, timeout: float) -> Any:
     """POST JSON with the bearer `key` and return the decoded body; failures become EmbeddingError
     (retryable on 429/5xx) whose message never holds the key, even when the body echoes it."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         resp = session.post(url, json=payload, headers=headers, timeout=timeout)
-    except requests.RequestException as exc:
+    except _requests().RequestException as exc:
         raise EmbeddingError(f"{url}: {type(exc).__name__}", retryable=True) from None
     if resp.status_code >= 400:
         retry = resp.status_code == 429 or resp.status_code >= 500
@@ -140,7 +153,7 @@ class Reranker:
 
     def __init__(self, cfg: RerankConfig, session: requests.Session | None = None) -> None:
         self.cfg = cfg
-        self._session = session or requests.Session()
+        self._session = session or _session()
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[tuple[int, float]]:
         """(document index, relevance) best first."""

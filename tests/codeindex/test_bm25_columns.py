@@ -1,0 +1,38 @@
+"""A saved BM25 index answers queries from its stored columns: same scores, and no scipy import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tools.codeindex.bm25 import Bm25Index
+
+DOCS = [["resume", "task", "step"], ["confirm", "pending", "action"], ["resume", "resume", "alert"]]
+
+
+def test_loaded_index_scores_like_the_built_one(tmp_path: Path) -> None:
+    built = Bm25Index()
+    built.add(DOCS)
+    built.remove([2])
+    built.save(tmp_path)
+    loaded = Bm25Index.load(tmp_path)
+    for query in (["resume"], ["confirm", "task"], {"resume": 2.0, "alert": 1.0}):
+        assert np.allclose(built.scores(query), loaded.scores(query))
+    loaded.add([["resume", "new", "words"]])  # appending after a load still works (through scipy)
+    assert loaded.top(["new"], 3) == [(3, loaded.scores(["new"])[3])]
+
+
+def test_a_query_on_a_saved_index_never_imports_scipy(tmp_path: Path) -> None:
+    built = Bm25Index()
+    built.add(DOCS)
+    built.save(tmp_path)
+    code = (
+        "import sys; from pathlib import Path; from tools.codeindex.bm25 import Bm25Index; "
+        f"i = Bm25Index.load(Path({str(tmp_path)!r})); assert i.top(['resume'], 2); "
+        "print('scipy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
