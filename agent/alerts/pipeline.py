@@ -251,7 +251,6 @@ class Pipeline:
             assert inst is not None
             return [self._join(inst, event, g, now, why)]
 
-        recs: list[AlertRecord] = []
         if g is Reason.NODE_STORM:
             assert node is not None
             node = node.add(event, tier, mentions, folded=True)
@@ -310,8 +309,7 @@ class Pipeline:
                 HostHits(event.host, (*kept, (now, event.instance_id))),
                 now + self._storm,
             )
-        recs.insert(0, self._record(event, now, g, tier, why, target))
-        return recs
+        return [self._record(event, now, g, tier, why, target)]
 
     def _join(
         self, inst: InstanceState, event: AlertEvent, g: Reason, now: datetime, why: str
