@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, insert, select, text, update
 
 from agent.schema import memory
+from agent.timefmt import show
 
 MAX_KEY = 200
 MAX_VALUE = 2000
@@ -33,9 +34,11 @@ class Fact:
     current: bool
     updated_at: datetime
 
-    def line(self) -> str:
-        """How the model and /memory see it."""
-        return f"{self.key} = {self.value}  (source: {self.source}; {self.updated_at:%Y-%m-%d %H:%M} UTC)"
+    def line(self, tz: str = "UTC") -> str:
+        """How the model and /memory see it (the time in `tz`, with its offset)."""
+        return (
+            f"{self.key} = {self.value}  (source: {self.source}; {show(self.updated_at, tz, seconds=False)})"
+        )
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from agent.errors import ToolFailed
 from agent.evidence import find_step, step_output
 from agent.memory import MemoryStore
 from agent.registry import ToolContext, ToolSpec
+from agent.timefmt import show
 
 # Tools that return documents (stored outputs, code, search hits): never a source of facts, whatever
 # the config trusts, because their text was written by someone other than the user or the system.
@@ -120,7 +121,7 @@ def specs(store: MemoryStore, fact_tools: list[str], history: int = 6) -> list[T
             "key": fact.key,
             "value": fact.value,
             "source": fact.source,
-            "updated": f"{fact.updated_at:%Y-%m-%d %H:%M} UTC",
+            "updated": show(fact.updated_at, ctx.deps.settings.core.timezone, seconds=False),
             "note": "remembered, not live: re-check states that change (orders, runs) with their tools",
         }
 

@@ -17,6 +17,7 @@ from agent.errors import ToolFailed
 from agent.evidence import check
 from agent.plans import PlanError, PlanItem, PlanStore, abandoned_owners, active_plan, open_count, worker
 from agent.registry import ToolContext, ToolSpec
+from agent.timefmt import show
 
 
 class ViewArgs(BaseModel):
@@ -126,7 +127,8 @@ def specs(plans: PlanStore, lease_seconds: int) -> list[ToolSpec]:
             )
         except PlanError as exc:
             raise ToolFailed(f"not claimed: {exc}") from None
-        return {"claimed": _item(item, ctx), "lease_until": f"{item.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC"}
+        until = show(item.lease_expires_at, ctx.deps.settings.core.timezone)
+        return {"claimed": _item(item, ctx), "lease_until": until}
 
     def complete(args: CompleteArgs, ctx: ToolContext) -> dict[str, Any]:
         plan = _plan(plans, ctx)

@@ -42,6 +42,7 @@ from agent.alerts.sql import (
 from agent.audit import AuditEvent
 from agent.deps import Deps
 from agent.events import FailureEvent
+from agent.timefmt import show
 from config.alerts import AlertsConfig
 from config.workflows import WorkflowsConfig
 from integrations.mailer import Mailer
@@ -243,6 +244,7 @@ class AlertService:
     def _audit_maint(
         self, now: datetime, outcome: str, actor: str, number: int, w: MaintenanceWindow
     ) -> None:
+        tz = self.deps.settings.core.timezone
         self.deps.audit.record(
             AuditEvent(
                 at=now,
@@ -250,7 +252,7 @@ class AlertService:
                 actor=actor,
                 outcome=outcome,
                 tool="/maint",
-                reason=f"window #{number} {w.scope} {w.start:%Y-%m-%d %H:%M}–{w.end:%H:%M} UTC",
+                reason=f"window #{number} {w.scope} {show(w.start, tz, seconds=False)} – {show(w.end, tz, seconds=False)}",
                 external_ids={"maintenance_id": number},
                 detail=w.to_dict(),
             )

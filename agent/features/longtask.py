@@ -25,6 +25,7 @@ from agent.plans import OPEN, PlanStore, active_plan, open_count, render
 from agent.recovery import RetryPolicy
 from agent.registry import ToolSpec
 from agent.tasks import Task
+from agent.timefmt import show
 from config.longtask import LongTaskConfig
 from tools import memory as memory_tools
 from tools import plan as plan_tools
@@ -122,7 +123,7 @@ class LongTasks:
         return Block(
             "facts",
             "Remembered facts of this user (recall gives the source; re-check live states):\n"
-            + "\n".join(f"- {f.line()}" for f in chosen),
+            + "\n".join(f"- {f.line(self.deps.settings.core.timezone)}" for f in chosen),
             PRIORITY["facts"],
         )
 
@@ -272,7 +273,7 @@ def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command) -> str:
     if changes:
         lines += ["", "Changes:"]
         lines += [
-            f"- #{c.seq} {c.change} by {c.actor} at {c.at:%m-%d %H:%M}"
+            f"- #{c.seq} {c.change} by {c.actor} at {show(c.at, lt.deps.settings.core.timezone, seconds=False)}"
             + (f": {c.reason}" if c.reason else "")
             for c in changes[-10:]
         ]
@@ -284,8 +285,10 @@ def _memory_command(lt: LongTasks, who: Who, cmd: Command) -> str:
         history = lt.memory.history(who.user, cmd.rest)
         if not history:
             return f"Nothing remembered under {cmd.rest.strip()!r}."
-        return "\n".join(f"- {'(current) ' if f.current else ''}{f.line()}" for f in history)
+        return "\n".join(
+            f"- {'(current) ' if f.current else ''}{f.line(lt.deps.settings.core.timezone)}" for f in history
+        )
     facts = lt.memory.facts(who.user)
     if not facts:
         return "I remember nothing about you yet."
-    return "\n".join(f"- {f.line()}" for f in facts)
+    return "\n".join(f"- {f.line(lt.deps.settings.core.timezone)}" for f in facts)

@@ -91,3 +91,4 @@ def test_memory_command_shows_history(make_lt: Callable[..., App], key: str) -> 
     store.remember("alice", key, "尺寸不合适", "user: task 2", T0)
     shown = app.session.handle(Inbound("alice", "c1", f"/memory {key}"))
     assert shown.index("颜色不喜欢") < shown.index("(current) A3003:reason = 尺寸不合适")
+    assert "2026-12-01 17:00 +08:00" in shown  # the team's zone with its offset, not a bare UTC
