@@ -119,7 +119,7 @@ Provider = Callable[[Task], "str | Block | None"]
 
 
 # a call that a person's or the gate's decision kept from running (not a tool that broke)
-REFUSALS = frozenset({"denied", "expired", "cancelled", "rejected"})
+REFUSALS = frozenset({"denied", "expired", "cancelled", "rejected", "precondition"})
 
 
 class Agent:
@@ -530,6 +530,14 @@ class Agent:
             if gate is not None:
                 return gate
         elif isinstance(decision, Confirm):
+            bound = confirmation_key(key, prior)
+            if call.spec.precheck is not None and deps.pending.for_step(run.task.id, bound) is None:
+                try:  # a call that cannot succeed is refused now, not after the user's yes
+                    why_not = call.spec.precheck(call.args, deps)
+                except ToolError:
+                    why_not = None  # cannot tell now: the tool itself will say after the yes
+                if why_not:
+                    return self._refuse(run, key, name, f"NOT EXECUTED: {why_not}", kind="precondition")
             gate = self._confirmation(
                 run, key, call, decision, environment, bound=confirmation_key(key, prior)
             )

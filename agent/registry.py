@@ -61,6 +61,8 @@ class ToolSpec:
     secret_args: frozenset[str] = field(default_factory=frozenset)
     summarize: Callable[[Any], str] | None = None  # how an explicit command shows the result
     explain: Callable[[Any, Deps], str] | None = None  # what the call would do, shown when asking to confirm
+    # why this call cannot succeed right now (e.g. the run already ended), checked before asking to confirm
+    precheck: Callable[[Any, Deps], str | None] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The function schema exactly as the model receives it."""

@@ -202,6 +202,26 @@ def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps], str]:
     return explain
 
 
+def rerun_precheck(args: InstanceArgs, deps: Deps) -> str | None:
+    """Only a FAILURE run can be rerun from its failed tasks: say so before asking for a yes."""
+    inst = locate(deps, args.instance_id, args.project)
+    if inst.state == "FAILURE":
+        return None
+    if is_terminal(inst.state):
+        return f"instance {inst.id} already ended {inst.state}; only a FAILURE run can be rerun"
+    return f"instance {inst.id} is still {inst.state}; it can be rerun once it has failed"
+
+
+def stop_precheck(args: InstanceArgs, deps: Deps) -> str | None:
+    """A run that already ended has nothing to stop: say so before asking for a yes."""
+    inst = locate(deps, args.instance_id, args.project)
+    return (
+        f"instance {inst.id} already ended {inst.state}; there is nothing to stop"
+        if is_terminal(inst.state)
+        else None
+    )
+
+
 def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[Watch | None, Watch]:
     """Record the rerun about to be sent on the watch that follows `inst` (reopened), or a new watch.
 
@@ -312,6 +332,7 @@ RERUN = ToolSpec(
     lookup=rerun_lookup,
     summarize=summarize_action,
     explain=_explain_instance("rerun the failed tasks of"),
+    precheck=rerun_precheck,
 )
 
 
@@ -343,4 +364,5 @@ STOP = ToolSpec(
     lookup=stop_lookup,
     summarize=summarize_action,
     explain=_explain_instance("stop"),
+    precheck=stop_precheck,
 )

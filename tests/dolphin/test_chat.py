@@ -224,8 +224,8 @@ def test_stop_a_long_run_reports_stop_without_alert(bot_for: Callable[..., Bot])
     bot.poll_until_done("1:tool:1:0")
     (stopped,) = bot.messages("cli:alice", "⏹️")
     assert "ended STOP" in stopped and alerts.fed == []
-    bot.say("alice", f"/stop {inst.id}")
-    assert "already ended STOP; there is nothing to stop" in bot.say("alice", "/confirm")
+    # a run that already ended: said at once, no confirmation asked for
+    assert "already ended STOP; there is nothing to stop" in bot.say("alice", f"/stop {inst.id}")
 
 
 @pytest.fixture

@@ -74,3 +74,25 @@ def test_refused_and_failed_actions_are_not_green(make_app, llm: ScriptedLLM) ->
     llm.add(call("echo", text="ok"), say("fine"))
     app.session.handle(Inbound("alice", "c3", "echo"))
     assert app.deps.tasks.get(3).shown_status == "done"
+
+
+@pytest.mark.parametrize("version", ["3.1", "3.3"])
+def test_rerun_or_stop_of_an_ended_run_says_so_without_asking(
+    bot_for: Callable[..., Bot], version: str
+) -> None:
+    bot = bot_for(version, with_llm=False)
+    bot.say("alice", "/run 坏任务 2026-11-30")
+    bot.say("alice", "/confirm")
+    bot.poll_until_done("1:tool:1:0")
+    (inst,) = bot.sim.instances_of("broken_sync")
+    stop = bot.say("alice", f"/stop {inst.id}")
+    assert stop == f"Not run: instance {inst.id} already ended FAILURE; there is nothing to stop"
+    assert "/confirm" not in stop and bot.app.deps.pending.open_for(user_id="alice") == []
+    assert "/confirm" in bot.say("alice", f"/rerun {inst.id}")  # a FAILURE run can be rerun: asks as usual
+    bot.say("alice", "/confirm")
+    (key,) = [w.key for w in bot.app.deps.services["dolphin"].watches.active()]
+    bot.poll_until_done(key)
+    again = bot.say("alice", f"/rerun {inst.id}")
+    assert again == f"Not run: instance {inst.id} already ended SUCCESS; only a FAILURE run can be rerun"
+    latest = max(t.id for t in bot.app.deps.tasks.recent(owner="alice"))
+    assert bot.app.deps.tasks.get(latest).shown_status == "done · refused"
