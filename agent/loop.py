@@ -43,8 +43,9 @@ from agent.frontier import (
     when_unknown,
 )
 from agent.gate import Allow, Confirm, Deny, Who, decide, identify
-from agent.i18n import Lang, lang_of
+from agent.i18n import Catalog, Lang, lang_of, say
 from agent.llm import LLMClient
+from agent.pending_view import approvers_for
 from agent.recovery import RetryPolicy, RunState, with_recovery
 from agent.registry import ParsedCall, Registry
 from agent.tasks import Task, TaskStep
@@ -117,6 +118,18 @@ def too_long(exc: LLMError) -> bool:
 
 Provider = Callable[[Task], "str | Block | None"]
 
+
+ASK: Catalog = {
+    "reply": {
+        "en": "Reply `/confirm {id}` (or 确认执行) within {ttl} minutes to run it, or `/cancel {id}`.",
+        "zh": "请在 {ttl} 分钟内回复 `/confirm {id}`（或“确认执行”）来执行，或回复 `/cancel {id}` 取消。",
+    },
+    "approver": {
+        "en": "Confirmed by you; waiting for an approver: someone with the approver role sends "
+        "`/approve {id}` ({approvers}).",
+        "zh": "你已确认；正在等待审批：审批人（{approvers}）发送 `/approve {id}` 后执行。",
+    },
+}
 
 # a call that a person's or the gate's decision kept from running (not a tool that broke)
 REFUSALS = frozenset({"denied", "expired", "cancelled", "rejected", "precondition"})
@@ -624,9 +637,10 @@ class Agent:
             meaning = ""
         meaning = f"→ {deps.redactor.text(meaning)}\n" if meaning else ""
         ttl_text = f"within {deps.settings.core.confirm.ttl_minutes} minutes"
-        ask = (
-            f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n{meaning}"
-            f"Reply `/confirm {pending.id}` (or 确认执行) {ttl_text} to run it, or `/cancel {pending.id}`."
+        lang = self._lang(run.task)
+        minutes = deps.settings.core.confirm.ttl_minutes
+        ask = f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n{meaning}" + say(
+            ASK, "reply", lang, id=pending.id, ttl=minutes
         )
         if unsure:
             ask = (
@@ -637,10 +651,8 @@ class Agent:
                 f"or `/cancel {pending.id}`."
             )
         if pending.needs_approval and pending.status == "confirmed":
-            ask = (
-                f"Confirmed by you; waiting for an approver: someone with the approver role sends "
-                f"`/approve {pending.id}`."
-            )
+            names = ", ".join(approvers_for(pending, deps)) or "-"
+            ask = say(ASK, "approver", lang, id=pending.id, approvers=names)
         deps.tasks.update(run.task.id, now, reply=ask)
         return Outcome(run.task.id, "awaiting_confirmation", ask, pending.id)
 

@@ -25,7 +25,7 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     assert "agent/pending.py" in out  # a cited path that exists
     assert 'complementStartDate":"20' in out and "ended SUCCESS" in out  # backfill followed to the end
-    assert "waiting for an approver" in out and "ended FAILURE" in out and "<@bob>" in out  # P0 alert
+    assert "正在等待审批" in out and "ended FAILURE" in out and "<@bob>" in out  # P0 alert
     assert "[sandbox: " in out and "path traversal" in out and "not a whitelisted program" in out
     assert "interrupted: the process stopped during this step" in out and "task 5 done" in out
     assert "tool:1:0 #1 done    run_shell_command" in out and "tool:1:0 #2" not in out  # not redone

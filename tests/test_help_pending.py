@@ -84,3 +84,14 @@ def test_cancel_n_means_action_n_and_never_a_task(make_app: MakeApp, llm: Script
     assert f"Task {stray} cancelled." in ask(app, "bob", f"/cancel task {stray}")
     assert f"Cancelled action {second}" in ask(app, "bob", f"/cancel {second}")
     assert app.deps.pending.get(action).status == "pending"  # the other action is untouched
+
+
+def test_the_confirmation_prompt_speaks_the_users_language(make_app: MakeApp, llm: ScriptedLLM) -> None:
+    app = make_app()
+    llm.add(call("write_note", note="备注", environment="test"))
+    zh = ask(app, "alice", "帮我写一条备注", conv="zh")
+    assert "请在 15 分钟内回复 `/confirm 1`（或“确认执行”）来执行" in zh and "Reply" not in zh
+    assert "note: 备注 · environment: test" in zh  # the arguments as text, not JSON
+    llm.add(call("write_note", note="memo", environment="test"))
+    en = ask(app, "alice", "write a memo please", conv="en")
+    assert "Reply `/confirm 2` (or 确认执行) within 15 minutes to run it, or `/cancel 2`." in en

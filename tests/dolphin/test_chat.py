@@ -52,7 +52,8 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     ) in ask
     assert bot.sim.starts == []  # nothing runs before the yes
     waiting = bot.say("bob", f"/confirm {ask_id(ask)}")
-    assert "waiting for an approver" in waiting and bot.sim.starts == []
+    # the conversation is in Chinese, so the bot's own words are too
+    assert "正在等待审批：审批人（carol, dave）" in waiting and bot.sim.starts == []
     ran = bot.say("carol", f"/approve {ask_id(ask)}")
     assert "it ran: 已提交订单同步" in ran
 
