@@ -40,9 +40,12 @@ def for_people(text: str, lang: Lang = "en") -> str:
 
 
 def readable_args(data: dict[str, Any]) -> str:
-    """`key: value` per argument; nested values as compact JSON with characters, not \\u escapes."""
+    """`key: value` per argument given (empty ones left out); nested values as compact JSON with
+    characters, not \\u escapes."""
     lines = []
     for key, value in data.items():
+        if value is None or value == "":
+            continue
         shown = (
             value
             if isinstance(value, str)

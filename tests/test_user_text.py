@@ -39,3 +39,10 @@ def test_for_people(model_text: str, lang: str, people: str) -> None:
     out = for_people(model_text, lang)  # type: ignore[arg-type]
     assert out == people
     assert "the user" not in out and "call again" not in out
+
+
+def test_readable_args_leave_out_empty_ones_and_keep_characters() -> None:
+    from agent.user_text import readable_args
+
+    shown = readable_args({"workflow": "订单同步", "project": "", "dates": ["2026-12-01"], "k": None})
+    assert shown == 'workflow: 订单同步\ndates: ["2026-12-01"]'
