@@ -294,7 +294,8 @@ def manual_queries(index: CodeIndex) -> tuple[list[Query], list[str]]:
     return out, missing
 
 
-def _rank(index: CodeIndex, q: Query, mode: str) -> tuple[int | None, float]:
+def rank_of(index: CodeIndex, q: Query | Any, mode: str) -> tuple[int | None, float]:
+    """1-based rank of the first right unit in the top 10 (None if absent) and the query's seconds."""
     t0 = time.perf_counter()
     res = index.search(q.text, 10, mode=mode)
     dt = time.perf_counter() - t0
@@ -354,7 +355,7 @@ def evaluate(
         for name, qs in groups.items():
             ranks = []
             for q in qs:
-                r, dt = _rank(idx, q, mode)
+                r, dt = rank_of(idx, q, mode)
                 ranks.append(r)
                 if mode == "hybrid":
                     latencies.append(dt)
@@ -364,13 +365,13 @@ def evaluate(
         result[mode] = per
     later = later_sentence_queries(idx, qmods, limit)
     result["control_second_sentence"] = {
-        mode: metrics([_rank(idx, q, mode)[0] for q in later]) for mode in ("bm25", "vector", "hybrid")
+        mode: metrics([rank_of(idx, q, mode)[0] for q in later]) for mode in ("bm25", "vector", "hybrid")
     }
     # the CJK bridge, measured: Chinese questions with it switched off
     off = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"cjk_bridge": False})})
     idx.cfg = off
-    result["hybrid_zh_without_bridge"] = metrics([_rank(idx, q, "hybrid")[0] for q in groups["manual-zh"]])
-    result["bm25_zh_without_bridge"] = metrics([_rank(idx, q, "bm25")[0] for q in groups["manual-zh"]])
+    result["hybrid_zh_without_bridge"] = metrics([rank_of(idx, q, "hybrid")[0] for q in groups["manual-zh"]])
+    result["bm25_zh_without_bridge"] = metrics([rank_of(idx, q, "bm25")[0] for q in groups["manual-zh"]])
     idx.cfg = cfg
     neg = [idx.search(q, 10) for q in NEGATIVE]
     pos = [idx.search(q.text, 10) for q in manual]

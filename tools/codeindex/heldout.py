@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from config.code import CodeConfig
+from tools.codeindex.evaluate import rank_of
 from tools.codeindex.index import CodeIndex
 from tools.codeindex.service import index_repo
 from tools.codeindex.tokens import has_cjk, split_identifier
@@ -158,19 +158,8 @@ def hand_written(es: EvalSet, index: CodeIndex) -> list[Question]:
     return out
 
 
-def rank_of(index: CodeIndex, q: Question, mode: str) -> tuple[int | None, float]:
-    """1-based rank of the first right unit in the top 10 (None if absent) and the query's seconds."""
-    t0 = time.perf_counter()
-    res = index.search(q.text, 10, mode=mode)
-    dt = time.perf_counter() - t0
-    for i, s in enumerate(res.hits, start=1):
-        if (s.unit.path, s.unit.qualname) in q.targets:
-            return i, dt
-    return None, dt
-
-
 def metrics(ranks: Sequence[int | None]) -> dict[str, float]:
-    """Recall@1/5/10 and MRR@10 from 1-based ranks (None = not in the top 10)."""
+    """Recall@1/10 and MRR@10 from 1-based ranks (None = not in the top 10)."""
     n = max(1, len(ranks))
     return {
         "n": len(ranks),
