@@ -8,7 +8,7 @@ that of the user's last free-text message in it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal
 
 Lang = Literal["en", "zh"]
@@ -24,6 +24,15 @@ def lang_of(text: str) -> Lang | None:
     if re.search(r"[A-Za-z]{2,}", re.sub(r"/\w+|`[^`]*`", " ", text)):
         return "en"
     return None
+
+
+def lang_for(text: str, earlier: Callable[[], Iterable[str]]) -> Lang:
+    """The language of `text`, else of the latest `earlier()` message that has one (read only when
+    needed: most messages name their language themselves); English by default."""
+    found = lang_of(text)
+    if found is not None:
+        return found
+    return next((lang for lang in map(lang_of, earlier()) if lang is not None), "en")
 
 
 def say(catalog: Catalog, key: str, lang: Lang, **values: object) -> str:

@@ -43,7 +43,7 @@ from agent.frontier import (
     when_unknown,
 )
 from agent.gate import Allow, Confirm, Deny, Who, decide, identify
-from agent.i18n import Catalog, Lang, lang_of, say
+from agent.i18n import Catalog, Lang, lang_for, say
 from agent.llm import LLMClient
 from agent.pending_view import approvers_for
 from agent.recovery import RetryPolicy, RunState, with_recovery
@@ -733,14 +733,12 @@ class Agent:
         return for_people(body, self._lang(task))
 
     def _lang(self, task: Task) -> Lang:
-        """The language people in this task's conversation write in (see agent.session.reply_lang)."""
-        found = lang_of(task.goal)
-        if found is None:
-            for t in self.deps.tasks.recent(conversation=task.conversation, kind="chat", limit=5):
-                found = lang_of(t.goal)
-                if found is not None:
-                    break
-        return found or "en"
+        """The language people in this task's conversation write in (as agent.session.reply_lang)."""
+        tasks = self.deps.tasks
+        return lang_for(
+            task.goal,
+            lambda: [t.goal for t in tasks.recent(conversation=task.conversation, kind="chat", limit=5)],
+        )
 
     def _complaint(self, run: _Run, reply: str) -> str | None:
         for check in self.reply_checks:

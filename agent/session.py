@@ -17,7 +17,7 @@ from agent.errors import BotError, TaskStateError
 from agent.gate import Who, identify
 from agent.help import HelpEntry, entry
 from agent.help import render as render_help
-from agent.i18n import Catalog, Lang, lang_of, say
+from agent.i18n import Catalog, Lang, lang_for, say
 from agent.loop import Agent, Outcome
 from agent.pending import PendingAction
 from agent.tasks import FINISHED
@@ -163,14 +163,10 @@ def _pick(session: Session, who: Who, msg: Inbound, cmd: Command, verb: str) -> 
 
 def reply_lang(session: Session, msg: Inbound) -> Lang:
     """The language of this message, or else of the user's last free-text message in this conversation."""
-    found = lang_of(msg.text)
-    if found is not None:
-        return found
-    for t in session.deps.tasks.recent(conversation=msg.conversation, kind="chat", limit=5):
-        found = lang_of(t.goal)
-        if found is not None:
-            return found
-    return "en"
+    tasks = session.deps.tasks
+    return lang_for(
+        msg.text, lambda: [t.goal for t in tasks.recent(conversation=msg.conversation, kind="chat", limit=5)]
+    )
 
 
 def _help(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
