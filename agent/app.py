@@ -10,22 +10,22 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.artifacts import ArtifactStore
-from agent.audit import SqlAuditSink
-from agent.clock import Clock, utc_now
-from agent.db import open_store_engine
-from agent.deps import Deps, Notify
-from agent.features import modules as feature_modules
-from agent.holder import holder_name
-from agent.llm import LLMClient
-from agent.loop import Agent
-from agent.pending import PendingStore
-from agent.redact import RedactingFilter, Redactor
-from agent.registry import Registry
-from agent.session import Session
-from agent.tasks import TaskStore
-from agent.toolset import build_tools
-from config.load import Settings, load_dir
+from xihe.agent.artifacts import ArtifactStore
+from xihe.agent.audit import SqlAuditSink
+from xihe.agent.clock import Clock, utc_now
+from xihe.agent.db import open_store_engine
+from xihe.agent.deps import Deps, Notify
+from xihe.agent.feature import modules as feature_modules
+from xihe.agent.holder import holder_name
+from xihe.agent.llm import LLMClient
+from xihe.agent.loop import Agent
+from xihe.agent.pending import PendingStore
+from xihe.agent.redact import RedactingFilter, Redactor
+from xihe.agent.registry import Registry
+from xihe.agent.session import Session
+from xihe.agent.tasks import TaskStore
+from xihe.agent.toolset import build_tools
+from xihe.config.load import Settings, load_dir
 
 log = logging.getLogger("xihe")
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent.audit import AuditEvent
-from agent.errors import BotError
-from agent.gate import Allow, may_approve
+from xihe.agent.audit import AuditEvent
+from xihe.agent.errors import BotError
+from xihe.agent.gate import Allow, may_approve
 
 if TYPE_CHECKING:
-    from agent.loop import Agent
+    from xihe.agent.loop import Agent
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from datetime import datetime
 
 from sqlalchemy import Engine, insert, select
 
-from agent.canonical import sha256_text
-from agent.schema import artifact
+from xihe.agent.canonical import sha256_text
+from xihe.agent.schema import artifact
 
 PREVIEW_CHARS = 400
 

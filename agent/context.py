@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.artifacts import ArtifactRef
+from xihe.agent.artifacts import ArtifactRef
 
 if TYPE_CHECKING:
-    from agent.budget import TokenCounter
-    from agent.tasks import TaskStep
+    from xihe.agent.budget import TokenCounter
+    from xihe.agent.tasks import TaskStep
 
 Message = dict[str, Any]
 

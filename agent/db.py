@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, select, text
 
-from agent.clock import utc_now
-from agent.schema import MIGRATIONS, metadata, schema_migrations
+from xihe.agent.clock import utc_now
+from xihe.agent.schema import MIGRATIONS, metadata, schema_migrations
 
 DEFAULT_SQLITE = "var/xihe.db"
 ENV_URL = "XIHE_DATABASE_URL"

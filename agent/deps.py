@@ -8,14 +8,14 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from agent.artifacts import ArtifactStore
-from agent.audit import SqlAuditSink
-from agent.clock import Clock
-from agent.metrics import Metrics
-from agent.pending import PendingStore
-from agent.redact import Redactor
-from agent.tasks import TaskStore
-from config.load import Settings
+from xihe.agent.artifacts import ArtifactStore
+from xihe.agent.audit import SqlAuditSink
+from xihe.agent.clock import Clock
+from xihe.agent.metrics import Metrics
+from xihe.agent.pending import PendingStore
+from xihe.agent.redact import Redactor
+from xihe.agent.tasks import TaskStore
+from xihe.config.load import Settings
 
 Notify = Callable[[str, str], None]  # (conversation, markdown text): progress and late results
 
@@ -60,7 +60,7 @@ class Deps:
 
     def service(self, name: str) -> Any:
         """An integration client, or a clear error when it is not configured."""
-        from agent.errors import ToolFailed
+        from xihe.agent.errors import ToolFailed
 
         if name not in self.services:
             raise ToolFailed(f"{name} is not configured on this bot")

@@ -3,7 +3,7 @@
 Before the side effect a `running` row is appended; the tool runs with the idempotency key
 `task_id:step_key`; then the outcome row (`done`/`failed`, digests, error) and its audit event
 are appended in one transaction. What happens to an interrupted step (look it up, rerun it, or
-record it as uncertain) is decided by `agent.frontier.frontier`; the executor carries it out.
+record it as uncertain) is decided by `xihe.agent.frontier.frontier`; the executor carries it out.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agent.audit import AuditEvent
-from agent.canonical import canonical_json, sha256_text
-from agent.context import label_result, render_output
-from agent.crashpoint import crash_point
-from agent.deps import Deps
-from agent.errors import IntegrationError, ToolError
-from agent.frontier import INTERRUPTED, UNCERTAIN, interrupted
-from agent.registry import ParsedCall, ToolContext
-from agent.tasks import Task, TaskStep
+from xihe.agent.audit import AuditEvent
+from xihe.agent.canonical import canonical_json, sha256_text
+from xihe.agent.context import label_result, render_output
+from xihe.agent.crashpoint import crash_point
+from xihe.agent.deps import Deps
+from xihe.agent.errors import IntegrationError, ToolError
+from xihe.agent.frontier import INTERRUPTED, UNCERTAIN, interrupted
+from xihe.agent.registry import ParsedCall, ToolContext
+from xihe.agent.tasks import Task, TaskStep
 
 PREVIEW_INPUT = 2000
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from agent.tasks import TaskStep
+from xihe.agent.tasks import TaskStep
 
 INTERRUPTED = "interrupted: the process stopped during this step"
 UNCERTAIN = "uncertain:"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
-from config.access import AccessConfig
+from xihe.config.access import AccessConfig
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agent.gate import Who, is_admin, visible
-from agent.i18n import Catalog, Lang, say
-from agent.registry import ToolSpec
-from config.access import AccessConfig
+from xihe.agent.gate import Who, is_admin, visible
+from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.registry import ToolSpec
+from xihe.config.access import AccessConfig
 
 Needs = Literal["anyone", "tool", "approver", "admin"]
 

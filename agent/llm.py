@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
-from agent.errors import LLMError
-from agent.redact import excerpt
-from config.core import LLMConfig
+from xihe.agent.errors import LLMError
+from xihe.agent.redact import excerpt
+from xihe.config.core import LLMConfig
 
 GUARD_ENV = "XIHE_FORBID_REMOTE_LLM"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")

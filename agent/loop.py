@@ -9,10 +9,10 @@ A turn ends in a reply, tool calls, or a pause for confirmation. Turns, tool cal
 calls are bounded; an exact repeat of a successful call is refused; a model mistake goes back to
 the model; an upstream failure ends the task with a readable reply; our own bugs are raised.
 
-Long tasks (set up by `agent.features.longtask`, all off by default): each request is built within
-a token budget by priority (`agent.context.build`, with `Block`s from the context providers);
+Long tasks (set up by `xihe.agent.longtask.feature`, all off by default): each request is built within
+a token budget by priority (`xihe.agent.context.build`, with `Block`s from the context providers);
 a request the API rejects as too long is compacted once and retried, then the task stops; tool
-timeouts are recovered by error class against the task's stored retry budget (`agent.recovery`);
+timeouts are recovered by error class against the task's stored retry budget (`xihe.agent.recovery`);
 `reminders` may add a note at the end of a request (e.g. open plan items nobody touched).
 """
 
@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from agent.audit import AuditEvent
-from agent.budget import TokenCounter
-from agent.canonical import args_digest, canonical_json
-from agent.context import Block, ContextTooLarge, build, for_api, trim
-from agent.deps import Deps
-from agent.errors import BotError, LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
-from agent.executor import Executor, StepResult
-from agent.frontier import (
+from xihe.agent.audit import AuditEvent
+from xihe.agent.budget import TokenCounter
+from xihe.agent.canonical import args_digest, canonical_json
+from xihe.agent.context import Block, ContextTooLarge, build, for_api, trim
+from xihe.agent.deps import Deps
+from xihe.agent.errors import BotError, LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
+from xihe.agent.executor import Executor, StepResult
+from xihe.agent.frontier import (
     INTERRUPTED,
     UNCERTAIN,
     Decision,
@@ -42,14 +42,14 @@ from agent.frontier import (
     uncertain,
     when_unknown,
 )
-from agent.gate import Allow, Confirm, Deny, Who, decide, identify
-from agent.i18n import Catalog, Lang, lang_for, say
-from agent.llm import LLMClient
-from agent.pending_view import approvers_for
-from agent.recovery import RetryPolicy, RunState, with_recovery
-from agent.registry import ParsedCall, Registry
-from agent.tasks import Task, TaskStep
-from agent.user_text import for_people, readable_args
+from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify
+from xihe.agent.i18n import Catalog, Lang, lang_for, say
+from xihe.agent.llm import LLMClient
+from xihe.agent.pending_view import approvers_for
+from xihe.agent.recovery import RetryPolicy, RunState, with_recovery
+from xihe.agent.registry import ParsedCall, Registry
+from xihe.agent.tasks import Task, TaskStep
+from xihe.agent.user_text import for_people, readable_args
 
 log = logging.getLogger("xihe.loop")
 
@@ -491,7 +491,7 @@ class Agent:
                 "message is reached. Answer with what you have.",
                 kind="limit",
             )
-        from agent.canonical import sha256_text
+        from xihe.agent.canonical import sha256_text
 
         repeat_key = f"{name}:{sha256_text(canonical_json(call.data))}"
         if repeat_key in done_calls:
@@ -588,7 +588,7 @@ class Agent:
     ) -> StepResult | Outcome | None:
         """None = released, go ahead; otherwise the pause or the refusal.
 
-        `bound`: the pending-action key of this attempt (`agent.frontier.confirmation_key`);
+        `bound`: the pending-action key of this attempt (`xihe.agent.frontier.confirmation_key`);
         `unsure`: why an earlier attempt may or may not have taken effect (then the yes is to run it again).
         """
         deps = self.deps

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, insert, select, update
 
-from agent.schema import pending_action
+from xihe.agent.schema import pending_action
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.deps import Deps
-from agent.errors import BotError
-from agent.gate import Allow, may_approve
-from agent.i18n import Catalog, Lang, say
-from agent.pending import PendingAction
-from agent.user_text import readable_args
+from xihe.agent.deps import Deps
+from xihe.agent.errors import BotError
+from xihe.agent.gate import Allow, may_approve
+from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.pending import PendingAction
+from xihe.agent.user_text import readable_args
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import Any, cast
 
 from tenacity import RetryCallState, wait_exponential
 
-from agent.errors import IntegrationError, OutcomeUnknown, ToolFailed
-from agent.registry import ToolContext, ToolSpec
+from xihe.agent.errors import IntegrationError, OutcomeUnknown, ToolFailed
+from xihe.agent.registry import ToolContext, ToolSpec
 
 
 @dataclass(frozen=True)

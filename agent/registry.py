@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from agent.errors import ConfigError, ToolRetry
+from xihe.agent.errors import ConfigError, ToolRetry
 
 if TYPE_CHECKING:
-    from agent.deps import Deps
-    from agent.gate import Scope
+    from xihe.agent.deps import Deps
+    from xihe.agent.gate import Scope
 
 Risk = Literal["read", "write"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.deps import Deps
-from agent.timefmt import show
+from xihe.agent.deps import Deps
+from xihe.agent.timefmt import show
 
 
 def task_data(deps: Deps, task_id: int) -> dict[str, Any]:

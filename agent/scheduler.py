@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import and_, update
 
-from agent.errors import TaskStateError
-from agent.features import Job
-from agent.features import modules as feature_modules
-from agent.schema import task
+from xihe.agent.errors import TaskStateError
+from xihe.agent.feature import Job
+from xihe.agent.feature import modules as feature_modules
+from xihe.agent.schema import task
 
 if TYPE_CHECKING:
-    from agent.app import App
-    from agent.tasks import Task
+    from xihe.agent.app import App
+    from xihe.agent.tasks import Task
 
 log = logging.getLogger("xihe.jobs")
 
@@ -51,13 +51,13 @@ def all_jobs(app: App) -> list[Job]:
         # a dead replica's task is taken over within half a lease after its lease lapsed
         Job(
             "resume_orphans",
-            "agent.scheduler:resume_orphans",
+            "xihe.agent.scheduler:resume_orphans",
             max(1.0, min(30.0, lease / 2)),
             run_at_start=True,
         ),
-        Job("expire_confirmations", "agent.scheduler:expire_confirmations", 30),
+        Job("expire_confirmations", "xihe.agent.scheduler:expire_confirmations", 30),
         # a live replica keeps its tasks however long a step takes
-        Job("renew_leases", "agent.scheduler:renew_leases", max(1.0, lease / 3)),
+        Job("renew_leases", "xihe.agent.scheduler:renew_leases", max(1.0, lease / 3)),
     ]
     for feature in feature_modules():
         if hasattr(feature, "jobs"):

@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent import approvals, pending_view
-from agent.audit import AuditEvent
-from agent.commands import Command, CommandSyntaxError, parse
-from agent.crashpoint import crash_point
-from agent.errors import BotError, TaskStateError
-from agent.gate import Who, identify
-from agent.help import HelpEntry, entry
-from agent.help import render as render_help
-from agent.i18n import Catalog, Lang, lang_for, say
-from agent.loop import Agent, Outcome
-from agent.pending import PendingAction
-from agent.tasks import FINISHED
-from agent.timefmt import show
+from xihe.agent import approvals, pending_view
+from xihe.agent.audit import AuditEvent
+from xihe.agent.commands import Command, CommandSyntaxError, parse
+from xihe.agent.crashpoint import crash_point
+from xihe.agent.errors import BotError, TaskStateError
+from xihe.agent.gate import Who, identify
+from xihe.agent.help import HelpEntry, entry
+from xihe.agent.help import render as render_help
+from xihe.agent.i18n import Catalog, Lang, lang_for, say
+from xihe.agent.loop import Agent, Outcome
+from xihe.agent.pending import PendingAction
+from xihe.agent.tasks import FINISHED
+from xihe.agent.timefmt import show
 
 
 @dataclass(frozen=True)
@@ -360,7 +360,7 @@ def _tasks(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
 
 
 def _task(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
-    from agent.report import task_report
+    from xihe.agent.report import task_report
 
     if not cmd.args or not cmd.args[0].isdigit():
         return "/task needs a task id, e.g. /task 12."

@@ -14,11 +14,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, exists, func, insert, or_, select, update
 
-from agent.audit import AuditEvent
-from agent.audit import write as write_audit
-from agent.errors import TaskStateError
-from agent.holder import holder_is_dead
-from agent.schema import pending_action, task, task_step
+from xihe.agent.audit import AuditEvent
+from xihe.agent.audit import write as write_audit
+from xihe.agent.errors import TaskStateError
+from xihe.agent.holder import holder_is_dead
+from xihe.agent.schema import pending_action, task, task_step
 
 ACTIVE = ("pending", "running", "awaiting_confirmation")
 

@@ -14,18 +14,18 @@ from typing import Any
 
 from sqlalchemy import create_engine
 
-from agent.artifacts import ArtifactStore
-from agent.audit import SqlAuditSink
-from agent.clock import utc_now
-from agent.deps import Deps
-from agent.errors import ConfigError, ConfigErrors
-from agent.features import modules as feature_modules
-from agent.pending import PendingStore
-from agent.redact import Redactor
-from agent.registry import Registry, ToolSpec, build_registry
-from agent.tasks import TaskStore
-from config.load import Settings, problem_at
-from config.semantic import did_you_mean
+from xihe.agent.artifacts import ArtifactStore
+from xihe.agent.audit import SqlAuditSink
+from xihe.agent.clock import utc_now
+from xihe.agent.deps import Deps
+from xihe.agent.errors import ConfigError, ConfigErrors
+from xihe.agent.feature import modules as feature_modules
+from xihe.agent.pending import PendingStore
+from xihe.agent.redact import Redactor
+from xihe.agent.registry import Registry, ToolSpec, build_registry
+from xihe.agent.tasks import TaskStore
+from xihe.config.load import Settings, problem_at
+from xihe.config.semantic import did_you_mean
 
 # tools a feature adds when it is on, by the file that turns it on (pinned against the real specs by
 # tests/test_tool_snapshot.py, so a new feature tool that is missing here fails a test)
@@ -84,7 +84,7 @@ def offline_deps(settings: Settings) -> Deps:
 
 def all_specs(deps: Deps) -> list[ToolSpec]:
     """Every tool this config provides, before `xihe.yaml tools` filters them."""
-    from tools import ALL
+    from xihe.tools import ALL
 
     feature_specs = [spec for f in feature_modules() if hasattr(f, "tools") for spec in f.tools(deps)]
     return [*ALL, *feature_specs, *load_plugins(deps.settings)]

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, say
 
 PREFIXES: Catalog = {
     "NOT EXECUTED": {"en": "Not run", "zh": "没有执行"},

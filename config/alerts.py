@@ -75,7 +75,7 @@ class MaintenanceSchedule(BaseModel):
     def _one_form(self) -> MaintenanceSchedule:
         if self.cron:
             # local import: config must not import the pipeline package eagerly
-            from agent.alerts.cron import CronSpec
+            from xihe.agent.alerts.cron import CronSpec
 
             CronSpec.parse(self.cron)  # raises ValueError with the problem
             if self.duration_minutes <= 0:

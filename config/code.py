@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.yamlmodel import load_model
+from xihe.config.yamlmodel import load_model
 
 DEFAULT_VENDORED = [
     "vendor",

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent.errors import ConfigError
-from config.yamlmodel import load_model
+from xihe.agent.errors import ConfigError
+from xihe.config.yamlmodel import load_model
 
 
 class PollConfig(BaseModel):

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.errors import ConfigError, ConfigErrors
-from config.access import AccessConfig
-from config.core import CoreConfig
-from config.workflows import WorkflowsConfig
-from config.yamlmodel import MAX_BYTES, config_error, load_model
+from xihe.agent.errors import ConfigError, ConfigErrors
+from xihe.config.access import AccessConfig
+from xihe.config.core import CoreConfig
+from xihe.config.workflows import WorkflowsConfig
+from xihe.config.yamlmodel import MAX_BYTES, config_error, load_model
 
 # file name → (Settings attribute, model). Order is the order errors are reported in.
 SECTIONS: dict[str, tuple[str, type[BaseModel] | str]] = {
@@ -27,14 +27,14 @@ SECTIONS: dict[str, tuple[str, type[BaseModel] | str]] = {
     "access.yaml": ("access", AccessConfig),
     "workflows.yaml": ("workflows", WorkflowsConfig),
     # feature sections, imported when loading so this module stays free of feature imports
-    "alerts.yaml": ("alerts", "config.alerts:AlertsConfig"),
-    "wecom.yaml": ("wecom", "config.wecom:WeComConfig"),
-    "shell.yaml": ("shell", "config.shell:ShellConfig"),
-    "code.yaml": ("code", "config.code:CodeConfig"),
-    "dolphin.yaml": ("dolphin", "config.dolphin:DolphinConfig"),
-    "longtask.yaml": ("longtask", "config.longtask:LongTaskConfig"),
-    "ops.yaml": ("ops", "config.ops:OpsConfig"),
-    "ui.yaml": ("ui", "config.ui:UiConfig"),
+    "alerts.yaml": ("alerts", "xihe.config.alerts:AlertsConfig"),
+    "wecom.yaml": ("wecom", "xihe.config.wecom:WeComConfig"),
+    "shell.yaml": ("shell", "xihe.config.shell:ShellConfig"),
+    "code.yaml": ("code", "xihe.config.code:CodeConfig"),
+    "dolphin.yaml": ("dolphin", "xihe.config.dolphin:DolphinConfig"),
+    "longtask.yaml": ("longtask", "xihe.config.longtask:LongTaskConfig"),
+    "ops.yaml": ("ops", "xihe.config.ops:OpsConfig"),
+    "ui.yaml": ("ui", "xihe.config.ui:UiConfig"),
 }
 
 
@@ -167,7 +167,7 @@ def load_dir(
         else:
             settings.extra[attr] = value
     if not errors:
-        from config.semantic import semantic_problems
+        from xihe.config.semantic import semantic_problems
 
         errors = cross_check(settings) + semantic_problems(settings)
     if errors:

@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from agent.errors import ConfigError
+from xihe.agent.errors import ConfigError
 
 if TYPE_CHECKING:
-    from config.load import Settings
+    from xihe.config.load import Settings
 
 URL_SCHEMES = ("http", "https", "ws", "wss")
 
@@ -172,7 +172,7 @@ def _features(settings: Settings) -> Iterator[tuple[str, tuple[Any, ...], str]]:
 
 def semantic_problems(settings: Settings) -> list[ConfigError]:
     """Every problem of meaning across the loaded files, in file order."""
-    from config.load import SECTIONS, problem_at
+    from xihe.config.load import SECTIONS, problem_at
 
     found: list[tuple[str, tuple[Any, ...], str]] = []
     for file, (attr, _model) in SECTIONS.items():

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent.errors import ConfigErrors
-from config.yamlmodel import config_error, load_model
+from xihe.agent.errors import ConfigErrors
+from xihe.config.yamlmodel import config_error, load_model
 
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 FLAGS_MARKER = "{flags}"
@@ -287,7 +287,7 @@ class ShellConfig(BaseModel):
 
     @classmethod
     def load_yaml(cls, text: str, name: str) -> ShellConfig:
-        """Validation plus cross-checks (what `config.load.load_dir` calls for shell.yaml)."""
+        """Validation plus cross-checks (what `xihe.config.load.load_dir` calls for shell.yaml)."""
         return load_shell_config(text, name)
 
 

@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent.errors import ConfigError, ConfigErrors
-from config.yamlmodel import load_model
+from xihe.agent.errors import ConfigError, ConfigErrors
+from xihe.config.yamlmodel import load_model
 
 _AES_KEY_RE = re.compile(r"^[A-Za-z0-9]{43}$")
 

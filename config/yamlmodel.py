@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from agent.errors import ConfigError, ConfigErrors
+from xihe.agent.errors import ConfigError, ConfigErrors
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
-from agent.errors import MailError
-from agent.redact import excerpt
+from xihe.agent.errors import MailError
+from xihe.agent.redact import excerpt
 
 
 class Mailer:

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from sqlalchemy import create_engine, text
 
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from integrations.fakes.llm_server import ScriptedLLM, Step
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.integrations.fakes.llm_server import ScriptedLLM, Step
 
 REPO = Path(__file__).resolve().parent.parent
 # .ci/setup creates this role and database; XIHE_TEST_PG_URL points elsewhere.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent.commands import CommandSyntaxError, parse
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import MakeApp
+from xihe.agent.commands import CommandSyntaxError, parse
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
 from tests.conftest import REPO
+from xihe.agent.cli.main import main
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -58,7 +58,7 @@ def test_broken_config_is_reported_with_file_line_key(
 
 def test_shipped_config_is_valid() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "config", "check", str(REPO / "config")],
+        [sys.executable, "-m", "xihe.agent.cli.main", "config", "check", str(REPO / "config")],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from config.load import SECTIONS
-from config.yamlmodel import MAX_BYTES, MAX_DEPTH, MAX_ERRORS
 from tests.conftest import REPO
+from xihe.agent.cli.main import main
+from xihe.config.load import SECTIONS
+from xihe.config.yamlmodel import MAX_BYTES, MAX_DEPTH, MAX_ERRORS
 
 
 def shipped(tmp_path: Path) -> Path:
@@ -119,7 +119,7 @@ def test_a_recursive_alias_is_refused(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_merge_keys_still_override_without_a_duplicate_error(tmp_path: Path) -> None:
-    from config.load import load_dir
+    from xihe.config.load import load_dir
 
     d = tmp_path / "cfg"
     d.mkdir()
@@ -160,7 +160,7 @@ def test_the_command_never_prints_a_traceback(tmp_path: Path) -> None:
     (d / "xihe.yaml").write_text("llm: " + "[" * 10_000 + "]" * 10_000 + "\n")
     (d / "access.yaml").write_bytes(b"roles: \xff\xfe\n")
     result = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "config", "check", str(d)],
+        [sys.executable, "-m", "xihe.agent.cli.main", "config", "check", str(d)],
         capture_output=True,
         text=True,
         cwd=REPO,

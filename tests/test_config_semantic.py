@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
 from tests.conftest import REPO
+from xihe.agent.cli.main import main
 
 CASES = [
     # (file, shipped text, broken text, expected "key: problem")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.clock import FakeClock
-from agent.scheduler import resume_orphans
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import MakeApp
+from xihe.agent.clock import FakeClock
+from xihe.agent.scheduler import resume_orphans
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 
 def ask(app, text: str, user: str = "alice", conv: str = "c1") -> str:  # type: ignore[no-untyped-def]

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.db import make_engine
-from agent.pending import PendingStore
-from agent.tasks import TaskStore
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import REPO, write_config
+from xihe.agent.db import make_engine
+from xihe.agent.pending import PendingStore
+from xihe.agent.tasks import TaskStore
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 PYTHON = os.path.realpath(sys.executable)
 APPEND = "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10))"
@@ -59,7 +59,7 @@ class Bot:
         (self.cfg / "shell.yaml").write_text(shell_yaml(self.journal, with_check=with_check))
         self.db = f"sqlite:///{tmp_path / 'xihe.db'}"
         self.env = {**os.environ, "XIHE_DATABASE_URL": self.db, "PYTHONPATH": str(REPO)}
-        self.cli = [sys.executable, "-m", "agent.cli", "--config", str(self.cfg)]
+        self.cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(self.cfg)]
 
     def start(self, crash_at: str | None = None) -> subprocess.Popen[str]:
         env = {**self.env, **({"XIHE_TEST_CRASH_AT": crash_at} if crash_at else {})}

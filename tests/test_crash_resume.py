@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.db import make_engine
-from agent.tasks import TaskStore
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import REPO, write_config
+from xihe.agent.db import make_engine
+from xihe.agent.tasks import TaskStore
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 STEPS = 5
 
@@ -45,7 +45,7 @@ def test_kill_during_step_k_then_resume(tmp_path: Path, llm: ScriptedLLM, k: int
     env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_TEST_BLOCK_STEP": str(k)}
     if after_effect:
         env["XIHE_TEST_BLOCK_AFTER_EFFECT"] = "1"
-    cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
+    cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]
     proc = subprocess.Popen(
         [*cli, "chat", "--user", "alice"],
         stdin=subprocess.PIPE,

@@ -15,7 +15,7 @@ from tests.conftest import REPO
 def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     kept = tmp_path / "demo"
     result = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "demo", "--keep", str(kept)],
+        [sys.executable, "-m", "xihe.agent.cli.main", "demo", "--keep", str(kept)],
         capture_output=True,
         text=True,
         cwd=REPO,

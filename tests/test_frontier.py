@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent.frontier import INTERRUPTED, UNCERTAIN, Decision, confirmation_key, frontier, when_unknown
-from agent.tasks import TaskStep
+from xihe.agent.frontier import INTERRUPTED, UNCERTAIN, Decision, confirmation_key, frontier, when_unknown
+from xihe.agent.tasks import TaskStep
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.gate import Allow, Confirm, Deny, decide, identify, may_approve
-from config.access import AccessConfig
+from xihe.agent.gate import Allow, Confirm, Deny, decide, identify, may_approve
+from xihe.config.access import AccessConfig
 
 ACCESS = AccessConfig.model_validate(
     {

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from agent.i18n import lang_of
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import MakeApp
+from xihe.agent.i18n import lang_of
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 
 def ask(app, user: str, text: str, conv: str | None = None) -> str:  # type: ignore[no-untyped-def]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from agent.context import groups, trim
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, calls, fail, raw, say, truncated
 from tests.conftest import MakeApp
+from xihe.agent.context import groups, trim
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, calls, fail, raw, say, truncated
 
 
 def ask(app, text: str, user: str = "alice", conv: str = "c1") -> str:  # type: ignore[no-untyped-def]

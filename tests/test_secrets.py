@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.app import secrets_of
-from agent.redact import RedactingFilter, Redactor, excerpt
-from config.load import load_dir
 from tests.conftest import REPO
+from xihe.agent.app import secrets_of
+from xihe.agent.redact import RedactingFilter, Redactor, excerpt
+from xihe.config.load import load_dir
 
 
 def env_names_in(directory: Path) -> set[str]:

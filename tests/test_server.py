@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from agent.server import create_server
 from tests.conftest import MakeApp
+from xihe.agent.web.server import create_server
 
 
 def test_wecom_without_its_secrets_is_off_and_readyz_says_why(

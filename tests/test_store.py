@@ -7,13 +7,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import inspect
 
-from agent.artifacts import ArtifactStore
-from agent.audit import AuditEvent, SqlAuditSink
-from agent.clock import FakeClock
-from agent.db import make_engine, migrate
-from agent.errors import TaskStateError
-from agent.pending import PendingStore
-from agent.tasks import TaskStore
+from xihe.agent.artifacts import ArtifactStore
+from xihe.agent.audit import AuditEvent, SqlAuditSink
+from xihe.agent.clock import FakeClock
+from xihe.agent.db import make_engine, migrate
+from xihe.agent.errors import TaskStateError
+from xihe.agent.pending import PendingStore
+from xihe.agent.tasks import TaskStore
 
 
 @pytest.fixture

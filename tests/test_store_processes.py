@@ -19,22 +19,22 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from agent.db import make_engine
-from agent.schema import MIGRATIONS, schema_migrations
 from tests.conftest import write_config
+from xihe.agent.db import make_engine
+from xihe.agent.schema import MIGRATIONS, schema_migrations
 
 WORKERS, ROUNDS = 3, 20
 
 WORKER = """
 import contextlib, io, json, os, sys
-import agent.app, agent.cli
+import xihe.agent.app, xihe.agent.cli.main
 print("ready", flush=True)
 for line in sys.stdin:
     os.environ["XIHE_DATABASE_URL"] = line.strip()
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = agent.cli.main(["--config", sys.argv[1], "audit", "search", "--limit", "1"])
+            code = xihe.agent.cli.main.main(["--config", sys.argv[1], "audit", "search", "--limit", "1"])
     except BaseException as exc:
         code, err = 1, io.StringIO(f"{type(exc).__name__}: {exc}")
     print(json.dumps({"code": code, "err": err.getvalue()[-300:]}), flush=True)

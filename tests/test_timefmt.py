@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from agent.timefmt import offset_of, show
+from xihe.agent.timefmt import offset_of, show
 
 NOON_UTC = datetime(2026, 12, 2, 4, 5, 6, tzinfo=UTC)
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.app import build_app
-from agent.cli import main
-from agent.session import Inbound
-from agent.toolset import FEATURE_TOOLS
-from integrations.fakes.llm_server import ScriptedLLM, say
 from tests.conftest import REPO
+from xihe.agent.app import build_app
+from xihe.agent.cli.main import main
+from xihe.agent.session import Inbound
+from xihe.agent.toolset import FEATURE_TOOLS
+from xihe.integrations.fakes.llm_server import ScriptedLLM, say
 
 SNAPSHOT = REPO / "tests" / "snapshots" / "tools.json"
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent.user_text import for_people
+from xihe.agent.user_text import for_people
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ def test_for_people(model_text: str, lang: str, people: str) -> None:
 
 
 def test_readable_args_leave_out_empty_ones_and_keep_characters() -> None:
-    from agent.user_text import readable_args
+    from xihe.agent.user_text import readable_args
 
     shown = readable_args({"workflow": "订单同步", "project": "", "dates": ["2026-12-01"], "k": None})
     assert shown == 'workflow: 订单同步\ndates: ["2026-12-01"]'

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agent.errors import ToolFailed
-from agent.registry import ToolContext, ToolSpec
+from xihe.agent.errors import ToolFailed
+from xihe.agent.registry import ToolContext, ToolSpec
 
 
 class Args(BaseModel):

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
-from agent.alerts.manual import USERID, manual_key
-from agent.errors import ToolFailed
-from agent.registry import ToolContext, ToolSpec
+from xihe.agent.alerts.manual import USERID, manual_key
+from xihe.agent.errors import ToolFailed
+from xihe.agent.registry import ToolContext, ToolSpec
 
 NAME = "send_wecom_alert"
 

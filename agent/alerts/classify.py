@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from agent.alerts.event import AlertEvent
-from agent.alerts.maintenance import MaintenanceBook
-from agent.alerts.model import Reason, Tier
-from config.workflows import Workflow, WorkflowsConfig
-from integrations.dolphinscheduler.states import TASK_SUCCEEDED
+from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alerts.maintenance import MaintenanceBook
+from xihe.agent.alerts.model import Reason, Tier
+from xihe.config.workflows import Workflow, WorkflowsConfig
+from xihe.integrations.dolphinscheduler.states import TASK_SUCCEEDED
 
 PROD_ENVIRONMENTS = frozenset({"prod", "production", "prd"})
 _STOPS = frozenset({"STOP", "READY_STOP"})

@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from agent.alerts.outbox import Outbox, OutboxRow
-from agent.alerts.ratelimit import RateLimiter
-from agent.errors import MailError
-from config.alerts import AlertsConfig, Channel
-from integrations.wecom_robot import CONTENT_ERRCODES, RobotError, RobotReply, redact
+from xihe.agent.alerts.outbox import Outbox, OutboxRow
+from xihe.agent.alerts.ratelimit import RateLimiter
+from xihe.agent.errors import MailError
+from xihe.config.alerts import AlertsConfig, Channel
+from xihe.integrations.wecom.robot import CONTENT_ERRCODES, RobotError, RobotReply, redact
 
 
 class RobotSender(Protocol):

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from agent.events import FailureEvent
-from integrations.dolphinscheduler.states import KNOWN_STATES, WORKFLOW_RUNNING, workflow_state_name
+from xihe.integrations.dolphinscheduler.states import KNOWN_STATES, WORKFLOW_RUNNING, workflow_state_name
+from xihe.tools.dolphin.events import FailureEvent
 
 REQUIRED = ("at", "workflow", "instance_id", "state")
 DOCUMENTED = (

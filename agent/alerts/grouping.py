@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from agent.alerts.event import AlertEvent
-from agent.alerts.model import Reason, Tier
-from agent.alerts.state import HostHits, InstanceState, Window
-from config.alerts import AlertsConfig
+from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alerts.model import Reason, Tier
+from xihe.agent.alerts.state import HostHits, InstanceState, Window
+from xihe.config.alerts import AlertsConfig
 
 
 def decide_group(

@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from agent.alerts.cron import CronSpec
-from agent.alerts.event import AlertEvent
-from config.alerts import AlertsConfig
+from xihe.agent.alerts.cron import CronSpec
+from xihe.agent.alerts.event import AlertEvent
+from xihe.config.alerts import AlertsConfig
 
 ScopeKind = Literal["all", "project", "workflow", "host"]
 

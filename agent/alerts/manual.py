@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from agent.alerts.outbox import OutboxRow
-from agent.alerts.render import escape_inline, fit_bytes
+from xihe.agent.alerts.outbox import OutboxRow
+from xihe.agent.alerts.render import escape_inline, fit_bytes
 
 USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from agent.alerts.event import AlertEvent
-from agent.alerts.model import Kind, Notification, Tier
-from agent.alerts.render import Renderer, duration_seconds
-from agent.alerts.state import InstanceState, Window
-from config.alerts import AlertsConfig
-from config.workflows import Workflow
+from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alerts.model import Kind, Notification, Tier
+from xihe.agent.alerts.render import Renderer, duration_seconds
+from xihe.agent.alerts.state import InstanceState, Window
+from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import Workflow
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ import json
 
 from sqlalchemy import Engine, select
 
-from agent.alerts.notes import RunOrigin
-from agent.ds_store import SqlWatchStore
-from agent.schema import pending_action, task
+from xihe.agent.alerts.notes import RunOrigin
+from xihe.agent.schema import pending_action, task
+from xihe.tools.dolphin.store import SqlWatchStore
 
 
 def _dated(args_json: str | None) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from agent.alerts.model import Notification
+from xihe.agent.alerts.model import Notification
 
 
 @dataclass(frozen=True)

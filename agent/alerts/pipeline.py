@@ -15,16 +15,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from agent.alerts.classify import WorkflowIndex, classify, environment_of, idempotency_key, tier_for
-from agent.alerts.event import AlertEvent
-from agent.alerts.fingerprint import fingerprint
-from agent.alerts.grouping import decide_group, epoch, instance_key, window_key
-from agent.alerts.maintenance import MaintenanceBook
-from agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
-from agent.alerts.notes import NoOrigins, Origins, instance_note, window_notes
-from agent.alerts.outbox import Outbox, OutboxRow
-from agent.alerts.render import Renderer
-from agent.alerts.state import (
+from xihe.agent.alerts.classify import WorkflowIndex, classify, environment_of, idempotency_key, tier_for
+from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alerts.fingerprint import fingerprint
+from xihe.agent.alerts.grouping import decide_group, epoch, instance_key, window_key
+from xihe.agent.alerts.maintenance import MaintenanceBook
+from xihe.agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
+from xihe.agent.alerts.notes import NoOrigins, Origins, instance_note, window_notes
+from xihe.agent.alerts.outbox import Outbox, OutboxRow
+from xihe.agent.alerts.render import Renderer
+from xihe.agent.alerts.state import (
     NS_FP,
     NS_HOST,
     NS_INSTANCE,
@@ -38,8 +38,8 @@ from agent.alerts.state import (
     Window,
     rank,
 )
-from config.alerts import AlertsConfig
-from config.workflows import WorkflowsConfig
+from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import WorkflowsConfig
 
 log = logging.getLogger("xihe.alerts")
 

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
-from agent.timefmt import show
+from xihe.agent.timefmt import show
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE_NAMES = (

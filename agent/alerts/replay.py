@@ -17,18 +17,18 @@ from typing import Any
 
 from tenacity import wait_none
 
-from agent.alerts.deliver import Deliverer, DeliveryAttempt
-from agent.alerts.event import AlertEvent, EventError, parse_event, unknown_fields
-from agent.alerts.model import PUSHED, AlertRecord, Reason
-from agent.alerts.outbox import InMemoryOutbox
-from agent.alerts.pipeline import Pipeline
-from agent.alerts.ratelimit import RateLimiter
-from agent.alerts.state import InMemoryAlertStateStore
-from agent.clock import FakeClock
-from agent.errors import MailError
-from config.alerts import AlertsConfig
-from config.workflows import WorkflowsConfig
-from integrations.wecom_robot import RobotError, RobotReply
+from xihe.agent.alerts.deliver import Deliverer, DeliveryAttempt
+from xihe.agent.alerts.event import AlertEvent, EventError, parse_event, unknown_fields
+from xihe.agent.alerts.model import PUSHED, AlertRecord, Reason
+from xihe.agent.alerts.outbox import InMemoryOutbox
+from xihe.agent.alerts.pipeline import Pipeline
+from xihe.agent.alerts.ratelimit import RateLimiter
+from xihe.agent.alerts.state import InMemoryAlertStateStore
+from xihe.agent.clock import FakeClock
+from xihe.agent.errors import MailError
+from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import WorkflowsConfig
+from xihe.integrations.wecom.robot import RobotError, RobotReply
 
 
 class SimRobot:

@@ -1,6 +1,6 @@
 """Scan DolphinScheduler for failed runs the bot did not start, and hand them to the alert pipeline.
 
-The watcher (`agent.ds_poll`) reports the runs the bot started; cron runs and runs started in the
+The watcher (`xihe.tools.dolphin.poll`) reports the runs the bot started; cron runs and runs started in the
 DS UI are only seen by DolphinScheduler's own alert plugin (the webhook) or by this scan. One scan:
 
     for each configured project:
@@ -42,22 +42,22 @@ from prometheus_client import Counter as PromCounter
 from sqlalchemy import Engine, and_, delete, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from agent.alerts.state import NS_SEEN
-from agent.ds_poll import failure_events
-from agent.ds_watch import PollPolicy, Watch
-from agent.errors import DolphinError
-from agent.events import FailureEvent
-from agent.schema import alert_state, ds_watch
-from config.alerts import Scan
-from config.workflows import WorkflowsConfig
-from integrations.dolphinscheduler.client import DolphinClient
-from integrations.dolphinscheduler.factory import client_from_config
-from integrations.dolphinscheduler.models import Instance
-from integrations.dolphinscheduler.runs import DISCOVERY_SKEW
+from xihe.agent.alerts.state import NS_SEEN
+from xihe.agent.errors import DolphinError
+from xihe.agent.schema import alert_state, ds_watch
+from xihe.config.alerts import Scan
+from xihe.config.workflows import WorkflowsConfig
+from xihe.integrations.dolphinscheduler.client import DolphinClient
+from xihe.integrations.dolphinscheduler.factory import client_from_config
+from xihe.integrations.dolphinscheduler.models import Instance
+from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
+from xihe.tools.dolphin.events import FailureEvent
+from xihe.tools.dolphin.poll import failure_events
+from xihe.tools.dolphin.watch import PollPolicy, Watch
 
 if TYPE_CHECKING:
-    from agent.deps import Deps
-    from tools.ds_service import DolphinService
+    from xihe.agent.deps import Deps
+    from xihe.tools.dolphin.service import DolphinService
 
 log = logging.getLogger("xihe.alerts.scan")
 

@@ -6,7 +6,7 @@
     raise_alert(...)      a message the model asked for (tool send_wecom_alert), through the same outbox
     maintenance_on/off    `/maint` windows, stored, audited, seen by every replica on its next feed
 
-Decisions stay in `agent.alerts.pipeline` (pure per event); this class only opens the unit of work,
+Decisions stay in `xihe.agent.alerts.pipeline` (pure per event); this class only opens the unit of work,
 reads the clock once per call, and writes audit rows and metrics.
 """
 
@@ -17,20 +17,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from agent.alerts.deliver import Deliverer, DeliveryAttempt
-from agent.alerts.event import AlertEvent, EventError, from_failure
-from agent.alerts.maintenance import (
+from xihe.agent.alerts.deliver import Deliverer, DeliveryAttempt
+from xihe.agent.alerts.event import AlertEvent, EventError, from_failure
+from xihe.agent.alerts.maintenance import (
     MaintenanceBook,
     MaintenanceWindow,
     MaintOff,
     MaintOn,
     apply_maint_command,
 )
-from agent.alerts.manual import manual_row
-from agent.alerts.model import AlertRecord
-from agent.alerts.origin import SqlRunOrigins
-from agent.alerts.pipeline import FeedResult, Pipeline
-from agent.alerts.sql import (
+from xihe.agent.alerts.manual import manual_row
+from xihe.agent.alerts.model import AlertRecord
+from xihe.agent.alerts.origin import SqlRunOrigins
+from xihe.agent.alerts.pipeline import FeedResult, Pipeline
+from xihe.agent.alerts.sql import (
     SqlAlertStateStore,
     SqlAlertStores,
     SqlChannelHealth,
@@ -39,14 +39,14 @@ from agent.alerts.sql import (
     SqlRateLimiter,
     SqlRecordSink,
 )
-from agent.audit import AuditEvent
-from agent.deps import Deps
-from agent.events import FailureEvent
-from agent.timefmt import show
-from config.alerts import AlertsConfig
-from config.workflows import WorkflowsConfig
-from integrations.mailer import Mailer
-from integrations.wecom_robot import RobotClient
+from xihe.agent.audit import AuditEvent
+from xihe.agent.deps import Deps
+from xihe.agent.timefmt import show
+from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import WorkflowsConfig
+from xihe.integrations.mailer import Mailer
+from xihe.integrations.wecom.robot import RobotClient
+from xihe.tools.dolphin.events import FailureEvent
 
 log = logging.getLogger("xihe.alerts")
 

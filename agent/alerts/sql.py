@@ -26,14 +26,14 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from agent.alerts.deliver import ChannelHealth, DeliveryAttempt
-from agent.alerts.maintenance import MaintenanceWindow, MaintScope
-from agent.alerts.model import AlertRecord
-from agent.alerts.outbox import OutboxRow
-from agent.alerts.ratelimit import RateLimiter, next_free
-from agent.alerts.state import Value, decode, encode
-from agent.clock import Clock, utc_now
-from agent.schema import (
+from xihe.agent.alerts.deliver import ChannelHealth, DeliveryAttempt
+from xihe.agent.alerts.maintenance import MaintenanceWindow, MaintScope
+from xihe.agent.alerts.model import AlertRecord
+from xihe.agent.alerts.outbox import OutboxRow
+from xihe.agent.alerts.ratelimit import RateLimiter, next_free
+from xihe.agent.alerts.state import Value, decode, encode
+from xihe.agent.clock import Clock, utc_now
+from xihe.agent.schema import (
     alert_channel,
     alert_event,
     alert_maintenance,

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from agent.alerts.event import AlertEvent
-from agent.alerts.model import Tier
+from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alerts.model import Tier
 
 SCHEMA_VERSION = 2  # 2: events in the AlertEvent form; windows name every instance
 

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.events import FailureEvent
+from xihe.tools.dolphin.events import FailureEvent
 
 MAX_BODY = 1_000_000
 CONTENT_FIELDS = ("content", "msg", "text", "message", "alertContent")

@@ -1,14 +1,14 @@
 """DolphinScheduler integration: REST client (3.1-3.3), typed rows, run helpers."""
 
-from agent.errors import DolphinError
-from integrations.dolphinscheduler.client import (
+from xihe.agent.errors import DolphinError
+from xihe.integrations.dolphinscheduler.client import (
     DefinitionOffline,
     DolphinAuthError,
     DolphinClient,
     StartOutcomeUnknown,
     is_offline_error,
 )
-from integrations.dolphinscheduler.models import (
+from xihe.integrations.dolphinscheduler.models import (
     MARKER_KEY,
     Definition,
     Instance,

@@ -25,10 +25,10 @@ from zoneinfo import ZoneInfo
 import requests
 import tenacity
 
-from agent.errors import DolphinError
-from agent.redact import excerpt
-from integrations.dolphinscheduler.dag import Dag, dag_of
-from integrations.dolphinscheduler.models import (
+from xihe.agent.errors import DolphinError
+from xihe.agent.redact import excerpt
+from xihe.integrations.dolphinscheduler.dag import Dag, dag_of
+from xihe.integrations.dolphinscheduler.models import (
     MARKER_KEY,
     Definition,
     Instance,
@@ -38,8 +38,8 @@ from integrations.dolphinscheduler.models import (
     TaskRun,
     format_ds_time,
 )
-from integrations.dolphinscheduler.profiles import PROFILES, Profile
-from integrations.dolphinscheduler.states import workflow_state_name
+from xihe.integrations.dolphinscheduler.profiles import PROFILES, Profile
+from xihe.integrations.dolphinscheduler.states import workflow_state_name
 
 OFFLINE_CODES = frozenset({50004})
 OFFLINE_IF_MESSAGE_CODES = frozenset({50014, 10000})

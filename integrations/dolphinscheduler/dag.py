@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent.errors import DolphinError
+from xihe.agent.errors import DolphinError
 
 if TYPE_CHECKING:
-    from integrations.dolphinscheduler.client import DolphinClient
-    from integrations.dolphinscheduler.models import Instance, TaskRun
+    from xihe.integrations.dolphinscheduler.client import DolphinClient
+    from xihe.integrations.dolphinscheduler.models import Instance, TaskRun
 
 DAG_KEYS = {
     "3.1": ("processDefinition", "processTaskRelationList"),

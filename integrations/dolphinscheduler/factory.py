@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import tenacity
 
-from config.dolphin import DolphinConfig, credentials
-from integrations.dolphinscheduler.client import DolphinClient
+from xihe.config.dolphin import DolphinConfig, credentials
+from xihe.integrations.dolphinscheduler.client import DolphinClient
 
 
 def client_from_config(

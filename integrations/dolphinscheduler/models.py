@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any, Generic, TypeVar
 
-from integrations.dolphinscheduler.profiles import Profile
-from integrations.dolphinscheduler.states import workflow_state_name
+from xihe.integrations.dolphinscheduler.profiles import Profile
+from xihe.integrations.dolphinscheduler.states import workflow_state_name
 
 MARKER_KEY = "xihe_run"  # startParams key carrying "<task>:<step>" of the bot run that started it
 DS_TIME = "%Y-%m-%d %H:%M:%S"

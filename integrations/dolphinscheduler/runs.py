@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
-from agent.dates import schedule_time_param
-from integrations.dolphinscheduler.client import DolphinClient, StartOutcomeUnknown
-from integrations.dolphinscheduler.models import Instance, detail_marker
+from xihe.integrations.dolphinscheduler.client import DolphinClient, StartOutcomeUnknown
+from xihe.integrations.dolphinscheduler.models import Instance, detail_marker
+from xihe.tools.dolphin.dates import schedule_time_param
 
 DISCOVERY_SKEW = timedelta(minutes=2)  # server and bot clocks differ a little
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from integrations.fakes.loopback import LoopbackServer, Request, Response
+from xihe.integrations.fakes.loopback import LoopbackServer, Request, Response
 
 
 @dataclass(frozen=True)

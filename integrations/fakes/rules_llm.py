@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from integrations.fakes.llm_server import Step, call, say
+from xihe.integrations.fakes.llm_server import Step, call, say
 
 BACKFILL = re.compile(r"补跑|补数|重跑|回刷|backfill|re-?run", re.I)
 QUESTION = re.compile(

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.errors import WeComError
-from agent.redact import excerpt
-from integrations.wecom.crypto import MsgCrypto
-from integrations.wecom.inbound import (
+from xihe.agent.errors import WeComError
+from xihe.agent.redact import excerpt
+from xihe.integrations.wecom.crypto import MsgCrypto
+from xihe.integrations.wecom.inbound import (
     CHANNEL_AIBOT,
     Echo,
     InboundMessage,

@@ -19,8 +19,8 @@ import requests
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 from tenacity.wait import wait_base
 
-from agent.clock import Clock, utc_now
-from agent.errors import WeComError
+from xihe.agent.clock import Clock, utc_now
+from xihe.agent.errors import WeComError
 
 APP_MARKDOWN_MAX_BYTES = 2048
 TOKEN_INVALID = (40014, 42001)

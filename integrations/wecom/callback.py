@@ -15,8 +15,8 @@ from xml.etree.ElementTree import Element
 import defusedxml.ElementTree as DET
 from defusedxml import DefusedXmlException
 
-from integrations.wecom.crypto import MsgCrypto
-from integrations.wecom.inbound import (
+from xihe.integrations.wecom.crypto import MsgCrypto
+from xihe.integrations.wecom.inbound import (
     CHANNEL_APP,
     Accepted,
     Duplicate,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from agent.errors import WeComError
+from xihe.agent.errors import WeComError
 
 BLOCK = 32  # WeCom pads to 32-byte multiples, not AES's 16
 _AES_KEY_RE = re.compile(r"^[A-Za-z0-9]{43}$")

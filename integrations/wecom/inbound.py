@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from integrations.wecom.crypto import CallbackCryptoError, MsgCrypto, ReceiveIdError, SignatureError
+from xihe.integrations.wecom.crypto import CallbackCryptoError, MsgCrypto, ReceiveIdError, SignatureError
 
 CHANNEL_APP = "wecom_app"
 CHANNEL_AIBOT = "wecom_aibot"

@@ -36,13 +36,13 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
-from agent.errors import WeComError
-from agent.redact import excerpt
-from agent.schema import wecom_ws_lease, wecom_ws_outbox
-from config.wecom import LongConnectionSettings
-from integrations.wecom.aibot import STREAM_MAX_BYTES, AibotPayload, Stream, clip_utf8
-from integrations.wecom.inbound import CHANNEL_AIBOT, InboundMessage, MsgIdStore
-from integrations.wecom.store import SqlStreamRegistry
+from xihe.agent.errors import WeComError
+from xihe.agent.redact import excerpt
+from xihe.agent.schema import wecom_ws_lease, wecom_ws_outbox
+from xihe.config.wecom import LongConnectionSettings
+from xihe.integrations.wecom.aibot import STREAM_MAX_BYTES, AibotPayload, Stream, clip_utf8
+from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, InboundMessage, MsgIdStore
+from xihe.integrations.wecom.store import SqlStreamRegistry
 
 log = logging.getLogger("xihe.wecom.longconn")
 

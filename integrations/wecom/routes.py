@@ -19,12 +19,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from agent.clock import Clock
-from config.wecom import WeComSettings
-from integrations.wecom.aibot import AibotCallback, BotReply, StreamRegistry, Streams, encrypt_reply
-from integrations.wecom.callback import AppCallback
-from integrations.wecom.crypto import MsgCrypto
-from integrations.wecom.inbound import Accepted, Duplicate, Echo, InboundMessage, MsgIdStore, Rejected
+from xihe.agent.clock import Clock
+from xihe.config.wecom import WeComSettings
+from xihe.integrations.wecom.aibot import AibotCallback, BotReply, StreamRegistry, Streams, encrypt_reply
+from xihe.integrations.wecom.callback import AppCallback
+from xihe.integrations.wecom.crypto import MsgCrypto
+from xihe.integrations.wecom.inbound import Accepted, Duplicate, Echo, InboundMessage, MsgIdStore, Rejected
 
 log = logging.getLogger("xihe.wecom")
 

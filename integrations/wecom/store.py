@@ -20,9 +20,9 @@ from typing import Any
 from sqlalchemy import Engine, and_, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from agent.schema import wecom_inbox, wecom_stream
-from integrations.wecom.aibot import STREAM_MAX_BYTES, Stream, clip_utf8
-from integrations.wecom.inbound import InboundMessage
+from xihe.agent.schema import wecom_inbox, wecom_stream
+from xihe.integrations.wecom.aibot import STREAM_MAX_BYTES, Stream, clip_utf8
+from xihe.integrations.wecom.inbound import InboundMessage
 
 
 def _insert_ignore(engine: Engine, table: Any, values: dict[str, Any]) -> bool:

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from agent.alerts.event import AlertEvent
-from agent.alerts.outbox import InMemoryOutbox
-from agent.alerts.pipeline import Pipeline
-from agent.alerts.state import InMemoryAlertStateStore
-from config.alerts import AlertsConfig
-from config.workflows import WorkflowsConfig
 from tests.alerts.feature_support import alerts_app, sinks  # noqa: F401  (fixtures of the feature tests)
+from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alerts.outbox import InMemoryOutbox
+from xihe.agent.alerts.pipeline import Pipeline
+from xihe.agent.alerts.state import InMemoryAlertStateStore
+from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import WorkflowsConfig
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 

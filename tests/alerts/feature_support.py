@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.alerts.service import AlertService
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from agent.events import FailureEvent
-from agent.features import Job
-from agent.scheduler import all_jobs, run_job
-from integrations.fakes.llm_server import ScriptedLLM
-from integrations.fakes.robot_sink import RobotSink
-from integrations.fakes.smtp_sink import SmtpSink
 from tests.conftest import CORE_FILES, REPO, write_config
+from xihe.agent.alerts.service import AlertService
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.feature import Job
+from xihe.agent.scheduler import all_jobs, run_job
+from xihe.integrations.fakes.llm_server import ScriptedLLM
+from xihe.integrations.fakes.smtp_sink import SmtpSink
+from xihe.integrations.wecom.robot_sink import RobotSink
+from xihe.tools.dolphin.events import FailureEvent
 
 KEY = "robot-key-default-0123456789"
 KEY_PROD = "robot-key-prod-9876543210"

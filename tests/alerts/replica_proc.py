@@ -18,10 +18,10 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from agent.app import build_app
-from agent.clock import FakeClock
-from agent.events import FailureEvent
-from agent.scheduler import all_jobs, run_job
+from xihe.agent.app import build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.scheduler import all_jobs, run_job
+from xihe.tools.dolphin.events import FailureEvent
 
 
 def main(argv: list[str]) -> int:

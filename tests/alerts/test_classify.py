@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from agent.alerts.classify import WorkflowIndex, classify, tier_for
-from agent.alerts.event import AlertEvent, parse_event
-from agent.alerts.maintenance import MaintenanceBook, MaintenanceWindow, MaintScope
-from agent.alerts.model import Reason, Tier
-from integrations.dolphinscheduler.states import KNOWN_STATES
 from tests.alerts.conftest import T0, WORKFLOWS, event
+from xihe.agent.alerts.classify import WorkflowIndex, classify, tier_for
+from xihe.agent.alerts.event import AlertEvent, parse_event
+from xihe.agent.alerts.maintenance import MaintenanceBook, MaintenanceWindow, MaintScope
+from xihe.agent.alerts.model import Reason, Tier
+from xihe.integrations.dolphinscheduler.states import KNOWN_STATES
 
 # What each state means, written out here (not derived from the code under test).
 STOPS = {"STOP", "READY_STOP"}

@@ -7,16 +7,16 @@ from datetime import timedelta
 import pytest
 from tenacity import wait_none
 
-from agent.alerts.deliver import Deliverer
-from agent.alerts.model import Kind, Notification, Tier
-from agent.alerts.outbox import InMemoryOutbox, OutboxRow
-from agent.alerts.ratelimit import RateLimiter, next_free
-from agent.clock import FakeClock
-from integrations.fakes.robot_sink import RobotSink
-from integrations.fakes.smtp_sink import SmtpSink
-from integrations.mailer import Mailer
-from integrations.wecom_robot import RobotClient, RobotError
 from tests.alerts.conftest import T0, config, event
+from xihe.agent.alerts.deliver import Deliverer
+from xihe.agent.alerts.model import Kind, Notification, Tier
+from xihe.agent.alerts.outbox import InMemoryOutbox, OutboxRow
+from xihe.agent.alerts.ratelimit import RateLimiter, next_free
+from xihe.agent.clock import FakeClock
+from xihe.integrations.fakes.smtp_sink import SmtpSink
+from xihe.integrations.mailer import Mailer
+from xihe.integrations.wecom.robot import RobotClient, RobotError
+from xihe.integrations.wecom.robot_sink import RobotSink
 
 KEY = "0123abcd-key-secret-5678"
 ENV = {"XIHE_ROBOT_KEY": KEY, "XIHE_ROBOT_KEY_PROD": KEY + "-prod", "XIHE_SMTP_PASSWORD": "pw-secret"}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent.alerts.event import AlertEvent, EventError, from_failure, parse_event, unknown_fields
-from agent.events import FailureEvent
+from xihe.agent.alerts.event import AlertEvent, EventError, from_failure, parse_event, unknown_fields
+from xihe.tools.dolphin.events import FailureEvent
 
 LINE: dict[str, Any] = {
     "at": "2026-12-02T17:00:05+08:00",

@@ -8,14 +8,14 @@ from datetime import timedelta
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from agent.app import App
-from agent.clock import FakeClock
-from agent.schema import alert_outbox
-from agent.server import create_server
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.alerts.feature_support import KEY, KEY_PROD, SECRET, AlertsApp, Sinks, failure, run_jobs, svc
 from tests.conftest import MakeApp
+from xihe.agent.app import App
+from xihe.agent.clock import FakeClock
+from xihe.agent.schema import alert_outbox
+from xihe.agent.session import Inbound
+from xihe.agent.web.server import create_server
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 
 def ask(app: App, text: str, user: str = "dave", conv: str = "c1") -> str:

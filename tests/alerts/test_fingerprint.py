@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.alerts.fingerprint import fingerprint
+from xihe.agent.alerts.fingerprint import fingerprint
 
 SAME = [
     ("numbers", "retry 3 of 5 failed", "retry 4 of 5 failed"),

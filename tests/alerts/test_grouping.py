@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from agent.alerts.model import Kind, Reason
-from agent.alerts.outbox import InMemoryOutbox
-from agent.alerts.state import InMemoryAlertStateStore
-from agent.clock import FakeClock
 from tests.alerts.conftest import T0, config, event
+from xihe.agent.alerts.model import Kind, Reason
+from xihe.agent.alerts.outbox import InMemoryOutbox
+from xihe.agent.alerts.state import InMemoryAlertStateStore
+from xihe.agent.clock import FakeClock
 
 
 def kinds(outbox: InMemoryOutbox) -> list[str]:

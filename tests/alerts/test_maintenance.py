@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from agent.alerts.cron import CronSpec
-from agent.alerts.maintenance import (
+from tests.alerts.conftest import T0, config, event
+from xihe.agent.alerts.cron import CronSpec
+from xihe.agent.alerts.maintenance import (
     InMemoryMaintenanceStore,
     MaintenanceBook,
     MaintOff,
@@ -16,10 +17,9 @@ from agent.alerts.maintenance import (
     apply_maint_command,
     parse_maint_command,
 )
-from agent.errors import ConfigError
-from config.alerts import AlertsConfig
-from config.yamlmodel import load_model
-from tests.alerts.conftest import T0, config, event
+from xihe.agent.errors import ConfigError
+from xihe.config.alerts import AlertsConfig
+from xihe.config.yamlmodel import load_model
 
 
 def test_chat_maint_on_scope_and_off():

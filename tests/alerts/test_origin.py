@@ -7,17 +7,17 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
-from agent.alerts.model import Tier
-from agent.alerts.notes import RunOrigin, instance_note
-from agent.alerts.origin import SqlRunOrigins
-from agent.alerts.render import Renderer
-from agent.alerts.state import InstanceState
-from agent.db import open_store_engine
-from agent.ds_store import SqlWatchStore
-from agent.ds_watch import Watch
-from agent.schema import pending_action
-from agent.tasks import TaskStore
 from tests.alerts.conftest import config, event
+from xihe.agent.alerts.model import Tier
+from xihe.agent.alerts.notes import RunOrigin, instance_note
+from xihe.agent.alerts.origin import SqlRunOrigins
+from xihe.agent.alerts.render import Renderer
+from xihe.agent.alerts.state import InstanceState
+from xihe.agent.db import open_store_engine
+from xihe.agent.schema import pending_action
+from xihe.agent.tasks import TaskStore
+from xihe.tools.dolphin.store import SqlWatchStore
+from xihe.tools.dolphin.watch import Watch
 
 NOW = datetime(2026, 12, 2, 9, tzinfo=UTC)
 

@@ -20,12 +20,12 @@ from typing import IO
 
 import yaml
 
-from agent.app import build_app
-from agent.clock import FakeClock
-from agent.events import FailureEvent
 from tests.alerts.feature_support import KEY, Sinks, failure, merge, svc
 from tests.alerts.test_replicas import delivered_exactly_once
 from tests.conftest import CORE_FILES, REPO, write_config
+from xihe.agent.app import build_app
+from xihe.agent.clock import FakeClock
+from xihe.tools.dolphin.events import FailureEvent
 
 STEPS, DRAIN = 30, 45  # 5 minutes of events in 10-second steps, then 7.5 minutes to drain
 STEP_TIMEOUT = 60.0  # seconds of real time one step may take before the test gives up

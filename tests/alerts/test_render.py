@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2 import UndefinedError
 
-from agent.alerts.render import Renderer, escape_md, fit_bytes
+from xihe.agent.alerts.render import Renderer, escape_md, fit_bytes
 
 
 def ctx(**kw: Any) -> dict[str, Any]:

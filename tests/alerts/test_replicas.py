@@ -6,10 +6,10 @@ import threading
 from collections import Counter
 from datetime import timedelta
 
-from agent.app import App
-from agent.clock import FakeClock
-from agent.events import FailureEvent
 from tests.alerts.feature_support import KEY, KEY_PROD, AlertsApp, Sinks, failure, job, run_jobs, svc
+from xihe.agent.app import App
+from xihe.agent.clock import FakeClock
+from xihe.tools.dolphin.events import FailureEvent
 
 
 def delivered_exactly_once(app: App, sinks: Sinks) -> list[str]:

@@ -12,19 +12,19 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.alerts.scan import Scanner, ScanResult, mark_key
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from agent.errors import ConfigError
-from agent.features.alerts import scan_failed_runs
-from agent.features.dolphin import poll_watches
-from agent.scheduler import all_jobs, run_job
-from agent.session import Inbound
-from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
 from tests.alerts.feature_support import KEY, KEY_PROD, Sinks, merge, run_jobs
 from tests.alerts.test_replicas import delivered_exactly_once
 from tests.conftest import REPO
 from tests.dolphin.support import write_ds_config
+from xihe.agent.alerts.feature import scan_failed_runs
+from xihe.agent.alerts.scan import Scanner, ScanResult, mark_key
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.dolphin.feature import poll_watches
+from xihe.agent.errors import ConfigError
+from xihe.agent.scheduler import all_jobs, run_job
+from xihe.agent.session import Inbound
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
 
 ETL, DW = 1000000000001, 1000000000002
 HOST = "10.0.0.21:1234"

@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from agent.alerts.deliver import InMemoryChannelHealth
-from agent.alerts.maintenance import MaintenanceWindow, MaintScope
-from agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
-from agent.alerts.outbox import InMemoryOutbox, OutboxRow
-from agent.alerts.ratelimit import RateLimiter
-from agent.alerts.sql import (
+from tests.alerts.conftest import T0, WORKFLOWS, config, event
+from tests.conftest import PG_URL, reset_postgres
+from xihe.agent.alerts.deliver import InMemoryChannelHealth
+from xihe.agent.alerts.maintenance import MaintenanceWindow, MaintScope
+from xihe.agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
+from xihe.agent.alerts.outbox import InMemoryOutbox, OutboxRow
+from xihe.agent.alerts.ratelimit import RateLimiter
+from xihe.agent.alerts.sql import (
     SqlAlertStateStore,
     SqlAlertStores,
     SqlChannelHealth,
@@ -25,10 +27,15 @@ from agent.alerts.sql import (
     SqlRateLimiter,
     SqlRecordSink,
 )
-from agent.alerts.state import NS_FP, NS_INSTANCE, NS_SEEN, InMemoryAlertStateStore, InstanceState, Window
-from agent.db import make_engine, open_store_engine
-from tests.alerts.conftest import T0, WORKFLOWS, config, event
-from tests.conftest import PG_URL, reset_postgres
+from xihe.agent.alerts.state import (
+    NS_FP,
+    NS_INSTANCE,
+    NS_SEEN,
+    InMemoryAlertStateStore,
+    InstanceState,
+    Window,
+)
+from xihe.agent.db import make_engine, open_store_engine
 
 MIN = timedelta(minutes=1)
 LEASE = timedelta(seconds=60)
@@ -335,7 +342,7 @@ def _storm() -> list:
 
 
 def _run(make: Callable[[], tuple[Any, Any]]) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
-    from agent.alerts.pipeline import Pipeline
+    from xihe.agent.alerts.pipeline import Pipeline
 
     state, outbox = make()
     p = Pipeline(config(instance_wait_seconds=10), WORKFLOWS, state, outbox)

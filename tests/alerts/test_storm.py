@@ -13,12 +13,12 @@ from functools import cache
 
 import pytest
 
-from agent.alerts.event import parse_event
-from agent.alerts.model import Reason
-from agent.alerts.replay import ReplayResult, parse_lines, run_replay
-from config.alerts import AlertsConfig
-from config.workflows import WorkflowsConfig
 from tests.alerts import storm as gen
+from xihe.agent.alerts.event import parse_event
+from xihe.agent.alerts.model import Reason
+from xihe.agent.alerts.replay import ReplayResult, parse_lines, run_replay
+from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import WorkflowsConfig
 
 SCENARIOS = {
     "steady": {"seed": 11, "instances": 400},

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from agent.alerts.classify import idempotency_key
-from agent.alerts.event import from_failure
-from agent.alerts.model import Reason
-from agent.alerts.webhook import Parsed, handle_ds_webhook
 from tests.alerts.conftest import T0
+from xihe.agent.alerts.classify import idempotency_key
+from xihe.agent.alerts.event import from_failure
+from xihe.agent.alerts.model import Reason
+from xihe.agent.alerts.webhook import Parsed, handle_ds_webhook
 
 SECRET = "s3cret-token-value"
 ITEMS = [

@@ -17,14 +17,14 @@ import time
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from agent.alerts.model import Reason
-from agent.alerts.outbox import InMemoryOutbox
-from agent.alerts.pipeline import Pipeline
-from agent.alerts.replay import parse_lines, run_replay
-from agent.alerts.state import InMemoryAlertStateStore
-from config.alerts import AlertsConfig
-from config.workflows import WorkflowsConfig
 from tests.alerts import storm as gen
+from xihe.agent.alerts.model import Reason
+from xihe.agent.alerts.outbox import InMemoryOutbox
+from xihe.agent.alerts.pipeline import Pipeline
+from xihe.agent.alerts.replay import parse_lines, run_replay
+from xihe.agent.alerts.state import InMemoryAlertStateStore
+from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import WorkflowsConfig
 
 
 def _names(text: str, iid: int) -> bool:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from agent.errors import ConfigError
-from config.load import load_dir
-from config.yamlmodel import MAX_BYTES
+from xihe.agent.errors import ConfigError
+from xihe.config.load import load_dir
+from xihe.config.yamlmodel import MAX_BYTES
 
 
 def _fill(line: Callable[[int], str]) -> str:

@@ -13,10 +13,10 @@ from dataclasses import replace
 
 import tenacity
 
-from agent.ds_poll import poll_once
-from agent.ds_watch import PollPolicy, Watch
-from integrations.dolphinscheduler import DolphinClient
-from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.integrations.dolphinscheduler import DolphinClient
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.tools.dolphin.poll import poll_once
+from xihe.tools.dolphin.watch import PollPolicy, Watch
 
 PROJECTS, DEFS_PER_PROJECT, RUNS = 5, 4, 500
 POLICY = PollPolicy(interval=15, max_interval=15, backoff=1.0)  # every watch due every cycle: worst case

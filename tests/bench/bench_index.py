@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from config.code import CodeConfig
-from tools.codeindex.embed import WordLlamaEmbedder
-from tools.codeindex.heldout import docstring_questions, fetch, hand_written, load_set
-from tools.codeindex.index import CodeIndex
-from tools.codeindex.units import Parsers, units_for_file
-from tools.codeindex.walk import read_source, walk_repo
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex.embed import WordLlamaEmbedder
+from xihe.tools.codeindex.heldout import docstring_questions, fetch, hand_written, load_set
+from xihe.tools.codeindex.index import CodeIndex
+from xihe.tools.codeindex.units import Parsers, units_for_file
+from xihe.tools.codeindex.walk import read_source, walk_repo
 
 
 def _parse_only(root: Path, cfg: CodeConfig) -> tuple[float, float, int]:

@@ -17,9 +17,9 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from config.shell import load_shell_config
-from tools.shell.sandbox import BwrapSandbox, ShellRunner, plan_for
-from tools.shell.whitelist import Whitelist
+from xihe.config.shell import load_shell_config
+from xihe.tools.shell.sandbox import BwrapSandbox, ShellRunner, plan_for
+from xihe.tools.shell.whitelist import Whitelist
 
 CONFIG = """
 sandbox: {sandbox}

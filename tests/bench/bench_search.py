@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from agent.cli_code import main
+from xihe.agent.cli.code import main
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-XIHE = [sys.executable, "-m", "agent.cli"]
+XIHE = [sys.executable, "-m", "xihe.agent.cli.main"]
 
 
 def _median_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -> float:

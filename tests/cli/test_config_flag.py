@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from agent.cli import build_parser
+from xihe.agent.cli.main import build_parser
 
 COMMANDS = [
     ["chat", "--user", "alice"],

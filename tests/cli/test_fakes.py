@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from integrations.fakes.rules_llm import respond
+from xihe.integrations.fakes.rules_llm import respond
 
 TOOLS = [{"type": "function", "function": {"name": n}} for n in ("trigger_dolphinscheduler", "search_code")]
 
@@ -71,7 +71,7 @@ def _env_file(path: Path) -> dict[str, str]:
 
 def start_fakes(root: Path, *extra: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agent.cli", "fakes", "up", "--dir", str(root), *extra],
+        [sys.executable, "-m", "xihe.agent.cli.main", "fakes", "up", "--dir", str(root), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -97,7 +97,16 @@ def stop_fakes(proc: subprocess.Popen[str]) -> str:
 def chat(root: Path, lines: str, user: str = "alice") -> str:
     env = {**os.environ, **_env_file(root / "fakes.env")}
     result = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "chat", "--config", str(root / "config"), "--user", user],
+        [
+            sys.executable,
+            "-m",
+            "xihe.agent.cli.main",
+            "chat",
+            "--config",
+            str(root / "config"),
+            "--user",
+            user,
+        ],
         input=lines,
         capture_output=True,
         text=True,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.terminal import clean
 from tests.conftest import write_config
+from xihe.agent.cli.terminal import clean
 
 UP = "\x1b[A"
 
@@ -61,7 +61,7 @@ def test_up_arrow_repeats_the_last_line_and_history_survives(tmp_path: Path) -> 
     def session(keys: list[str]) -> str:
         leader, follower = pty.openpty()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agent.cli", "chat", "--config", str(cfg), "--user", "alice"],
+            [sys.executable, "-m", "xihe.agent.cli.main", "chat", "--config", str(cfg), "--user", "alice"],
             stdin=follower,
             stdout=follower,
             stderr=follower,

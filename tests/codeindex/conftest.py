@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from config.code import CodeConfig
-from tools.codeindex.embed import WordLlamaEmbedder
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex.embed import WordLlamaEmbedder
 
 
 def git(root: Path, *args: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY
-from tools.codeindex.api import (
+from xihe.tools.codeindex.api import (
     NOTHING_FOUND,
     exists,
     extract_citations,
@@ -13,7 +13,7 @@ from tools.codeindex.api import (
     missing_citations,
     search_code,
 )
-from tools.codeindex.service import index_repo
+from xihe.tools.codeindex.service import index_repo
 
 
 @pytest.fixture

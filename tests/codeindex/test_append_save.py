@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY
-from tools.codeindex.index import CodeIndex
-from tools.codeindex.service import index_dir, index_repo, open_index
+from xihe.tools.codeindex.index import CodeIndex
+from xihe.tools.codeindex.service import index_dir, index_repo, open_index
 
 
 def _units(idx: CodeIndex) -> list[tuple[str, str] | None]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tools.codeindex.bm25 import Bm25Index
+from xihe.tools.codeindex.bm25 import Bm25Index
 
 DOCS = [["resume", "task", "step"], ["confirm", "pending", "action"], ["resume", "resume", "alert"]]
 
@@ -30,7 +30,7 @@ def test_a_query_on_a_saved_index_never_imports_scipy(tmp_path: Path) -> None:
     built.add(DOCS)
     built.save(tmp_path)
     code = (
-        "import sys; from pathlib import Path; from tools.codeindex.bm25 import Bm25Index; "
+        "import sys; from pathlib import Path; from xihe.tools.codeindex.bm25 import Bm25Index; "
         f"i = Bm25Index.load(Path({str(tmp_path)!r})); assert i.top(['resume'], 2); "
         "print('scipy' in sys.modules)"
     )

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli_code import main
-from agent.errors import ConfigError
-from config.code import load
 from tests.codeindex.conftest import ORDERS_PY
+from xihe.agent.cli.code import main
+from xihe.agent.errors import ConfigError
+from xihe.config.code import load
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from config.code import CodeConfig, EmbeddingConfig
-from tools.codeindex.index import CodeIndex, doc_sentences
-from tools.codeindex.service import index_dir, index_repo, open_index
+from xihe.config.code import CodeConfig, EmbeddingConfig
+from xihe.tools.codeindex.index import CodeIndex, doc_sentences
+from xihe.tools.codeindex.service import index_dir, index_repo, open_index
 
 SECOND = "Stale entries are evicted by a background sweeper thread."
 CACHE_PY = f'''
@@ -87,7 +87,7 @@ def test_updates_compaction_and_reload_keep_sentences_with_their_units(make_repo
 
 
 def test_eval_control_set_asks_with_second_sentences(make_repo, cfg, embedder) -> None:
-    from tools.codeindex.evaluate import later_sentence_queries
+    from xihe.tools.codeindex.evaluate import later_sentence_queries
 
     repo = make_repo({"json/cache.py": CACHE_PY})
     idx, _ = index_repo(repo, cfg, embedder=embedder)

@@ -6,8 +6,8 @@ import bm25s
 import numpy as np
 import pytest
 
-from tools.codeindex.bm25 import Bm25Index
-from tools.codeindex.fuse import linear, rrf
+from xihe.tools.codeindex.bm25 import Bm25Index
+from xihe.tools.codeindex.fuse import linear, rrf
 
 CORPUS = [
     ["order", "state", "machine", "timeout"],

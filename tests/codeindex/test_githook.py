@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import json
 
-from tools.codeindex.githook import parse, verify
+from xihe.tools.codeindex.githook import parse, verify
 
 GITLAB_PUSH = {
     "object_kind": "push",

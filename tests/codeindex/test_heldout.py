@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.codeindex.heldout import (
+from xihe.tools.codeindex.heldout import (
     SETS,
     EvalSet,
     Question,
@@ -15,7 +15,7 @@ from tools.codeindex.heldout import (
     report,
     split_of,
 )
-from tools.codeindex.service import index_repo
+from xihe.tools.codeindex.service import index_repo
 
 JOBS_JAVA = """package demo;
 

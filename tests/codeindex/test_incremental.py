@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config.code import CodeConfig
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY, git
-from tools.codeindex.index import CodeIndex
-from tools.codeindex.service import index_dir, index_repo, open_index, reindex_changed
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex.index import CodeIndex
+from xihe.tools.codeindex.service import index_dir, index_repo, open_index, reindex_changed
 
 
 def quals(idx: CodeIndex, path: str) -> set[str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from config.code import RetrievalConfig
-from tools.codeindex.heldout import Question
-from tools.codeindex.learn import DOCSTRING_SLACK, GRID, learn, objective
-from tools.codeindex.service import index_repo
+from xihe.config.code import RetrievalConfig
+from xihe.tools.codeindex.heldout import Question
+from xihe.tools.codeindex.learn import DOCSTRING_SLACK, GRID, learn, objective
+from xihe.tools.codeindex.service import index_repo
 
 TIMERS_PY = '''
 class ClipboardService:

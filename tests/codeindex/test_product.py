@@ -15,14 +15,14 @@ import httpx
 import pytest
 import uvicorn
 
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from agent.features.code import live, reconcile_job
-from agent.server import create_server
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.codeindex.conftest import ORDERS_PY, git
 from tests.conftest import write_config
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.code.feature import live, reconcile_job
+from xihe.agent.session import Inbound
+from xihe.agent.web.server import create_server
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 SECRET = "hook-secret-123"
 PAYMENTS_PY = '''"""Payments."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from config.code import CodeConfig, RetrievalConfig
-from tools.codeindex.bridge import CjkBridge
-from tools.codeindex.query import is_identifier, plan
-from tools.codeindex.service import index_dir, index_repo, open_index
-from tools.codeindex.tokens import Tokenizer
+from xihe.config.code import CodeConfig, RetrievalConfig
+from xihe.tools.codeindex.bridge import CjkBridge
+from xihe.tools.codeindex.query import is_identifier, plan
+from xihe.tools.codeindex.service import index_dir, index_repo, open_index
+from xihe.tools.codeindex.tokens import Tokenizer
 
 BRIDGE = CjkBridge()
 

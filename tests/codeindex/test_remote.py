@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from config.code import CodeConfig, EmbeddingConfig, RerankConfig
 from tests.codeindex.conftest import ORDERS_PY
-from tools.codeindex.embed import EmbeddingError, OpenAIEmbedder, Reranker
-from tools.codeindex.fakes import FakeEmbeddings
-from tools.codeindex.service import index_repo
+from xihe.config.code import CodeConfig, EmbeddingConfig, RerankConfig
+from xihe.tools.codeindex.embed import EmbeddingError, OpenAIEmbedder, Reranker
+from xihe.tools.codeindex.fakes import FakeEmbeddings
+from xihe.tools.codeindex.service import index_repo
 
 
 @pytest.fixture

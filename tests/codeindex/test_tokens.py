@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from tools.codeindex.tokens import Tokenizer, split_identifier
+from xihe.tools.codeindex.tokens import Tokenizer, split_identifier
 
 
 def test_split_identifier_handles_camel_snake_acronyms_and_digits() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.codeindex.units import Parsers, units_for_file
+from xihe.tools.codeindex.units import Parsers, units_for_file
 
 
 def by_qual(path: str, src: str) -> dict:

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import tenacity
 
-from agent.clock import FakeClock
-from integrations.dolphinscheduler import DolphinClient
-from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
-from integrations.fakes.llm_server import ScriptedLLM
 from tests.dolphin.support import Bot, make_bot
+from xihe.agent.clock import FakeClock
+from xihe.integrations.dolphinscheduler import DolphinClient
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.integrations.fakes.llm_server import ScriptedLLM
 
 ETL, DW = 1000000000001, 1000000000002
 ORDER_SYNC, FLAKY, BROKEN, LONG, WAITING, OFFLINE, BACKFILL = (

@@ -8,13 +8,13 @@ from typing import Any
 
 import yaml
 
-from agent.app import App, build_app
-from agent.clock import Clock
-from agent.ds_watch import Watch
-from agent.features.dolphin import poll_watches
-from agent.session import Inbound
-from integrations.fakes.dolphin import DolphinSimulator
 from tests.conftest import CORE_FILES, write_config
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import Clock
+from xihe.agent.dolphin.feature import poll_watches
+from xihe.agent.session import Inbound
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.tools.dolphin.watch import Watch
 
 WORKFLOWS = {
     "timezone": "Asia/Shanghai",

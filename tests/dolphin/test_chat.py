@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.clock import FakeClock
-from agent.events import FailureEvent
-from agent.features.dolphin import poll_watches
-from integrations.fakes.llm_server import ScriptedLLM, call, say
-from integrations.fakes.robot_sink import RobotSink
-from integrations.fakes.smtp_sink import SmtpSink
 from tests.alerts.feature_support import ENV, KEY, KEY_PROD, Sinks, merge, run_jobs
 from tests.conftest import REPO
 from tests.dolphin.conftest import BAD_HOST
 from tests.dolphin.support import Bot, ask_id, make_bot
+from xihe.agent.clock import FakeClock
+from xihe.agent.dolphin.feature import poll_watches
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.integrations.fakes.smtp_sink import SmtpSink
+from xihe.integrations.wecom.robot_sink import RobotSink
+from xihe.tools.dolphin.events import FailureEvent
 
 # 昨天 is business date 2026-12-01; ${system.biz.date} is scheduleTime - 1 day, so scheduleTime is 12-02
 YESTERDAY = '{"complementStartDate":"2026-12-02 00:00:00","complementEndDate":"2026-12-02 00:00:00"}'
@@ -181,7 +181,7 @@ def test_a_new_workflow_is_found_by_resyncing_the_catalog(
 ) -> None:
     bot = bot_for("3.3", with_llm=False)
     assert "no workflow called 'brand_new'" in bot.say("alice", "/run brand_new 昨天")
-    from integrations.fakes.dolphin import SimDefinition
+    from xihe.integrations.dolphinscheduler.sim import SimDefinition
 
     bot.sim.projects[1000000000001].definitions.append(SimDefinition("brand_new", 2000000000099))
     assert "no workflow called 'brand_new'" in bot.say("alice", "/run brand_new 昨天")  # synced seconds ago
@@ -269,7 +269,7 @@ def test_failure_reaches_the_wecom_robot_through_the_real_alert_pipeline(
 
 
 def test_jobs_sync_names_and_poll_through_the_scheduler(bot_for: Callable[..., Bot]) -> None:
-    from agent.scheduler import all_jobs, run_job
+    from xihe.agent.scheduler import all_jobs, run_job
 
     bot = bot_for("3.3", with_llm=False)
     jobs = {j.id: j for j in all_jobs(bot.app)}

@@ -8,12 +8,6 @@ from datetime import date
 
 import pytest
 
-from agent.errors import DolphinError
-from agent.workflow_names import CatalogEntry
-from integrations.dolphinscheduler import DefinitionOffline, DolphinAuthError, StartOutcomeUnknown
-from integrations.dolphinscheduler.client import DolphinClient, is_offline_error
-from integrations.dolphinscheduler.runs import find_started, start_backfill, start_workflow
-from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
 from tests.dolphin.conftest import (
     BACKFILL,
     BAD_HOST,
@@ -26,6 +20,12 @@ from tests.dolphin.conftest import (
     ORDER_SYNC,
     client_for,
 )
+from xihe.agent.errors import DolphinError
+from xihe.integrations.dolphinscheduler import DefinitionOffline, DolphinAuthError, StartOutcomeUnknown
+from xihe.integrations.dolphinscheduler.client import DolphinClient, is_offline_error
+from xihe.integrations.dolphinscheduler.runs import find_started, start_backfill, start_workflow
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.tools.dolphin.names import CatalogEntry
 
 
 def ref(code: int, name: str = "wf", project_code: int = ETL) -> CatalogEntry:

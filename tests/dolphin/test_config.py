@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.ds_watch import policy_from_config
-from agent.errors import ConfigError, ConfigErrors
-from config.dolphin import credentials, load_dolphin
-from config.load import load_dir
-from config.workflows import WorkflowsConfig
-from integrations.dolphinscheduler.factory import client_from_config
-from integrations.fakes.dolphin import DolphinSimulator
 from tests.conftest import write_config
+from xihe.agent.errors import ConfigError, ConfigErrors
+from xihe.config.dolphin import credentials, load_dolphin
+from xihe.config.load import load_dir
+from xihe.config.workflows import WorkflowsConfig
+from xihe.integrations.dolphinscheduler.factory import client_from_config
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.tools.dolphin.watch import policy_from_config
 
 SAMPLE = Path(__file__).resolve().parents[2] / "config" / "dolphin.yaml"
 

@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from agent.app import build_app
-from agent.clock import FakeClock, utc_now
-from agent.db import make_engine
-from agent.ds_store import SqlWatchStore
-from agent.features.dolphin import poll_watches
-from agent.tasks import TaskStore
-from integrations.fakes.dolphin import DolphinSimulator
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import REPO
 from tests.dolphin.conftest import seed
 from tests.dolphin.support import write_ds_config
+from xihe.agent.app import build_app
+from xihe.agent.clock import FakeClock, utc_now
+from xihe.agent.db import make_engine
+from xihe.agent.dolphin.feature import poll_watches
+from xihe.agent.tasks import TaskStore
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.tools.dolphin.store import SqlWatchStore
 
 
 def _wait_for_start(sim: DolphinSimulator, proc: subprocess.Popen[str], timeout: float = 60) -> None:
@@ -52,7 +52,7 @@ def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
         cfg = write_ds_config(tmp_path / "cfg", sim, llm_url=llm.base_url)
         db = f"sqlite:///{tmp_path / 'xihe.db'}"
         env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
-        cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
+        cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]
         sim.slow("/executors/start-", 120)  # accept the start, then hold the answer
         proc = subprocess.Popen(
             [*cli, "chat", "--user", "alice"],
@@ -127,7 +127,7 @@ def test_kill_before_the_start_reached_ds_is_told_with_the_retry_not_done(
         cfg = write_ds_config(tmp_path / "cfg", sim, llm_url=llm.base_url)
         db = f"sqlite:///{tmp_path / 'xihe.db'}"
         env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
-        cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
+        cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]
         sim.drop("/executors/start-", 30)  # the start never reaches DS: the bot dies first
         proc = subprocess.Popen(
             [*cli, "chat", "--user", "alice"],
@@ -188,7 +188,7 @@ def test_kill_after_a_rerun_reached_a_slow_master_resumes_without_a_second_rerun
         cfg = write_ds_config(tmp_path / "cfg", sim)
         db = f"sqlite:///{tmp_path / 'xihe.db'}"
         env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
-        cli = [sys.executable, "-m", "agent.cli", "--config", str(cfg)]
+        cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]
         sim.slow_master(300)  # the master takes the command minutes later; DS shows FAILURE until then
         sim.slow("/executors/execute", 30)  # DS has the command; the bot dies before the answer
         proc = subprocess.Popen(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from agent.workflow_names import CatalogEntry
-from integrations.dolphinscheduler.client import DolphinClient
-from integrations.dolphinscheduler.dag import dag_of
-from integrations.dolphinscheduler.runs import start_workflow
-from integrations.fakes.dolphin import DolphinSimulator
 from tests.dolphin.conftest import ETL, ORDER_SYNC, client_for
+from xihe.integrations.dolphinscheduler.client import DolphinClient
+from xihe.integrations.dolphinscheduler.dag import dag_of
+from xihe.integrations.dolphinscheduler.runs import start_workflow
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.tools.dolphin.names import CatalogEntry
 
 ORDER = CatalogEntry("etl", "order_sync", ORDER_SYNC, "ONLINE", ETL)
 

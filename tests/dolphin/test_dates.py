@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from agent.dates import (
+from xihe.tools.dolphin.dates import (
     DateError,
     backfill_label,
     biz_date_of,

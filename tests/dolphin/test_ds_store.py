@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from agent.db import open_store_engine
-from agent.ds_poll import run_poll_cycle
-from agent.ds_store import SqlCatalogStore, SqlWatchStore
-from agent.ds_watch import Finished, InMemoryWatchStore, PollPolicy, Watch
-from agent.workflow_names import CatalogEntry, InMemoryCatalogStore
-from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
 from tests.conftest import PG_URL, reset_postgres
 from tests.dolphin.conftest import client_for
+from xihe.agent.db import open_store_engine
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.tools.dolphin.names import CatalogEntry, InMemoryCatalogStore
+from xihe.tools.dolphin.poll import run_poll_cycle
+from xihe.tools.dolphin.store import SqlCatalogStore, SqlWatchStore
+from xihe.tools.dolphin.watch import Finished, InMemoryWatchStore, PollPolicy, Watch
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.clock import FakeClock, utc_now
-from integrations.fakes.dolphin import DolphinSimulator
 from tests.conftest import REPO
 from tests.dolphin.conftest import BAD_HOST, seed
 from tests.dolphin.support import write_ds_config
 from tests.serve.harness import Replica, wait_until
+from xihe.agent.clock import FakeClock, utc_now
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 
 SPEED = 200.0  # simulated seconds per real second
 CLIENT_TIMEOUT = 5.0  # the bot's request timeout; a start answer held longer is "lost"
@@ -38,7 +38,7 @@ class Chat:
 
     def __init__(self, cfg: Path, env: dict[str, str], workdir: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent.cli", "--config", str(cfg), "chat", "--user", "alice"],
+            [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg), "chat", "--user", "alice"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

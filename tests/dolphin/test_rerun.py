@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
-from agent.clock import FakeClock
-from agent.features.dolphin import poll_watches
 from tests.dolphin.support import Bot
+from xihe.agent.clock import FakeClock
+from xihe.agent.dolphin.feature import poll_watches
 
 FAILING_RANGE = "2026-11-28..2026-11-30"  # daily_backfill fails on 2026-11-29 (first attempt only)
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from agent.report import task_data, task_report
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.dolphin.support import Bot
+from xihe.agent.report import task_data, task_report
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 
 @pytest.mark.parametrize("version", ["3.1", "3.2", "3.3"])
@@ -58,8 +58,8 @@ def test_a_rerun_to_success_clears_the_failure(bot_for: Callable[..., Bot], llm:
 
 
 def test_refused_and_failed_actions_are_not_green(make_app, llm: ScriptedLLM) -> None:  # type: ignore[no-untyped-def]
-    from agent.session import Inbound
-    from agent.ui.data import TaskFilter, list_tasks
+    from xihe.agent.session import Inbound
+    from xihe.agent.web.ui.data import TaskFilter, list_tasks
 
     app = make_app()
     llm.add(call("always_fail", reason="disk full"), say("it failed"))

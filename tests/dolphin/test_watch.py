@@ -7,21 +7,6 @@ from datetime import date
 
 import pytest
 
-from agent.ds_poll import poll_once, run_poll_cycle
-from agent.ds_watch import (
-    Finished,
-    InMemoryWatchStore,
-    NotFound,
-    PollPolicy,
-    PollResult,
-    Progress,
-    Watch,
-    watch_from_start,
-)
-from agent.workflow_names import CatalogEntry
-from integrations.dolphinscheduler import DolphinClient
-from integrations.dolphinscheduler.runs import start_workflow
-from integrations.fakes.dolphin import DolphinSimulator
 from tests.dolphin.conftest import (
     BACKFILL,
     BAD_HOST,
@@ -32,6 +17,21 @@ from tests.dolphin.conftest import (
     ORDER_SYNC,
     WAITING,
     client_for,
+)
+from xihe.integrations.dolphinscheduler import DolphinClient
+from xihe.integrations.dolphinscheduler.runs import start_workflow
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.tools.dolphin.names import CatalogEntry
+from xihe.tools.dolphin.poll import poll_once, run_poll_cycle
+from xihe.tools.dolphin.watch import (
+    Finished,
+    InMemoryWatchStore,
+    NotFound,
+    PollPolicy,
+    PollResult,
+    Progress,
+    Watch,
+    watch_from_start,
 )
 
 POLICY = PollPolicy(interval=15, max_interval=120, backoff=2.0, discovery_timeout=1800)

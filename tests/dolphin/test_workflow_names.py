@@ -7,8 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent.errors import DolphinError
-from agent.workflow_names import (
+from tests.dolphin.conftest import ETL, ORDER_SYNC, client_for
+from xihe.agent.errors import DolphinError
+from xihe.config.workflows import WorkflowsConfig
+from xihe.config.yamlmodel import load_model
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.tools.dolphin.names import (
     Alias,
     Ambiguous,
     CatalogEntry,
@@ -20,10 +24,6 @@ from agent.workflow_names import (
     resolve,
     sync_catalog,
 )
-from config.workflows import WorkflowsConfig
-from config.yamlmodel import load_model
-from integrations.fakes.dolphin import DolphinSimulator
-from tests.dolphin.conftest import ETL, ORDER_SYNC, client_for
 
 CATALOG = [
     CatalogEntry("etl", "order_sync", 1, "ONLINE"),

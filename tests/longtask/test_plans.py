@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine
 
-from agent.db import open_store_engine
-from agent.plans import PlanError, PlanStore
-from agent.tasks import TaskStore
+from xihe.agent.db import open_store_engine
+from xihe.agent.tasks import TaskStore
+from xihe.tools.longtask.plans import PlanError, PlanStore
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=15)
@@ -134,7 +134,7 @@ def test_many_workers_racing_for_one_item_exactly_one_wins(engine: Engine, worke
 
 
 def _claim_in_process(url: str, task_id: int, name: str, go: object, out: object) -> None:
-    from agent.db import make_engine
+    from xihe.agent.db import make_engine
 
     store = PlanStore(make_engine(url))
     go.wait()  # type: ignore[attr-defined]

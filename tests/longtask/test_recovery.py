@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.app import App
-from agent.plans import PlanStore
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, fail, say
 from tests.longtask.tools import drafts, set_countdown
+from xihe.agent.app import App
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, fail, say
+from xihe.tools.longtask.plans import PlanStore
 
 
 def _calls(tmp_path: Path) -> int:
@@ -63,7 +63,7 @@ def test_a_timed_out_write_is_looked_up_before_any_retry(
 def test_truncated_arguments_never_execute(
     make_lt: Callable[..., App], llm: ScriptedLLM, tmp_path: Path
 ) -> None:
-    from integrations.fakes.llm_server import truncated
+    from xihe.integrations.fakes.llm_server import truncated
 
     app = make_lt(
         [truncated("order_query", '{"order_id": "A30'), say("I will retry with complete arguments")]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from agent.app import App
-from agent.canonical import sha256_text
-from agent.plans import PlanStore
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.longtask.tools import set_countdown
+from xihe.agent.app import App
+from xihe.agent.canonical import sha256_text
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.tools.longtask.plans import PlanStore
 
 GOAL = "A3003 尺寸不合适，帮我准备退货申请的核对记录"
 RECORD = (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from agent.registry import ToolContext, ToolSpec
+from xihe.agent.registry import ToolContext, ToolSpec
 
 ORDER = {"order_id": "A3003", "member": True, "days_since_delivery": 10, "custom": False}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from integrations.fakes.wecom import FakeWeCom
 from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, Replica
+from xihe.integrations.wecom.fake import FakeWeCom
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Real `xihe serve` processes for tests: a config directory wired to the fakes, start, wait, stop, kill.
 
-Each replica is `python -m agent.cli --config DIR serve --port P` with its own environment; the test
+Each replica is `python -m xihe.agent.cli.main --config DIR serve --port P` with its own environment; the test
 process hosts the fakes (scripted LLM, WeCom) and talks to the replicas over HTTP like WeCom would.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 import requests
 import yaml
 
-from agent.clock import utc_now
-from integrations.fakes.wecom import CallbackSender, FakeWeCom
 from tests.conftest import REPO, write_config
+from xihe.agent.clock import utc_now
+from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
 
 CORP_ID = "ww1436e0e65a779aee"
 TOKEN = "hJqcu3uJ9Tn2gXPmxx2w9kkCkCE2EPYo"
@@ -93,7 +93,16 @@ class Replica:
         }
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent.cli", "--config", str(config), "serve", "--port", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "xihe.agent.cli.main",
+                "--config",
+                str(config),
+                "serve",
+                "--port",
+                str(self.port),
+            ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=full_env,

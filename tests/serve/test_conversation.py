@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from integrations.fakes.llm_server import ScriptedLLM, call, say
-from integrations.fakes.wecom import FakeWeCom
 from tests.serve.harness import AGENT_ID, SECRET, TOKEN, Replica, serve_config, wait_until
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.integrations.wecom.fake import FakeWeCom
 
 
 def _replies(fake: FakeWeCom, user: str, n: int) -> list[str]:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.cli import build_parser, cmd_serve
-from config.load import load_dir
 from tests.conftest import REPO
+from xihe.agent.cli.main import build_parser, cmd_serve
+from xihe.config.load import load_dir
 
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
@@ -45,7 +45,7 @@ def _one(instrs: list[tuple[str, str]], key: str) -> str:
 
 def console_script() -> str:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["xihe"] == "agent.cli:main"
+    assert scripts["xihe"] == "xihe.agent.cli.main:main"
     return "xihe"
 
 

@@ -11,9 +11,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from integrations.fakes.wecom import FakeWeCom
 from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, Replica, serve_config, wait_until
 from tests.wecom.flood import FloodReport, measure
+from xihe.integrations.wecom.fake import FakeWeCom
 
 
 def flood_real_server(

@@ -11,15 +11,15 @@ from typing import Any
 import yaml
 from starlette.testclient import TestClient
 
-from agent.audit import AuditEvent
-from agent.clock import FakeClock
-from agent.features import ops
-from agent.gate import identify
-from agent.scheduler import _take_orphan, release_leases, renew_leases, resume_orphans
-from agent.server import create_server
-from integrations.fakes.llm_server import say
-from integrations.wecom.store import SqlMsgIdStore
 from tests.conftest import MakeApp
+from xihe.agent.audit import AuditEvent
+from xihe.agent.clock import FakeClock
+from xihe.agent.gate import identify
+from xihe.agent.ops import feature as ops
+from xihe.agent.scheduler import _take_orphan, release_leases, renew_leases, resume_orphans
+from xihe.agent.web.server import create_server
+from xihe.integrations.fakes.llm_server import say
+from xihe.integrations.wecom.store import SqlMsgIdStore
 
 FILES = ("xihe.yaml", "access.yaml", "ops.yaml")
 
@@ -85,7 +85,7 @@ def test_reload_applies_good_config_and_keeps_last_good_on_error(make_app: MakeA
 
 
 def test_json_logs_carry_task_ids_and_pass_through_the_redactor() -> None:
-    from agent.redact import Redactor
+    from xihe.agent.redact import Redactor
 
     fmt = ops.JsonFormatter(Redactor(["s3cr3t-value"]))
     record = logging.LogRecord(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from integrations.fakes.wecom import FakeWeCom
 from tests.serve.harness import Replica, serve_config, wait_until
+from xihe.integrations.wecom.fake import FakeWeCom
 
 
 def readyz(bot: Replica) -> tuple[int, dict[str, object]]:
@@ -59,8 +59,8 @@ def test_a_refused_reload_is_not_ready_until_the_file_is_fixed(tmp_path: Path, s
 def test_config_check_reports_a_broken_plugin_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent.cli import main
     from tests.conftest import write_config
+    from xihe.agent.cli.main import main
 
     cfg = write_config(tmp_path / "cfg", overrides={"plugins": ["tests.support.broken_plugin:SPEC"]})
     assert main(["config", "check", str(cfg)]) == 1

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from integrations.fakes.llm_server import ScriptedLLM, call, say
-from integrations.fakes.wecom import FakeWeCom
 from tests.conftest import PG_URL, reset_postgres
 from tests.serve.harness import AGENT_ID, Replica, serve_config, wait_until
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.integrations.wecom.fake import FakeWeCom
 
 pytestmark = pytest.mark.postgres
 

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import yaml
 
-from integrations.fakes.llm_server import ScriptedLLM, call, say
-from integrations.fakes.robot_sink import RobotSink
-from integrations.fakes.wecom import CallbackSender, FakeWeCom
 from tests.codeindex.conftest import ORDERS_PY, git
 from tests.conftest import REPO
 from tests.serve.harness import AGENT_ID, Replica, free_port, wait_until
-from tools.codeindex.fakes import FakeEmbeddings
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
+from xihe.integrations.wecom.robot_sink import RobotSink
+from xihe.tools.codeindex.fakes import FakeEmbeddings
 
 
 def canaries() -> dict[str, str]:
@@ -236,7 +236,7 @@ def test_no_canary_reaches_any_output(tmp_path: Path) -> None:
         ["task", "show", "1"],
     ):
         run = subprocess.run(
-            [sys.executable, "-m", "agent.cli", "--config", str(cfg), *args],
+            [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg), *args],
             capture_output=True,
             text=True,
             env=cli_env,

@@ -18,9 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from config.shell import load_shell_config
-from tools.shell.sandbox import ShellResult, ShellRunner
-from tools.shell.whitelist import Whitelist
+from xihe.config.shell import load_shell_config
+from xihe.tools.shell.sandbox import ShellResult, ShellRunner
+from xihe.tools.shell.whitelist import Whitelist
 
 MARKER = "xihe-bomb-marker"
 BOMB = (

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from config.shell import ShellConfig, load_shell_config
-from tools.shell.sandbox import BwrapSandbox
-from tools.shell.whitelist import Whitelist
+from xihe.config.shell import ShellConfig, load_shell_config
+from xihe.tools.shell.sandbox import BwrapSandbox
+from xihe.tools.shell.whitelist import Whitelist
 
 PYTHON = os.path.realpath(sys.executable)
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.app import build_app
-from agent.clock import FakeClock
-from agent.errors import OutcomeUnknown
-from agent.features.shell import service
-from agent.registry import ToolContext
-from integrations.fakes.llm_server import ScriptedLLM
 from tests.conftest import write_config
 from tests.shell.conftest import PYTHON, bwrap_works, config_text
+from xihe.agent.app import build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.errors import OutcomeUnknown
+from xihe.agent.registry import ToolContext
+from xihe.agent.shell.feature import service
+from xihe.integrations.fakes.llm_server import ScriptedLLM
 
 ENTRY = f"""
   - name: marked

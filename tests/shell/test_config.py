@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.errors import ConfigErrors
-from config.shell import load_shell_config, load_shell_file
+from xihe.agent.errors import ConfigErrors
+from xihe.config.shell import load_shell_config, load_shell_file
 
 BASE = """\
 workspaces: {repo: /srv/repo}
@@ -175,7 +175,7 @@ def test_duplicate_entry_names_are_refused() -> None:
 
 
 def test_reload_keeps_the_last_good_whitelist(tmp_path: Path) -> None:
-    from tools.shell.reload import ReloadingWhitelist
+    from xihe.tools.shell.reload import ReloadingWhitelist
 
     path = tmp_path / "shell.yaml"
     path.write_text(BASE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.shell.whitelist import ShellRefused, Whitelist
+from xihe.tools.shell.whitelist import ShellRefused, Whitelist
 
 LONG = "a" * 300
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.shell.conftest import PYTHON, bwrap_works
-from tools.shell.cgroup import Support, host_support
+from xihe.tools.shell.cgroup import Support, host_support
 
 pytestmark = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
 
@@ -220,12 +220,12 @@ def test_memory_limit_as_root_leaves_no_cgroup_behind(repo: Path) -> None:
 
 
 def test_cgroup_required_without_one_refuses_to_run(repo: Path) -> None:
-    from agent.errors import ToolFailed
-    from config.shell import load_shell_config
-    from tools.shell.bwrap import BwrapSandbox
-    from tools.shell.cgroup import Cgroups
-    from tools.shell.sandbox import ShellRunner
-    from tools.shell.whitelist import Whitelist
+    from xihe.agent.errors import ToolFailed
+    from xihe.config.shell import load_shell_config
+    from xihe.tools.shell.bwrap import BwrapSandbox
+    from xihe.tools.shell.cgroup import Cgroups
+    from xihe.tools.shell.sandbox import ShellRunner
+    from xihe.tools.shell.whitelist import Whitelist
 
     config = load_shell_config(config_text(repo, cgroup="required"))
     none = Cgroups(Support("none", None, None, "no cgroup hierarchy with the memory and pids controllers"))

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli_shell import main, register
-from agent.errors import ToolFailed
-from agent.gate import Allow, Confirm, Deny, identify
-from config.access import AccessConfig
-from config.shell import ShellConfig
 from tests.shell.conftest import config_text
-from tools.shell.policy import gate_decision
-from tools.shell.sandbox import BwrapSandbox, ShellRunner
-from tools.shell.tool import Args, args_model, audit_fields, result_text
-from tools.shell.whitelist import Whitelist
+from xihe.agent.cli.shell import main, register
+from xihe.agent.errors import ToolFailed
+from xihe.agent.gate import Allow, Confirm, Deny, identify
+from xihe.config.access import AccessConfig
+from xihe.config.shell import ShellConfig
+from xihe.tools.shell.policy import gate_decision
+from xihe.tools.shell.sandbox import BwrapSandbox, ShellRunner
+from xihe.tools.shell.tool import Args, args_model, audit_fields, result_text
+from xihe.tools.shell.whitelist import Whitelist
 
 ACCESS = AccessConfig.model_validate(
     {

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from agent.app import App, build_app
-from agent.cli_shell import main as cli_main
-from agent.clock import FakeClock
-from agent.features.shell import reload_job
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, call, say
 from tests.conftest import write_config
 from tests.shell.conftest import PYTHON, bwrap_works, config_text
+from xihe.agent.app import App, build_app
+from xihe.agent.cli.shell import main as cli_main
+from xihe.agent.clock import FakeClock
+from xihe.agent.session import Inbound
+from xihe.agent.shell.feature import reload_job
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
 SECRET = "Sup3rSecretT0ken"

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.errors import ToolFailed
-from config.shell import ShellConfig, load_shell_config
 from tests.shell.conftest import bwrap_works, config_text
-from tools.shell.capture import TempArtifacts
-from tools.shell.sandbox import BwrapSandbox, DockerSandbox, ShellResult, ShellRunner, plan_for
-from tools.shell.whitelist import Whitelist
+from xihe.agent.errors import ToolFailed
+from xihe.config.shell import ShellConfig, load_shell_config
+from xihe.tools.shell.capture import TempArtifacts
+from xihe.tools.shell.sandbox import BwrapSandbox, DockerSandbox, ShellResult, ShellRunner, plan_for
+from xihe.tools.shell.whitelist import Whitelist
 
 pytestmark = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main as xihe
-from config.shell import load_shell_config
 from tests.shell.conftest import bwrap_works, config_text
-from tools.shell.bwrap import BwrapSandbox, parse_version
-from tools.shell.cgroup import Cgroups, detect, parse_mountinfo, parse_own
-from tools.shell.sandbox import ShellRunner
-from tools.shell.whitelist import Whitelist
+from xihe.agent.cli.main import main as xihe
+from xihe.config.shell import load_shell_config
+from xihe.tools.shell.bwrap import BwrapSandbox, parse_version
+from xihe.tools.shell.cgroup import Cgroups, detect, parse_mountinfo, parse_own
+from xihe.tools.shell.sandbox import ShellRunner
+from xihe.tools.shell.whitelist import Whitelist
 
 V2_MOUNTINFO = (
     "30 23 0:26 / {point} rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tools.shell.capture import StreamCapture, TempArtifacts
-from tools.shell.tool import redact_args, redact_argv
-from tools.shell.whitelist import ShellRefused, Whitelist, template_text
+from xihe.tools.shell.capture import StreamCapture, TempArtifacts
+from xihe.tools.shell.tool import redact_args, redact_argv
+from xihe.tools.shell.whitelist import ShellRefused, Whitelist, template_text
 
 
 def test_chat_line_and_model_call_build_the_same_argv(whitelist: Whitelist, workspace: Path) -> None:

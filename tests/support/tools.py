@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from agent.errors import ToolFailed
-from agent.registry import ToolContext, ToolSpec
+from xihe.agent.errors import ToolFailed
+from xihe.agent.registry import ToolContext, ToolSpec
 
 
 class EchoArgs(BaseModel):

@@ -13,12 +13,12 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from agent.server import create_server
-from agent.session import Inbound
-from integrations.fakes.llm_server import ScriptedLLM, Step, call, fail, say
 from tests.conftest import write_config
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.session import Inbound
+from xihe.agent.web.server import create_server
+from xihe.integrations.fakes.llm_server import ScriptedLLM, Step, call, fail, say
 
 TOKENS = {
     "dave": "dave-token-7f3a",  # admin + approver, token from an env var

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from integrations.fakes.llm_server import say
 from tests.ui.conftest import TOKENS, MakeUiBot, UiBot, csrf_of, ui_yaml
+from xihe.integrations.fakes.llm_server import say
 
 PAGES = [
     "/ui/tasks",
@@ -48,7 +48,7 @@ def test_without_a_session_every_page_redirects_to_login(ui_bot: MakeUiBot) -> N
 
 
 def test_a_forged_or_foreign_cookie_is_no_session(ui_bot: MakeUiBot) -> None:
-    from agent.ui.auth import Signer, fingerprint, new_session, sha256_hex
+    from xihe.agent.web.ui.auth import Signer, fingerprint, new_session, sha256_hex
 
     bot = ui_bot()
     signer = Signer(b"test-secret-of-the-cookie-signer")  # the secret the fixture sets
@@ -297,7 +297,7 @@ def test_read_only_users_see_only_their_own_tasks_and_audit(ui_bot: MakeUiBot) -
 
 
 def test_artifacts_are_viewable_by_their_owner_and_approvers_only(ui_bot: MakeUiBot) -> None:
-    from integrations.fakes.llm_server import call, say
+    from xihe.integrations.fakes.llm_server import call, say
 
     bot = ui_bot([call("big_output", size=9000), say("Here is the long output.")])
     bot.ask("alice", "give me a long output")
@@ -313,9 +313,9 @@ def test_artifacts_are_viewable_by_their_owner_and_approvers_only(ui_bot: MakeUi
 
 
 def test_ui_yaml_validation() -> None:
-    from agent.errors import ConfigErrors
-    from config.ui import UiConfig
-    from config.yamlmodel import load_model
+    from xihe.agent.errors import ConfigErrors
+    from xihe.config.ui import UiConfig
+    from xihe.config.yamlmodel import load_model
 
     good = yaml.safe_dump(ui_yaml())
     assert load_model(good, "ui.yaml", UiConfig).users["carol"].token_sha256
@@ -327,8 +327,8 @@ def test_ui_yaml_validation() -> None:
 
 
 def test_shipped_ui_yaml_is_valid() -> None:
-    from config.ui import UiConfig
-    from config.yamlmodel import load_model
+    from xihe.config.ui import UiConfig
+    from xihe.config.yamlmodel import load_model
 
     path = Path(__file__).resolve().parents[2] / "config" / "ui.yaml"
     cfg = load_model(path.read_text(), str(path), UiConfig)

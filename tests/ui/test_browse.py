@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any
 
-from agent.audit import AuditEvent
 from tests.ui.conftest import MakeUiBot, UiBot
+from xihe.agent.audit import AuditEvent
 
 
 def seed_audit(bot: UiBot, n: int) -> None:

@@ -11,10 +11,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import MetaData, Table, inspect, text
 
-from agent.tasks import TaskStep
-from agent.timefmt import show
-from agent.ui import data
 from tests.ui.conftest import MakeUiBot, UiBot
+from xihe.agent.tasks import TaskStep
+from xihe.agent.timefmt import show
+from xihe.agent.web.ui import data
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
@@ -111,7 +111,7 @@ def test_failed_task_page_shows_the_failed_step_its_input_and_gate_decisions(ui_
 
 
 def test_gate_decisions_show_with_their_reasons(ui_bot: MakeUiBot) -> None:
-    from integrations.fakes.llm_server import call, say
+    from xihe.integrations.fakes.llm_server import call, say
 
     bot = ui_bot([call("write_note", note="x", environment="prod"), say("You may not write to prod.")])
     bot.ask("alice", "write x on prod")  # developer: test only → deny
@@ -123,8 +123,8 @@ def test_gate_decisions_show_with_their_reasons(ui_bot: MakeUiBot) -> None:
 def test_pages_serve_the_same_data_as_the_cli(
     ui_bot: MakeUiBot, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent.cli import main
-    from integrations.fakes.llm_server import call, say
+    from xihe.agent.cli.main import main
+    from xihe.integrations.fakes.llm_server import call, say
 
     bot = ui_bot()
     task_id = bot.seed_failed(user="alice")
@@ -191,7 +191,7 @@ ALERT_TABLES = ("alert_event", "alert_outbox", "alert_channel", "alert_maintenan
 
 def _insert(bot: UiBot, name: str, values: dict[str, Any]) -> None:
     """Insert into the table as it exists (ours, or the alerts feature's): fill what it requires."""
-    from agent.schema import metadata
+    from xihe.agent.schema import metadata
 
     # The schema's own table (with its Python-side defaults) when it has one, else the reflected one.
     known = metadata.tables.get(name)
@@ -263,7 +263,7 @@ def test_alerts_page_shows_events_suppressions_channels_and_maintenance(ui_bot: 
 
 
 def test_task_page_links_instance_ids_to_their_alerts(ui_bot: MakeUiBot) -> None:
-    from integrations.fakes.llm_server import call, say
+    from xihe.integrations.fakes.llm_server import call, say
 
     bot = ui_bot()
     _insert(bot, "alert_event", {"at": bot.clock(), "kind": "decision", "instance_id": 77,

@@ -14,12 +14,12 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
-from agent.clock import FakeClock
-from config.wecom import AibotSettings, WeComSettings
-from integrations.fakes.wecom import CallbackSender, FakeWeCom
-from integrations.wecom.aibot import StreamRegistry
-from integrations.wecom.inbound import InboundMessage, InMemoryMsgIdStore, Rejected
-from integrations.wecom.routes import wecom_routes
+from xihe.agent.clock import FakeClock
+from xihe.config.wecom import AibotSettings, WeComSettings
+from xihe.integrations.wecom.aibot import StreamRegistry
+from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
+from xihe.integrations.wecom.inbound import InboundMessage, InMemoryMsgIdStore, Rejected
+from xihe.integrations.wecom.routes import wecom_routes
 
 # a verbatim copy of reference/wecom_crypto_vectors.json, so the tests run anywhere
 VECTORS_PATH = Path(__file__).with_name("wecom_crypto_vectors.json")

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 import requests
 from starlette.applications import Starlette
 
-from agent.clock import FakeClock
-from integrations.fakes.wecom import CallbackSender
-from integrations.wecom.aibot import StreamRegistry
-from integrations.wecom.inbound import InboundMessage, InMemoryMsgIdStore
-from integrations.wecom.routes import wecom_routes
 from tests.wecom.conftest import AES_KEY, AGENT_ID, CORP_ID, TOKEN, ServerThread, make_settings
 from tests.wecom.test_routes import BILLION_LAUGHS
+from xihe.agent.clock import FakeClock
+from xihe.integrations.wecom.aibot import StreamRegistry
+from xihe.integrations.wecom.fake import CallbackSender
+from xihe.integrations.wecom.inbound import InboundMessage, InMemoryMsgIdStore
+from xihe.integrations.wecom.routes import wecom_routes
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent.errors import WeComError
-from config.wecom import AibotSettings
-from integrations.fakes.wecom import FakeWeCom
-from integrations.wecom.aibot import STREAM_MAX_BYTES, ResponseUrlClient, StreamRegistry, clip_utf8
 from tests.wecom.conftest import BOT_AES_KEY, BOT_TOKEN, Gateway
+from xihe.agent.errors import WeComError
+from xihe.config.wecom import AibotSettings
+from xihe.integrations.wecom.aibot import STREAM_MAX_BYTES, ResponseUrlClient, StreamRegistry, clip_utf8
+from xihe.integrations.wecom.fake import FakeWeCom
 
 
 def test_new_message_is_dispatched_and_answered_with_an_open_stream(gateway: Gateway) -> None:

@@ -10,12 +10,12 @@ import pytest
 import requests
 from tenacity import wait_none
 
-from agent.clock import FakeClock
-from agent.errors import WeComError
-from integrations.fakes.loopback import LoopbackServer, Response
-from integrations.fakes.wecom import FakeWeCom
-from integrations.wecom.app_client import AppClient, TokenCache, split_utf8
 from tests.wecom.conftest import AGENT_ID, CORP_ID
+from xihe.agent.clock import FakeClock
+from xihe.agent.errors import WeComError
+from xihe.integrations.fakes.loopback import LoopbackServer, Response
+from xihe.integrations.wecom.app_client import AppClient, TokenCache, split_utf8
+from xihe.integrations.wecom.fake import FakeWeCom
 
 SECRET = "app-secret-value"
 

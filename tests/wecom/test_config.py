@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.errors import ConfigErrors
-from config.wecom import WeComConfig, load_wecom, resolve_settings
 from tests.wecom.conftest import AES_KEY, BOT_AES_KEY
+from xihe.agent.errors import ConfigErrors
+from xihe.config.wecom import WeComConfig, load_wecom, resolve_settings
 
 SAMPLE = Path(__file__).resolve().parents[2] / "config" / "wecom.yaml"
 ENV = {

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator
 import pytest
 from tenacity import wait_none
 
-from agent.clock import FakeClock
-from integrations.fakes.wecom import FakeWeCom
-from integrations.wecom.aibot import ResponseUrlClient, StreamRegistry
-from integrations.wecom.app_client import AppClient, TokenCache
-from integrations.wecom.inbound import InboundMessage
 from tests.wecom.conftest import AGENT_ID, CORP_ID, Gateway
+from xihe.agent.clock import FakeClock
+from xihe.integrations.wecom.aibot import ResponseUrlClient, StreamRegistry
+from xihe.integrations.wecom.app_client import AppClient, TokenCache
+from xihe.integrations.wecom.fake import FakeWeCom
+from xihe.integrations.wecom.inbound import InboundMessage
 
 
 class Worker:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from integrations.wecom.crypto import (
+from tests.wecom.conftest import AES_KEY, CORP_ID, TOKEN, load_vectors
+from xihe.integrations.wecom.crypto import (
     Base64Error,
     DecryptError,
     InvalidAESKeyError,
@@ -22,7 +23,6 @@ from integrations.wecom.crypto import (
     aes_key,
     signature,
 )
-from tests.wecom.conftest import AES_KEY, CORP_ID, TOKEN, load_vectors
 
 VECTORS = load_vectors()
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from agent.deps import Progress
-from agent.features.wecom import SERVICE, Gateway
-from integrations.fakes.wecom import FakeWeCom
-from integrations.wecom.inbound import CHANNEL_APP, InboundMessage
 from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, WECOM_ENV, serve_config, wait_until
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.deps import Progress
+from xihe.agent.wecom.feature import SERVICE, Gateway
+from xihe.integrations.wecom.fake import FakeWeCom
+from xihe.integrations.wecom.inbound import CHANNEL_APP, InboundMessage
 
 APP_CONV = f"wecom:app:{AGENT_ID}:alice"
 BOT_CONV = "wecom:aibot:bot1:ops"

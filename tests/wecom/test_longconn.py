@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.app import App, build_app
-from agent.clock import FakeClock
-from agent.errors import ConfigErrors
-from agent.features import wecom as wecom_feature
-from config.wecom import LongConnectionSettings, load_wecom, resolve_settings
-from integrations.fakes.llm_server import ScriptedLLM, call, say
-from integrations.fakes.wecom_ws import FakeWeComWS
-from integrations.wecom.longconn import LongConnection, WsLease, stream_id_for
 from tests.conftest import REPO, write_config
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
+from xihe.agent.errors import ConfigErrors
+from xihe.agent.wecom import feature as wecom_feature
+from xihe.config.wecom import LongConnectionSettings, load_wecom, resolve_settings
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.integrations.wecom.fake_ws import FakeWeComWS
+from xihe.integrations.wecom.longconn import LongConnection, WsLease, stream_id_for
 
 BOT_ID = "bot1"
 BOT_SECRET = "bot-secret-0123456789"
@@ -238,7 +238,7 @@ def test_a_newer_connection_kicks_the_old_one(
     fake_ws: FakeWeComWS, clock: FakeClock, sqlite_url: str
 ) -> None:
     """WeCom keeps one connection per bot; the kicked side backs off instead of fighting."""
-    from agent.db import open_store_engine
+    from xihe.agent.db import open_store_engine
 
     engine = open_store_engine(sqlite_url)
     settings = LongConnectionSettings(

@@ -12,8 +12,8 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from integrations.wecom.crypto import aes_key
 from tests.wecom.conftest import AES_KEY, AGENT_ID, CORP_ID, Gateway, load_vectors
+from xihe.integrations.wecom.crypto import aes_key
 
 
 def test_get_verification_answers_the_bare_plaintext_fast(gateway: Gateway) -> None:

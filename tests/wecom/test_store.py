@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from agent.db import open_store_engine
-from integrations.wecom.inbound import CHANNEL_AIBOT, CHANNEL_APP, InboundMessage
-from integrations.wecom.store import SqlMsgIdStore, SqlStreamRegistry
+from xihe.agent.db import open_store_engine
+from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, CHANNEL_APP, InboundMessage
+from xihe.integrations.wecom.store import SqlMsgIdStore, SqlStreamRegistry
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)

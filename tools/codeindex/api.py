@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from tools.codeindex.index import CodeIndex, Scored, normalise_path
-from tools.codeindex.units import EXTENSIONS
-from tools.codeindex.walk import TEXT_EXTENSIONS, TEXT_NAMES, read_source
+from xihe.tools.codeindex.index import CodeIndex, Scored, normalise_path
+from xihe.tools.codeindex.units import EXTENSIONS
+from xihe.tools.codeindex.walk import TEXT_EXTENSIONS, TEXT_NAMES, read_source
 
 NOTHING_FOUND = "No matching implementation in the repository"
 MAX_UNIT_LINES = 80

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from agent.errors import IntegrationError
-from agent.redact import excerpt
-from config.code import EmbeddingConfig, RerankConfig
+from xihe.agent.errors import IntegrationError
+from xihe.agent.redact import excerpt
+from xihe.config.code import EmbeddingConfig, RerankConfig
 
 if TYPE_CHECKING:  # imported where a remote endpoint is used: local search never needs it
     import requests

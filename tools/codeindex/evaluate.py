@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from config.code import CodeConfig
-from tools.codeindex.index import CodeIndex
-from tools.codeindex.service import index_repo
-from tools.codeindex.tokens import split_identifier
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex.index import CodeIndex
+from xihe.tools.codeindex.service import index_repo
+from xihe.tools.codeindex.tokens import split_identifier
 
 SKIP_TOP = frozenset(
     {

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from integrations.fakes.loopback import LoopbackServer, Request, Response
+from xihe.integrations.fakes.loopback import LoopbackServer, Request, Response
 
 
 def _vector(text: str, dim: int) -> list[float]:

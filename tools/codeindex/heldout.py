@@ -25,11 +25,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from config.code import CodeConfig
-from tools.codeindex.evaluate import rank_of
-from tools.codeindex.index import CodeIndex
-from tools.codeindex.service import index_repo
-from tools.codeindex.tokens import has_cjk, split_identifier
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex.evaluate import rank_of
+from xihe.tools.codeindex.index import CodeIndex
+from xihe.tools.codeindex.service import index_repo
+from xihe.tools.codeindex.tokens import has_cjk, split_identifier
 
 SETS = ("react-native-android", "apscheduler")
 GROUPS = ("docstring", "manual", "manual-zh")
@@ -66,7 +66,9 @@ def load_set(name: str) -> EvalSet:
     """Read `evalsets/<name>.json` (shipped in the package)."""
     if name not in SETS:
         raise ValueError(f"unknown evaluation set {name!r}; known: {', '.join(SETS)}")
-    raw = json.loads((files("tools.codeindex") / "evalsets" / f"{name}.json").read_text(encoding="utf-8"))
+    raw = json.loads(
+        (files("xihe.tools.codeindex") / "evalsets" / f"{name}.json").read_text(encoding="utf-8")
+    )
     return EvalSet(
         raw["name"], raw["source"], raw["questions"], raw.get("negatives", []), tuple(raw["docstring_langs"])
     )
@@ -249,7 +251,7 @@ def evaluate_sets(
     prepared = [prepare(n, cache, work / n, cfg, limit) for n in names]
     out: dict[str, Any] = {p.es.name: measure(p) for p in prepared}
     if learn_weights:
-        from tools.codeindex.learn import learn
+        from xihe.tools.codeindex.learn import learn
 
         learned = learn([(p.es.name, p.index, p.questions) for p in prepared], cfg.retrieval)
         retrieval = cfg.retrieval.model_copy(update=learned["weights"])

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from config.code import CodeConfig, RetrievalConfig
-from tools.codeindex.bm25 import Bm25Index
-from tools.codeindex.bridge import CjkBridge
-from tools.codeindex.embed import Embedder, Reranker
-from tools.codeindex.fuse import linear, rrf
-from tools.codeindex.query import QueryPlan, plan
-from tools.codeindex.tokens import Tokenizer, split_identifier
-from tools.codeindex.units import CodeUnit, Parsers, units_for_file
-from tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
+from xihe.config.code import CodeConfig, RetrievalConfig
+from xihe.tools.codeindex.bm25 import Bm25Index
+from xihe.tools.codeindex.bridge import CjkBridge
+from xihe.tools.codeindex.embed import Embedder, Reranker
+from xihe.tools.codeindex.fuse import linear, rrf
+from xihe.tools.codeindex.query import QueryPlan, plan
+from xihe.tools.codeindex.tokens import Tokenizer, split_identifier
+from xihe.tools.codeindex.units import CodeUnit, Parsers, units_for_file
+from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
 INDEX_VERSION = 4
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -212,7 +212,7 @@ class CodeIndex:
         try:
             units = units_for_file(rel, text, self.parsers, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows
-            from tools.codeindex.units import window_units
+            from xihe.tools.codeindex.units import window_units
 
             units = window_units(rel, text, w.window_lines, w.window_overlap)
         return sha1_of(text), units

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from config.code import RetrievalConfig
-from tools.codeindex.heldout import GROUPS, Question
-from tools.codeindex.index import CodeIndex, fuse
+from xihe.config.code import RetrievalConfig
+from xihe.tools.codeindex.heldout import GROUPS, Question
+from xihe.tools.codeindex.index import CodeIndex, fuse
 
 DOCSTRING_SLACK = 0.005
 HAND_WRITTEN = ("manual", "manual-zh")

@@ -17,14 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.code import CodeConfig
-from tools.codeindex import gitdiff
-from tools.codeindex.api import NOTHING_FOUND, Hit, extract_citations, get_code_context, search_code
-from tools.codeindex.api import exists as cited_exists
-from tools.codeindex.embed import Embedder, make_embedder
-from tools.codeindex.index import CodeIndex, UpdateStats, sha1_of
-from tools.codeindex.service import IndexReport, _report, index_repo, open_index
-from tools.codeindex.walk import read_source, walk_repo
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex import gitdiff
+from xihe.tools.codeindex.api import NOTHING_FOUND, Hit, extract_citations, get_code_context, search_code
+from xihe.tools.codeindex.api import exists as cited_exists
+from xihe.tools.codeindex.embed import Embedder, make_embedder
+from xihe.tools.codeindex.index import CodeIndex, UpdateStats, sha1_of
+from xihe.tools.codeindex.service import IndexReport, _report, index_repo, open_index
+from xihe.tools.codeindex.walk import read_source, walk_repo
 
 log = logging.getLogger("xihe.codeindex")
 

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from config.code import RetrievalConfig
-from tools.codeindex.bridge import CjkBridge
-from tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
+from xihe.config.code import RetrievalConfig
+from xihe.tools.codeindex.bridge import CjkBridge
+from xihe.tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
 
 # question words and filler an engineer types around what they look for; STOP_WORDS has the rest
 QUESTION_WORDS = frozenset(

@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.code import CodeConfig
-from tools.codeindex import gitdiff
-from tools.codeindex.embed import Embedder, Reranker, make_embedder
-from tools.codeindex.index import CodeIndex, Progress, UpdateStats, no_progress
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex import gitdiff
+from xihe.tools.codeindex.embed import Embedder, Reranker, make_embedder
+from xihe.tools.codeindex.index import CodeIndex, Progress, UpdateStats, no_progress
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pathspec
 
-from config.code import WalkConfig
-from tools.codeindex.units import EXTENSIONS
+from xihe.config.code import WalkConfig
+from xihe.tools.codeindex.units import EXTENSIONS
 
 # files without a grammar that are still worth windowing (configs, scripts, SQL, docs, other languages)
 TEXT_EXTENSIONS = frozenset(

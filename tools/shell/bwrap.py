@@ -31,11 +31,11 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from agent.errors import ToolFailed
-from config.shell import Limits
-from tools.shell import uids
-from tools.shell.cgroup import Cgroups, CommandCgroup, host_support
-from tools.shell.execute import (
+from xihe.agent.errors import ToolFailed
+from xihe.config.shell import Limits
+from xihe.tools.shell import uids
+from xihe.tools.shell.cgroup import Cgroups, CommandCgroup, host_support
+from xihe.tools.shell.execute import (
     BASE_ENV,
     RunPlan,
     SaveArtifact,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from tools.shell.execute import BASE_ENV, RunPlan, SaveArtifact, ShellResult, execute, throwaway_copy
+from xihe.tools.shell.execute import BASE_ENV, RunPlan, SaveArtifact, ShellResult, execute, throwaway_copy
 
 
 class DockerSandbox:

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from config.shell import Entry, Limits, ShellConfig
-from tools.shell.capture import StreamCapture, pump
-from tools.shell.whitelist import Match
+from xihe.config.shell import Entry, Limits, ShellConfig
+from xihe.tools.shell.capture import StreamCapture, pump
+from xihe.tools.shell.whitelist import Match
 
 log = logging.getLogger(__name__)
 

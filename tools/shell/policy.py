@@ -1,6 +1,6 @@
 """What a shell entry adds to a gate decision: its environment, risk and scope, per call.
 
-The gate (`agent.gate.decide`) is the only place that allows, asks for confirmation or denies. The
+The gate (`xihe.agent.gate.decide`) is the only place that allows, asks for confirmation or denies. The
 tool in the product and `xihe shell check` both feed it these same per-call inputs:
 
 - environment: an argument value naming one of the entry's `environments`, else its first one;
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agent.gate import Decision, Scope, Who, decide
-from config.access import AccessConfig
-from config.shell import Entry
-from tools.shell.whitelist import Match
+from xihe.agent.gate import Decision, Scope, Who, decide
+from xihe.config.access import AccessConfig
+from xihe.config.shell import Entry
+from xihe.tools.shell.whitelist import Match
 
 TOOL = "run_shell_command"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from agent.errors import ConfigError
-from config.shell import load_shell_file
-from tools.shell.whitelist import Whitelist
+from xihe.agent.errors import ConfigError
+from xihe.config.shell import load_shell_file
+from xihe.tools.shell.whitelist import Whitelist
 
 log = logging.getLogger(__name__)
 

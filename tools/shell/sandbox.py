@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from agent.errors import ToolFailed
-from config.shell import ShellConfig
-from tools.shell.bwrap import BwrapSandbox
-from tools.shell.capture import TempArtifacts
-from tools.shell.docker import DockerSandbox
-from tools.shell.execute import RunPlan, SaveArtifact, ShellResult, execute, plan_for, throwaway_copy
-from tools.shell.whitelist import Match
+from xihe.agent.errors import ToolFailed
+from xihe.config.shell import ShellConfig
+from xihe.tools.shell.bwrap import BwrapSandbox
+from xihe.tools.shell.capture import TempArtifacts
+from xihe.tools.shell.docker import DockerSandbox
+from xihe.tools.shell.execute import RunPlan, SaveArtifact, ShellResult, execute, plan_for, throwaway_copy
+from xihe.tools.shell.whitelist import Match
 
 __all__ = ["BwrapSandbox", "DockerSandbox", "RunPlan", "ShellResult", "ShellRunner", "plan_for"]
 

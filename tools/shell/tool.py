@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from tools.shell.sandbox import ShellResult
-from tools.shell.whitelist import Match, ShellRefused, Whitelist, template_text
+from xihe.tools.shell.sandbox import ShellResult
+from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist, template_text
 
 MASK = "***"
 

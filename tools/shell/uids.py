@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from agent.errors import ToolFailed
+from xihe.agent.errors import ToolFailed
 
 _lock = threading.Lock()
 _in_use: set[int] = set()

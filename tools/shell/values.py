@@ -11,7 +11,7 @@ import re
 import unicodedata
 from pathlib import Path, PurePosixPath
 
-from config.shell import ArgSpec, dangerous_env
+from xihe.config.shell import ArgSpec, dangerous_env
 
 SHELL_CHARS = frozenset(";&|`$<>")
 GLOB_CHARS = frozenset("*?[]{}~")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
-from agent.errors import ToolRetry
-from config.shell import FLAGS_MARKER, PLACEHOLDER, Entry, ShellConfig
-from tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
+from xihe.agent.errors import ToolRetry
+from xihe.config.shell import FLAGS_MARKER, PLACEHOLDER, Entry, ShellConfig
+from xihe.tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
 
 
 class ShellRefused(ToolRetry):

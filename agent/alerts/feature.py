@@ -1,0 +1,255 @@
+"""The alert pipeline in the product: service, `/maint`, jobs, the DolphinScheduler webhook and a tool.
+
+    install(app)   app.deps.services["alerts"] = AlertService (SQL stores shared by replicas); the
+                   watcher calls `.feed(events)`; chat commands `/maint on 30m [scope]`, `/maint off
+                   [N|scope]`, `/maint` (list), role-checked (admin) and audited
+    jobs(app)      alerts_flush (held messages and ended windows → outbox) and alerts_deliver
+                   (outbox → robot/e-mail; every attempt audited); alerts_scan when `scan.enabled`
+                   (failed runs of the configured DS projects the bot did not start → feed, once)
+    routes(app)    POST /hooks/dolphinscheduler: shared secret from the env variable alerts.yaml
+                   names, validated body, idempotent (a re-post is recorded as a duplicate)
+    tools(deps)    send_wecom_alert (a write: the gate asks) through the same outbox
+
+Nothing is installed when config/alerts.yaml is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from xihe.agent.alerts.maintenance import MaintOff, MaintOn, parse_maint_command
+from xihe.agent.alerts.model import PUSHED, Reason
+from xihe.agent.alerts.scan import Scanner, ScanResult
+from xihe.agent.alerts.service import AlertService
+from xihe.agent.alerts.webhook import handle_ds_webhook
+from xihe.agent.audit import AuditEvent
+from xihe.agent.feature import Job
+from xihe.agent.gate import is_admin
+from xihe.agent.help import HelpEntry
+from xihe.agent.registry import ToolSpec
+from xihe.agent.timefmt import show
+from xihe.config.alerts import AlertsConfig
+from xihe.tools.send_wecom_alert import make_spec
+
+if TYPE_CHECKING:
+    from xihe.agent.app import App
+    from xihe.agent.commands import Command
+    from xihe.agent.deps import Deps
+    from xihe.agent.gate import Who
+    from xihe.agent.session import Inbound, Session
+
+log = logging.getLogger("xihe.alerts")
+SERVICE = "alerts"
+SCANNER = "alerts_scan"
+
+
+def _config(settings: Any) -> AlertsConfig | None:
+    cfg = settings.section("alerts")
+    return cfg if isinstance(cfg, AlertsConfig) else None
+
+
+def service(app: App) -> AlertService | None:
+    """The installed alert service, or None when alerts are not configured."""
+    svc = app.deps.services.get(SERVICE)
+    return svc if isinstance(svc, AlertService) else None
+
+
+# ---- feature interface ---------------------------------------------------------------------------
+def tools(deps: Deps) -> list[ToolSpec]:
+    """send_wecom_alert, with the configured channels as its enum."""
+    cfg = _config(deps.settings)
+    return [make_spec(sorted(cfg.channels))] if cfg is not None else []
+
+
+def install(app: App) -> None:
+    """Build the service over the SQL stores and add `/maint`."""
+    cfg = _config(app.settings)
+    if cfg is None:
+        return
+    for name in [ch.robot_key_env for ch in cfg.channels.values()] + [
+        cfg.smtp.password_env,
+        cfg.webhook.secret_env,
+    ]:
+        if name:
+            app.deps.redactor.add(app.settings.secret(name))
+    app.deps.services[SERVICE] = AlertService(app.deps, cfg, app.settings.workflows)
+    if cfg.scan.enabled:
+        app.deps.services[SCANNER] = Scanner(app.deps, cfg.scan, app.settings.workflows)
+    app.session.commands["maint"] = _maint
+    app.session.help_lines.extend(
+        [
+            HelpEntry("/maint on 30m [scope]", "silence alerts for a while", "/maint on 30m workflow:order_sync",
+                      "暂停告警一段时间", needs="admin",
+                      detail="scope: all, project:X, workflow:X or host:X.",
+                      detail_zh="范围：all、project:X、workflow:X 或 host:X。"),
+            HelpEntry("/maint off [N|scope]", "end maintenance windows (yours, number N, or a scope)",
+                      "/maint off 3", "结束维护窗口（你的、编号 N 或某个范围）", needs="admin"),
+            HelpEntry("/maint", "list open maintenance windows", "/maint", "列出进行中的维护窗口"),
+        ]
+    )  # fmt: skip
+
+
+def jobs(app: App) -> list[Job]:
+    """Flush windows every 5 s, deliver the outbox every 3 s (both idempotent, replica-safe); scan if on."""
+    cfg = _config(app.settings)
+    if cfg is None:
+        return []
+    out = [
+        Job("alerts_flush", "xihe.agent.alerts.feature:flush_windows", 5, run_at_start=True),
+        Job("alerts_deliver", "xihe.agent.alerts.feature:deliver_outbox", 3),
+    ]
+    if cfg.scan.enabled:
+        out.append(
+            Job("alerts_scan", "xihe.agent.alerts.feature:scan_failed_runs", cfg.scan.interval_seconds)
+        )
+    return out
+
+
+def flush_windows(app: App) -> None:
+    """Job: held instance messages and ended windows go to the outbox; expired maintenance is audited."""
+    svc = service(app)
+    if svc is not None:
+        svc.tick()
+
+
+def deliver_outbox(app: App) -> None:
+    """Job: send what is due in the outbox."""
+    svc = service(app)
+    if svc is not None:
+        svc.deliver()
+
+
+def scan_failed_runs(app: App) -> ScanResult | None:
+    """Job: report failed runs of the configured DS projects the bot did not start (once each)."""
+    svc, scanner = service(app), app.deps.services.get(SCANNER)
+    if svc is None or not isinstance(scanner, Scanner):
+        return None
+    ds = app.deps.services.get("dolphin")
+    if ds is None:
+        log.warning("alerts.yaml enables the failed-run scan, but DolphinScheduler is not configured")
+        return None
+    return scanner.run(ds, svc.feed, app.deps.clock())
+
+
+def routes(app: App) -> list[BaseRoute]:
+    """POST /hooks/dolphinscheduler."""
+    cfg = _config(app.settings)
+    if cfg is None:
+        return []
+
+    async def hook(request: Request) -> Response:
+        svc = service(app)
+        if svc is None:
+            return JSONResponse({"ok": False, "error": "alerts are not configured"}, status_code=503)
+        body = await request.body()
+        secret = app.settings.secret(cfg.webhook.secret_env) or ""
+        now = app.deps.clock()
+        status, out = handle_ds_webhook(
+            request.headers, body, secret, now, cfg.webhook.header, cfg.webhook.ds_timezone
+        )
+        if isinstance(out, str):
+            app.deps.audit.record(
+                AuditEvent(
+                    at=now,
+                    kind="webhook",
+                    actor=request.client.host if request.client else "unknown",
+                    outcome="rejected",
+                    tool="/hooks/dolphinscheduler",
+                    reason=f"HTTP {status}: {out}",
+                )
+            )
+            return JSONResponse({"ok": False, "error": out}, status_code=status)
+        records = await run_in_threadpool(svc.feed, out.events, out.bad)
+        if status != 200:
+            app.deps.audit.record(
+                AuditEvent(
+                    at=now,
+                    kind="webhook",
+                    actor=request.client.host if request.client else "unknown",
+                    outcome="rejected",
+                    tool="/hooks/dolphinscheduler",
+                    reason=f"HTTP {status}: " + "; ".join(why for _w, why in out.bad)[:500],
+                )
+            )
+        return JSONResponse(
+            {
+                "ok": status == 200,
+                "events": len(out.events),
+                "bad": [{"item": where, "error": why} for where, why in out.bad],
+                "pushed": sum(1 for r in records if r.reason in PUSHED),
+                "duplicates": sum(1 for r in records if r.reason is Reason.DUPLICATE_EVENT),
+                "records": [r.to_dict() for r in records],
+            },
+            status_code=status,
+        )
+
+    return [Route("/hooks/dolphinscheduler", hook, methods=["POST"])]
+
+
+# ---- /maint --------------------------------------------------------------------------------------
+def _fmt(svc: AlertService, number: int, w: Any) -> str:
+    tz = svc.pipeline.renderer.tz
+    return (
+        f"#{number} {w.scope} {show(w.start, tz, seconds=False)} – {show(w.end, tz, seconds=False)}"
+        f" by {w.created_by or w.source}"
+    )
+
+
+def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    app_deps = session.deps
+    svc = app_deps.services.get(SERVICE)
+    if not isinstance(svc, AlertService):
+        return "Alerts are not configured on this bot."
+    now = app_deps.clock()
+    if not cmd.args:
+        open_windows = svc.open_windows(now)
+        yaml_names = [s.name for s in svc.config.maintenance]
+        lines = [_fmt(svc, n, w) for n, w in open_windows]
+        if not lines:
+            lines = ["No maintenance window is open."]
+        if yaml_names:
+            lines.append("Scheduled in alerts.yaml: " + ", ".join(yaml_names))
+        return "\n".join(lines)
+    if not is_admin(who, app_deps.settings.access):
+        app_deps.audit.record(
+            AuditEvent(
+                at=now,
+                kind="maintenance",
+                actor=who.user,
+                outcome="denied",
+                tool="/maint",
+                intent=app_deps.redactor.text(msg.text),
+                reason="no admin role",
+            )
+        )
+        return f"/maint {cmd.args[0]} needs an admin role; {who.user} has {', '.join(who.roles) or 'none'}."
+    number: int | None = None
+    if cmd.args[0] == "off" and len(cmd.args) == 2 and cmd.args[1].lstrip("#").isdigit():
+        number = int(cmd.args[1].lstrip("#"))
+        parsed: MaintOn | MaintOff = MaintOff(None)
+    else:
+        try:
+            parsed = parse_maint_command("/maint " + cmd.rest, now, who.user)
+        except ValueError as exc:
+            return str(exc)
+    change = svc.apply_maint(parsed, who.user, number)
+    if change.opened:
+        n, w = change.opened[0]
+        reply = f"Maintenance {_fmt(svc, n, w)} is on: alerts in scope are recorded, not pushed."
+        p0 = svc.p0_covered(w)
+        if p0:
+            where = " if they fail on that host" if w.scope.kind == "host" else ""
+            reply += (
+                f"\n⚠️ It covers P0 core workflow(s) {', '.join(p0)}: their failures will page nobody{where}"
+                " until it ends. When it ends, the alert channel gets the list of what it suppressed."
+            )
+        return reply
+    if not change.closed:
+        return "No open maintenance window matched; nothing changed."
+    return f"Closed {len(change.closed)} maintenance window(s); alerts are pushed again."

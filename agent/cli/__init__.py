@@ -1,0 +1,1 @@
+"""The `xihe` command line: `main` parses the command and runs it (see `xihe --help`)."""

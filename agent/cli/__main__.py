@@ -1,0 +1,5 @@
+"""`python -m xihe.agent.cli …` is `xihe …`."""
+
+from xihe.agent.cli.main import main
+
+raise SystemExit(main())

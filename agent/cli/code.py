@@ -1,0 +1,168 @@
+"""`xihe index`, `xihe search` and `xihe eval search`: the code index for people and for evaluation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from xihe.agent.errors import ConfigError
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from xihe.config.code import load_file
+
+    return load_file(getattr(args, "config", "config"))
+
+
+def _repo(args: argparse.Namespace) -> Path:
+    repo = getattr(args, "repo", None) or getattr(args, "path", None) or "."
+    return Path(repo)
+
+
+def _config_and_repo(args: argparse.Namespace) -> tuple[Any, Path] | int:
+    """The code config and the repository path, or exit code 2 after saying what is wrong."""
+    try:
+        cfg = _config(args)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    repo = _repo(args)
+    if not repo.is_dir():
+        print(f"not a directory: {repo}", file=sys.stderr)
+        return 2
+    return cfg, repo
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Build or incrementally update the index of a repository and print what was done."""
+    from xihe.tools.codeindex.index import no_progress, tqdm_progress
+    from xihe.tools.codeindex.service import index_repo
+
+    opened = _config_and_repo(args)
+    if isinstance(opened, int):
+        return opened
+    cfg, repo = opened
+    progress = tqdm_progress if sys.stderr.isatty() and not args.quiet else no_progress
+    _, report = index_repo(repo, cfg, full=args.full, reconcile=args.reconcile, progress=progress)
+    if args.json:
+        print(json.dumps(report.__dict__, ensure_ascii=False))
+    else:
+        print(
+            f"{report.mode}: {report.files} files, {report.units} units, "
+            f"{len(report.files_changed)} changed (+{report.units_added}/-{report.units_removed} units), "
+            f"commit {report.commit or '-'}, {report.seconds:.2f}s -> {report.directory}"
+        )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Search a repository (indexing or updating it first) and print hits, best first."""
+    from xihe.tools.codeindex.api import search_code
+    from xihe.tools.codeindex.index import no_progress
+    from xihe.tools.codeindex.service import index_repo
+
+    opened = _config_and_repo(args)
+    if isinstance(opened, int):
+        return opened
+    cfg, repo = opened
+    idx, _ = index_repo(repo, cfg, progress=no_progress)
+    hits = search_code(idx, " ".join(args.query), args.k)
+    if args.json:
+        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False))
+    elif not hits:
+        print("no matching implementation in the repository")
+    else:
+        for h in hits:
+            print(f"{h.score:.4f}  {h.path}:{h.start}-{h.end}  {h.symbol}")
+    return 0
+
+
+def cmd_eval_search(args: argparse.Namespace) -> int:
+    """Run the search evaluation (held-out sets, or the stdlib benchmark) and print its JSON report."""
+    try:
+        cfg = _config(args)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    names = [n.strip() for n in args.sets.split(",") if n.strip()]
+    with tempfile.TemporaryDirectory(prefix="xihe-eval-") as tmp:
+        work = Path(args.workdir or tmp)
+        report: dict[str, Any] = {}
+        if "stdlib" in names:
+            from xihe.tools.codeindex.evaluate import evaluate
+
+            modules = [m.strip() for m in args.modules.split(",")] if args.modules else None
+            report["stdlib"] = evaluate(work / "stdlib", cfg, modules, args.limit)
+        held = [n for n in names if n != "stdlib"]
+        if held:
+            from xihe.tools.codeindex.heldout import evaluate_sets, summary
+
+            try:
+                sets = evaluate_sets(held, Path(args.cache), work, cfg, args.limit, args.learn)
+            except (ValueError, RuntimeError) as exc:
+                print(f"eval search: {exc}", file=sys.stderr)
+                return 2
+            report.update(sets)
+            report["summary"] = summary(sets)
+    print(json.dumps(report, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _config_option(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a --config given to the top-level parser is not overwritten by this default
+    p.add_argument("--config", default=argparse.SUPPRESS, help="YAML config directory (default: config)")
+
+
+def register(sub: Any) -> None:
+    """Add `index`, `search` and `eval search` to the xihe sub-parsers."""
+    p = sub.add_parser("index", help="build or update the code index of a repository")
+    p.add_argument("path", nargs="?", help="repository path (same as --repo)")
+    p.add_argument("--repo", help="repository path (default: current directory)")
+    p.add_argument("--full", action="store_true", help="rebuild from scratch")
+    p.add_argument("--reconcile", action="store_true", help="compare every file's hash instead of git diff")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _config_option(p)
+    p.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("search", help="search a repository's code index")
+    s.add_argument("query", nargs="+", help="symbols, keywords or a question")
+    s.add_argument("--repo", default=".", help="repository path (default: current directory)")
+    s.add_argument("--json", action="store_true", help='print [{"path","start","end","symbol","score"}]')
+    s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    _config_option(s)
+    s.set_defaults(func=cmd_search)
+
+    e = sub.add_parser("eval", help="evaluations")
+    esub = e.add_subparsers(dest="eval_what", required=True)
+    es = esub.add_parser("search", help="code search evaluation on held-out repositories")
+    es.add_argument(
+        "--sets",
+        default="react-native-android,apscheduler",
+        help="comma-separated sets: react-native-android, apscheduler, stdlib (default: the first two)",
+    )
+    es.add_argument("--cache", default="var/eval-src", help="where fetched packages are kept")
+    es.add_argument("--modules", default="", help="stdlib set only: comma-separated modules")
+    es.add_argument("--limit", type=int, default=300, help="docstring queries to sample per set")
+    es.add_argument("--workdir", default="", help="keep the indexes here")
+    es.add_argument(
+        "--learn", action="store_true", help="learn fusion weights on the dev split, report them on test"
+    )
+    _config_option(es)
+    es.set_defaults(func=cmd_eval_search)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run these subcommands on their own (tests, or before the lead wires them into `xihe`)."""
+    parser = argparse.ArgumentParser(prog="xihe")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""`python -m xihe.agent.demo` runs the demo."""
+
+from xihe.agent.demo.scenes import main
+
+raise SystemExit(main())

@@ -1,0 +1,230 @@
+"""The loopback world of `xihe demo` and `xihe fakes up`: the fakes, their seed data, and a config for them.
+
+Four fakes stand in for the outside services: a model server (the real `openai` client talks to it),
+the DolphinScheduler simulator, a WeCom robot sink and an SMTP sink. `write_config` writes a complete
+config directory pointing at them; `point_config_at` rewrites only the addresses, so a kept demo
+directory can be served by fakes started again later on other ports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from xihe.agent.clock import FakeClock
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
+from xihe.integrations.fakes.llm_server import ScriptedLLM
+from xihe.integrations.fakes.smtp_sink import SmtpSink
+from xihe.integrations.wecom.robot_sink import RobotSink
+
+ROBOT_KEY = "demo-robot-key-0000000000"
+ROBOT_KEY_PROD = "demo-robot-key-prod-00000"
+# web UI logins of the demo users (ui.yaml names these variables); loopback-only demo values
+UI_LOGINS = {"XIHE_UI_TOKEN_DAVE": "demo-ui-dave", "XIHE_UI_TOKEN_CAROL": "demo-ui-carol"}
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # agent/, tools/, integrations/, config/
+
+
+@dataclass
+class Fakes:
+    """The running fakes."""
+
+    llm: ScriptedLLM
+    sim: DolphinSimulator
+    robot: RobotSink
+    smtp: SmtpSink
+
+    def env(self) -> dict[str, str]:
+        """The secrets the config names (`*_env`), as the fakes expect them."""
+        return {
+            "XIHE_DS_TOKEN": self.sim.token,
+            "XIHE_ROBOT_KEY": ROBOT_KEY,
+            "XIHE_ROBOT_KEY_PROD": ROBOT_KEY_PROD,
+        }
+
+
+@contextmanager
+def running_fakes(clock: FakeClock, llm: ScriptedLLM, *, task_seconds: int = 60) -> Iterator[Fakes]:
+    """Start the simulator, robot and SMTP sinks around an already built model server."""
+    with ExitStack() as stack:
+        stack.enter_context(llm)
+        sim = DolphinSimulator(seed(task_seconds), version="3.2", clock=clock)
+        stack.enter_context(sim)
+        robot = stack.enter_context(RobotSink(keys={ROBOT_KEY, ROBOT_KEY_PROD}, clock=clock))
+        smtp = stack.enter_context(SmtpSink())
+        yield Fakes(llm, sim, robot, smtp)
+
+
+def seed(task_seconds: int = 60) -> list[SimProject]:
+    """Two workflows: order_sync (test, succeeds) and payment_reconcile (prod, core, fails on its DB)."""
+    return [
+        SimProject(
+            "etl",
+            1000000000001,
+            [
+                SimDefinition(
+                    "order_sync",
+                    2000000000001,
+                    tasks=("extract", "transform", "load"),
+                    scenario=Scenario(task_seconds=task_seconds),
+                ),
+                SimDefinition(
+                    "payment_reconcile",
+                    2000000000002,
+                    tasks=("pull", "match", "report"),
+                    scenario=Scenario(
+                        kind="fail",
+                        max_retry_times=1,
+                        host="10.0.0.13:1234",
+                        error="java.sql.SQLException: Connection refused (pay_db:3306)",
+                    ),
+                ),
+            ],
+        )
+    ]
+
+
+def source_repo(root: Path) -> Path:
+    """A small git repository of xihe's own source, to ask questions about."""
+    repo = root / "xihe-src"
+    for part in ("agent", "tools", "integrations"):
+        shutil.copytree(
+            PACKAGE_ROOT / part,
+            repo / part,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "templates", "static"),
+        )
+    if shutil.which("git"):
+        env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": "demo",
+            "GIT_AUTHOR_EMAIL": "demo@example.com",
+            "GIT_COMMITTER_NAME": "demo",
+            "GIT_COMMITTER_EMAIL": "demo@example.com",
+        }
+        for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "demo"]):
+            subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True)
+    return repo
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def _dump(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
+def point_config_at(cfg: Path, fakes: Fakes) -> None:
+    """Rewrite the fakes' addresses in an existing config directory (nothing else changes)."""
+    core = _load(cfg / "xihe.yaml")
+    core["llm"].update({"base_url": fakes.llm.base_url, "model": fakes.llm.model})
+    _dump(cfg / "xihe.yaml", core)
+    dolphin = _load(cfg / "dolphin.yaml")
+    dolphin.update({"base_url": fakes.sim.url, "version": fakes.sim.version})
+    _dump(cfg / "dolphin.yaml", dolphin)
+    alerts = _load(cfg / "alerts.yaml")
+    alerts["delivery"]["robot_base_url"] = fakes.robot.url
+    alerts["smtp"].update({"host": fakes.smtp.host, "port": fakes.smtp.port})
+    _dump(cfg / "alerts.yaml", alerts)
+
+
+def write_config(cfg: Path, fakes: Fakes, *, db: str, repo: Path, index_dir: Path) -> None:
+    """A whole config directory for the fakes: shipped files, adjusted, plus the demo's workflows and shell."""
+    cfg.mkdir(parents=True)
+    shipped = PACKAGE_ROOT / "config"
+    shutil.copy(shipped / "access.yaml", cfg / "access.yaml")
+    shutil.copy(shipped / "ui.yaml", cfg / "ui.yaml")
+    core = _load(shipped / "xihe.yaml")
+    core["llm"]["max_wait_seconds"] = 0
+    core["store"]["url"] = db
+    _dump(cfg / "xihe.yaml", core)
+    _dump(cfg / "workflows.yaml", WORKFLOWS)
+    dolphin = _load(shipped / "dolphin.yaml")
+    dolphin["retries"] = 0
+    _dump(cfg / "dolphin.yaml", dolphin)
+    alerts = _load(shipped / "alerts.yaml")
+    alerts.update({"maintenance": [], "instance_wait_seconds": 10})
+    alerts["delivery"]["tries_per_run"] = 1
+    alerts["smtp"]["starttls"] = False
+    _dump(cfg / "alerts.yaml", alerts)
+    code = _load(shipped / "code.yaml")
+    code.update({"repos": [str(repo)], "index_dir": str(index_dir)})
+    _dump(cfg / "code.yaml", code)
+    _dump(cfg / "shell.yaml", shell_config(repo))
+    point_config_at(cfg, fakes)
+
+
+WORKFLOWS: dict[str, Any] = {
+    "timezone": "Asia/Shanghai",
+    "workflows": [
+        {
+            "name": "order_sync",
+            "project": "etl",
+            "aliases": ["订单同步"],
+            "environment": "test",
+            "owner": "alice",
+        },
+        {
+            "name": "payment_reconcile",
+            "project": "etl",
+            "aliases": ["支付对账"],
+            "environment": "prod",
+            "core": True,
+            "owner": "bob",
+            "oncall": ["bob"],
+            "channel": "prod",
+        },
+    ],
+}
+
+
+def shell_config(repo: Path) -> dict[str, Any]:
+    """Two read-only entries over the demo repository, sandboxed by bubblewrap when it is installed."""
+    return {
+        "sandbox": "bwrap" if shutil.which("bwrap") else "none",
+        "workspaces": {"repo": str(repo)},
+        "entries": [
+            {
+                "name": "ls",
+                "description": "List a directory of the repository.",
+                "workspace": "repo",
+                "argv": ["ls", "{path}"],
+                "risk": "read",
+                "roles": ["developer", "operator", "admin"],
+                "args": {
+                    "path": {"type": "path", "description": "directory relative to the repository root"}
+                },
+            },
+            {
+                "name": "git_log",
+                "description": "Recent commits that touched a path.",
+                "workspace": "repo",
+                "argv": ["git", "log", "--oneline", "-n", "{count}", "--", "{path}"],
+                "risk": "read",
+                # the sandbox runs as nobody; the checkout belongs to the demo user
+                "env": {
+                    "GIT_CONFIG_COUNT": "1",
+                    "GIT_CONFIG_KEY_0": "safe.directory",
+                    "GIT_CONFIG_VALUE_0": "*",
+                },
+                "roles": ["developer", "operator", "admin"],
+                "args": {
+                    "count": {"type": "integer", "min": 1, "max": 50, "description": "how many commits"},
+                    "path": {"type": "path", "description": "file or directory"},
+                },
+            },
+        ],
+    }
+
+
+def write_env_file(path: Path, env: dict[str, str]) -> None:
+    """`NAME=value` lines for `set -a; . FILE; set +a` (the fakes' own test secrets, not real ones)."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in sorted(env.items())), encoding="utf-8")
+    path.chmod(0o600)

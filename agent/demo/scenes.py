@@ -1,0 +1,326 @@
+"""`xihe demo`: the whole product on loopback fakes, as a transcript.
+
+Everything is real except the outside services: the `openai` client talks to a scripted model
+server, the DolphinScheduler client to the simulator, the alert deliverer to a WeCom robot sink and
+an SMTP sink. The store is SQLite in a temporary directory; time is a simulated clock shared by the
+bot and the fakes, so polling and alert windows play out in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock, utc_now
+from xihe.agent.demo.environment import (
+    PACKAGE_ROOT,
+    ROBOT_KEY,
+    ROBOT_KEY_PROD,
+    running_fakes,
+    source_repo,
+    write_config,
+    write_env_file,
+)
+from xihe.agent.errors import BotError
+from xihe.agent.session import Inbound
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say, slow
+from xihe.integrations.fakes.smtp_sink import SmtpSink
+from xihe.integrations.wecom.robot_sink import RobotSink
+
+
+@dataclass
+class Demo:
+    """The running fakes, the bot, and what the bot posted outside a reply."""
+
+    root: Path
+    clock: FakeClock
+    llm: ScriptedLLM
+    sim: DolphinSimulator
+    robot: RobotSink
+    smtp: SmtpSink
+    config: Path
+    db: str
+    app: App | None = None
+    posted: list[tuple[str, str]] = field(default_factory=list)
+    verbose: bool = True
+
+    def out(self, text: str = "") -> None:
+        if self.verbose:
+            print(text, flush=True)
+
+    def scene(self, title: str) -> None:
+        self.out(f"\n=== {title} ===")
+
+    def bot(self) -> App:
+        if self.app is None:
+            self.app = build_app(
+                self.config,
+                clock=self.clock,
+                database_url=self.db,
+                holder="demo",
+                notify=lambda c, t: self._posted(c, t),
+            )
+        return self.app
+
+    def _posted(self, conversation: str, text: str) -> None:
+        self.posted.append((conversation, text))
+        self.out(_indent(f"[xihe → {conversation}] {text}"))
+
+    def say(self, user: str, text: str, conversation: str | None = None) -> str:
+        self.out(f"{user}> {text}")
+        reply = self.bot().session.handle(Inbound(user, conversation or f"cli:{user}", text, "cli"))
+        self.out(_indent(f"xihe> {reply}"))
+        return reply
+
+    def tool_results(self, since: int) -> list[str]:
+        """Tool results the model received in requests after `since`."""
+        return [
+            m["content"]
+            for request in self.llm.requests[since:]
+            for m in request.get("messages", [])[-1:]
+            if m.get("role") == "tool"
+        ]
+
+
+def _indent(text: str) -> str:
+    return textwrap.indent(text, "    ", lambda line: True)
+
+
+@contextmanager
+def demo_environment(verbose: bool = True, keep: Path | None = None) -> Iterator[Demo]:
+    """Start every fake, write a config pointing at them, and clean up afterwards.
+
+    With `keep`, the directory (config, SQLite store, code index, fakes.env) stays for `xihe chat`,
+    `xihe serve` and `xihe fakes up --dir` to use afterwards.
+    """
+    with ExitStack() as stack:
+        if keep is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="xihe-demo-")))
+        else:
+            root = keep.resolve()
+            if root.exists() and any(root.iterdir()):
+                raise BotError(f"--keep {keep}: the directory is not empty; name a new or empty one")
+            root.mkdir(parents=True, exist_ok=True)
+        # simulated time starts in the past so it can be moved to the real now before the crash scene,
+        # where a separate process writes step times with the real clock
+        clock = FakeClock(utc_now().replace(microsecond=0) - timedelta(hours=3))
+        fakes = stack.enter_context(running_fakes(clock, ScriptedLLM(model="scripted-demo")))
+        saved = {k: os.environ.get(k) for k in fakes.env()}
+        os.environ.update(fakes.env())
+        db = f"sqlite:///{root / 'xihe.db'}"
+        demo = Demo(
+            root, clock, fakes.llm, fakes.sim, fakes.robot, fakes.smtp, root / "config", db, verbose=verbose
+        )
+        write_config(demo.config, fakes, db=db, repo=source_repo(root), index_dir=root / "index")
+        if keep is not None:
+            write_env_file(root / "fakes.env", fakes.env())
+        try:
+            yield demo
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if demo.app is not None:
+                demo.app.deps.engine.dispose()
+
+
+def _jobs(d: Demo, *ids: str) -> None:
+    from xihe.agent.scheduler import all_jobs, run_job
+
+    jobs = {j.id: j for j in all_jobs(d.bot())}
+    for job_id in ids:
+        run_job(d.bot(), jobs[job_id])
+
+
+def _follow_run(d: Demo, seconds: int = 900, step: int = 30) -> None:
+    """Move simulated time and let the poll job follow the run (what `xihe serve` does on its own)."""
+    for _ in range(seconds // step):
+        d.clock.advance(step)
+        _jobs(d, "ds_poll")
+
+
+def scene_code_question(d: Demo) -> None:
+    d.scene("1. Where is it in the code? (read tools: no confirmation, cited paths are checked)")
+    _jobs(d, "code_reconcile")
+    d.llm.add(
+        call("search_code", query="confirm pending action bound to user conversation", k=5),
+        say(
+            "确认绑定在 `agent/pending.py` 的 `PendingStore.confirm` 里：只有同一用户、同一会话、未过期时，"
+            "一次条件 UPDATE 才会把 pending 改成 confirmed。"
+        ),
+    )
+    before = len(d.llm.requests)
+    d.say("alice", "确认操作是在哪里绑定到用户和会话的？")
+    for shown in d.tool_results(before):
+        head = "\n".join(shown.splitlines()[:6])
+        d.out(_indent(f"(the model saw)\n{head}\n…"))
+
+
+def scene_backfill(d: Demo) -> None:
+    d.scene("2. Backfill by natural date (a write: the gate asks, /confirm releases it, the run is followed)")
+    d.llm.add(
+        call("trigger_dolphinscheduler", workflow="订单同步", dates="昨天"),
+        say("已提交订单同步（order_sync）昨天的补数，我会跟踪到结束。"),
+    )
+    d.say("alice", "把订单同步任务补跑一下昨天的")
+    d.say("alice", "/confirm")
+    start = d.sim.starts[-1] if d.sim.starts else None
+    if start is not None:
+        d.out(_indent(f"(DolphinScheduler received scheduleTime={start.get('scheduleTime')})"))
+    _follow_run(d)
+
+
+def scene_prod_failure(d: Demo) -> None:
+    d.scene("3. A production run: an approver releases it, it fails, on-call gets one P0 alert")
+    d.say("bob", "/run 支付对账 2026-12-01")
+    d.say("bob", "/confirm")
+    pending = d.bot().deps.pending.open_for(user_id="bob", statuses=("pending", "confirmed"))
+    if pending:
+        d.say("carol", f"/approve {pending[0].id}", conversation="cli:carol")
+    _follow_run(d, seconds=1200)
+    for _ in range(4):  # alert windows on the simulated clock
+        d.clock.advance(15)
+        _jobs(d, "alerts_flush", "alerts_deliver")
+    for key in (ROBOT_KEY_PROD, ROBOT_KEY):
+        for message in d.robot.messages.get(key, []):
+            d.out(
+                _indent(
+                    f"[WeCom robot {'prod' if key == ROBOT_KEY_PROD else 'default'}]\n"
+                    + textwrap.indent(message.content, "  ")
+                )
+            )
+
+
+def scene_shell(d: Demo) -> None:
+    d.scene(
+        "4. Whitelisted shell: typed arguments, no shell, a sandbox; anything else is refused with a reason"
+    )
+    d.say("alice", "/sh ls agent/alerts")
+    d.say("alice", "/sh ls ../../etc")
+    d.say("alice", "/sh rm -rf agent")
+
+
+def scene_crash(d: Demo) -> None:
+    d.scene("5. A crash in the middle of a task, then `xihe task resume`: finished steps are not redone")
+    d.llm.add(
+        call("run_shell_command", command="git_log", args={"count": 3, "path": "agent"}),
+        slow(call("search_code", query="resume first unfinished step", k=3), 60),
+    )
+    env = {**os.environ, "XIHE_DATABASE_URL": d.db, "PYTHONPATH": str(PACKAGE_ROOT)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "xihe.agent.cli.main",
+            "--config",
+            str(d.config),
+            "chat",
+            "--user",
+            "alice",
+            "--conversation",
+            "cli:alice-crash",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=d.root,
+    )
+    assert proc.stdin is not None
+    d.out("alice> 看看 agent 目录最近的提交，再找一下恢复任务的代码   (in a separate `xihe chat` process)")
+    asked = len(d.llm.requests)
+    proc.stdin.write("看看 agent 目录最近的提交，再找一下恢复任务的代码\n")
+    proc.stdin.flush()
+    task_id = _wait_for_model_turn(d, asked + 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    d.clock.now = max(d.clock.now, utc_now())
+    d.out(_indent(f"(the chat process was killed with SIGKILL while task #{task_id} waited for the model)"))
+    d.llm.add(
+        say(
+            "最近的提交见上面的 git log；恢复逻辑在 `agent/loop.py` 的 `Agent.resume`：从第一个未完成的步骤继续。"
+        )
+    )
+    d.out(f"$ xihe task resume {task_id}")
+    outcome = d.bot().agent.resume(task_id, take_over=True)
+    d.out(_indent(f"task {outcome.task_id} {outcome.status}: {outcome.reply}"))
+    d.say("alice", f"/task {task_id}", conversation="cli:alice-crash")
+
+
+def _wait_for_model_turn(d: Demo, requests: int, timeout: float = 60) -> int:
+    """Wait until the model server has received `requests` requests in all (process synchronisation)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(d.llm.requests) >= requests:
+            tasks = d.bot().deps.tasks.recent(conversation="cli:alice-crash", limit=1)
+            if tasks:
+                return tasks[0].id
+        time.sleep(0.05)
+    raise RuntimeError("the demo chat process never asked the model for its second turn")
+
+
+def scene_audit(d: Demo) -> None:
+    d.scene("6. What happened, afterwards: the audit trail")
+    rows = d.bot().deps.audit.search(limit=200)
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[f"{r['kind']}/{r['outcome']}"] = kinds.get(f"{r['kind']}/{r['outcome']}", 0) + 1
+    d.out(_indent(", ".join(f"{k}: {v}" for k, v in sorted(kinds.items()))))
+    gate = [r for r in rows if r["kind"] == "gate"][:3]
+    for r in gate:
+        d.out(_indent(f"gate {r['outcome']:8} {r['actor']:6} {r['tool']}: {r['reason']}"))
+
+
+SCENES = (scene_code_question, scene_backfill, scene_prod_failure, scene_shell, scene_crash, scene_audit)
+
+
+def run_demo(verbose: bool = True, keep: Path | None = None) -> int:
+    """Play every scene; exit 0 when the script was consumed exactly."""
+    with demo_environment(verbose, keep) as d:
+        d.out(
+            "xihe demo — loopback fakes: scripted LLM (openai client), DolphinScheduler 3.2 simulator, "
+            "WeCom robot sink, SMTP sink; SQLite in a temp dir; simulated clock"
+        )
+        for scene in SCENES:
+            scene(d)
+        d.llm.assert_consumed()
+        d.out("\nDone. Every reply above came through the real loop, gate, executor and stores.")
+        if keep is not None:
+            d.out(kept_directory_help(d.root))
+    return 0
+
+
+def kept_directory_help(root: Path) -> str:
+    """What to type next with a kept demo directory."""
+    return (
+        f"\nKept in {root}: config/, xihe.db, index/, fakes.env. To go on with the demo's data:\n"
+        f"  xihe fakes up --dir {root}            # the fakes again (leave it running)\n"
+        f"  set -a; . {root}/fakes.env; set +a\n"
+        f"  xihe chat --config {root}/config --user alice\n"
+        f"  xihe serve --config {root}/config     # web UI at http://127.0.0.1:8080/ui"
+    )
+
+
+def main(argv: Any = None) -> int:
+    """Run the demo (for `python -m xihe.agent.demo.scenes`)."""
+    return run_demo()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,341 @@
+"""DolphinScheduler in chat: tools, `/run` `/status` `/rerun` `/stop`, run watching and the name sync.
+
+Active when config/dolphin.yaml exists and the credentials it names are set. Then:
+
+- tools (tools/dolphin.py): trigger_dolphinscheduler, query_ds_task_status, ds_failed_tasks,
+  rerun_failed, stop_run; the gate sees each write's workflow environment (workflows.yaml);
+- commands that go through `session.run_tool` (same registry, gate, confirmation and audit):
+      /run order_sync 2026-12-01..2026-12-03    /status 101    /rerun 101    /stop 101
+- jobs: `ds_poll` polls the claimed watch rows (`run_poll_cycle` over the SQL store), posts
+  progress (throttled) and the final state to the conversation that started the run, and hands
+  FailureEvents to `services["alerts"]` when the alert pipeline is installed; `ds_catalog_sync`
+  refreshes name → code and release state.
+
+Delivery is at most once per outcome: the watch row is saved (lease released) before the
+messages go out, so a crash in between loses that message rather than repeating it forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from xihe.agent.commands import Command
+from xihe.agent.errors import ConfigError, TaskStateError
+from xihe.agent.feature import Job
+from xihe.agent.help import HelpEntry
+from xihe.agent.timefmt import show
+from xihe.config.dolphin import DolphinConfig, credentials
+from xihe.integrations.dolphinscheduler.states import is_terminal
+from xihe.tools.dolphin.dates import is_contiguous
+from xihe.tools.dolphin.events import FailureEvent
+from xihe.tools.dolphin.poll import run_poll_cycle
+from xihe.tools.dolphin.watch import AuthFailed, Finished, NotFound, PollResult, Progress, Watch
+
+if TYPE_CHECKING:
+    from xihe.agent.app import App
+    from xihe.agent.deps import Deps
+    from xihe.agent.gate import Who
+    from xihe.agent.registry import ToolSpec
+    from xihe.agent.session import Inbound, Session
+    from xihe.tools.dolphin.service import DolphinService
+    from xihe.tools.dolphin.store import SqlWatchStore
+
+log = logging.getLogger("xihe.dolphin")
+
+PROGRESS_EVERY = timedelta(minutes=5)  # at most one progress message per run in this window
+ICONS = {"SUCCESS": "✅", "FAILURE": "❌", "STOP": "⏹️", "PAUSE": "⏸️", "BLOCK": "⛔"}
+
+HELP = [
+    HelpEntry("/run WORKFLOW [DATES]", "start a workflow, or backfill business dates", "/run order_sync 昨天",
+              "启动工作流，或按业务日期补数", needs="tool", tool="trigger_dolphinscheduler",
+              detail="DATES: one date, a range 2026-12-01..2026-12-03, or words like 昨天, 上周一, 12月1号到3号.",
+              detail_zh="日期：单个日期、区间 2026-12-01..2026-12-03，或 昨天、上周一、12月1号到3号 这样的说法。"),
+    HelpEntry("/status INSTANCE", "state, task progress and duration of a run", "/status 1024",
+              "某次运行的状态、任务进度和耗时", needs="tool", tool="query_ds_task_status"),
+    HelpEntry("/rerun INSTANCE", "rerun a failed run from its failed tasks", "/rerun 1024",
+              "从失败的任务开始重跑一次失败的运行", needs="tool", tool="rerun_failed"),
+    HelpEntry("/stop INSTANCE", "stop a running run", "/stop 1024", "停止正在运行的实例", needs="tool",
+              tool="stop_run"),
+]  # fmt: skip
+
+
+def _config(deps: Deps) -> DolphinConfig | None:
+    """The dolphin section when it is configured and its credentials are present."""
+    cfg: DolphinConfig | None = deps.settings.section("dolphin")
+    if cfg is None:
+        return None
+    try:
+        credentials(cfg)
+    except ConfigError as exc:
+        warnings = deps.services.setdefault("feature_warnings", {})
+        if "dolphinscheduler" not in warnings:  # tools() and install() both ask: say it once
+            log.warning("DolphinScheduler is configured but disabled: %s", exc)
+        warnings["dolphinscheduler"] = str(exc)
+        return None
+    return cfg
+
+
+def tools(deps: Deps) -> list[ToolSpec]:
+    """The DS tools, when dolphin.yaml is configured."""
+    if _config(deps) is None:
+        return []
+    from xihe.tools.dolphin.tools import SPECS
+
+    return list(SPECS)
+
+
+def install(app: App) -> None:
+    """The service, the commands and their help lines."""
+    cfg = _config(app.deps)
+    if cfg is None:
+        return
+    from xihe.tools.dolphin.service import build_service
+
+    app.deps.services["dolphin"] = build_service(app.deps, cfg)
+    session = app.session
+    session.commands.update({"run": _run, "status": _status, "rerun": _rerun, "stop": _stop})
+    session.help_lines.extend(HELP)
+
+
+def jobs(app: App) -> list[Job]:
+    """Poll watched runs; keep the name catalog fresh."""
+    svc = app.deps.services.get("dolphin")
+    if svc is None:
+        return []
+    tick = max(1.0, min(svc.config.poll.interval_seconds / 3, 15.0))
+    return [
+        Job("ds_poll", "xihe.agent.dolphin.feature:poll_watches", tick),
+        Job("ds_catalog_sync", "xihe.agent.dolphin.feature:sync_names", 600),
+    ]
+
+
+# ---- commands --------------------------------------------------------------------------------
+
+
+def _run(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    if not cmd.args:
+        return "Usage: /run WORKFLOW [DATES], e.g. `/run order_sync 2026-12-01..2026-12-03` or `/run 订单同步 昨天`."
+    args: dict[str, object] = {"workflow": cmd.args[0], "dates": " ".join(cmd.args[1:])}
+    return session.run_tool(who, msg, "trigger_dolphinscheduler", args).reply
+
+
+def _instance_command(tool: str, verb: str) -> Any:
+    def handler(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+        if not cmd.args or not cmd.args[0].lstrip("#").isdigit():
+            return f"Usage: /{verb} INSTANCE [PROJECT], e.g. /{verb} 101."
+        args: dict[str, object] = {"instance_id": int(cmd.args[0].lstrip("#"))}
+        if len(cmd.args) > 1:
+            args["project"] = cmd.args[1]
+        return session.run_tool(who, msg, tool, args).reply
+
+    return handler
+
+
+_status = _instance_command("query_ds_task_status", "status")
+_rerun = _instance_command("rerun_failed", "rerun")
+_stop = _instance_command("stop_run", "stop")
+
+
+# ---- jobs ------------------------------------------------------------------------------------
+
+
+def _failure_lines(events: Sequence[FailureEvent]) -> list[str]:
+    lines = []
+    for e in events:
+        if not e.task:
+            lines.append(f"- {e.error}")
+            continue
+        lines.append(
+            f"- task **{e.task}** {e.task_state} on {e.host or '?'} "
+            f"(retries {e.retry_times}/{e.max_retry_times}): {e.error}"
+        )
+    return lines
+
+
+def _dates_text(dates: Sequence[str]) -> str:
+    """`2026-12-01..2026-12-03` for consecutive dates, else `2026-12-01,2026-12-05` (what /run reads)."""
+    if len(dates) > 1 and is_contiguous([date.fromisoformat(d) for d in dates]):
+        return f"{dates[0]}..{dates[-1]}"
+    return ",".join(dates)
+
+
+def finished_text(outcome: Finished, events: Sequence[FailureEvent]) -> str:
+    """The message for a run that reached a final state."""
+    text = f"{ICONS.get(outcome.state, 'ℹ️')} {outcome.summary}."
+    inst = outcome.instance.id
+    if outcome.state == "FAILURE":
+        mine = [e for e in events if e.instance_id == inst]
+        text += "\n" + "\n".join(_failure_lines(mine)) if mine else ""
+    if outcome.not_run:
+        text += (
+            f"\nThe backfill stopped here: {_dates_text(outcome.not_run)} "
+            f"({len(outcome.not_run)} date{'s' if len(outcome.not_run) > 1 else ''}) did not run."
+        )
+    if outcome.state == "FAILURE":
+        then = " and then goes on with the dates that did not run" if outcome.not_run else ""
+        text += f"\n`/rerun {inst}` reruns the failed tasks{then}."
+    return text
+
+
+def not_found_text(outcome: NotFound, tz: str, timeout_seconds: float) -> str:
+    """The message for a start DS never ran, or a rerun it never took, with the one command to retry."""
+    w = outcome.watch
+    waited = f"{round(timeout_seconds / 60)} min"
+    if outcome.rerun_of:
+        return (
+            f"⚠️ {outcome.summary} within {waited} of the request; it still shows its last run. "
+            f"`/rerun {outcome.rerun_of}` sends the rerun again."
+        )
+    dates = f" for {_dates_text(w.dates)}" if w.dates else ""
+    retry = f"/run {w.workflow} {_dates_text(w.dates)}" if w.dates else f"/run {w.workflow}"
+    return (
+        f"⚠️ {w.workflow}{dates} did not run: DolphinScheduler has no instance of it from this request "
+        f"(sent {show(w.started_at, tz)}, looked for {waited}). Nothing was started. "
+        f"`{retry}` starts it again."
+    )
+
+
+def auth_text(outcome: AuthFailed, cfg: DolphinConfig) -> str:
+    """The message for a followed run the bot can no longer read because DS rejects its credentials."""
+    w = outcome.watch
+    runs = f"instance {', '.join(map(str, w.instance_ids))}" if w.instance_ids else "the run it started"
+    if cfg.token_env:
+        fix = (
+            f"create a new access token for the bot's user in DolphinScheduler (Security → Token Manage), "
+            f"put it in {cfg.token_env} and restart xihe"
+        )
+    else:
+        fix = f"check that user {cfg.user} is enabled and {cfg.password_env} holds its password, then restart xihe"
+    return (
+        f"⚠️ I can no longer follow {w.workflow} ({runs}): DolphinScheduler rejects the bot's credentials "
+        f"(HTTP 401: token missing or expired, or the user is disabled). To fix it, {fix}. "
+        "I keep checking and report here once it works again."
+    )
+
+
+def progress_text(outcome: Progress) -> str:
+    """A short progress line, e.g. "⏳ order_sync instance 101 for 2026-12-01 RUNNING, 1/3 tasks done"."""
+    return "⏳ " + outcome.summary.replace("RUNNING_EXECUTION", "RUNNING")
+
+
+def _hand_to_alerts(app: App, events: list[FailureEvent]) -> None:
+    """Failures go to the alert pipeline (AlertService.feed takes one poll's batch)."""
+    alerts = app.deps.services.get("alerts")
+    if alerts is not None and events:
+        alerts.feed(events)
+
+
+def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) -> None:
+    """Post outcomes to their conversations and failures to the alert pipeline; one failure never blocks the rest."""
+    for outcome in result.outcomes:
+        conversation = outcome.watch.conversation
+        try:
+            _link_run(app, outcome, now)
+            if isinstance(outcome, Finished):
+                app.deps.notify(conversation, finished_text(outcome, result.events))
+            elif isinstance(outcome, Progress):
+                text = progress_text(outcome)
+                if svc.watches.progress_note(outcome.watch.key, text, now, PROGRESS_EVERY):
+                    app.deps.notify(conversation, text)
+            elif isinstance(outcome, NotFound):
+                app.deps.notify(
+                    conversation,
+                    not_found_text(outcome, app.deps.settings.core.timezone, svc.policy.discovery_timeout),
+                )
+                if not outcome.rerun_of:
+                    _mark_not_run(app, outcome.watch, now)
+            elif isinstance(outcome, AuthFailed):
+                app.deps.notify(conversation, auth_text(outcome, svc.config))
+        except Exception:
+            log.exception("could not post a DolphinScheduler outcome to %s", conversation)
+    try:
+        _hand_to_alerts(app, result.events)
+    except Exception:
+        log.exception("the alert pipeline refused %d DolphinScheduler event(s)", len(result.events))
+    for error in result.errors:
+        log.warning("DolphinScheduler poll: %s", error)
+
+
+def _link_run(app: App, outcome: Progress | Finished | NotFound | AuthFailed, now: datetime) -> None:
+    """The task learns its runs as soon as they are seen (3.1/3.2 create them late), and how they ended."""
+    if not isinstance(outcome, Progress | Finished) or not outcome.watch.task_id.isdigit():
+        return
+    task_id = int(outcome.watch.task_id)
+    if app.deps.tasks.add_runs(task_id, [outcome.instance.id], now) and isinstance(outcome, Progress):
+        # a run DolphinScheduler created after the start was answered (3.1/3.2): name it at once
+        i = outcome.instance.id
+        app.deps.notify(
+            outcome.watch.conversation,
+            f"▶️ {outcome.watch.workflow} run {i} started (task #{task_id}) — /status {i}",
+        )
+    if isinstance(outcome, Finished):
+        final = dict(outcome.watch.states)
+        bad = [state for state in final.values() if is_terminal(state) and state != "SUCCESS"]
+        app.deps.tasks.set_outcome(task_id, f"run {bad[-1] if bad else outcome.state}"[:40], now)
+
+
+def _mark_not_run(app: App, w: Watch, now: datetime) -> None:
+    """The task that asked for a run DS never made did not get what it asked for: it is not `done`."""
+    try:
+        app.deps.tasks.update(
+            int(w.task_id),
+            now,
+            expect=("done",),
+            status="failed",
+            error=f"DolphinScheduler never created the {w.workflow} run (marker {w.key}); nothing ran",
+        )
+    except (ValueError, TaskStateError):
+        log.warning("could not mark task %s of watch %s as not run", w.task_id, w.key)
+
+
+class _Batched:
+    """The SQL watch store with saves collected, so one poll cycle writes back in one transaction."""
+
+    def __init__(self, store: SqlWatchStore) -> None:
+        self.store = store
+        self.pending: list[Watch] = []
+
+    def due(self, now: datetime, limit: int = 1000) -> list[Watch]:
+        return self.store.due(now, limit)
+
+    def save(self, watch: Watch) -> None:
+        self.pending.append(watch)
+
+    def add(self, watch: Watch) -> None:
+        self.store.add(watch)
+
+    def get(self, key: str) -> Watch | None:
+        return self.store.get(key)
+
+    def active(self) -> list[Watch]:
+        return self.store.active()
+
+
+def poll_watches(app: App) -> PollResult | None:
+    """The `ds_poll` job: claim due watches, poll them with few requests, save, then report."""
+    svc: DolphinService | None = app.deps.services.get("dolphin")
+    if svc is None:
+        return None
+    now = app.deps.clock()
+    batch = _Batched(svc.watches)
+    try:
+        result = run_poll_cycle(batch, svc.poll_client, now, svc.policy)
+        svc.watches.save_all(batch.pending)
+    except Exception:
+        svc.watches.release()  # let the next cycle (here or on another replica) take them at once
+        raise
+    deliver(app, svc, result, now)
+    return result
+
+
+def sync_names(app: App) -> int:
+    """The `ds_catalog_sync` job: refresh name → code and release state; returns the entry count."""
+    from xihe.tools.dolphin.service import sync
+
+    svc: DolphinService | None = app.deps.services.get("dolphin")
+    if svc is None:
+        return 0
+    return len(sync(svc, app.deps.clock()))

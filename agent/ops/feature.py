@@ -1,0 +1,286 @@
+"""Operations of `xihe serve`: retention pruning, config reload and structured JSON logs.
+
+Retention deletes finished tasks (their steps and confirmations go with them by cascade), their
+orphaned artifacts, old audit events, delivered outbox rows and old WeCom inbox/stream rows, in
+batches so locks stay short; every replica may run it (deletes are idempotent).
+
+Config reload re-reads the directory when a file changed. A valid directory replaces the running
+settings (access rules, loop bounds, confirmation TTL take effect at once; tools, plugins and
+feature clients are built at start and need a restart, which the reload says). An invalid one keeps
+the last good config running, is audited with its errors (any exception, not only a ConfigError),
+and `/readyz` answers 503 naming it until the files are fixed (or back to what is running).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, Table, and_, delete, not_, or_, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from xihe.agent.audit import AuditEvent
+from xihe.agent.errors import ConfigError
+from xihe.agent.feature import Job
+from xihe.agent.redact import Redactor
+from xihe.agent.schema import artifact, audit_event, metadata, task, wecom_inbox, wecom_stream
+from xihe.config.load import Settings, load_dir
+from xihe.config.ops import OpsConfig
+
+if TYPE_CHECKING:
+    from xihe.agent.app import App
+
+log = logging.getLogger("xihe.ops")
+
+FINISHED = ("done", "failed", "cancelled")
+RELOAD_STATE = "config_reload"
+RELOAD_ERROR = "config_reload_error"  # read by /readyz
+
+
+def ops_config(app: App) -> OpsConfig:
+    """ops.yaml, or its defaults when the file is absent."""
+    cfg = app.settings.section("ops")
+    return cfg if isinstance(cfg, OpsConfig) else OpsConfig.model_validate({})
+
+
+# ---- structured logs -------------------------------------------------------------------------------
+
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", "color_message"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, exception and every `extra` field
+    (task_id, key, user ...). Every value passes through the redactor."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        super().__init__()
+        self.redactor = redactor or Redactor()
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                out[key] = value
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(self._scrub(out), ensure_ascii=False, default=str)
+
+    def _scrub(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redactor.text(value)
+        if isinstance(value, dict):
+            return {k: self._scrub(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._scrub(v) for v in value]
+        if isinstance(value, int | float | bool) or value is None:
+            return value
+        return self.redactor.text(str(value))
+
+
+def configure_logging(app: App) -> None:
+    """JSON (or text) logs for the root and uvicorn handlers, each with the redactor."""
+    from xihe.agent.redact import RedactingFilter
+
+    cfg = ops_config(app).logging
+    root = logging.getLogger()
+    root.setLevel(cfg.level)
+    logging.getLogger("apscheduler").setLevel(max(logging.WARNING, root.level))  # one line per job run
+    if not root.handlers:
+        root.addHandler(logging.StreamHandler())
+    loggers = [root] + [logging.getLogger(n) for n in ("uvicorn", "uvicorn.error", "uvicorn.access")]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+                handler.addFilter(RedactingFilter(app.deps.redactor))
+            if cfg.format == "json":
+                handler.setFormatter(JsonFormatter(app.deps.redactor))
+
+
+def startup(app: App) -> None:
+    """Server lifespan start."""
+    configure_logging(app)
+
+
+# ---- retention -------------------------------------------------------------------------------------
+
+
+def _delete_batches(engine: Engine, table: Table, where: Any, batch: int) -> int:
+    """Delete matching rows `batch` at a time (short transactions); the number deleted."""
+    pk = next(iter(table.primary_key.columns))
+    total = 0
+    while True:
+        with engine.begin() as conn:
+            ids = select(pk).where(where).limit(batch).scalar_subquery()
+            n = conn.execute(delete(table).where(pk.in_(ids))).rowcount
+        total += n
+        if n < batch:
+            return total
+
+
+def prune(app: App, now: datetime | None = None) -> dict[str, int]:
+    """Delete rows older than the configured ages; the count per table."""
+    cfg = ops_config(app).retention
+    deps = app.deps
+    now = now or deps.clock()
+    days = timedelta(days=1)
+    plan: list[tuple[str, Table, Any]] = [
+        (
+            "task",
+            task,
+            and_(task.c.status.in_(FINISHED), task.c.updated_at < now - cfg.tasks_days * days),
+        ),
+        (
+            "artifact",
+            artifact,
+            and_(
+                artifact.c.created_at < now - cfg.tasks_days * days,
+                or_(artifact.c.task_id.is_(None), not_(artifact.c.task_id.in_(select(task.c.id)))),
+            ),
+        ),
+        ("audit_event", audit_event, audit_event.c.at < now - cfg.audit_days * days),
+        ("wecom_inbox", wecom_inbox, wecom_inbox.c.seen_at < now - cfg.inbox_days * days),
+        ("wecom_stream", wecom_stream, wecom_stream.c.created_at < now - cfg.inbox_days * days),
+    ]
+    outbox = metadata.tables.get("alert_outbox")  # the alerts feature's table (migration 2)
+    if outbox is not None and {"status", "created_at"} <= set(outbox.c.keys()):
+        plan.append(
+            (
+                "outbox",
+                outbox,
+                and_(outbox.c.status == "sent", outbox.c.created_at < now - cfg.outbox_days * days),
+            )
+        )
+    counts: dict[str, int] = {}
+    for name, table, where in plan:
+        try:
+            counts[name] = _delete_batches(deps.engine, table, where, cfg.batch)
+        except SQLAlchemyError as exc:  # e.g. a table of a feature not migrated here, or a foreign key
+            log.warning("retention of %s failed: %s", name, type(exc).__name__)
+            counts[name] = 0
+    if any(counts.values()):
+        deps.audit.record(
+            AuditEvent(at=now, kind="retention", actor=deps.holder, outcome="pruned", detail=counts)
+        )
+        log.info("retention pruned old rows", extra={"deleted": counts})
+    return counts
+
+
+def retention(app: App) -> None:
+    """Job: prune old rows."""
+    if ops_config(app).retention.enabled:
+        prune(app)
+
+
+# ---- config reload ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ReloadState:
+    """Fingerprints of the directory as last applied and as last refused."""
+
+    applied: str
+    refused: str = ""
+
+
+def fingerprint(directory: Path) -> str:
+    """sha256 over every YAML file's name and bytes (an unreadable one counts by its error)."""
+    h = hashlib.sha256()
+    for path in sorted(directory.glob("*.y*ml")):
+        try:
+            content = path.read_bytes()
+        except OSError as exc:
+            content = f"unreadable: {type(exc).__name__}".encode()
+        h.update(path.name.encode() + b"\0" + content + b"\0")
+    return h.hexdigest()
+
+
+def _needs_restart(old: Settings, new: Settings) -> list[str]:
+    notes = []
+    if old.core.tools != new.core.tools or old.core.plugins != new.core.plugins:
+        notes.append("tools/plugins")
+    if old.core.llm != new.core.llm or old.core.store != new.core.store:
+        notes.append("llm/store")
+    if old.extra.keys() != new.extra.keys() or any(
+        old.extra[k] != new.extra[k] for k in old.extra if k not in ("ops",)
+    ):
+        notes.append("feature sections")
+    return notes
+
+
+def reload_config(app: App) -> str:
+    """Re-read the config directory if it changed: 'unchanged', 'applied' or 'refused'."""
+    from xihe.agent.app import secrets_of
+    from xihe.agent.toolset import check_tools
+
+    deps = app.deps
+    state: ReloadState = deps.services.setdefault(
+        RELOAD_STATE, ReloadState(fingerprint(app.settings.directory))
+    )
+    current = fingerprint(app.settings.directory)
+    if current == state.applied and state.refused:
+        # the files are back to what is running: nothing to apply, nothing wrong any more
+        state.refused = ""
+        deps.services[RELOAD_ERROR] = None
+    if current in (state.applied, state.refused):
+        return "unchanged"
+    now = deps.clock()
+    try:
+        new = load_dir(app.settings.directory)
+        check_tools(new)
+    except Exception as exc:  # any failure keeps the last good config and is reported, not only ConfigError
+        reason = deps.redactor.text(
+            str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        )
+        state.refused = current
+        deps.services[RELOAD_ERROR] = reason
+        log.error(
+            "config reload refused; the last good config keeps running: %s",
+            reason,
+            exc_info=not isinstance(exc, ConfigError),  # a bug in a plugin or in our code: keep the traceback
+        )
+        deps.audit.record(
+            AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reload_refused", reason=reason)
+        )
+        return "refused"
+    for secret in secrets_of(new):
+        deps.redactor.add(secret)
+    restart = _needs_restart(app.settings, new)
+    app.settings = new
+    deps.settings = new
+    state.applied, state.refused = current, ""
+    deps.services[RELOAD_ERROR] = None
+    note = f"restart needed for: {', '.join(restart)}" if restart else None
+    log.info("config reloaded", extra={"restart_needed": restart})
+    deps.audit.record(AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reloaded", reason=note))
+    return "applied"
+
+
+# ---- the feature interface -------------------------------------------------------------------------
+
+
+def install(app: App) -> None:
+    """Remember the fingerprint of the config as loaded, so the first reload only acts on changes."""
+    app.deps.services[RELOAD_STATE] = ReloadState(fingerprint(app.settings.directory))
+
+
+def jobs(app: App) -> list[Job]:
+    """Retention and config reload."""
+    cfg = ops_config(app)
+    out = []
+    if cfg.retention.enabled:
+        out.append(Job("retention", "xihe.agent.ops.feature:retention", cfg.retention.interval_minutes * 60))
+    if cfg.config_reload.enabled:
+        out.append(
+            Job("config_reload", "xihe.agent.ops.feature:reload_config", cfg.config_reload.interval_seconds)
+        )
+    return out

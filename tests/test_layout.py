@@ -1,0 +1,248 @@
+"""The floor plan: imports point down the layers, features do not reach into each other, no cycles.
+
+Layers, bottom to top (README "Layout"):
+  0 spine     xihe.agent.<module> (the flat modules) and xihe.config's loading and core models
+  1 config    xihe.config.<section>: one pydantic model (+ YAML) per feature
+  2 outside   xihe.integrations.<system>: clients of outside systems and their loopback fakes
+  3 tools     xihe.tools.<feature>: what the model can call, and the services behind it
+  4 features  xihe.agent.<feature>: plugging a feature in (jobs, commands, hooks, routes)
+  5 surfaces  xihe.agent.cli, xihe.agent.demo, xihe.agent.web
+  6 root      xihe.agent.app: the one place that knows every feature
+
+A module may import its own layer or lower ones. Within layers 1-4 a feature's folders may import
+only the spine, their own feature, and the features listed in ALLOWED.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FOLDERS = ("agent", "tools", "integrations", "config")
+
+SPINE_CONFIG = {"load", "yamlmodel", "core", "access", "workflows", "semantic"}
+SURFACES = {"cli", "demo", "web"}
+# a feature's name in each folder (the same feature may be spelled differently per layer)
+FEATURE_NAMES = {
+    "dolphinscheduler": "dolphin",
+    "codeindex": "code",
+    "send_wecom_alert": "alerts",
+    "mailer": "alerts",
+    "ui": "web",
+}
+# generic loopback fakes (LLM, SMTP) serve every feature's tests and the demo
+SHARED = {"integrations.fakes"}
+ALLOWED = {
+    ("alerts", "dolphin"),  # alerts read DolphinScheduler's failure events and run states
+    ("alerts", "wecom"),  # the WeCom robot is one alert notifier
+}
+
+
+# Being removed (issue 15): each entry goes when its import does; a new one fails the test.
+KNOWN_VIOLATIONS = {
+    "xihe.agent.alerts.feature (layer 4) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.cli.bench (layer 5) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.cli.main (layer 5) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.code.feature (layer 4) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.demo.scenes (layer 5) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.dolphin.feature (layer 4) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.longtask.feature (layer 4) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.ops.feature (layer 4) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.scheduler (layer 0) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.shell.feature (layer 4) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.toolset (layer 0) imports xihe.tools (layer 3): upward",
+    "xihe.agent.web.feature (layer 5) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.web.server (layer 5) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.web.ui.views (layer 5) imports xihe.agent.app (layer 6): upward",
+    "xihe.agent.wecom.feature (layer 4) imports xihe.agent.app (layer 6): upward",
+    "xihe.config.alerts (layer 1) imports xihe.agent.alerts.cron (layer 4): upward",
+    "xihe.integrations.dolphinscheduler.runs (layer 2) imports xihe.tools.dolphin.dates (layer 3): upward",
+    "xihe.tools.send_wecom_alert (layer 3) imports xihe.agent.alerts.manual (layer 4): upward",
+}
+KNOWN_CYCLES = [
+    ["xihe.config.load", "xihe.config.semantic"],
+    ["xihe.integrations.dolphinscheduler.client", "xihe.integrations.dolphinscheduler.dag"],
+    ["xihe.tools.codeindex.heldout", "xihe.tools.codeindex.learn"],
+    ["xihe.agent.web.ui.runs", "xihe.agent.web.ui.views", "xihe.agent.web.wecom_oauth"],
+]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return "xihe." + ".".join(parts)
+
+
+def product_modules() -> dict[str, Path]:
+    out = {}
+    for folder in FOLDERS:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            out[module_name(path)] = path
+    return out
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
+    """Every product module `name` imports, anywhere in the file (also inside functions)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, base] if base else up)
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        else:
+            continue
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t:
+                found.add(t)
+    return found - {name}
+
+
+def layer(name: str) -> tuple[int, str | None]:
+    """(layer number, feature or None) of a product module."""
+    parts = name.split(".")[1:]
+    folder, rest = parts[0], parts[1:]
+    head = rest[0] if rest else ""
+    feature = FEATURE_NAMES.get(head, head) or None
+    if folder == "config":
+        return (0, None) if head in SPINE_CONFIG or not head else (1, feature)
+    if folder == "integrations":
+        return 2, None if f"integrations.{head}" in SHARED or not head else feature
+    if folder == "tools":
+        return 3, feature if len(rest) > 1 or head in FEATURE_NAMES else None
+    if head == "app":
+        return 6, None
+    if head in SURFACES:
+        return 5, None
+    if len(rest) > 1:  # a package under agent/
+        return 4, feature
+    return 0, None
+
+
+def graph() -> dict[str, set[str]]:
+    mods = product_modules()
+    known = set(mods)
+    return {name: imports_of(path, name, known) for name, path in mods.items()}
+
+
+def violations() -> list[str]:
+    out = []
+    for src, targets in sorted(graph().items()):
+        s_layer, s_feat = layer(src)
+        for dst in sorted(targets):
+            d_layer, d_feat = layer(dst)
+            if d_layer > s_layer:
+                out.append(f"{src} (layer {s_layer}) imports {dst} (layer {d_layer}): upward")
+            elif (
+                1 <= s_layer <= 4
+                and s_feat
+                and d_feat
+                and s_feat != d_feat
+                and (s_feat, d_feat) not in ALLOWED
+            ):
+                out.append(f"{src} (feature {s_feat}) imports {dst} (feature {d_feat}): not in ALLOWED")
+    return out
+
+
+def cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    g = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in g[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_imports_point_down_and_features_stay_in_their_folders():
+    assert sorted(set(violations()) - KNOWN_VIOLATIONS) == []
+    assert sorted(KNOWN_VIOLATIONS - set(violations())) == [], "fixed: delete these from KNOWN_VIOLATIONS"
+
+
+def test_no_import_cycles():
+    assert [c for c in cycles() if c not in KNOWN_CYCLES] == []
+    assert [c for c in KNOWN_CYCLES if c not in cycles()] == [], "fixed: delete these from KNOWN_CYCLES"
+
+
+def test_nothing_imports_the_folders_by_their_bare_names():
+    """`import agent.x` happens to work from the repository root but not once installed: only `xihe.*`."""
+    bare = []
+    for path in [*(p for f in FOLDERS for p in (REPO / f).rglob("*.py")), *(REPO / "tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            bare += [
+                f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in FOLDERS
+            ]
+    assert bare == []
+
+
+def test_every_package_folder_is_installed():
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {module_name(p) for f in FOLDERS for p in (REPO / f).rglob("__init__.py")}
+    assert on_disk == listed
+
+
+def test_the_rule_catches_an_upward_import_and_a_cycle(tmp_path):
+    """The checker itself: an upward import and a two-module cycle are found."""
+    assert layer("xihe.agent.loop") == (0, None)
+    assert layer("xihe.tools.dolphin.service") == (3, "dolphin")
+    assert layer("xihe.agent.alerts.pipeline") == (4, "alerts")
+    assert layer("xihe.integrations.dolphinscheduler.client") == (2, "dolphin")
+    assert layer("xihe.agent.web.ui.views") == (5, None)
+    assert layer("xihe.config.dolphin") == (1, "dolphin")
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("import x.b\n")
+    b.write_text("from x import a\n")
+    assert imports_of(a, "x.a", {"x.a", "x.b"}) == {"x.b"}
+    assert imports_of(b, "x.b", {"x.a", "x.b"}) == {"x.a"}
+
+
+if __name__ == "__main__":  # a report for whoever is fixing the plan
+    by: dict[str, list[str]] = defaultdict(list)
+    for v in violations():
+        by[v.split(" ")[0].rsplit(".", 1)[0]].append(v)
+    for k in sorted(by):
+        print("\n".join(by[k]))
+    for c in cycles():
+        print("cycle:", " ".join(c))

@@ -1,0 +1,368 @@
+"""DolphinScheduler tools on one workflow instance: its state, its failed tasks, rerun, stop.
+
+    query_ds_task_status      read   an instance's state, task progress and duration
+    ds_failed_tasks           read   failed tasks of a run: host, retries, log tail
+    rerun_failed              write  START_FAILURE_TASK_PROCESS on a FAILURE run
+    stop_run                  write  STOP a running instance
+
+A rerun is recorded on the watch that followed the instance before it is sent (see
+`agent.ds_watch.PendingRerun`), so the poll job reports the new attempt, and a crash lookup never
+sends a second rerun that DolphinScheduler's master may still take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from xihe.agent.deps import Deps
+from xihe.agent.errors import DolphinError, ToolFailed
+from xihe.agent.registry import ToolContext, ToolSpec
+from xihe.agent.timefmt import show
+from xihe.integrations.dolphinscheduler.client import StartOutcomeUnknown
+from xihe.integrations.dolphinscheduler.dag import tasks_total
+from xihe.integrations.dolphinscheduler.models import Instance
+from xihe.integrations.dolphinscheduler.runs import make_marker
+from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
+from xihe.tools.dolphin.dates import run_date_label
+from xihe.tools.dolphin.service import (
+    environment_of_instance,
+    environment_of_workflow,
+    locate,
+    service,
+    workflow_of,
+)
+from xihe.tools.dolphin.watch import Watch, reopen_for_rerun
+
+# ---- reading a run ---------------------------------------------------------------------------
+
+
+class InstanceArgs(BaseModel):
+    instance_id: int = Field(gt=0, description="workflow instance id, e.g. 101")
+    project: str = Field("", description="DolphinScheduler project; empty = find it")
+
+
+def _short_state(state: str) -> str:
+    return state.replace("_EXECUTION", "").replace("SUBMITTED_SUCCESS", "SUBMITTED")
+
+
+def _fmt_time(deps: Deps, value: datetime | None) -> str | None:
+    """In the team's zone with its offset (`2026-12-02 17:01:00 +08:00`), never a bare `CST`."""
+    return show(value, deps.settings.core.timezone) if value else None
+
+
+def _instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
+    entry = workflow_of(deps, inst)
+    offset = deps.settings.workflows.biz_date_offset(
+        entry.project if entry else "", entry.name if entry else ""
+    )
+    schedule = inst.schedule_time.date() if inst.schedule_time else None
+    return {
+        "instance_id": inst.id,
+        "workflow": entry.name if entry else inst.name,
+        "project": entry.project if entry else "",
+        "state": inst.state,
+        "schedule_time": schedule.isoformat() if schedule else None,
+        "business_date": run_date_label(schedule, offset) if schedule else None,
+        "start_time": _fmt_time(deps, inst.start_time),
+        "end_time": _fmt_time(deps, inst.end_time),
+        "duration": inst.duration or None,
+        "run_times": inst.run_times,
+        "final": is_terminal(inst.state),
+    }
+
+
+def query_status(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
+    """State, task progress and duration of one instance."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    project_code = svc.instance_projects[inst.id]
+    _, tasks = svc.client.current_tasks(project_code, inst.id)
+    done = [t.name for t in tasks if t.state in TASK_SUCCEEDED]
+    failed = [t.name for t in tasks if t.state in TASK_FAILED]
+    running = [t.name for t in tasks if t.state not in TASK_SUCCEEDED and t.state not in TASK_FAILED]
+    return {
+        **_instance_info(ctx.deps, inst),
+        "tasks_done": len(done),
+        "tasks_total": tasks_total(svc.client, project_code, inst, tasks),
+        "running_tasks": running,
+        "failed_tasks": failed,
+    }
+
+
+def summarize_status(r: dict[str, Any]) -> str:
+    """Command reply for /status."""
+    when = f" for {r['business_date']}" if r.get("business_date") else ""
+    line = (
+        f"**{r['workflow']}** #{r['instance_id']}{when}: {_short_state(r['state'])} "
+        f"{r['tasks_done']}/{r['tasks_total']} tasks"
+    )
+    if r["running_tasks"]:
+        line += f", running {', '.join(r['running_tasks'])}"
+    if r["failed_tasks"]:
+        line += f", failed {', '.join(r['failed_tasks'])}"
+    times = f"started {r['start_time']}" if r.get("start_time") else "not started yet"
+    if r.get("end_time"):
+        times += f", ended {r['end_time']}"
+    if r.get("duration"):
+        times += f", took {r['duration']}" if r["final"] else f", running for {r['duration']}"
+    return f"{line}\n{times}" + (f"\nrun {r['run_times']} times" if r["run_times"] > 1 else "")
+
+
+STATUS = ToolSpec(
+    name="query_ds_task_status",
+    description="State, task progress and duration of one DolphinScheduler workflow instance.",
+    args=InstanceArgs,
+    run=query_status,
+    risk="read",
+    summarize=summarize_status,
+)
+
+
+class FailedArgs(InstanceArgs):
+    log_lines: int = Field(30, ge=1, le=200, description="log lines to keep from the end of each failed task")
+
+
+def failed_tasks(args: FailedArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Failed tasks of a run with worker host, retry counts and the tail of each log."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    _, tasks = svc.client.current_tasks(svc.instance_projects[inst.id], inst.id)
+    out = []
+    for t in tasks:
+        if t.state not in TASK_FAILED:
+            continue
+        try:
+            tail = "\n".join(svc.client.log_tail(t.id, lines=args.log_lines)) if t.host else ""
+        except DolphinError as exc:
+            tail = f"(log unavailable: {exc})"
+        out.append(
+            {
+                "task": t.name,
+                "task_instance_id": t.id,
+                "state": t.state,
+                "host": t.host,
+                "retry_times": t.retry_times,
+                "max_retry_times": t.max_retry_times,
+                "start_time": _fmt_time(ctx.deps, t.start_time),
+                "end_time": _fmt_time(ctx.deps, t.end_time),
+                "log_tail": tail,
+            }
+        )
+    return {**_instance_info(ctx.deps, inst), "failed": out}
+
+
+def summarize_failed(r: dict[str, Any]) -> str:
+    """Readable failed-task list."""
+    head = f"**{r['workflow']}** #{r['instance_id']}: {_short_state(r['state'])}"
+    if not r["failed"]:
+        return head + ", no failed tasks."
+    parts = [head]
+    for t in r["failed"]:
+        parts.append(
+            f"- {t['task']} {t['state']} on {t['host'] or '(not dispatched)'}, "
+            f"retries {t['retry_times']}/{t['max_retry_times']}"
+        )
+        if t["log_tail"]:
+            parts.append("```\n" + "\n".join(t["log_tail"].splitlines()[-8:]) + "\n```")
+    return "\n".join(parts)
+
+
+FAILED = ToolSpec(
+    name="ds_failed_tasks",
+    description="Failed tasks of a DolphinScheduler run: worker host, retry counts and log tail of each.",
+    args=FailedArgs,
+    run=failed_tasks,
+    risk="read",
+    summarize=summarize_failed,
+)
+
+
+# ---- acting on a run -------------------------------------------------------------------------
+
+
+def _instance_environment(args: InstanceArgs, deps: Deps) -> str:
+    try:
+        return environment_of_instance(deps, args.instance_id, args.project)
+    except DolphinError as exc:
+        raise ToolFailed(f"cannot read instance {args.instance_id} from DolphinScheduler: {exc}") from exc
+
+
+def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps], str]:
+    def explain(args: InstanceArgs, deps: Deps) -> str:
+        inst = locate(deps, args.instance_id, args.project)
+        info = _instance_info(deps, inst)
+        when = f" for {info['business_date']}" if info["business_date"] else ""
+        return f"{verb} {info['workflow']} instance {inst.id}{when}, now {inst.state}"
+
+    return explain
+
+
+def rerun_precheck(args: InstanceArgs, deps: Deps) -> str | None:
+    """Only a FAILURE run can be rerun from its failed tasks: say so before asking for a yes."""
+    inst = locate(deps, args.instance_id, args.project)
+    if inst.state == "FAILURE":
+        return None
+    if is_terminal(inst.state):
+        return f"instance {inst.id} already ended {inst.state}; only a FAILURE run can be rerun"
+    return f"instance {inst.id} is still {inst.state}; it can be rerun once it has failed"
+
+
+def stop_precheck(args: InstanceArgs, deps: Deps) -> str | None:
+    """A run that already ended has nothing to stop: say so before asking for a yes."""
+    inst = locate(deps, args.instance_id, args.project)
+    return (
+        f"instance {inst.id} already ended {inst.state}; there is nothing to stop"
+        if is_terminal(inst.state)
+        else None
+    )
+
+
+def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[Watch | None, Watch]:
+    """Record the rerun about to be sent on the watch that follows `inst` (reopened), or a new watch.
+
+    Written before the request goes out, so a crash in between is seen by `rerun_lookup`. The
+    watch waits for an attempt newer than `inst` (DS keeps the old FAILURE until the master takes
+    the command), and a rerun of a backfill date keeps following the rest of that chain under the
+    original marker. Returns the row as it was before (to put back when DS refuses) and the new one.
+    """
+    svc = service(ctx.deps)
+    by = make_marker(ctx.task_id, ctx.step_key)
+    before = svc.watches.with_instance(inst.id)
+    base = before
+    if base is None:
+        entry = workflow_of(ctx.deps, inst)
+        environment = (
+            environment_of_workflow(ctx.deps.settings, entry.project, entry.name) if entry is not None else ""
+        )
+        base = Watch(
+            key=by,
+            task_id=str(ctx.task_id),
+            conversation=ctx.conversation,
+            project=entry.project if entry else "",
+            project_code=project_code,
+            workflow=entry.name if entry else inst.name,
+            definition_code=inst.definition_code,
+            started_at=ctx.now,
+            next_poll_at=ctx.now,
+            instance_ids=(inst.id,),
+            environment=environment,
+            progress_tasks=True,
+            biz_date_offset=ctx.deps.settings.workflows.biz_date_offset(
+                entry.project if entry else "", entry.name if entry else ""
+            ),
+        )
+    watch = reopen_for_rerun(
+        base,
+        inst,
+        by=by,
+        task_id=str(ctx.task_id),
+        conversation=ctx.conversation,
+        now=ctx.now,
+        policy=svc.policy,
+    )
+    svc.watches.save(watch)
+    return before, watch
+
+
+def rerun(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Rerun a FAILURE instance from its failed tasks (same instance id)."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    if inst.state != "FAILURE":
+        raise ToolFailed(
+            f"instance {inst.id} is {inst.state}; only a FAILURE run can be rerun from its failed tasks"
+        )
+    code = svc.instance_projects[inst.id]
+    before, watch = _follow_rerun(ctx, inst, code)
+    try:
+        svc.client.rerun_failed(code, inst.id)
+    except DolphinError as exc:
+        if not (exc.retryable or isinstance(exc, StartOutcomeUnknown)):  # refused: nothing to wait for
+            svc.watches.save(before if before is not None else replace(watch, done=True))
+        raise  # otherwise it may have been taken: the reopened watch reports what DS does
+    return {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
+
+
+def rerun_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    """After a crash: what became of a rerun this step recorded before sending it.
+
+    None (send it) when the step never recorded one. Otherwise DS either shows a newer attempt
+    (accepted) or still the old one: then the request may or may not have reached DS, whose master
+    can take a rerun minutes later, so it is not sent again; the watch reports the new attempt, or
+    says after the discovery timeout that DS never took it.
+    """
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    by = make_marker(ctx.task_id, ctx.step_key)
+    watch = svc.watches.with_instance(inst.id)
+    if watch is None:
+        return None
+    pending = watch.pending_rerun(inst.id)
+    mine = pending.by == by if pending is not None else watch.task_id == str(ctx.task_id)
+    if not mine:
+        return None
+    info = {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
+    if pending is not None and not pending.picked_up(inst):
+        info["note"] = (
+            "The rerun may or may not have reached DolphinScheduler before the bot stopped. "
+            "The bot watches the instance and reports here; do not rerun it again now."
+        )
+    return info
+
+
+def summarize_action(r: dict[str, Any]) -> str:
+    """Command reply for /rerun and /stop."""
+    verb = {"rerun_failed": "Rerunning the failed tasks of", "stop": "Stopping"}[r["action"]]
+    tail = " I'll report here when it ends." if r["action"] == "rerun_failed" else ""
+    return f"{verb} **{r['workflow']}** #{r['instance_id']} (was {_short_state(r['state'])}).{tail}"
+
+
+RERUN = ToolSpec(
+    name="rerun_failed",
+    description="Rerun a failed DolphinScheduler workflow instance from its failed tasks (same instance id).",
+    args=InstanceArgs,
+    run=rerun,
+    risk="write",
+    environment_of=_instance_environment,
+    lookup=rerun_lookup,
+    summarize=summarize_action,
+    explain=_explain_instance("rerun the failed tasks of"),
+    precheck=rerun_precheck,
+)
+
+
+def stop(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Ask DS to stop a running instance."""
+    svc = service(ctx.deps)
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    if is_terminal(inst.state):
+        raise ToolFailed(f"instance {inst.id} already ended {inst.state}; there is nothing to stop")
+    svc.client.stop(svc.instance_projects[inst.id], inst.id)
+    return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
+
+
+def stop_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    """After a crash: the stop was sent when the instance is stopping or stopped."""
+    inst = locate(ctx.deps, args.instance_id, args.project)
+    if inst.state not in ("READY_STOP", "STOP"):
+        return None
+    return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
+
+
+STOP = ToolSpec(
+    name="stop_run",
+    description="Stop a running DolphinScheduler workflow instance.",
+    args=InstanceArgs,
+    run=stop,
+    risk="write",
+    environment_of=_instance_environment,
+    lookup=stop_lookup,
+    summarize=summarize_action,
+    explain=_explain_instance("stop"),
+    precheck=stop_precheck,
+)

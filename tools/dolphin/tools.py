@@ -1,0 +1,240 @@
+"""DolphinScheduler tools: start (or backfill) a workflow here; read, rerun and stop a run in tools/ds_instance.py.
+
+    trigger_dolphinscheduler  write  start a run / serial backfill; the workflow's environment gates it
+    query_ds_task_status      read   an instance's state, task progress and duration
+    ds_failed_tasks           read   failed tasks of a run: host, retries, log tail
+    rerun_failed              write  START_FAILURE_TASK_PROCESS on a FAILURE run
+    stop_run                  write  STOP a running instance
+
+Triggering is idempotent per step: the start carries the marker `<task>:<step>` in startParams, and
+the spec's `lookup` finds a run with that marker after a crash, so the step is recorded instead of
+starting a second run. A started run becomes a durable watch row; the poll job reports its end in
+the conversation that asked for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from xihe.agent.deps import Deps
+from xihe.agent.errors import TaskStateError, ToolFailed
+from xihe.agent.registry import ToolContext, ToolSpec
+from xihe.integrations.dolphinscheduler.client import DefinitionOffline
+from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
+from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates, schedule_time_param
+from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
+from xihe.tools.dolphin.names import CatalogEntry
+from xihe.tools.dolphin.service import (
+    environment_of_workflow,
+    resolve_workflow,
+    service,
+)
+from xihe.tools.dolphin.watch import watch_from_start
+
+# ---- trigger ---------------------------------------------------------------------------------
+
+
+class TriggerArgs(BaseModel):
+    workflow: str = Field(
+        description="the workflow as the user named it: its DolphinScheduler name (order_sync) or an "
+        "alias (订单同步); close spellings are matched, ambiguous ones come back as a list to ask about"
+    )
+    dates: str = Field(
+        "",
+        description="business date(s) to run for (the days whose data to load), copied from the user's "
+        "words: 昨天, 前天, 2026-12-01, 12月1日到3日, 2026-12-01..2026-12-03, last monday. The tool turns "
+        "them into DolphinScheduler scheduleTimes. Several dates run serially, oldest first. "
+        "Empty = one normal run now (no backfill)",
+    )
+    project: str = Field("", description="DolphinScheduler project, only when the user names one")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a trigger call means once names and dates are read."""
+
+    entry: CatalogEntry
+    dates: tuple[date, ...]  # business dates, as the user named them
+    environment: str
+    offset: int  # scheduleTime = business date + offset days (workflows.yaml biz_date_offset)
+
+    @property
+    def schedule_dates(self) -> tuple[date, ...]:
+        """The scheduleTime dates DolphinScheduler runs."""
+        return tuple(schedule_dates(self.dates, self.offset))
+
+
+def _plan(args: TriggerArgs, deps: Deps, now: datetime) -> Plan:
+    entry = resolve_workflow(deps, args.workflow, args.project)
+    tz = deps.settings.workflows.timezone
+    days = tuple(parse_dates(args.dates, now, tz)) if args.dates.strip() else ()
+    offset = deps.settings.workflows.biz_date_offset(entry.project, entry.name)
+    return Plan(entry, days, environment_of_workflow(deps.settings, entry.project, entry.name), offset)
+
+
+def _asked_at(ctx: ToolContext) -> datetime:
+    """When the user asked: relative dates (昨天) mean the same day after a late /confirm or a resume."""
+    try:
+        return ctx.deps.tasks.get(ctx.task_id).created_at
+    except TaskStateError:
+        return ctx.now
+
+
+def _trigger_environment(args: TriggerArgs, deps: Deps) -> str:
+    # Resolving here (before the gate) means an unknown name or a future date is refused at once,
+    # instead of after the user confirmed something that cannot run.
+    return _plan(args, deps, deps.clock()).environment
+
+
+def explain_trigger(args: TriggerArgs, deps: Deps) -> str:
+    """What a trigger would start, for the confirmation prompt."""
+    plan = _plan(args, deps, deps.clock())
+    e = plan.entry
+    what = f"start {e.name} (project {e.project}, code {e.code}) on {plan.environment or 'no environment'}"
+    if not plan.dates:
+        return what + ", one normal run now"
+    return what + f", backfill {backfill_label(plan.dates, plan.offset)}"
+
+
+def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
+    svc = service(ctx.deps)
+    watch = watch_from_start(
+        out,
+        task_id=str(ctx.task_id),
+        conversation=ctx.conversation,
+        project=plan.entry.project,
+        project_code=plan.entry.project_code,
+        workflow=plan.entry.name,
+        definition_code=plan.entry.code,
+        now=ctx.now,
+        environment=plan.environment,
+        policy=svc.policy,
+        dates=tuple(d.isoformat() for d in plan.dates),
+    )
+    svc.watches.add(replace(watch, progress_tasks=True, biz_date_offset=plan.offset))
+
+
+def _started(plan: Plan, out: StartOutcome, status: str) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "status": status,
+        "workflow": plan.entry.name,
+        "project": plan.entry.project,
+        "workflow_code": plan.entry.code,
+        "environment": plan.environment,
+        "dates": [d.isoformat() for d in plan.dates],
+        "schedule_dates": [d.isoformat() for d in plan.schedule_dates],
+        "biz_date_offset": plan.offset,
+        "instance_ids": list(out.instance_ids),
+        "marker": out.marker,
+    }
+    if out.schedule_time:
+        result["schedule_time"] = out.schedule_time
+    if out.trigger_code is not None:
+        result["trigger_code"] = out.trigger_code
+    if status == "start_uncertain":
+        result["note"] = (
+            "DolphinScheduler did not answer the start in time; it may or may not have started. "
+            "The bot watches for the run by its marker and reports in this conversation. Do not start it again."
+        )
+    else:
+        result["note"] = "The bot watches the run and reports its final state in this conversation."
+    return result
+
+
+def trigger(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Start one run or a serial backfill; the run becomes a watch row."""
+    svc = service(ctx.deps)
+    plan = _plan(args, ctx.deps, _asked_at(ctx))
+    marker = make_marker(ctx.task_id, ctx.step_key)
+    cfg = svc.config
+    try:
+        out = start_workflow(
+            svc.client,
+            plan.entry,
+            marker,
+            ctx.now,
+            plan.schedule_dates,
+            worker_group=cfg.worker_group,
+            tenant_code=cfg.tenant_code,
+            failure_strategy=cfg.failure_strategy,
+        )
+    except DefinitionOffline as exc:
+        raise ToolFailed(
+            f"DolphinScheduler refused to start {plan.entry.name}: it is not online (DS {exc.code}). "
+            "Release it in DolphinScheduler first."
+        ) from exc
+    _watch(ctx, plan, out)
+    return _started(plan, out, "start_uncertain" if out.uncertain else "started")
+
+
+def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    """After a crash: the run this step already started (found by its marker), or None."""
+    svc = service(ctx.deps)
+    asked = _asked_at(ctx)
+    plan = _plan(args, ctx.deps, asked)
+    marker = make_marker(ctx.task_id, ctx.step_key)
+    found = find_started(svc.client, plan.entry, marker, asked)
+    if not found and svc.client.profile.version != "3.3":
+        # 3.1/3.2 create the instance asynchronously: "not found yet" may be a start the master has not
+        # consumed. Starting again could make two runs, so watch for the marker instead (the poller
+        # reports "not found" after the discovery timeout, and the user can start it again then).
+        days = plan.schedule_dates
+        out = StartOutcome(marker, asked, days, schedule_time_param(days) if days else "", uncertain=True)
+        _watch(ctx, plan, out)
+        return _started(plan, out, "start_uncertain")
+    if not found:
+        return None  # 3.3 answers a start with its ids synchronously: no marker means no run
+    out = StartOutcome(
+        marker,
+        asked,
+        plan.schedule_dates,
+        schedule_time_param(plan.schedule_dates) if plan.schedule_dates else "",
+        instance_ids=tuple(i.id for i in found),
+        reused=True,
+    )
+    _watch(ctx, plan, out)
+    return _started(plan, out, "already_started")
+
+
+def _span(r: dict[str, Any]) -> str:
+    days = [date.fromisoformat(d) for d in r.get("dates") or []]
+    return f" for {backfill_label(days, int(r.get('biz_date_offset', 0)))}" if days else ""
+
+
+def summarize_trigger(r: dict[str, Any]) -> str:
+    """Command reply for a trigger."""
+    ids = r.get("instance_ids") or []
+    which = f"instance {', '.join(map(str, ids))}" if ids else "the instance id follows once DS creates it"
+    head = {
+        "started": "Started",
+        "already_started": "Already started (found by its marker)",
+        "start_uncertain": "Start sent, outcome unknown:",
+    }.get(r["status"], r["status"])
+    return (
+        f"{head} **{r['workflow']}** (project {r['project']}, {r['environment'] or 'no environment'})"
+        f"{_span(r)}: {which}. I'll report here when it ends."
+    )
+
+
+TRIGGER = ToolSpec(
+    name="trigger_dolphinscheduler",
+    description=(
+        "Start a DolphinScheduler workflow run, or backfill it for past business dates (补跑/补数). "
+        "Pass the workflow and the dates exactly as the user said them; the tool resolves aliases and "
+        "relative dates. Returns the instance id(s); the bot reports the final state later."
+    ),
+    args=TriggerArgs,
+    run=trigger,
+    risk="write",
+    environment_of=_trigger_environment,
+    lookup=trigger_lookup,
+    summarize=summarize_trigger,
+    explain=explain_trigger,
+)
+
+
+SPECS: tuple[ToolSpec, ...] = (TRIGGER, STATUS, FAILED, RERUN, STOP)
