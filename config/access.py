@@ -41,3 +41,7 @@ class AccessConfig(_Strict):
     roles: dict[str, Role] = Field(default_factory=dict)
     users: dict[str, User] = Field(default_factory=dict)
     unknown_user_roles: list[str] = Field(default_factory=list, description="roles of users not listed")
+
+    def production_environments(self) -> frozenset[str]:
+        """The environments marked `production: true`: the one definition of production (lower case)."""
+        return frozenset(name.lower() for name, env in self.environments.items() if env.production)

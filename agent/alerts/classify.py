@@ -11,7 +11,6 @@ from xihe.agent.alerts.model import Reason, Tier
 from xihe.config.workflows import Workflow, WorkflowsConfig
 from xihe.integrations.dolphinscheduler.states import TASK_SUCCEEDED
 
-PROD_ENVIRONMENTS = frozenset({"prod", "production", "prd"})
 _STOPS = frozenset({"STOP", "READY_STOP"})
 _PAUSES = frozenset({"PAUSE", "READY_PAUSE"})
 
@@ -73,13 +72,15 @@ class WorkflowIndex:
 
     by_code: dict[int, Workflow]
     by_name: dict[tuple[str, str], Workflow]
+    production: frozenset[str]  # access.yaml's production environments (AccessConfig.production_environments)
 
     @classmethod
-    def build(cls, config: WorkflowsConfig) -> WorkflowIndex:
-        """Index a WorkflowsConfig."""
+    def build(cls, config: WorkflowsConfig, production: frozenset[str]) -> WorkflowIndex:
+        """Index a WorkflowsConfig; `production` names the environments access.yaml marks production."""
         return cls(
             {w.code: w for w in config.workflows if w.code is not None},
             {(w.project, w.name): w for w in config.workflows},
+            production,
         )
 
     def find(self, event: AlertEvent) -> Workflow | None:
@@ -92,11 +93,13 @@ def environment_of(event: AlertEvent, wf: Workflow | None) -> str:
     return (wf.environment if wf is not None else event.environment or "").lower()
 
 
-def tier_for(event: AlertEvent, wf: Workflow | None) -> tuple[Tier, Reason]:
-    """Tier of a final failure: explicit YAML tier > production core (P0) > retried and exhausted (P2) > P1."""
+def tier_for(event: AlertEvent, wf: Workflow | None, production: frozenset[str]) -> tuple[Tier, Reason]:
+    """Tier of a final failure: explicit YAML tier > production core (P0) > retried and exhausted (P2) > P1.
+
+    `production`: the environments access.yaml marks `production: true`."""
     if wf is not None and wf.tier != "auto":
         return Tier(wf.tier), Reason.TIER_EXPLICIT
-    if wf is not None and wf.core and environment_of(event, wf) in PROD_ENVIRONMENTS:
+    if wf is not None and wf.core and environment_of(event, wf) in production:
         return Tier.P0, Reason.TIER_PROD_CORE
     if event.retry_times > 0 and event.exhausted:
         return Tier.P2, Reason.TIER_RETRIED_EXHAUSTED

@@ -78,7 +78,9 @@ def install(app: App) -> None:
     ]:
         if name:
             app.deps.redactor.add(app.settings.secret(name))
-    app.deps.services[SERVICE] = AlertService(app.deps, cfg, app.settings.workflows)
+    app.deps.services[SERVICE] = AlertService(
+        app.deps, cfg, app.settings.workflows, production=app.settings.access.production_environments()
+    )
     if cfg.scan.enabled:
         app.deps.services[SCANNER] = Scanner(app.deps, cfg.scan, app.settings.workflows)
     app.session.commands["maint"] = _maint

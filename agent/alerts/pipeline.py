@@ -77,12 +77,14 @@ class Pipeline:
         state: AlertStateStore,
         outbox: Outbox,
         book: MaintenanceBook | None = None,
+        *,
+        production: frozenset[str],
         renderer: Renderer | None = None,
         records: RecordSink | None = None,
         origins: Origins | None = None,
     ) -> None:
         self.config = config
-        self.index = WorkflowIndex.build(workflows)
+        self.index = WorkflowIndex.build(workflows, production)
         self.state = state
         self.outbox = outbox
         self.book = book if book is not None else MaintenanceBook.from_config(config)
@@ -230,7 +232,7 @@ class Pipeline:
         if reason is not Reason.FINAL_FAILURE:
             return [self._record(event, now, reason, detail=detail, ekey=ekey)]
         wf = self.index.find(event)
-        tier, tier_reason = tier_for(event, wf)
+        tier, tier_reason = tier_for(event, wf, self.index.production)
         channel = wf.channel if wf is not None and wf.channel in self.config.channels else "default"
         mentions = tuple(wf.oncall) if wf is not None and tier is Tier.P0 else ()
         fp = fingerprint(event.error, event.workflow, event.task_name)
@@ -342,7 +344,7 @@ class Pipeline:
         """A final failure inside a maintenance window: counted in that window's end-of-window list."""
         found = self.book.covering(now, event)
         wf = self.index.find(event)
-        tier, _why = tier_for(event, wf)
+        tier, _why = tier_for(event, wf, self.index.production)
         if found is None:  # the book changed between classify and here: record only
             return self._record(event, now, Reason.MAINTENANCE, tier, detail, ekey=ekey)
         name, end = found
@@ -437,6 +439,8 @@ class Pipeline:
         if wf is None:
             return False
         tier, _r = tier_for(
-            AlertEvent(at=datetime.min, workflow=workflow, instance_id=0, state="FAILURE"), wf
+            AlertEvent(at=datetime.min, workflow=workflow, instance_id=0, state="FAILURE"),
+            wf,
+            self.index.production,
         )
         return tier is Tier.P0

@@ -176,6 +176,7 @@ def run_replay(
     events: Iterable[AlertEvent],
     config: AlertsConfig,
     workflows: WorkflowsConfig,
+    production: frozenset[str],
     robot_down: Iterable[tuple[datetime, datetime]] = (),
 ) -> ReplayResult:
     """Feed `events` in time order on a simulated clock; deliver through SimRobot/SimMailer."""
@@ -184,7 +185,7 @@ def run_replay(
     clock = FakeClock(start)
     state = InMemoryAlertStateStore()
     outbox = InMemoryOutbox()
-    pipeline = Pipeline(config, workflows, state, outbox)
+    pipeline = Pipeline(config, workflows, state, outbox, production=production)
     robot = SimRobot(clock)
     robot.down = list(robot_down)
     mailer = SimMailer(clock)

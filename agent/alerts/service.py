@@ -68,6 +68,7 @@ class AlertService:
         config: AlertsConfig,
         workflows: WorkflowsConfig,
         *,
+        production: frozenset[str],
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.deps = deps
@@ -85,6 +86,7 @@ class AlertService:
             self.state,
             self.outbox,
             self._base_book,
+            production=production,
             records=self.records,
             origins=SqlRunOrigins(deps.engine),
         )

@@ -15,13 +15,21 @@ if TYPE_CHECKING:  # imported when the command runs: `xihe --help` stays fast
     from xihe.config.workflows import WorkflowsConfig
 
 
-def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsConfig]:
-    """alerts.yaml and workflows.yaml from `directory` (a missing file means defaults)."""
+def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsConfig, frozenset[str]]:
+    """alerts.yaml, workflows.yaml and access.yaml's production environments from `directory`
+    (a missing file means defaults)."""
+    from xihe.config.access import AccessConfig
     from xihe.config.alerts import AlertsConfig
     from xihe.config.workflows import WorkflowsConfig
     from xihe.config.yamlmodel import load_model
 
     root = Path(directory)
+    access_path = root / "access.yaml"
+    access = (
+        load_model(access_path.read_text(encoding="utf-8"), str(access_path), AccessConfig)
+        if access_path.exists()
+        else AccessConfig()
+    )
     alerts_path, wf_path = root / "alerts.yaml", root / "workflows.yaml"
     alerts = (
         load_model(alerts_path.read_text(encoding="utf-8"), str(alerts_path), AlertsConfig)
@@ -33,7 +41,7 @@ def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsCon
         if wf_path.exists()
         else WorkflowsConfig.model_validate({})
     )
-    return alerts, workflows
+    return alerts, workflows, access.production_environments()
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -44,7 +52,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from xihe.agent.alerts.replay import load_events, run_replay
 
     try:
-        alerts, workflows = load_alert_config(args.config)
+        alerts, workflows, production = load_alert_config(args.config)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -58,7 +66,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if loaded.unknown_fields:
         names = ", ".join(f"{k} ({n}×)" for k, n in sorted(loaded.unknown_fields.items()))
         print(f"{args.events}: ignored unknown field(s): {names}", file=sys.stderr)
-    result = run_replay(loaded.events, alerts, workflows)
+    result = run_replay(loaded.events, alerts, workflows, production)
     summary = {**result.summary(), "bad_lines": len(loaded.bad)}
     if args.json:
         out: dict[str, Any] = {

@@ -13,11 +13,13 @@ from xihe.agent.alerts.event import AlertEvent
 from xihe.agent.alerts.outbox import InMemoryOutbox
 from xihe.agent.alerts.pipeline import Pipeline
 from xihe.agent.alerts.state import InMemoryAlertStateStore
+from xihe.config.access import AccessConfig
 from xihe.config.alerts import AlertsConfig
 from xihe.config.workflows import WorkflowsConfig
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
+PRODUCTION = AccessConfig().production_environments()  # {'prod'}: access.yaml's default
 WORKFLOWS = WorkflowsConfig.model_validate(
     {
         "workflows": [
@@ -88,7 +90,11 @@ def make_pipeline() -> Callable[..., Pipeline]:
         **kw: Any,
     ) -> Pipeline:
         return Pipeline(
-            cfg or config(), WORKFLOWS, state or InMemoryAlertStateStore(), outbox or InMemoryOutbox(), **kw
+            cfg or config(),
+            WORKFLOWS,
+            state or InMemoryAlertStateStore(),
+            outbox or InMemoryOutbox(),
+            **{"production": PRODUCTION, **kw},
         )
 
     return make

@@ -7,11 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from tests.alerts.conftest import T0, WORKFLOWS, event
+from tests.alerts.conftest import PRODUCTION, T0, WORKFLOWS, event
 from xihe.agent.alerts.classify import WorkflowIndex, classify, tier_for
 from xihe.agent.alerts.event import AlertEvent, parse_event
 from xihe.agent.alerts.maintenance import MaintenanceBook, MaintenanceWindow, MaintScope
 from xihe.agent.alerts.model import Reason, Tier
+from xihe.config.workflows import WorkflowsConfig
 from xihe.integrations.dolphinscheduler.states import KNOWN_STATES
 
 # What each state means, written out here (not derived from the code under test).
@@ -164,4 +165,25 @@ TIERS = [
 @pytest.mark.parametrize(("name", "kw", "tier", "reason"), TIERS, ids=[t[0] for t in TIERS])
 def test_tier_rules(name: str, kw: dict[str, object], tier: Tier, reason: Reason) -> None:
     e: AlertEvent = event(**kw)
-    assert tier_for(e, WorkflowIndex.build(WORKFLOWS).find(e)) == (tier, reason)
+    assert tier_for(e, WorkflowIndex.build(WORKFLOWS, PRODUCTION).find(e), PRODUCTION) == (tier, reason)
+
+
+def test_production_is_what_access_yaml_says_and_nothing_else() -> None:
+    """A core workflow pages (P0) only on an environment access.yaml marks `production: true`."""
+    from xihe.config.access import AccessConfig
+
+    access = AccessConfig.model_validate({"environments": {"live": {"production": True}, "prod": {}}})
+    production = access.production_environments()
+    assert production == {"live"}
+    wfs = WorkflowsConfig.model_validate(
+        {
+            "workflows": [
+                {"name": "a", "project": "p", "code": 1, "environment": "live", "core": True},
+                {"name": "b", "project": "p", "code": 2, "environment": "prod", "core": True},
+            ]
+        }
+    )
+    index = WorkflowIndex.build(wfs, production)
+    live, prod = event(workflow="a", workflow_code=1), event(workflow="b", workflow_code=2)
+    assert tier_for(live, index.find(live), production) == (Tier.P0, Reason.TIER_PROD_CORE)
+    assert tier_for(prod, index.find(prod), production) == (Tier.P1, Reason.TIER_DEFAULT)

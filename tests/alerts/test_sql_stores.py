@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from tests.alerts.conftest import T0, WORKFLOWS, config, event
+from tests.alerts.conftest import PRODUCTION, T0, WORKFLOWS, config, event
 from tests.conftest import PG_URL, reset_postgres
 from xihe.agent.alerts.deliver import InMemoryChannelHealth
 from xihe.agent.alerts.maintenance import MaintenanceWindow, MaintScope
@@ -345,7 +345,7 @@ def _run(make: Callable[[], tuple[Any, Any]]) -> tuple[list[tuple[str, str]], li
     from xihe.agent.alerts.pipeline import Pipeline
 
     state, outbox = make()
-    p = Pipeline(config(instance_wait_seconds=10), WORKFLOWS, state, outbox)
+    p = Pipeline(config(instance_wait_seconds=10), WORKFLOWS, state, outbox, production=PRODUCTION)
     recs: list[tuple[str, str]] = []
     for e in _storm():
         recs.extend((r.event_key, r.reason.value) for r in p.feed(e, e.at).records)

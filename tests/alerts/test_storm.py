@@ -17,6 +17,7 @@ from tests.alerts import storm as gen
 from xihe.agent.alerts.event import parse_event
 from xihe.agent.alerts.model import Reason
 from xihe.agent.alerts.replay import ReplayResult, parse_lines, run_replay
+from xihe.config.access import AccessConfig
 from xihe.config.alerts import AlertsConfig
 from xihe.config.workflows import WorkflowsConfig
 
@@ -41,7 +42,7 @@ def replay(name: str = "steady") -> tuple[gen.Storm, ReplayResult]:
     assert loaded.bad == []
     cfg = AlertsConfig.model_validate(gen.alerts_config())
     wfs = WorkflowsConfig.model_validate({"workflows": gen.workflows()})
-    return s, run_replay(loaded.events, cfg, wfs)
+    return s, run_replay(loaded.events, cfg, wfs, AccessConfig().production_environments())
 
 
 def sent_texts(res: ReplayResult) -> list[tuple[datetime, str, str, str]]:

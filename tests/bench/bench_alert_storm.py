@@ -23,8 +23,11 @@ from xihe.agent.alerts.outbox import InMemoryOutbox
 from xihe.agent.alerts.pipeline import Pipeline
 from xihe.agent.alerts.replay import parse_lines, run_replay
 from xihe.agent.alerts.state import InMemoryAlertStateStore
+from xihe.config.access import AccessConfig
 from xihe.config.alerts import AlertsConfig
 from xihe.config.workflows import WorkflowsConfig
+
+PRODUCTION = AccessConfig().production_environments()
 
 
 def _names(text: str, iid: int) -> bool:
@@ -47,7 +50,7 @@ def main() -> None:
     events = loaded.events
 
     # 1) the decision core alone, as fast as it goes
-    p = Pipeline(cfg, wfs, InMemoryAlertStateStore(), InMemoryOutbox())
+    p = Pipeline(cfg, wfs, InMemoryAlertStateStore(), InMemoryOutbox(), production=PRODUCTION)
     t = time.perf_counter()
     for e in events:
         p.feed(e, e.at)
@@ -56,7 +59,7 @@ def main() -> None:
 
     # 2) the full replay: simulated clock, rate-limited simulated robot, e-mail fallback
     t = time.perf_counter()
-    res = run_replay(events, cfg, wfs)
+    res = run_replay(events, cfg, wfs, PRODUCTION)
     wall = time.perf_counter() - t
     s = res.summary()
     texts = [n["text"] for n in res.notifications]
