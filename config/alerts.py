@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from xihe.agent.cron import CronSpec
+
 
 class NodeStorm(BaseModel):
     """When many failures on one worker host become one "suspect node" alert."""
@@ -74,9 +76,6 @@ class MaintenanceSchedule(BaseModel):
     @model_validator(mode="after")
     def _one_form(self) -> MaintenanceSchedule:
         if self.cron:
-            # local import: config must not import the pipeline package eagerly
-            from xihe.agent.alerts.cron import CronSpec
-
             CronSpec.parse(self.cron)  # raises ValueError with the problem
             if self.duration_minutes <= 0:
                 raise ValueError("a cron schedule needs duration_minutes > 0")

@@ -58,13 +58,10 @@ KNOWN_VIOLATIONS = {
     "xihe.agent.web.server (layer 5) imports xihe.agent.app (layer 6): upward",
     "xihe.agent.web.ui.views (layer 5) imports xihe.agent.app (layer 6): upward",
     "xihe.agent.wecom.feature (layer 4) imports xihe.agent.app (layer 6): upward",
-    "xihe.config.alerts (layer 1) imports xihe.agent.alerts.cron (layer 4): upward",
-    "xihe.integrations.dolphinscheduler.runs (layer 2) imports xihe.tools.dolphin.dates (layer 3): upward",
     "xihe.tools.send_wecom_alert (layer 3) imports xihe.agent.alerts.manual (layer 4): upward",
 }
 KNOWN_CYCLES = [
     ["xihe.config.load", "xihe.config.semantic"],
-    ["xihe.integrations.dolphinscheduler.client", "xihe.integrations.dolphinscheduler.dag"],
     ["xihe.tools.codeindex.heldout", "xihe.tools.codeindex.learn"],
     ["xihe.agent.web.ui.runs", "xihe.agent.web.ui.views", "xihe.agent.web.wecom_oauth"],
 ]

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from xihe.agent.alerts.cron import CronSpec
 from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.cron import CronSpec
 from xihe.config.alerts import AlertsConfig
 
 ScopeKind = Literal["all", "project", "workflow", "host"]

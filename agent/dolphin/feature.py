@@ -28,8 +28,8 @@ from xihe.agent.feature import Job
 from xihe.agent.help import HelpEntry
 from xihe.agent.timefmt import show
 from xihe.config.dolphin import DolphinConfig, credentials
+from xihe.integrations.dolphinscheduler.schedule import is_contiguous
 from xihe.integrations.dolphinscheduler.states import is_terminal
-from xihe.tools.dolphin.dates import is_contiguous
 from xihe.tools.dolphin.events import FailureEvent
 from xihe.tools.dolphin.poll import run_poll_cycle
 from xihe.tools.dolphin.watch import AuthFailed, Finished, NotFound, PollResult, Progress, Watch

@@ -332,7 +332,7 @@ class DolphinClient:
     ) -> StartResult:
         """Start a run (START_PROCESS) or a serial ascending backfill (COMPLEMENT_DATA when `schedule_time`).
 
-        `schedule_time` is DS's JSON (see agent.dates.schedule_time_param). `marker` lands in
+        `schedule_time` is DS's JSON (see schedule.schedule_time_param). `marker` lands in
         `startParams` under `xihe_run` so the instance can be found again.
         """
         profile = self.profile

@@ -10,12 +10,11 @@ DAG is the `postTaskCode` of at least one relation (a root task's `preTaskCode` 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from xihe.agent.errors import DolphinError
 
 if TYPE_CHECKING:
-    from xihe.integrations.dolphinscheduler.client import DolphinClient
     from xihe.integrations.dolphinscheduler.models import Instance, TaskRun
 
 DAG_KEYS = {
@@ -43,7 +42,13 @@ def dag_of(data: dict[str, Any], version: str) -> Dag:
     return Dag(int(definition.get("version") or 0), frozenset(codes))
 
 
-def tasks_total(client: DolphinClient, project_code: int, inst: Instance, tasks: list[TaskRun]) -> int:
+class TaskTotals(Protocol):
+    """What `tasks_total` needs of a client (DolphinClient.task_total reads the DAG of `inst`)."""
+
+    def task_total(self, project_code: int, inst: Instance) -> int: ...
+
+
+def tasks_total(client: TaskTotals, project_code: int, inst: Instance, tasks: list[TaskRun]) -> int:
     """Tasks in `inst`'s workflow version; the tasks started so far when DS cannot say."""
     try:
         total = client.task_total(project_code, inst)

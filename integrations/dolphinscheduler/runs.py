@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from xihe.integrations.dolphinscheduler.client import DolphinClient, StartOutcomeUnknown
 from xihe.integrations.dolphinscheduler.models import Instance, detail_marker
-from xihe.tools.dolphin.dates import schedule_time_param
+from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 
 DISCOVERY_SKEW = timedelta(minutes=2)  # server and bot clocks differ a little
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 
 from tests.alerts.conftest import T0, config, event
-from xihe.agent.alerts.cron import CronSpec
 from xihe.agent.alerts.maintenance import (
     InMemoryMaintenanceStore,
     MaintenanceBook,
@@ -17,6 +16,7 @@ from xihe.agent.alerts.maintenance import (
     apply_maint_command,
     parse_maint_command,
 )
+from xihe.agent.cron import CronSpec
 from xihe.agent.errors import ConfigError
 from xihe.config.alerts import AlertsConfig
 from xihe.config.yamlmodel import load_model

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import (
     DateError,
     backfill_label,
@@ -14,7 +15,6 @@ from xihe.tools.dolphin.dates import (
     parse_dates,
     run_date_label,
     schedule_dates,
-    schedule_time_param,
 )
 
 # 2026-12-05 02:00 UTC = Saturday 2026-12-05 10:00 in Shanghai

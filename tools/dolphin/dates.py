@@ -1,8 +1,9 @@
-"""Natural dates and ranges (Chinese and English) → backfill dates → DolphinScheduler `scheduleTime`.
+"""Natural dates and ranges (Chinese and English) → backfill dates → scheduleTime dates.
 
     parse_dates("12月1日到3日", now, "Asia/Shanghai")  -> [2026-12-01, 2026-12-02, 2026-12-03]
     schedule_dates(dates, 1) -> [2026-12-02, 2026-12-03, 2026-12-04]
-    schedule_time_param(dates) -> '{"complementStartDate":"2026-12-02 00:00:00",…}'
+
+The `scheduleTime` JSON a start sends is built by integrations/dolphinscheduler/schedule.py.
 
 People name business dates: the day whose data a run loads. DolphinScheduler starts a backfill
 run per scheduleTime, and `${system.biz.date}` inside it is scheduleTime minus one day, so
@@ -19,8 +20,6 @@ that names the input. Pure: `now` is a parameter.
 
 from __future__ import annotations
 
-import itertools
-import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -30,8 +29,7 @@ from zoneinfo import ZoneInfo
 import dateparser
 
 from xihe.agent.errors import ToolRetry
-
-MAX_DATES = 100  # DolphinScheduler refuses more complement dates (1400003)
+from xihe.integrations.dolphinscheduler.schedule import MAX_DATES
 
 _RANGE = re.compile(
     r"^(?:from\s+)?(?P<a>.+?)\s*(?:\.\.|~|到|至|\bto\b|—|–|\bthrough\b|\buntil\b)\s*(?P<b>.+)$"
@@ -196,11 +194,6 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
     return dates
 
 
-def is_contiguous(dates: Sequence[date]) -> bool:
-    """Whether sorted unique `dates` form one run of consecutive days."""
-    return all((b - a).days == 1 for a, b in itertools.pairwise(dates))
-
-
 def schedule_dates(biz_dates: Sequence[date], offset: int) -> list[date]:
     """The scheduleTime dates that load `biz_dates` (scheduleTime = business date + offset days)."""
     return [d + timedelta(days=offset) for d in biz_dates]
@@ -227,21 +220,3 @@ def run_date_label(schedule: date, offset: int) -> str:
     """One run's dates: `2026-12-01 (scheduleTime 2026-12-02)`; just the date when they coincide."""
     biz = biz_date_of(schedule, offset)
     return biz.isoformat() if offset == 0 else f"{biz.isoformat()} (scheduleTime {schedule.isoformat()})"
-
-
-def schedule_time_param(dates: Sequence[date]) -> str:
-    """DolphinScheduler's `scheduleTime` JSON: a start/end range when contiguous, else a date list."""
-    days = sorted(set(dates))
-    if not days:
-        raise ValueError("schedule_time_param needs at least one date")
-    if len(days) > MAX_DATES:
-        raise ValueError(f"{len(days)} dates; DolphinScheduler backfills at most {MAX_DATES}")
-
-    def fmt(d: date) -> str:
-        return f"{d.isoformat()} 00:00:00"
-
-    if is_contiguous(days):
-        value = {"complementStartDate": fmt(days[0]), "complementEndDate": fmt(days[-1])}
-    else:
-        value = {"complementScheduleDateList": ",".join(fmt(d) for d in days)}
-    return json.dumps(value, separators=(",", ":"))

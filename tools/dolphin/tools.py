@@ -25,7 +25,8 @@ from xihe.agent.errors import TaskStateError, ToolFailed
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.integrations.dolphinscheduler.client import DefinitionOffline
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
-from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates, schedule_time_param
+from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
+from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
 from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
 from xihe.tools.dolphin.names import CatalogEntry
 from xihe.tools.dolphin.service import (
