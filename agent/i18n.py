@@ -17,11 +17,18 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 Catalog = Mapping[str, Mapping[Lang, str]]
 
 
+WORD = re.compile(r"(?<![\w-])[A-Za-z]{2,}(?![\w-])")  # an English word; not an identifier like order_sync
+
+
 def lang_of(text: str) -> Lang | None:
-    """`zh` when the text has Chinese characters, `en` when it has Latin letters, None for neither."""
-    if CJK.search(text):
+    """`zh` when Chinese characters outweigh English words (a name such as 坏任务 in an English
+    sentence leaves it English: two characters count as one word), `en` when English words remain,
+    None for neither. Commands and `code` are not read."""
+    prose = re.sub(r"/\w+|`[^`]*`", " ", text)
+    chinese, english = len(CJK.findall(prose)), len(WORD.findall(prose))
+    if chinese and chinese >= 2 * english:
         return "zh"
-    if re.search(r"[A-Za-z]{2,}", re.sub(r"/\w+|`[^`]*`", " ", text)):
+    if english:
         return "en"
     return None
 

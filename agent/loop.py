@@ -42,7 +42,7 @@ from xihe.agent.frontier import (
     uncertain,
     when_unknown,
 )
-from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify
+from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify, interrupted
 from xihe.agent.i18n import Catalog, Lang, lang_for, say
 from xihe.agent.llm import LLMClient
 from xihe.agent.pending_view import approvers_for
@@ -89,6 +89,7 @@ class _Run:
     invalid: int = 0
     rechecked: bool = False
     recovery: RunState = field(default_factory=RunState)
+    refusal: str | None = None  # the gate's refusal as people read it (a command's reply)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,8 @@ ASK: Catalog = {
         "`/approve {id}` ({approvers}).",
         "zh": "你已确认；正在等待审批：审批人（{approvers}）发送 `/approve {id}` 后执行。",
     },
+    "why": {"en": "⚠️ {reason}.", "zh": "⚠️ {reason}。"},
+    "denied": {"en": "Refused: {reason}.", "zh": "已拒绝：{reason}。"},
 }
 
 # a call that a person's or the gate's decision kept from running (not a tool that broke)
@@ -359,7 +362,7 @@ class Agent:
         done_calls: dict[str, str] = {}  # args digest → step key, for refusing exact repeats
         for turn in range(1, loop.max_turns + 1):
             if run.task.kind == "command" and turn > 1:
-                return self._finish(run.task, "done", self._command_reply(messages, run.task))
+                return self._finish(run.task, "done", self._command_reply(messages, run))
             completion = self._model_turn(run, turn, messages)
             message, finish = completion["message"], completion["finish_reason"]
             messages.append(message)
@@ -514,6 +517,8 @@ class Agent:
         )
         if isinstance(decision, Deny):
             self._audit_gate(run, key, call, "deny", decision.reason, environment)
+            lang = self._lang(run.task)
+            run.refusal = say(ASK, "denied", lang, reason=decision.text(lang))
             return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)
         step = frontier(
             prior, superseded=False, side_effecting=risk == "write", has_lookup=call.spec.lookup is not None
@@ -536,7 +541,7 @@ class Agent:
             if not uncertain(prior):
                 prior = self.executor.uncertain(run.task, key, call, prior, why)
             if not isinstance(decision, Confirm):  # only a fresh yes runs it again
-                decision = Confirm(f"`{name}` was interrupted and may or may not have taken effect")
+                decision = interrupted(name)
             gate = self._confirmation(
                 run, key, call, decision, environment, bound=confirmation_key(key, prior), unsure=prior.error
             )
@@ -639,7 +644,8 @@ class Agent:
         ttl_text = f"within {deps.settings.core.confirm.ttl_minutes} minutes"
         lang = self._lang(run.task)
         minutes = deps.settings.core.confirm.ttl_minutes
-        ask = f"⚠️ {decision.reason}.\n`{call.spec.name}` {args_text}\n{meaning}" + say(
+        why = say(ASK, "why", lang, reason=decision.text(lang))
+        ask = f"{why}\n`{call.spec.name}` {args_text}\n{meaning}" + say(
             ASK, "reply", lang, id=pending.id, ttl=minutes
         )
         if unsure:
@@ -716,11 +722,14 @@ class Agent:
             )
         )
 
-    def _command_reply(self, messages: list[dict[str, Any]], task: Task) -> str:
+    def _command_reply(self, messages: list[dict[str, Any]], run: _Run) -> str:
+        task = run.task
         call = messages[-2]["tool_calls"][0]["function"] if len(messages) >= 2 else {}
         result = messages[-1].get("content", "")
         spec = self.registry.specs.get(call.get("name", ""))
         body = result.split("\n", 1)[1] if result.startswith("[Tool Result:") else result
+        if run.refusal is not None and body.startswith("DENIED"):
+            return run.refusal
         if (
             spec is not None
             and spec.summarize is not None

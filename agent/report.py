@@ -1,11 +1,89 @@
-"""Task reports: which step failed, with what input, how long each took. Shared by chat, CLI and UI."""
+"""Task reports: which step failed, with what input, how long each took. Shared by chat, CLI and UI.
+
+Chat shows them in the conversation's language (REPORT); the CLI and `--json` keep English.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from xihe.agent.deps import Deps
+from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.tasks import Task
 from xihe.agent.timefmt import show
+
+REPORT: Catalog = {
+    "head": {
+        "en": "Task #{id} [{status}] {kind} by {owner}: {goal}",
+        "zh": "任务 #{id} [{status}] {kind}，发起人 {owner}：{goal}",
+    },
+    "times": {"en": "created {created}, updated {updated}", "zh": "创建于 {created}，更新于 {updated}"},
+    "current": {"en": "current step: {step}", "zh": "当前步骤：{step}"},
+    "runs": {"en": "runs: {runs}", "zh": "运行实例：{runs}"},
+    "run": {"en": "{id} (/status {id})", "zh": "{id}（/status {id}）"},
+    "step": {
+        "en": "- {step} #{attempt} {status} {tool} ({took})",
+        "zh": "- {step} #{attempt} {status} {tool}（{took}）",
+    },
+    "ms": {"en": "{ms} ms", "zh": "{ms} 毫秒"},
+    "input": {"en": " input={text}", "zh": " 输入={text}"},
+    "step_error": {"en": " error={text}", "zh": " 错误={text}"},
+    "error": {"en": "error: {text}", "zh": "错误：{text}"},
+    "line": {"en": "- #{id} {status} {kind}: {goal}", "zh": "- #{id} {status} {kind}：{goal}"},
+    "line_runs": {
+        "en": "- #{id} {status} {kind}: {goal} · runs {runs}",
+        "zh": "- #{id} {status} {kind}：{goal} · 运行实例 {runs}",
+    },
+    "none": {"en": "You have no tasks yet.", "zh": "你还没有任务。"},
+    "with_outcome": {"en": "{status} · {outcome}", "zh": "{status} · {outcome}"},
+    "run_state": {"en": "run {state}", "zh": "运行 {state}"},
+}
+WORDS: Catalog = {  # task and step statuses, outcomes and kinds as people read them
+    "pending": {"en": "pending", "zh": "排队中"},
+    "running": {"en": "running", "zh": "进行中"},
+    "awaiting_confirmation": {"en": "awaiting_confirmation", "zh": "等待确认"},
+    "done": {"en": "done", "zh": "完成"},
+    "failed": {"en": "failed", "zh": "失败"},
+    "cancelled": {"en": "cancelled", "zh": "已取消"},
+    "refused": {"en": "refused", "zh": "被拒绝"},
+    "chat": {"en": "chat", "zh": "对话"},
+    "command": {"en": "command", "zh": "命令"},
+}
+
+
+def _word(value: str, lang: Lang) -> str:
+    if value.startswith("run "):
+        return say(REPORT, "run_state", lang, state=value.removeprefix("run "))
+    return say(WORDS, value, lang) if value in WORDS else value
+
+
+def status_text(task: Task, lang: Lang = "en") -> str:
+    """`Task.shown_status` in `lang`, e.g. `done · run FAILURE` / `完成 · 运行 FAILURE`."""
+    shown = task.shown_status
+    if shown != task.status and task.outcome:
+        return say(
+            REPORT, "with_outcome", lang, status=_word(task.status, lang), outcome=_word(task.outcome, lang)
+        )
+    return _word(shown, lang)
+
+
+def task_lines(tasks: list[Task], lang: Lang = "en") -> str:
+    """`/tasks`: one line per task, with the runs it started."""
+    if not tasks:
+        return say(REPORT, "none", lang)
+    return "\n".join(
+        say(
+            REPORT,
+            "line_runs" if t.runs else "line",
+            lang,
+            id=t.id,
+            status=status_text(t, lang),
+            kind=_word(t.kind, lang),
+            goal=t.goal[:60],
+            runs=", ".join(map(str, t.runs)),
+        )
+        for t in tasks
+    )
 
 
 def task_data(deps: Deps, task_id: int) -> dict[str, Any]:
@@ -25,29 +103,49 @@ def task_data(deps: Deps, task_id: int) -> dict[str, Any]:
     }
 
 
-def task_report(deps: Deps, task_id: int) -> str:
+def task_report(deps: Deps, task_id: int, lang: Lang = "en") -> str:
     """A readable step table: outcome rows only (plus attempts still running)."""
     task = deps.tasks.get(task_id)
     steps = deps.tasks.steps(task_id)
     tz = deps.settings.core.timezone
     lines = [
-        f"Task #{task.id} [{task.shown_status}] {task.kind} by {task.owner}: {task.goal[:80]}",
-        f"created {show(task.created_at, tz)}, updated {show(task.updated_at, tz)}",
-        f"current step: {task.current_step or '-'}",
+        say(
+            REPORT,
+            "head",
+            lang,
+            id=task.id,
+            status=status_text(task, lang),
+            kind=_word(task.kind, lang),
+            owner=task.owner,
+            goal=task.goal[:80],
+        ),
+        say(REPORT, "times", lang, created=show(task.created_at, tz), updated=show(task.updated_at, tz)),
+        say(REPORT, "current", lang, step=task.current_step or "-"),
     ]
     if task.runs:
-        lines.append("runs: " + ", ".join(f"{r} (/status {r})" for r in task.runs))
+        runs = ", ".join(say(REPORT, "run", lang, id=r) for r in task.runs)
+        lines.append(say(REPORT, "runs", lang, runs=runs))
     finished = {(s.step_key, s.attempt) for s in steps if s.status != "running"}
     for s in steps:
         if s.status == "running" and (s.step_key, s.attempt) in finished:
             continue
-        took = f"{s.duration_ms} ms" if s.duration_ms is not None else "…"
-        line = f"- {s.step_key} #{s.attempt} {s.status:7} {s.tool_name} ({took})"
+        took = say(REPORT, "ms", lang, ms=s.duration_ms) if s.duration_ms is not None else "…"
+        status = _word(s.status, lang)
+        line = say(
+            REPORT,
+            "step",
+            lang,
+            step=s.step_key,
+            attempt=s.attempt,
+            status=f"{status:7}",
+            tool=s.tool_name,
+            took=took,
+        )
         if s.input_preview:
-            line += f" input={s.input_preview[:120]}"
+            line += say(REPORT, "input", lang, text=s.input_preview[:120])
         if s.error:
-            line += f" error={s.error[:160]}"
+            line += say(REPORT, "step_error", lang, text=s.error[:160])
         lines.append(line)
     if task.error:
-        lines.append(f"error: {task.error}")
+        lines.append(say(REPORT, "error", lang, text=task.error))
     return "\n".join(lines)

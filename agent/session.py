@@ -349,25 +349,28 @@ def _pending(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
 
 
 def _tasks(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    from xihe.agent.report import task_lines
+
     tasks = session.deps.tasks.recent(owner=who.user, limit=10)
-    if not tasks:
-        return "You have no tasks yet."
-    return "\n".join(
-        f"- #{t.id} {t.shown_status} {t.kind}: {t.goal[:60]}"
-        + (f" · runs {', '.join(map(str, t.runs))}" if t.runs else "")
-        for t in tasks
-    )
+    return task_lines(tasks, reply_lang(session, msg))
+
+
+TASK: Catalog = {
+    "usage": {"en": "/task needs a task id, e.g. /task 12.", "zh": "/task 需要任务编号，例如 /task 12。"},
+    "not_yours": {"en": "Task {id} belongs to someone else.", "zh": "任务 {id} 属于别人。"},
+}
 
 
 def _task(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     from xihe.agent.report import task_report
 
+    lang = reply_lang(session, msg)
     if not cmd.args or not cmd.args[0].isdigit():
-        return "/task needs a task id, e.g. /task 12."
+        return say(TASK, "usage", lang)
     task = session.deps.tasks.get(int(cmd.args[0]))
     if task.owner != who.user and not any(
         session.deps.settings.access.roles.get(r, None) and session.deps.settings.access.roles[r].approver
         for r in who.roles
     ):
-        return f"Task {task.id} belongs to someone else."
-    return task_report(session.deps, task.id)
+        return say(TASK, "not_yours", lang, id=task.id)
+    return task_report(session.deps, task.id, lang)

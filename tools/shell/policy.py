@@ -37,7 +37,7 @@ def entry_risk(entry: Entry, environment: str, access: AccessConfig) -> str:
 
 def entry_scope(entry: Entry) -> Scope:
     """The entry's own roles and environments, checked by the gate on top of the tool grant."""
-    return Scope(f"entry {entry.name!r}", tuple(entry.roles), tuple(entry.environments))
+    return Scope(entry.name, tuple(entry.roles), tuple(entry.environments))
 
 
 def gate_decision(match: Match, who: Who, access: AccessConfig, environment: str | None = None) -> Decision:

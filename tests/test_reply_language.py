@@ -1,0 +1,58 @@
+"""Replies in the conversation's language (issue 16 item 3): a Chinese message gets Chinese, an English
+one English, for the gate's reasons, /tasks and /task N. The model-facing English stays in the audit."""
+
+from __future__ import annotations
+
+from tests.conftest import MakeApp
+from xihe.agent.session import Inbound
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+
+
+def ask(app, user: str, text: str, conv: str) -> str:  # type: ignore[no-untyped-def]
+    return app.session.handle(Inbound(user, conv, text))
+
+
+def test_the_gates_reason_in_a_confirmation_prompt_follows_the_language(
+    make_app: MakeApp, llm: ScriptedLLM
+) -> None:
+    app = make_app()
+    llm.add(call("write_note", note="备注", environment="test"))
+    zh = ask(app, "alice", "在测试环境写一条备注", "zh")
+    assert "⚠️ write_note 是在 test 上的写操作：你 /confirm 之后才会执行。" in zh
+    assert "is a write" not in zh
+    llm.add(call("write_note", note="memo", environment="prod"))
+    en = ask(app, "bob", "write a memo on prod", "en")
+    assert (
+        "⚠️ write_note writes to production environment prod: it needs your /confirm and an "
+        "approver's /approve." in en
+    )
+    # the audit keeps the English reason whatever the conversation's language
+    reasons = [e["reason"] for e in app.deps.audit.search(kind="gate")]
+    assert "write_note is a write on test: it runs only after your /confirm" in reasons
+
+
+def test_tasks_and_task_n_speak_the_conversations_language(make_app: MakeApp, llm: ScriptedLLM) -> None:
+    app = make_app()
+    llm.add(call("always_fail", reason="磁盘满了"), say("失败了"))
+    ask(app, "alice", "请帮我跑一下这个会失败的工具", "zh")
+    tasks_zh = ask(app, "alice", "/tasks", "zh")
+    assert "#1" in tasks_zh and "请帮我跑一下" in tasks_zh and "对话" in tasks_zh
+    task_zh = ask(app, "alice", "/task 1", "zh")
+    assert task_zh.startswith("任务 #1") and "创建于" in task_zh and "当前步骤" in task_zh
+    assert "created" not in task_zh and "current step" not in task_zh
+    llm.add(call("echo", text="hi"), say("done"))
+    ask(app, "alice", "echo hi please", "en")
+    tasks_en = ask(app, "alice", "/tasks", "en")
+    assert "- #2 done chat: echo hi please" in tasks_en
+    task_en = ask(app, "alice", "/task 2", "en")
+    assert task_en.startswith("Task #2 [done] chat by alice: echo hi please") and "current step:" in task_en
+    assert "你" not in ask(app, "bob", "/tasks", "new") and "no tasks" in ask(app, "bob", "/tasks", "new")
+    assert "还没有任务" in ask(app, "bob", "/tasks 看看", "新")
+
+
+def test_a_chinese_name_in_an_english_sentence_leaves_it_english() -> None:
+    from xihe.agent.i18n import lang_of
+
+    assert lang_of("backfill 坏任务 for 2026-11-30") == "en"  # the workflow's alias, not the user's language
+    assert lang_of("把 order_sync 补跑一下") == "zh"  # an identifier is not an English word
+    assert lang_of("/run 订单同步 昨天") == "zh"
