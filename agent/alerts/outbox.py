@@ -2,7 +2,7 @@
 
 Rows are claimed with a lease so two senders (replicas) never send the same row at once, and a
 crashed sender's claim is taken back once its lease expires; the sender renews the lease just before
-each send. `agent.alerts.sql.SqlOutbox` backs it with table `alert_outbox` (claims: a conditional
+each send. `sql.outbox.SqlOutbox` backs it with table `alert_outbox` (claims: a conditional
 `UPDATE … RETURNING` on SQLite, `SELECT … FOR UPDATE SKIP LOCKED` on PostgreSQL).
 """
 

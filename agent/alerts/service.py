@@ -30,15 +30,13 @@ from xihe.agent.alerts.manual import manual_row
 from xihe.agent.alerts.model import AlertRecord
 from xihe.agent.alerts.origin import SqlRunOrigins
 from xihe.agent.alerts.pipeline import FeedResult, Pipeline
-from xihe.agent.alerts.sql import (
-    SqlAlertStateStore,
-    SqlAlertStores,
-    SqlChannelHealth,
-    SqlMaintenanceStore,
-    SqlOutbox,
-    SqlRateLimiter,
-    SqlRecordSink,
-)
+from xihe.agent.alerts.sql.channel import SqlChannelHealth
+from xihe.agent.alerts.sql.maintenance import SqlMaintenanceStore
+from xihe.agent.alerts.sql.outbox import SqlOutbox
+from xihe.agent.alerts.sql.ratelimit import SqlRateLimiter
+from xihe.agent.alerts.sql.records import SqlRecordSink
+from xihe.agent.alerts.sql.state import SqlAlertStateStore
+from xihe.agent.alerts.sql.stores import SqlAlertStores
 from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Deps
 from xihe.agent.timefmt import show

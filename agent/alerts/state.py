@@ -2,7 +2,7 @@
 
 Everything the pipeline remembers between events lives here as frozen, JSON-serialisable records,
 so a new `Pipeline` over the same store continues exactly where a stopped one left off.
-`agent.alerts.sql.SqlAlertStateStore` backs `AlertStateStore` with table `alert_state(ns, key,
+`sql.state.SqlAlertStateStore` backs `AlertStateStore` with table `alert_state(ns, key,
 payload JSON, due_at, token, updated_at, PRIMARY KEY (ns, key))` plus an index on `(due_at)`.
 """
 

@@ -18,15 +18,13 @@ from xihe.agent.alerts.maintenance import MaintenanceWindow, MaintScope
 from xihe.agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
 from xihe.agent.alerts.outbox import InMemoryOutbox, OutboxRow
 from xihe.agent.alerts.ratelimit import RateLimiter
-from xihe.agent.alerts.sql import (
-    SqlAlertStateStore,
-    SqlAlertStores,
-    SqlChannelHealth,
-    SqlMaintenanceStore,
-    SqlOutbox,
-    SqlRateLimiter,
-    SqlRecordSink,
-)
+from xihe.agent.alerts.sql.channel import SqlChannelHealth
+from xihe.agent.alerts.sql.maintenance import SqlMaintenanceStore
+from xihe.agent.alerts.sql.outbox import SqlOutbox
+from xihe.agent.alerts.sql.ratelimit import SqlRateLimiter
+from xihe.agent.alerts.sql.records import SqlRecordSink
+from xihe.agent.alerts.sql.state import SqlAlertStateStore
+from xihe.agent.alerts.sql.stores import SqlAlertStores
 from xihe.agent.alerts.state import (
     NS_FP,
     NS_INSTANCE,

@@ -1,0 +1,191 @@
+"""Outbox over table alert_outbox; claims are leased (SKIP LOCKED on PostgreSQL, a conditional UPDATE on SQLite)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+
+from xihe.agent.alerts.outbox import OutboxRow
+from xihe.agent.alerts.sql.stores import SqlAlertStores
+from xihe.agent.schema import alert_outbox
+
+_O = alert_outbox.c
+
+
+def _outbox_row(r: Any) -> OutboxRow:
+    m = r._mapping
+    return OutboxRow(
+        key=m["key"],
+        kind=m["kind"],
+        tier=m["tier"],
+        channel=m["channel"],
+        subject=m["subject"],
+        text=m["text"],
+        created_at=m["created_at"],
+        due_at=m["due_at"],
+        status=m["status"],
+        attempts=m["attempts"],
+        lease_owner=m["lease_owner"] or "",
+        lease_until=m["lease_until"],
+        last_error=m["last_error"] or "",
+        sent_at=m["sent_at"],
+        sent_via=m["sent_via"] or "",
+        force_email=bool(m["force_email"]),
+    )
+
+
+class SqlOutbox:
+    """Outbox over table alert_outbox; the key is unique, so a second add of a key is a no-op."""
+
+    def __init__(self, stores: SqlAlertStores) -> None:
+        self.s = stores
+
+    def add(self, row: OutboxRow) -> bool:
+        """Insert; False (and no change) when the key exists already."""
+        stmt = (
+            self.s.insert(alert_outbox)
+            .values(
+                key=row.key,
+                kind=row.kind,
+                tier=row.tier,
+                channel=row.channel,
+                subject=row.subject,
+                text=row.text,
+                created_at=row.created_at,
+                due_at=row.due_at,
+                status=row.status,
+                attempts=row.attempts,
+                lease_owner="",
+                last_error="",
+                sent_via="",
+                force_email=row.force_email,
+            )
+            .on_conflict_do_nothing(index_elements=["key"])
+            .returning(_O.id)  # rowcount is not reliable for INSERT … ON CONFLICT with RETURNING ids
+        )
+        with self.s.tx() as conn:
+            return conn.execute(stmt).first() is not None
+
+    def _claimable(self, now: datetime) -> Any:
+        return and_(
+            _O.status == "pending",
+            _O.due_at <= now,
+            or_(_O.lease_until.is_(None), _O.lease_until <= now),
+        )
+
+    def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxRow]:
+        """Lease up to `limit` due pending rows to `owner`, oldest due first."""
+        until = now + lease
+        with self.s.tx() as conn:
+            if self.s.postgres:
+                ids = (
+                    conn.execute(
+                        select(_O.id)
+                        .where(self._claimable(now))
+                        .order_by(_O.due_at, _O.created_at, _O.id)
+                        .limit(limit)
+                        .with_for_update(skip_locked=True)
+                    )
+                    .scalars()
+                    .all()
+                )
+                if not ids:
+                    return []
+                stmt = update(alert_outbox).where(_O.id.in_(ids))
+            else:
+                # One statement: SQLite takes the write lock before it reads, so claims never overlap.
+                pick = (
+                    select(_O.id)
+                    .where(self._claimable(now))
+                    .order_by(_O.due_at, _O.created_at, _O.id)
+                    .limit(limit)
+                    .scalar_subquery()
+                )
+                stmt = update(alert_outbox).where(_O.id.in_(pick), self._claimable(now))
+            rows = conn.execute(
+                stmt.values(lease_owner=owner, lease_until=until).returning(*alert_outbox.c)
+            ).all()
+        out = [_outbox_row(r) for r in rows]
+        out.sort(key=lambda r: (r.due_at, r.created_at))
+        return out
+
+    def _held(self, key: str, owner: str) -> Any:
+        return and_(_O.key == key, _O.lease_owner == owner, _O.status == "pending")
+
+    def mark_sent(self, key: str, owner: str, now: datetime, via: str) -> bool:
+        """Record delivery; False when `owner` no longer holds the lease."""
+        with self.s.tx() as conn:
+            n = conn.execute(
+                update(alert_outbox)
+                .where(self._held(key, owner))
+                .values(
+                    status="sent",
+                    sent_at=now,
+                    sent_via=via,
+                    attempts=_O.attempts + 1,
+                    lease_owner="",
+                    lease_until=None,
+                )
+            ).rowcount
+        return bool(n == 1)
+
+    def mark_failed(
+        self, key: str, owner: str, now: datetime, error: str, retry_at: datetime, force_email: bool = False
+    ) -> bool:
+        """Count a failed attempt, release the lease, retry at `retry_at`."""
+        values: dict[str, Any] = {
+            "attempts": _O.attempts + 1,
+            "last_error": error[:2000],
+            "due_at": retry_at,
+            "lease_owner": "",
+            "lease_until": None,
+        }
+        if force_email:
+            values["force_email"] = True
+        with self.s.tx() as conn:
+            n = conn.execute(update(alert_outbox).where(self._held(key, owner)).values(**values)).rowcount
+        return bool(n == 1)
+
+    def release(self, key: str, owner: str, due_at: datetime) -> None:
+        """Give a claimed row back untried, due again at `due_at`."""
+        with self.s.tx() as conn:
+            conn.execute(
+                update(alert_outbox)
+                .where(self._held(key, owner))
+                .values(due_at=due_at, lease_owner="", lease_until=None)
+            )
+
+    def renew(self, key: str, owner: str, until: datetime) -> bool:
+        """Extend `owner`'s lease; False when someone else holds the row now."""
+        with self.s.tx() as conn:
+            n = conn.execute(
+                update(alert_outbox).where(self._held(key, owner)).values(lease_until=until)
+            ).rowcount
+        return bool(n == 1)
+
+    def get(self, key: str) -> OutboxRow | None:
+        """One row."""
+        with self.s.tx() as conn:
+            r = conn.execute(select(alert_outbox).where(_O.key == key)).first()
+        return _outbox_row(r) if r is not None else None
+
+    def rows(self) -> list[OutboxRow]:
+        """Every row, in insertion order."""
+        with self.s.tx() as conn:
+            return [_outbox_row(r) for r in conn.execute(select(alert_outbox).order_by(_O.id))]
+
+    def next_due(self) -> datetime | None:
+        """Earliest due time of a pending row."""
+        with self.s.tx() as conn:
+            due: datetime | None = conn.execute(
+                select(func.min(_O.due_at)).where(_O.status == "pending")
+            ).scalar()
+        return due
+
+    def pending_count(self) -> int:
+        """Rows not yet sent (the queue-depth gauge)."""
+        with self.s.tx() as conn:
+            n: int = conn.execute(select(func.count()).where(_O.status == "pending")).scalar() or 0
+        return n

@@ -1,0 +1,73 @@
+"""RecordSink over table alert_event: decisions and deliveries with their reasons."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select
+
+from xihe.agent.alerts.deliver import DeliveryAttempt
+from xihe.agent.alerts.model import AlertRecord
+from xihe.agent.alerts.sql.stores import SqlAlertStores
+from xihe.agent.schema import alert_event
+
+_INSERT_EVENT = insert(alert_event)
+
+
+class SqlRecordSink:
+    """RecordSink over table alert_event: every decision and every delivery, with its reason."""
+
+    def __init__(self, stores: SqlAlertStores, holder: str = "") -> None:
+        self.s = stores
+        self.holder = holder
+
+    def record(self, rec: AlertRecord) -> None:
+        """Store one pipeline decision."""
+        with self.s.tx() as conn:
+            conn.execute(
+                _INSERT_EVENT,
+                {
+                    "at": rec.at,
+                    "kind": "decision",
+                    "event_key": rec.event_key,
+                    "instance_id": rec.instance_id,
+                    "workflow": rec.workflow,
+                    "task": rec.task,
+                    "reason": rec.reason.value,
+                    "tier": rec.tier.value if rec.tier else None,
+                    "detail": rec.detail,
+                    "notification_key": rec.notification_key,
+                    "holder": self.holder,
+                },
+            )
+
+    def note(self, at: datetime, reason: str, key: str, detail: str = "", tier: str | None = None) -> None:
+        """Store a decision that is not about one event (a delivery, a model-raised alert)."""
+        with self.s.tx() as conn:
+            conn.execute(
+                insert(alert_event).values(
+                    at=at,
+                    kind="delivery" if reason in ("sent", "send_failed") else "decision",
+                    reason=reason,
+                    tier=tier,
+                    detail=detail,
+                    notification_key=key,
+                    holder=self.holder,
+                )
+            )
+
+    def delivery(self, attempt: DeliveryAttempt) -> None:
+        """Store a delivery outcome."""
+        detail = f"via {attempt.via}" + ("" if attempt.ok else f": {attempt.error}")
+        self.note(attempt.at, "sent" if attempt.ok else "send_failed", attempt.key, detail)
+
+    def rows(self, reason: str | None = None, instance_id: int | None = None) -> list[dict[str, Any]]:
+        """Records in insertion order, optionally filtered."""
+        q = select(alert_event).order_by(alert_event.c.id)
+        if reason is not None:
+            q = q.where(alert_event.c.reason == reason)
+        if instance_id is not None:
+            q = q.where(alert_event.c.instance_id == instance_id)
+        with self.s.tx() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
