@@ -25,10 +25,14 @@ class NodeStorm(BaseModel):
 
 
 class Channel(BaseModel):
-    """One alert channel: a WeCom group robot plus the e-mail fallback for it."""
+    """One alert channel: where its messages go (a notifier of `kind`), plus the e-mail fallback for it."""
 
     model_config = ConfigDict(extra="forbid")
 
+    kind: Literal["wecom_robot"] = Field(
+        default="wecom_robot",
+        description="the notifier that sends this channel's messages (agent/alerts/notify/<kind>.py)",
+    )
     robot_key_env: str = Field(
         description="environment variable holding the robot webhook key, e.g. XIHE_ROBOT_OPS"
     )

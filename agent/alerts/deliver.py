@@ -1,41 +1,28 @@
-"""The outbox sender: robot first, rate-limited, retried with tenacity, e-mail after repeated failure.
+"""The outbox sender: the channel's notifier first, rate-limited, retried with tenacity, e-mail after repeated failure.
 
-`Deliverer.run_once(now)` is one scheduler job run: claim due rows, push each through the channel's
-robot (20/min/robot, every HTTP attempt counted), retry retryable errcodes/timeouts/5xx with
-tenacity, and track consecutive failed rows per channel. After `failures_before_email` of them the
-channel switches to e-mail; while on e-mail, one row per `probe_seconds` tries the robot first and a
-success switches the channel back. Every attempt comes back as a `DeliveryAttempt` for the audit.
+`Deliverer.run_once(now)` is one scheduler job run: claim due rows, push each through the notifier
+of the channel's kind (notify/; 20/min per robot, every attempt counted), retry what the notifier
+calls retryable with tenacity, and track consecutive failed rows per channel. After
+`failures_before_email` of them the channel switches to e-mail; while on e-mail, one row per
+`probe_seconds` tries the notifier first and a success switches the channel back. Every attempt
+comes back as a `DeliveryAttempt` for the audit. In modes, records and audit, "robot" names the
+channel's own notifier (whatever its kind) and "email" the fallback.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
+from xihe.agent.alerts.notify.base import Attempt, Notifier
 from xihe.agent.alerts.outbox import Outbox, OutboxRow
 from xihe.agent.alerts.ratelimit import RateLimiter
-from xihe.agent.errors import MailError
+from xihe.agent.errors import ConfigError
 from xihe.config.alerts import AlertsConfig, Channel
-from xihe.integrations.wecom.robot import CONTENT_ERRCODES, RobotError, RobotReply, redact
-
-
-class RobotSender(Protocol):
-    """What the deliverer needs from a robot client (integrations.wecom_robot.RobotClient)."""
-
-    def send_markdown(self, key: str, content: str) -> RobotReply:
-        """Push markdown; raise RobotError on failure."""
-
-
-class MailSender(Protocol):
-    """What the deliverer needs from a mailer (integrations.mailer.Mailer)."""
-
-    def send(self, to: list[str], subject: str, body: str, message_id_key: str = "") -> str:
-        """Send; raise MailError on failure; return the server reply."""
 
 
 @dataclass(frozen=True)
@@ -144,21 +131,30 @@ class _RateLimited(Exception):
 
 @dataclass
 class Deliverer:
-    """Sends due outbox rows; construct once, call `run_once(now)` from the scheduler."""
+    """Sends due outbox rows; construct once, call `run_once(now)` from the scheduler.
+
+    `notifiers` serve the channel kinds (one per kind); `mail` is the e-mail fallback (None: none).
+    """
 
     config: AlertsConfig
     outbox: Outbox
-    robot: RobotSender
-    mailer: MailSender | None = None
+    notifiers: Iterable[Notifier]
+    mail: Notifier | None = None
     limiter: RateLimiter = field(default_factory=RateLimiter)
     owner: str = "xihe"
-    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     wait: Any = field(default_factory=lambda: wait_exponential(multiplier=0.5, max=4))
     sleep: Callable[[float], None] | None = None  # None = tenacity's time.sleep
     health: ChannelHealthStore = field(default_factory=InMemoryChannelHealth)
     clock: Callable[[], datetime] | None = None  # real time for lease renewal (None: the run's `now`)
 
-    def _channel(self, name: str) -> Channel:
+    def __post_init__(self) -> None:
+        self._by_kind = {n.kind: n for n in self.notifiers}
+        for name, ch in self.config.channels.items():
+            if ch.kind not in self._by_kind:
+                raise ConfigError(f"alerts.yaml channels.{name}: no notifier for kind {ch.kind!r}")
+
+    def channel(self, name: str) -> Channel:
+        """The channel's settings (an unknown name is the default channel)."""
         return self.config.channels.get(name) or self.config.channels["default"]
 
     def _backoff(self, row: OutboxRow, now: datetime) -> datetime:
@@ -180,9 +176,10 @@ class Deliverer:
         current = self.clock() if self.clock is not None else now
         if not self.outbox.renew(row.key, self.owner, current + timedelta(seconds=d.lease_seconds)):
             return
-        ch = self._channel(row.channel)
+        ch = self.channel(row.channel)
+        notifier = self._by_kind[ch.kind]
         health = self.health.get(row.channel)
-        can_mail = bool(self.mailer is not None and self._recipients(ch))
+        can_mail = self.mail is not None and not self.mail.ready(ch)
         every = timedelta(seconds=d.probe_seconds)
         probe_due = (
             can_mail
@@ -191,18 +188,9 @@ class Deliverer:
         )
         use_robot = not can_mail or (not row.force_email and (health.mode == "robot" or probe_due))
         if use_robot:
-            key = self.env.get(ch.robot_key_env, "")
-            if not key:
-                audit.append(
-                    DeliveryAttempt(
-                        row.key,
-                        row.channel,
-                        "robot",
-                        now,
-                        False,
-                        error=f"robot key variable {ch.robot_key_env} is not set",
-                    )
-                )
+            problem = notifier.ready(ch)
+            if problem:
+                audit.append(DeliveryAttempt(row.key, row.channel, "robot", now, False, error=problem))
                 outcome = "failed"
             else:
                 robot_id = ch.robot_key_env
@@ -214,7 +202,7 @@ class Deliverer:
                 if probe_due and not probe:
                     outcome = "skip"  # another sender holds this probe: this row goes by mail
                 else:
-                    outcome = self._robot(row, key, robot_id, limit, now, audit, probe)
+                    outcome = self._notify(notifier, ch, row, robot_id, limit, now, audit, probe)
             if outcome == "sent":
                 self.outbox.mark_sent(row.key, self.owner, now, "robot")
                 self.health.success(row.channel, now)
@@ -240,10 +228,11 @@ class Deliverer:
                 return
         self._mail(row, ch, now, audit)
 
-    def _robot(
+    def _notify(
         self,
+        notifier: Notifier,
+        ch: Channel,
         row: OutboxRow,
-        key: str,
         robot_id: str,
         limit: int,
         now: datetime,
@@ -252,71 +241,47 @@ class Deliverer:
     ) -> str:
         """Returns sent | failed | content | limited."""
 
-        def attempt() -> RobotReply:
+        def attempt() -> Attempt:
             if not self.limiter.acquire(robot_id, now, limit):
                 raise _RateLimited()
-            try:
-                reply = self.robot.send_markdown(key, row.text)
-            except RobotError as exc:
-                audit.append(
-                    DeliveryAttempt(
-                        row.key,
-                        row.channel,
-                        "robot",
-                        now,
-                        False,
-                        exc.status,
-                        redact(exc.body, key),
-                        exc.errcode,
-                        redact(str(exc), key),
-                        probe,
-                    )
-                )
-                raise
+            a = notifier.send(ch, row.text, subject=row.subject, ref=row.key)
             audit.append(
                 DeliveryAttempt(
-                    row.key,
-                    row.channel,
-                    "robot",
-                    now,
-                    True,
-                    reply.status,
-                    redact(reply.body, key),
-                    reply.errcode,
-                    "",
-                    probe,
+                    row.key, row.channel, "robot", now, a.ok, a.status, a.body, a.errcode, a.error, probe
                 )
             )
-            return reply
+            return a
+
+        def last(state: RetryCallState) -> Attempt:
+            assert state.outcome is not None
+            result: Attempt = state.outcome.result()
+            return result
 
         kwargs: dict[str, Any] = {
             "stop": stop_after_attempt(1 if probe else self.config.delivery.tries_per_run),
             "wait": self.wait,
             "reraise": True,
-            "retry": retry_if_exception(lambda e: isinstance(e, RobotError) and e.retryable),
+            "retry": retry_if_result(lambda a: not a.ok and a.retryable),
+            "retry_error_callback": last,
         }
         if self.sleep is not None:
             kwargs["sleep"] = self.sleep
         try:
-            Retrying(**kwargs)(attempt)
+            result: Attempt = Retrying(**kwargs)(attempt)
         except _RateLimited:
             return "limited" if not audit or audit[-1].key != row.key or audit[-1].ok else "failed"
-        except RobotError as exc:
-            return "content" if exc.errcode in CONTENT_ERRCODES else "failed"
-        return "sent"
-
-    def _recipients(self, ch: Channel) -> list[str]:
-        return list(ch.email_to or self.config.smtp.admins)
+        if result.ok:
+            return "sent"
+        return "content" if result.refused else "failed"
 
     def _mail(self, row: OutboxRow, ch: Channel, now: datetime, audit: list[DeliveryAttempt]) -> None:
-        assert self.mailer is not None
-        try:
-            reply = self.mailer.send(self._recipients(ch), row.subject, row.text, row.key)
-        except MailError as exc:
-            audit.append(DeliveryAttempt(row.key, row.channel, "email", now, False, error=str(exc)))
+        assert self.mail is not None
+        a = self.mail.send(ch, row.text, subject=row.subject, ref=row.key)
+        if not a.ok:
+            audit.append(DeliveryAttempt(row.key, row.channel, "email", now, False, error=a.error))
             self.outbox.mark_failed(
-                row.key, self.owner, now, str(exc), self._backoff(row, now), force_email=row.force_email
+                row.key, self.owner, now, a.error, self._backoff(row, now), force_email=row.force_email
             )
             return
-        audit.append(DeliveryAttempt(row.key, row.channel, "email", now, True, body=reply))
+        audit.append(DeliveryAttempt(row.key, row.channel, "email", now, True, body=a.body))
         self.outbox.mark_sent(row.key, self.owner, now, "email")

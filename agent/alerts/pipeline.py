@@ -10,7 +10,7 @@ re-flushing after a crash is harmless because outbox keys are unique.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ from xihe.agent.alerts.grouping import decide_group, epoch, instance_key, window
 from xihe.agent.alerts.maintenance import MaintenanceBook
 from xihe.agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
 from xihe.agent.alerts.notes import NoOrigins, Origins, instance_note, window_notes
+from xihe.agent.alerts.notify import kind_markups
 from xihe.agent.alerts.outbox import Outbox, OutboxRow
 from xihe.agent.alerts.render import Renderer
 from xihe.agent.alerts.state import (
@@ -79,7 +80,7 @@ class Pipeline:
         book: MaintenanceBook | None = None,
         *,
         production: frozenset[str],
-        renderer: Renderer | None = None,
+        markups: Mapping[str, str] | None = None,
         records: RecordSink | None = None,
         origins: Origins | None = None,
     ) -> None:
@@ -88,9 +89,16 @@ class Pipeline:
         self.state = state
         self.outbox = outbox
         self.book = book if book is not None else MaintenanceBook.from_config(config)
-        self.renderer = renderer or Renderer(
-            config.templates_dir or None, config.timezone, config.max_bytes, config.log_tail_chars
-        )
+        # Rendered before the outbox, in the markup of the notifier that serves the channel's kind.
+        markup_of = kind_markups() if markups is None else markups
+        self._markup = {name: markup_of[ch.kind] for name, ch in config.channels.items()}
+        self._renderers = {
+            m: Renderer(
+                config.templates_dir or None, config.timezone, config.max_bytes, config.log_tail_chars, m
+            )
+            for m in set(self._markup.values())
+        }
+        self.renderer = self.renderer_for("default")
         self.records = records
         self.origins: Origins = origins or NoOrigins()
         self._memory = timedelta(hours=config.memory_hours)
@@ -398,6 +406,10 @@ class Pipeline:
         return node
 
     # ---- notifications --------------------------------------------------------------------------
+    def renderer_for(self, channel: str) -> Renderer:
+        """The renderer of `channel`'s notifier markup (an unknown channel is rendered as "default")."""
+        return self._renderers[self._markup.get(channel, self._markup["default"])]
+
     def _emit(self, note: Notification) -> Notification:
         self.outbox.add(OutboxRow.of(note))  # a duplicate key (re-flush after a crash) is a no-op
         return note
@@ -407,7 +419,14 @@ class Pipeline:
         wf = self.index.find(first)
         origin = self.origins.find(inst.instance_id)
         return instance_note(
-            self.renderer, self.config, inst, wf, environment_of(first, wf), origin, now, key
+            self.renderer_for(inst.channel),
+            self.config,
+            inst,
+            wf,
+            environment_of(first, wf),
+            origin,
+            now,
+            key,
         )
 
     def _emit_window(
@@ -431,7 +450,9 @@ class Pipeline:
         if kind is Kind.MAINT:
             extra["p0_list"] = [n for n, _c in w.workflows if self._is_p0(n)]
             tier = Tier.P0 if extra["p0_list"] else Tier.P1
-        notes = window_notes(self.renderer, w, tier, now, template, kind, window_key(w, suffix), extra)
+        notes = window_notes(
+            self.renderer_for(w.channel), w, tier, now, template, kind, window_key(w, suffix), extra
+        )
         return [self._emit(n) for n in notes]
 
     def _is_p0(self, workflow: str) -> bool:

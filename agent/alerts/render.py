@@ -25,6 +25,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 from xihe.agent.timefmt import show
 
 TEMPLATES = Path(__file__).parent / "templates"
+MARKUPS = {"wecom_markdown": TEMPLATES}  # markup a notifier declares → its template set
 TEMPLATE_NAMES = (
     "instance.md.j2",
     "aggregate.md.j2",
@@ -148,10 +149,14 @@ class Renderer:
         timezone: str = "Asia/Shanghai",
         max_bytes: int = 4096,
         log_tail_chars: int = 500,
+        markup: str = "wecom_markdown",
     ) -> None:
+        if markup not in MARKUPS:
+            raise ValueError(f"no templates for markup {markup!r} (known: {', '.join(sorted(MARKUPS))})")
         loaders = [FileSystemLoader(str(templates_dir))] if templates_dir else []
+        self.markup = markup
         self.env = Environment(
-            loader=ChoiceLoader([*loaders, FileSystemLoader(str(TEMPLATES))]),
+            loader=ChoiceLoader([*loaders, FileSystemLoader(str(MARKUPS[markup]))]),
             undefined=StrictUndefined,
             autoescape=False,
             finalize=_finalize,

@@ -20,6 +20,8 @@ from tenacity import wait_none
 from xihe.agent.alerts.deliver import Deliverer, DeliveryAttempt
 from xihe.agent.alerts.event import AlertEvent, EventError, parse_event, unknown_fields
 from xihe.agent.alerts.model import PUSHED, AlertRecord, Reason
+from xihe.agent.alerts.notify.email import EmailNotifier
+from xihe.agent.alerts.notify.wecom_robot import WeComRobotNotifier
 from xihe.agent.alerts.outbox import InMemoryOutbox
 from xihe.agent.alerts.pipeline import Pipeline
 from xihe.agent.alerts.ratelimit import RateLimiter
@@ -191,7 +193,13 @@ def run_replay(
     mailer = SimMailer(clock)
     env = {ch.robot_key_env: f"sim-{name}" for name, ch in config.channels.items()}
     deliverer = Deliverer(
-        config, outbox, robot, mailer, RateLimiter(), env=env, wait=wait_none(), sleep=lambda _s: None
+        config,
+        outbox,
+        [WeComRobotNotifier(robot, env)],
+        EmailNotifier(mailer, config.smtp.admins),
+        RateLimiter(),
+        wait=wait_none(),
+        sleep=lambda _s: None,
     )
     records: list[AlertRecord] = []
     attempts: list[DeliveryAttempt] = []

@@ -13,6 +13,7 @@ reads the clock once per call, and writes audit rows and metrics.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -28,6 +29,8 @@ from xihe.agent.alerts.maintenance import (
 )
 from xihe.agent.alerts.manual import manual_row
 from xihe.agent.alerts.model import AlertRecord
+from xihe.agent.alerts.notify import channel_notifiers
+from xihe.agent.alerts.notify.email import make_mail
 from xihe.agent.alerts.origin import SqlRunOrigins
 from xihe.agent.alerts.pipeline import FeedResult, Pipeline
 from xihe.agent.alerts.sql.channel import SqlChannelHealth
@@ -42,8 +45,6 @@ from xihe.agent.deps import Deps
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
 from xihe.config.workflows import WorkflowsConfig
-from xihe.integrations.mailer import Mailer
-from xihe.integrations.wecom.robot import RobotClient
 from xihe.tools.dolphin.events import FailureEvent
 
 log = logging.getLogger("xihe.alerts")
@@ -88,25 +89,11 @@ class AlertService:
             records=self.records,
             origins=SqlRunOrigins(deps.engine),
         )
-        smtp = config.smtp
-        mailer = (
-            Mailer(
-                smtp.host,
-                smtp.port,
-                smtp.from_addr,
-                starttls=smtp.starttls,
-                username=smtp.username,
-                password_env=smtp.password_env,
-                timeout=smtp.timeout_seconds,
-            )
-            if smtp.host
-            else None
-        )
         self.deliverer = Deliverer(
             config,
             self.outbox,
-            RobotClient(config.delivery.robot_base_url, config.delivery.timeout_seconds),
-            mailer,
+            channel_notifiers(config, os.environ).values(),
+            make_mail(config),
             SqlRateLimiter(self.stores),
             owner=deps.holder,
             sleep=sleep,
@@ -179,7 +166,7 @@ class AlertService:
                     kind="alert_push",
                     actor=self.deps.holder,
                     outcome="sent" if a.ok else "failed",
-                    tool="wecom_robot" if a.via == "robot" else "email",
+                    tool=self.deliverer.channel(a.channel).kind if a.via == "robot" else "email",
                     reason=red.text(a.error) or None,
                     external_ids={"outbox_key": a.key},
                     detail=detail,

@@ -10,6 +10,8 @@ from tenacity import wait_none
 from tests.alerts.conftest import T0, config, event
 from xihe.agent.alerts.deliver import Deliverer
 from xihe.agent.alerts.model import Kind, Notification, Tier
+from xihe.agent.alerts.notify.email import EmailNotifier
+from xihe.agent.alerts.notify.wecom_robot import WeComRobotNotifier
 from xihe.agent.alerts.outbox import InMemoryOutbox, OutboxRow
 from xihe.agent.alerts.ratelimit import RateLimiter, next_free
 from xihe.agent.clock import FakeClock
@@ -98,17 +100,19 @@ def make_deliverer(cfg, outbox, sink, smtp, clock_env=ENV):
     return Deliverer(
         cfg,
         outbox,
-        RobotClient(sink.url, timeout=0.3),
-        Mailer(
-            smtp.host,
-            smtp.port,
-            "xihe@test",
-            username="xihe",
-            password_env="XIHE_SMTP_PASSWORD",
-            env=clock_env,
+        [WeComRobotNotifier(RobotClient(sink.url, timeout=0.3), clock_env)],
+        EmailNotifier(
+            Mailer(
+                smtp.host,
+                smtp.port,
+                "xihe@test",
+                username="xihe",
+                password_env="XIHE_SMTP_PASSWORD",
+                env=clock_env,
+            ),
+            cfg.smtp.admins,
         ),
         RateLimiter(),
-        env=clock_env,
         wait=wait_none(),
         sleep=lambda _s: None,
     )
