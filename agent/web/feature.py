@@ -12,6 +12,6 @@ if TYPE_CHECKING:
 
 def routes(app: App) -> list[BaseRoute]:
     """Login, tasks, audit, alerts and pending confirmations (none when ui.yaml says enabled: false)."""
-    from xihe.agent.web.ui.views import routes as ui_routes
+    from xihe.agent.web.ui.router import routes as ui_routes
 
     return ui_routes(app)

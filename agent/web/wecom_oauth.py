@@ -2,24 +2,23 @@
 
 Flow: /ui/login/wecom redirects to WeCom's authorize page with a random `state` that is also kept in
 a signed cookie; WeCom sends the browser back to /ui/login/wecom/callback?code=…&state=…; the state
-must match the cookie (login CSRF), then `gettoken` + `auth/getuserinfo` turn the code into a userid.
+must match the cookie (login CSRF), then the WeCom app client (`gettoken` + `auth/getuserinfo`) turns
+the code into a userid.
 Only users listed in access.yaml (or any user when `unknown_user_roles` grants something) get in.
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-import requests
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from xihe.agent.errors import WeComError
 from xihe.agent.web.ui.auth import csrf_ok
-
-if TYPE_CHECKING:
-    from xihe.agent.web.ui.views import WebUI
+from xihe.agent.web.ui.page import Pages
+from xihe.integrations.wecom.app_client import AppClient
 
 STATE_COOKIE = "xihe_ui_oauth"
 
@@ -28,12 +27,12 @@ class OAuthError(Exception):
     """WeCom refused or the reply was not what the API documents."""
 
 
-def _redirect_uri(ui: WebUI, request: Request) -> str:
+def _redirect_uri(ui: Pages, request: Request) -> str:
     base = ui.config.wecom_oauth.redirect_base.rstrip("/") or str(request.base_url).rstrip("/")
     return f"{base}/ui/login/wecom/callback"
 
 
-def start(ui: WebUI, request: Request) -> Response:
+def start(ui: Pages, request: Request) -> Response:
     """Send the browser to WeCom's authorize page."""
     cfg = ui.config.wecom_oauth
     corp_id = ui.app.deps.settings.secret(cfg.corp_id_env)
@@ -50,42 +49,28 @@ def start(ui: WebUI, request: Request) -> Response:
     if cfg.agent_id is not None:
         query["agentid"] = str(cfg.agent_id)
     response = RedirectResponse(f"{cfg.authorize_url}?{urlencode(query)}#wechat_redirect", status_code=303)
-    ui._cookie(response, STATE_COOKIE, ui.signer.dumps("oauth", {"s": state}), 600)
+    ui.cookie(response, STATE_COOKIE, ui.signer.dumps("oauth", {"s": state}), 600)
     return response
 
 
-def user_of_code(ui: WebUI, code: str) -> str:
-    """gettoken + auth/getuserinfo: the verified WeCom userid of an OAuth code."""
+def user_of_code(ui: Pages, code: str) -> str:
+    """The verified WeCom userid of an OAuth code."""
     cfg = ui.config.wecom_oauth
     settings = ui.app.deps.settings
-    base = cfg.api_base.rstrip("/")
+    client = AppClient(
+        settings.secret(cfg.corp_id_env) or "",
+        settings.secret(cfg.secret_env) or "",
+        cfg.agent_id or 0,
+        api_base=cfg.api_base,
+        attempts=1,  # a person is waiting on the login page
+    )
     try:
-        tok = requests.get(
-            f"{base}/cgi-bin/gettoken",
-            params={
-                "corpid": settings.secret(cfg.corp_id_env),
-                "corpsecret": settings.secret(cfg.secret_env),
-            },
-            timeout=10,
-        ).json()
-        if tok.get("errcode", 0) != 0 or not tok.get("access_token"):
-            raise OAuthError(f"gettoken errcode {tok.get('errcode')}")
-        info = requests.get(
-            f"{base}/cgi-bin/auth/getuserinfo",
-            params={"access_token": tok["access_token"], "code": code},
-            timeout=10,
-        ).json()
-    except (requests.RequestException, ValueError) as exc:
-        raise OAuthError(f"WeCom unreachable: {type(exc).__name__}") from None
-    if info.get("errcode", 0) != 0:
-        raise OAuthError(f"getuserinfo errcode {info.get('errcode')}")
-    user = info.get("userid") or info.get("UserId")
-    if not isinstance(user, str) or not user:
-        raise OAuthError("not a member of the company (no userid)")
-    return user
+        return client.user_of_oauth_code(code)
+    except WeComError as exc:
+        raise OAuthError(str(exc)) from None
 
 
-def callback(ui: WebUI, request: Request) -> Response:
+def callback(ui: Pages, request: Request) -> Response:
     """Check the state, resolve the code, start a session."""
     cfg = ui.config.wecom_oauth
     if not cfg.enabled:
@@ -93,7 +78,7 @@ def callback(ui: WebUI, request: Request) -> Response:
     saved = ui.signer.loads("oauth", request.cookies.get(STATE_COOKIE)) or {}
     state, code = request.query_params.get("state"), request.query_params.get("code")
     if not csrf_ok(saved.get("s"), state) or not code:
-        ui._audit("-", "login_failed", "WeCom login with a missing or foreign state", via="wecom")
+        ui.audit("-", "login_failed", "WeCom login with a missing or foreign state", via="wecom")
         return ui.render(
             request,
             "error.html",
@@ -105,13 +90,13 @@ def callback(ui: WebUI, request: Request) -> Response:
     try:
         user = user_of_code(ui, code)
     except OAuthError as exc:
-        ui._audit("-", "login_failed", f"WeCom login failed: {exc}", via="wecom")
+        ui.audit("-", "login_failed", f"WeCom login failed: {exc}", via="wecom")
         return ui.render(
             request, "error.html", None, 401, title="Login failed", message=f"WeCom login failed: {exc}."
         )
     access = ui.app.deps.settings.access
     if user not in access.users and not access.unknown_user_roles:
-        ui._audit(user, "login_failed", "WeCom user is not in access.yaml", via="wecom")
+        ui.audit(user, "login_failed", "WeCom user is not in access.yaml", via="wecom")
         return ui.render(
             request,
             "error.html",
@@ -120,6 +105,6 @@ def callback(ui: WebUI, request: Request) -> Response:
             title="Not a xihe user",
             message=f"{user} is not listed in access.yaml.",
         )
-    response = ui._start_session(request, user, "wecom", "wecom", "/ui/tasks")
+    response = ui.start_session(request, user, "wecom", "wecom", "/ui/tasks")
     response.delete_cookie(STATE_COOKIE, path="/ui")
     return response

@@ -218,16 +218,28 @@ class AppClient:
         """The cached token for this app, fetched when missing or expired."""
         return self.tokens.get(self._key, self._fetch_token)
 
-    def _with_token(self, method: str, path: str, body: Any) -> dict[str, Any]:
+    def _with_token(
+        self, method: str, path: str, body: Any, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         token = self.access_token()
         try:
-            return self._call(method, path, {"access_token": token}, body)
+            return self._call(method, path, {**(params or {}), "access_token": token}, body)
         except WeComError as exc:
             if exc.errcode not in TOKEN_INVALID:
                 raise
         # WeCom may invalidate a token early: drop it (once, for everyone), refetch, retry once
         self.tokens.invalidate(self._key, token)
-        return self._call(method, path, {"access_token": self.access_token()}, body)
+        return self._call(method, path, {**(params or {}), "access_token": self.access_token()}, body)
+
+    # -- web login -----------------------------------------------------------------------------
+
+    def user_of_oauth_code(self, code: str) -> str:
+        """auth/getuserinfo: the WeCom userid an OAuth2 `snsapi_base` code stands for."""
+        info = self._with_token("GET", "/cgi-bin/auth/getuserinfo", None, {"code": code})
+        user = info.get("userid") or info.get("UserId")
+        if not isinstance(user, str) or not user:
+            raise WeComError("/cgi-bin/auth/getuserinfo: not a member of the company (no userid)")
+        return user
 
     # -- messages ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from tests.alerts.conftest import PRODUCTION, T0, WORKFLOWS, config, event
 from tests.conftest import PG_URL, reset_postgres
-from xihe.agent.alerts.deliver import InMemoryChannelHealth
+from xihe.agent.alerts.deliver import ChannelHealth, InMemoryChannelHealth
 from xihe.agent.alerts.maintenance import MaintenanceWindow, MaintScope
 from xihe.agent.alerts.model import AlertRecord, Kind, Notification, Reason, Tier
 from xihe.agent.alerts.outbox import InMemoryOutbox, OutboxRow
@@ -312,6 +312,34 @@ def test_records_and_unit_rollback(stores):
         "nightly",
         "replica-1",
     )
+
+
+# ---- what the web pages read --------------------------------------------------------------------
+def test_page_reads_come_newest_first_and_filtered(stores):
+    sink = SqlRecordSink(stores)
+    for i, reason in enumerate((Reason.NEW_INSTANCE, Reason.MAINTENANCE, Reason.NEW_INSTANCE)):
+        sink.record(AlertRecord(T0 + i * MIN, f"k{i}", 10 + i, "wf", "t1", reason, None, f"d{i}"))
+    assert [r["detail"] for r in sink.recent(2)] == ["d2", "d1"]
+    assert [r["detail"] for r in sink.recent(10, reasons=["maintenance"])] == ["d1"]
+    assert [r["detail"] for r in sink.recent(10, instance_ids=[10, 12])] == ["d2", "d0"]
+    outbox = SqlOutbox(stores)
+    for i in range(3):
+        outbox.add(row(i))
+    assert [r.key for r in outbox.recent(2)] == ["inst:2:P1:default", "inst:1:P1:default"]
+    health = SqlChannelHealth(stores)
+    health.failure("prod", T0, 3, True)
+    health.success("default", T0 + MIN)
+    assert list(health.all().items()) == [("default", ChannelHealth()), ("prod", ChannelHealth("robot", 1))]
+    maint = SqlMaintenanceStore(stores)
+    a = MaintenanceWindow("chat:dave:1:all", T0, T0 + 30 * MIN, MaintScope(), "chat", "dave", "first")
+    b = MaintenanceWindow("chat:dave:2:all", T0, T0 + 30 * MIN, MaintScope(), "chat", "dave", "second")
+    maint.save(a)
+    maint.save(b)
+    maint.close([a.id], T0 + MIN, "erin")
+    assert [(w.note, at, by) for w, at, by in maint.history(10)] == [
+        ("second", None, ""),
+        ("first", T0 + MIN, "erin"),
+    ]
 
 
 # ---- the pipeline itself: SQL stores decide exactly like the in-memory reference ------------------

@@ -42,6 +42,12 @@ class SqlChannelHealth:
         with self.s.tx() as conn:
             return self._read(conn, channel)
 
+    def all(self) -> dict[str, ChannelHealth]:
+        """Every channel with a recorded health, most recently changed first (the web pages)."""
+        with self.s.tx() as conn:
+            rows = conn.execute(select(alert_channel).order_by(_C.updated_at.desc())).all()
+        return {r.channel: ChannelHealth(r.mode, int(r.failures), r.last_probe_at) for r in rows}
+
     def claim_probe(self, channel: str, now: datetime, every: timedelta) -> bool:
         """Take the probe when one is due (one replica wins)."""
         with self.s.tx() as conn:

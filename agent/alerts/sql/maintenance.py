@@ -65,6 +65,12 @@ class SqlMaintenanceStore:
         with self.s.tx() as conn:
             return [_window(r) for r in conn.execute(q)]
 
+    def history(self, limit: int) -> list[tuple[MaintenanceWindow, datetime | None, str]]:
+        """(window, closed_at, closed_by), newest first, ended ones included (the web pages)."""
+        with self.s.tx() as conn:
+            rows = conn.execute(select(alert_maintenance).order_by(_M.id.desc()).limit(limit)).all()
+        return [(_window(r), r._mapping["closed_at"], r._mapping["closed_by"] or "") for r in rows]
+
     def numbered(self, now: datetime) -> list[tuple[int, MaintenanceWindow]]:
         """(number, window) of windows not yet ended at `now`."""
         with self.s.tx() as conn:

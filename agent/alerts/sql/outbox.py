@@ -176,6 +176,12 @@ class SqlOutbox:
         with self.s.tx() as conn:
             return [_outbox_row(r) for r in conn.execute(select(alert_outbox).order_by(_O.id))]
 
+    def recent(self, limit: int) -> list[OutboxRow]:
+        """The newest rows first (the web pages)."""
+        with self.s.tx() as conn:
+            q = select(alert_outbox).order_by(_O.id.desc()).limit(limit)
+            return [_outbox_row(r) for r in conn.execute(q)]
+
     def next_due(self) -> datetime | None:
         """Earliest due time of a pending row."""
         with self.s.tx() as conn:

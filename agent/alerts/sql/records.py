@@ -71,3 +71,15 @@ class SqlRecordSink:
             q = q.where(alert_event.c.instance_id == instance_id)
         with self.s.tx() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
+
+    def recent(
+        self, limit: int, reasons: list[str] | None = None, instance_ids: list[int] | None = None
+    ) -> list[dict[str, Any]]:
+        """The newest records first, optionally only these reasons or instances (the web pages)."""
+        q = select(alert_event).order_by(alert_event.c.id.desc()).limit(limit)
+        if reasons is not None:
+            q = q.where(alert_event.c.reason.in_(reasons))
+        if instance_ids is not None:
+            q = q.where(alert_event.c.instance_id.in_(instance_ids))
+        with self.s.tx() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]

@@ -1,24 +1,32 @@
 """What the pages show, as plain data read from the same stores chat and the CLI use.
 
-Nothing here renders HTML or knows about requests. The alert tables belong to the alerts feature
-and may not exist (or may have other columns) on a given bot, so they are read by reflection and
-every reader returns "absent" instead of failing.
+Nothing here renders HTML or knows about requests. Alert data is read through the alerts feature's
+SQL stores; a reader that cannot read (a database without the alert tables) returns None, "absent",
+and the page says so instead of failing.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, time, timedelta
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Engine, MetaData, Table, func, inspect, or_, select
+from sqlalchemy import Engine, func, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from xihe.agent.alerts.deliver import ChannelHealth
+from xihe.agent.alerts.maintenance import MaintenanceBook
 from xihe.agent.alerts.model import PUSHED, Reason
+from xihe.agent.alerts.sql.channel import SqlChannelHealth
+from xihe.agent.alerts.sql.maintenance import SqlMaintenanceStore
+from xihe.agent.alerts.sql.outbox import SqlOutbox
+from xihe.agent.alerts.sql.records import SqlRecordSink
+from xihe.agent.alerts.sql.stores import SqlAlertStores
 from xihe.agent.deps import Deps
-from xihe.agent.schema import metadata, task
+from xihe.agent.schema import task
 from xihe.agent.tasks import FINISHED, Task, TaskStep, outcome_filter, task_of
 from xihe.agent.timefmt import show
 
@@ -197,51 +205,41 @@ def readable(text: str | None, indent: int | None = 2) -> str:
     return json.dumps(_decode_nested(value), ensure_ascii=False, indent=indent, default=str)
 
 
-# ---- alert tables (owned by the alerts feature; may be absent)
+# ---- alert data (the alerts feature's stores; None when this database cannot say)
+
+T = TypeVar("T")
+Rows = tuple[list[str], list[dict[str, Any]]]
+OUTBOX_COLUMNS = ("created_at", "kind", "tier", "channel", "subject", "status", "attempts", "last_error",
+                  "sent_at", "sent_via")  # fmt: skip
 
 
-def _aware(value: Any) -> Any:
-    """Reflected SQLite timestamps come back naive; the store writes UTC."""
-    if isinstance(value, datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
-
-
-def optional_table(engine: Engine, name: str) -> Table | None:
-    """The schema's table (or a reflected one), or None when it does not exist (yet) on this database."""
+def _read(fn: Callable[[], T]) -> T | None:
     try:
-        if not inspect(engine).has_table(name):
-            return None
-        known = metadata.tables.get(name)
-        if known is not None:
-            return known
-        md = MetaData()
-        return Table(name, md, autoload_with=engine)
+        return fn()
     except SQLAlchemyError:
         return None
 
 
-def recent_rows(
-    engine: Engine, name: str, *, limit: int = 50, where: dict[str, list[Any]] | None = None
-) -> tuple[list[str], list[dict[str, Any]]] | None:
-    """(columns, newest rows) of an optional table; None when the table is absent or unreadable."""
-    t = optional_table(engine, name)
-    if t is None:
+def alert_events(
+    engine: Engine, *, limit: int, instance_ids: list[int] | None = None, reasons: list[str] | None = None
+) -> Rows | None:
+    """(columns, newest alert records) of these instances / reasons."""
+    records = SqlRecordSink(SqlAlertStores(engine))
+    rows = _read(lambda: records.recent(limit, reasons, instance_ids))
+    return None if rows is None else (list(rows[0]) if rows else [], rows)
+
+
+def outbox_rows(engine: Engine, *, limit: int) -> Rows | None:
+    """(columns, newest outbox rows)."""
+    found = _read(lambda: SqlOutbox(SqlAlertStores(engine)).recent(limit))
+    if found is None:
         return None
-    order = next((t.c[c] for c in ("id", "at", "created_at", "updated_at", "due_at") if c in t.c), None)
-    q = select(t).limit(limit)
-    if order is not None:
-        q = q.order_by(order.desc())
-    for col, values in (where or {}).items():
-        if col not in t.c:
-            return list(t.c.keys()), []
-        q = q.where(t.c[col].in_(values))
-    try:
-        with engine.connect() as conn:
-            rows = [{k: _aware(v) for k, v in r._mapping.items()} for r in conn.execute(q)]
-    except SQLAlchemyError:
-        return None
-    return list(t.c.keys()), rows
+    return list(OUTBOX_COLUMNS), [{c: asdict(r)[c] for c in OUTBOX_COLUMNS} for r in found]
+
+
+def channel_health(engine: Engine) -> dict[str, ChannelHealth] | None:
+    """Recorded health per channel, most recently changed first."""
+    return _read(lambda: SqlChannelHealth(SqlAlertStores(engine)).all())
 
 
 # alert_event.reason values (agent.alerts.model.Reason): what was recorded but not pushed, and why.
@@ -295,12 +293,6 @@ def is_suppressed(row: dict[str, Any]) -> bool:
     return verdict(row) in ("suppressed", "folded", "send failed")
 
 
-def pick(columns: list[str], preferred: tuple[str, ...]) -> list[str]:
-    """The preferred columns that exist, in that order (all columns when none of them do)."""
-    chosen = [c for c in preferred if c in columns]
-    return chosen or columns
-
-
 @dataclass(frozen=True)
 class MaintRow:
     name: str
@@ -316,8 +308,6 @@ def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
     tz = deps.settings.core.timezone
     rows: list[MaintRow] = []
     if cfg is not None:
-        from xihe.agent.alerts.maintenance import MaintenanceBook
-
         cron_active = {s.name: s.active(now) for s in MaintenanceBook.from_config(cfg).schedules}
         for m in cfg.maintenance:
             scope = "all" if m.scope.kind == "all" else f"{m.scope.kind}:{m.scope.value}"
@@ -327,34 +317,17 @@ def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
             elif m.start is not None and m.end is not None:
                 when = f"{show(m.start, tz, seconds=False)} → {show(m.end, tz, seconds=False)}"
                 rows.append(MaintRow(m.name, when, scope, "alerts.yaml", m.start <= now < m.end))
-    stored = recent_rows(deps.engine, "alert_maintenance", limit=100)
-    for r in stored[1] if stored is not None else []:
-        start, end = r.get("start") or r.get("start_at"), r.get("end") or r.get("end_at")
-        if isinstance(start, str):
-            start = _iso(start)
-        if isinstance(end, str):
-            end = _iso(end)
-        closed = r.get("closed_at")
-        active = (
-            isinstance(start, datetime) and isinstance(end, datetime) and start <= now < end and not closed
-        )
-        scope = f"{r.get('scope_kind') or 'all'}:{r.get('scope_value') or ''}".rstrip(":")
-        name = str(r.get("note") or r.get("window_id") or r.get("id") or "")
-        when = f"{_fmt(start, tz)} → {_fmt(end, tz)}"
+    stored = _read(lambda: SqlMaintenanceStore(SqlAlertStores(deps.engine)).history(100)) or []
+    for w, closed, closed_by in stored:
+        active = w.start <= now < w.end and not closed
+        scope = f"{w.scope.kind}:{w.scope.value}".rstrip(":")
+        when = f"{_fmt(w.start, tz)} → {_fmt(w.end, tz)}"
         if closed:
-            when += f" (closed {_fmt(closed, tz)} by {r.get('closed_by') or '-'})"
-        by = f" by {r['created_by']}" if r.get("created_by") else ""
-        rows.append(MaintRow(name, when, scope, f"{r.get('source') or 'chat'}{by}", active))
+            when += f" (closed {_fmt(closed, tz)} by {closed_by or '-'})"
+        by = f" by {w.created_by}" if w.created_by else ""
+        rows.append(MaintRow(w.note or w.id, when, scope, f"{w.source or 'chat'}{by}", active))
     return rows
 
 
-def _fmt(value: Any, tz: str) -> str:
-    return show(value, tz, seconds=False) if isinstance(value, datetime) else str(value)
-
-
-def _iso(text: str) -> datetime | None:
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return _aware(value)
+def _fmt(value: datetime, tz: str) -> str:
+    return show(value, tz, seconds=False)

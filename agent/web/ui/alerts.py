@@ -1,0 +1,72 @@
+"""/ui/alerts: channel health, maintenance windows, failure events with what was suppressed and why,
+the outbox, and the pushes the audit recorded."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from xihe.agent.web.ui import data
+from xihe.agent.web.ui.auth import Viewer
+from xihe.agent.web.ui.page import Pages
+
+# Columns worth a glance, in order.
+EVENT_COLUMNS = ("at", "kind", "reason", "tier", "instance_id", "workflow", "task", "detail",
+                 "notification_key")  # fmt: skip
+
+
+class Alerts:
+    """Everyone who may log in sees the alert pages."""
+
+    def __init__(self, ui: Pages) -> None:
+        self.ui = ui
+
+    def routes(self) -> list[BaseRoute]:
+        return [Route("/ui/alerts", self.ui.page(self.alerts))]
+
+    def alerts(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
+        deps = self.ui.app.deps
+        engine, size = deps.engine, self.ui.config.page_size
+        cfg = deps.settings.section("alerts")
+        only = request.query_params.get("show", "")
+        reasons = sorted(data.SUPPRESSED_REASONS | data.FOLDED_REASONS) if only == "suppressed" else None
+        instance = request.query_params.get("instance", "")
+        # an alert's link to the run's trace: that instance's decisions only
+        instance_ids = [int(instance)] if instance.isdigit() else None
+        events = data.alert_events(engine, limit=size, instance_ids=instance_ids, reasons=reasons)
+        if events is not None:
+            events = (["verdict", *EVENT_COLUMNS], [{**r, "verdict": data.verdict(r)} for r in events[1]])
+        health = data.channel_health(engine)
+        known = health or {}
+        channels = []
+        names = list(cfg.channels) if cfg is not None else []
+        names += [n for n in known if n not in names]
+        for name in names:
+            ch = cfg.channels.get(name) if cfg is not None else None
+            h = known.get(name)
+            channels.append(
+                {
+                    "name": name,
+                    "rate": ch.rate_limit_per_minute if ch is not None else None,
+                    "email_to": ", ".join(ch.email_to) if ch is not None and ch.email_to else "smtp admins",
+                    "known": h is not None,
+                    "mode": h.mode if h is not None else "robot",
+                    "failures": h.failures if h is not None else 0,
+                    "last_probe_at": h.last_probe_at if h is not None else None,
+                }
+            )
+        return self.ui.render(
+            request,
+            "alerts.html",
+            viewer,
+            configured=cfg is not None,
+            events=events,
+            only=only,
+            outbox=data.outbox_rows(engine, limit=size),
+            channels=channels,
+            health_table=health is not None,
+            maintenance=data.maintenance_rows(deps, deps.clock()),
+            pushes=deps.audit.search(kind="alert_push", limit=20),
+            suppressed=data.is_suppressed,
+        )

@@ -1,0 +1,23 @@
+"""The /ui routes: one page module each (login, tasks, audit, alerts, runs, pending) over shared Pages."""
+
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+from xihe.agent.web.ui.alerts import Alerts
+from xihe.agent.web.ui.audit import Audit
+from xihe.agent.web.ui.login import Login
+from xihe.agent.web.ui.page import Host, Pages
+from xihe.agent.web.ui.pending import Pending
+from xihe.agent.web.ui.runs import Runs
+from xihe.agent.web.ui.tasks import Tasks
+
+PAGES = (Login, Tasks, Audit, Alerts, Runs, Pending)
+
+
+def routes(app: Host) -> list[BaseRoute]:
+    """The /ui routes, or none when ui.yaml turns the pages off."""
+    ui = Pages(app)
+    if not ui.config.enabled:
+        return []
+    return [route for page in PAGES for route in page(ui).routes()]
