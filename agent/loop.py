@@ -736,7 +736,7 @@ class Agent:
             and not body.startswith(("ERROR", "DENIED", "NOT EXEC"))
         ):
             try:
-                return spec.summarize(json.loads(body))
+                return spec.summarize(json.loads(body), self._lang(task))
             except (ValueError, TypeError, KeyError):
                 pass
         return for_people(body, self._lang(task))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from xihe.agent.errors import ConfigError, ToolRetry
+from xihe.agent.i18n import Lang
 
 if TYPE_CHECKING:
     from xihe.agent.deps import Deps
@@ -59,7 +60,8 @@ class ToolSpec:
     # find an interrupted attempt's effect: its result, None = it did not happen, OutcomeUnknown = cannot tell
     lookup: Callable[[Any, ToolContext], Any] | None = None
     secret_args: frozenset[str] = field(default_factory=frozenset)
-    summarize: Callable[[Any], str] | None = None  # how an explicit command shows the result
+    # how an explicit command shows the result to people, in their language (zh/en)
+    summarize: Callable[[Any, Lang], str] | None = None
     explain: Callable[[Any, Deps], str] | None = None  # what the call would do, shown when asking to confirm
     # why this call cannot succeed right now (e.g. the run already ended), checked before asking to confirm
     precheck: Callable[[Any, Deps], str | None] | None = None

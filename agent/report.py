@@ -137,7 +137,7 @@ def task_report(deps: Deps, task_id: int, lang: Lang = "en") -> str:
             lang,
             step=s.step_key,
             attempt=s.attempt,
-            status=f"{status:7}",
+            status=f"{status:7}" if lang == "en" else status,  # a column in English
             tool=s.tool_name,
             took=took,
         )

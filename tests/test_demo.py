@@ -24,11 +24,12 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     assert "agent/pending.py" in out  # a cited path that exists
-    assert 'complementStartDate":"20' in out and "ended SUCCESS" in out  # backfill followed to the end
-    assert "正在等待审批" in out and "ended FAILURE" in out and "<@bob>" in out  # P0 alert
+    # backfill followed to the end, told in the conversation's language
+    assert 'complementStartDate":"20' in out and "，已结束：成功" in out
+    assert "正在等待审批" in out and "，已结束：失败" in out and "<@bob>" in out  # P0 alert
     assert "[sandbox: " in out and "path traversal" in out and "not a whitelisted program" in out
     assert "interrupted: the process stopped during this step" in out and "task 5 done" in out
-    assert "tool:1:0 #1 done    run_shell_command" in out and "tool:1:0 #2" not in out  # not redone
+    assert "tool:1:0 #1 完成 run_shell_command" in out and "tool:1:0 #2" not in out  # not redone
     assert "Traceback" not in out + result.stderr
 
     # --keep: the demo's store and config stay; the fakes come back on new ports and chat goes on there

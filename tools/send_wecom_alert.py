@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, create_model, field_validator
 
 from xihe.agent.alerts.manual import USERID, manual_key
 from xihe.agent.errors import ToolFailed
+from xihe.agent.i18n import Lang
 from xihe.agent.registry import ToolContext, ToolSpec
 
 NAME = "send_wecom_alert"
@@ -75,8 +76,8 @@ def lookup(args: Any, ctx: ToolContext) -> dict[str, Any] | None:
     return _result(_key(args, ctx), ctx)
 
 
-def summarize(result: Any) -> str:
-    """How an explicit command shows the result."""
+def summarize(result: Any, lang: Lang = "en") -> str:
+    """How an explicit command shows the result (the outbox key and status read the same in zh and en)."""
     return f"Alert {result['outbox_key']}: {result['status']}."
 
 

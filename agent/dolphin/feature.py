@@ -18,19 +18,25 @@ messages go out, so a crash in between loses that message rather than repeating 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from xihe.agent.commands import Command
 from xihe.agent.errors import ConfigError, TaskStateError
 from xihe.agent.feature import Job
 from xihe.agent.help import HelpEntry
-from xihe.agent.timefmt import show
+from xihe.agent.i18n import Catalog, Lang, lang_for, say
+from xihe.agent.session import reply_lang
 from xihe.config.dolphin import DolphinConfig, credentials
-from xihe.integrations.dolphinscheduler.schedule import is_contiguous
 from xihe.integrations.dolphinscheduler.states import is_terminal
 from xihe.tools.dolphin.events import FailureEvent
+from xihe.tools.dolphin.messages import (
+    appeared_text,
+    auth_text,
+    finished_text,
+    not_found_text,
+    progress_text,
+)
 from xihe.tools.dolphin.poll import run_poll_cycle
 from xihe.tools.dolphin.watch import AuthFailed, Finished, NotFound, PollResult, Progress, Watch
 
@@ -46,7 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("xihe.dolphin")
 
 PROGRESS_EVERY = timedelta(minutes=5)  # at most one progress message per run in this window
-ICONS = {"SUCCESS": "✅", "FAILURE": "❌", "STOP": "⏹️", "PAUSE": "⏸️", "BLOCK": "⛔"}
 
 HELP = [
     HelpEntry("/run WORKFLOW [DATES]", "start a workflow, or backfill business dates", "/run order_sync 昨天",
@@ -115,9 +120,21 @@ def jobs(app: App) -> list[Job]:
 # ---- commands --------------------------------------------------------------------------------
 
 
+USAGE: Catalog = {
+    "run": {
+        "en": "Usage: /run WORKFLOW [DATES], e.g. `/run order_sync 2026-12-01..2026-12-03` or `/run 订单同步 昨天`.",
+        "zh": "用法：/run 工作流 [日期]，例如 `/run order_sync 2026-12-01..2026-12-03` 或 `/run 订单同步 昨天`。",
+    },
+    "instance": {
+        "en": "Usage: /{verb} INSTANCE [PROJECT], e.g. /{verb} 101.",
+        "zh": "用法：/{verb} 实例编号 [项目]，例如 /{verb} 101。",
+    },
+}
+
+
 def _run(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if not cmd.args:
-        return "Usage: /run WORKFLOW [DATES], e.g. `/run order_sync 2026-12-01..2026-12-03` or `/run 订单同步 昨天`."
+        return say(USAGE, "run", reply_lang(session, msg))
     args: dict[str, object] = {"workflow": cmd.args[0], "dates": " ".join(cmd.args[1:])}
     return session.run_tool(who, msg, "trigger_dolphinscheduler", args).reply
 
@@ -125,7 +142,7 @@ def _run(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
 def _instance_command(tool: str, verb: str) -> Any:
     def handler(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         if not cmd.args or not cmd.args[0].lstrip("#").isdigit():
-            return f"Usage: /{verb} INSTANCE [PROJECT], e.g. /{verb} 101."
+            return say(USAGE, "instance", reply_lang(session, msg), verb=verb)
         args: dict[str, object] = {"instance_id": int(cmd.args[0].lstrip("#"))}
         if len(cmd.args) > 1:
             args["project"] = cmd.args[1]
@@ -142,83 +159,16 @@ _stop = _instance_command("stop_run", "stop")
 # ---- jobs ------------------------------------------------------------------------------------
 
 
-def _failure_lines(events: Sequence[FailureEvent]) -> list[str]:
-    lines = []
-    for e in events:
-        if not e.task:
-            lines.append(f"- {e.error}")
-            continue
-        lines.append(
-            f"- task **{e.task}** {e.task_state} on {e.host or '?'} "
-            f"(retries {e.retry_times}/{e.max_retry_times}): {e.error}"
-        )
-    return lines
-
-
-def _dates_text(dates: Sequence[str]) -> str:
-    """`2026-12-01..2026-12-03` for consecutive dates, else `2026-12-01,2026-12-05` (what /run reads)."""
-    if len(dates) > 1 and is_contiguous([date.fromisoformat(d) for d in dates]):
-        return f"{dates[0]}..{dates[-1]}"
-    return ",".join(dates)
-
-
-def finished_text(outcome: Finished, events: Sequence[FailureEvent]) -> str:
-    """The message for a run that reached a final state."""
-    text = f"{ICONS.get(outcome.state, 'ℹ️')} {outcome.summary}."
-    inst = outcome.instance.id
-    if outcome.state == "FAILURE":
-        mine = [e for e in events if e.instance_id == inst]
-        text += "\n" + "\n".join(_failure_lines(mine)) if mine else ""
-    if outcome.not_run:
-        text += (
-            f"\nThe backfill stopped here: {_dates_text(outcome.not_run)} "
-            f"({len(outcome.not_run)} date{'s' if len(outcome.not_run) > 1 else ''}) did not run."
-        )
-    if outcome.state == "FAILURE":
-        then = " and then goes on with the dates that did not run" if outcome.not_run else ""
-        text += f"\n`/rerun {inst}` reruns the failed tasks{then}."
-    return text
-
-
-def not_found_text(outcome: NotFound, tz: str, timeout_seconds: float) -> str:
-    """The message for a start DS never ran, or a rerun it never took, with the one command to retry."""
-    w = outcome.watch
-    waited = f"{round(timeout_seconds / 60)} min"
-    if outcome.rerun_of:
-        return (
-            f"⚠️ {outcome.summary} within {waited} of the request; it still shows its last run. "
-            f"`/rerun {outcome.rerun_of}` sends the rerun again."
-        )
-    dates = f" for {_dates_text(w.dates)}" if w.dates else ""
-    retry = f"/run {w.workflow} {_dates_text(w.dates)}" if w.dates else f"/run {w.workflow}"
-    return (
-        f"⚠️ {w.workflow}{dates} did not run: DolphinScheduler has no instance of it from this request "
-        f"(sent {show(w.started_at, tz)}, looked for {waited}). Nothing was started. "
-        f"`{retry}` starts it again."
+def _lang(app: App, w: Watch) -> Lang:
+    """The language of the conversation a watched run reports to (that of the task that started it)."""
+    tasks = app.deps.tasks
+    try:
+        goal = tasks.get(int(w.task_id)).goal
+    except (ValueError, TaskStateError):
+        goal = ""
+    return lang_for(
+        goal, lambda: [t.goal for t in tasks.recent(conversation=w.conversation, kind="chat", limit=5)]
     )
-
-
-def auth_text(outcome: AuthFailed, cfg: DolphinConfig) -> str:
-    """The message for a followed run the bot can no longer read because DS rejects its credentials."""
-    w = outcome.watch
-    runs = f"instance {', '.join(map(str, w.instance_ids))}" if w.instance_ids else "the run it started"
-    if cfg.token_env:
-        fix = (
-            f"create a new access token for the bot's user in DolphinScheduler (Security → Token Manage), "
-            f"put it in {cfg.token_env} and restart xihe"
-        )
-    else:
-        fix = f"check that user {cfg.user} is enabled and {cfg.password_env} holds its password, then restart xihe"
-    return (
-        f"⚠️ I can no longer follow {w.workflow} ({runs}): DolphinScheduler rejects the bot's credentials "
-        f"(HTTP 401: token missing or expired, or the user is disabled). To fix it, {fix}. "
-        "I keep checking and report here once it works again."
-    )
-
-
-def progress_text(outcome: Progress) -> str:
-    """A short progress line, e.g. "⏳ order_sync instance 101 for 2026-12-01 RUNNING, 1/3 tasks done"."""
-    return "⏳ " + outcome.summary.replace("RUNNING_EXECUTION", "RUNNING")
 
 
 def _hand_to_alerts(app: App, events: list[FailureEvent]) -> None:
@@ -233,22 +183,23 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
     for outcome in result.outcomes:
         conversation = outcome.watch.conversation
         try:
-            _link_run(app, outcome, now)
+            lang = _lang(app, outcome.watch)
+            _link_run(app, outcome, now, lang)
             if isinstance(outcome, Finished):
-                app.deps.notify(conversation, finished_text(outcome, result.events))
+                app.deps.notify(conversation, finished_text(outcome, result.events, lang))
             elif isinstance(outcome, Progress):
-                text = progress_text(outcome)
+                text = progress_text(outcome, lang)
                 if svc.watches.progress_note(outcome.watch.key, text, now, PROGRESS_EVERY):
                     app.deps.notify(conversation, text)
             elif isinstance(outcome, NotFound):
+                timeout = svc.policy.discovery_timeout
                 app.deps.notify(
-                    conversation,
-                    not_found_text(outcome, app.deps.settings.core.timezone, svc.policy.discovery_timeout),
+                    conversation, not_found_text(outcome, app.deps.settings.core.timezone, timeout, lang)
                 )
                 if not outcome.rerun_of:
                     _mark_not_run(app, outcome.watch, now)
             elif isinstance(outcome, AuthFailed):
-                app.deps.notify(conversation, auth_text(outcome, svc.config))
+                app.deps.notify(conversation, auth_text(outcome, svc.config, lang))
         except Exception:
             log.exception("could not post a DolphinScheduler outcome to %s", conversation)
     try:
@@ -259,7 +210,9 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
         log.warning("DolphinScheduler poll: %s", error)
 
 
-def _link_run(app: App, outcome: Progress | Finished | NotFound | AuthFailed, now: datetime) -> None:
+def _link_run(
+    app: App, outcome: Progress | Finished | NotFound | AuthFailed, now: datetime, lang: Lang
+) -> None:
     """The task learns its runs as soon as they are seen (3.1/3.2 create them late), and how they ended."""
     if not isinstance(outcome, Progress | Finished) or not outcome.watch.task_id.isdigit():
         return
@@ -267,10 +220,7 @@ def _link_run(app: App, outcome: Progress | Finished | NotFound | AuthFailed, no
     if app.deps.tasks.add_runs(task_id, [outcome.instance.id], now) and isinstance(outcome, Progress):
         # a run DolphinScheduler created after the start was answered (3.1/3.2): name it at once
         i = outcome.instance.id
-        app.deps.notify(
-            outcome.watch.conversation,
-            f"▶️ {outcome.watch.workflow} run {i} started (task #{task_id}) — /status {i}",
-        )
+        app.deps.notify(outcome.watch.conversation, appeared_text(outcome.watch.workflow, i, task_id, lang))
     if isinstance(outcome, Finished):
         final = dict(outcome.watch.states)
         bad = [state for state in final.values() if is_terminal(state) and state != "SUCCESS"]

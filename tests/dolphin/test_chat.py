@@ -44,7 +44,7 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     )
     bot = bot_for("3.3", db_url)
     ask = bot.say("bob", "把订单同步任务补跑一下昨天的")
-    assert "production environment prod" in ask and "/confirm" in ask
+    assert "会写入生产环境 prod" in ask and "/confirm" in ask
     # the prompt says what the words resolve to, so the yes (and the approver's) is informed
     assert (
         "→ start order_sync (project etl, code 2000000000001) on prod, "
@@ -71,9 +71,10 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     progress = bot.messages("cli:bob", "⏳")
     final = bot.messages("cli:bob", "✅")
     assert progress and len(progress) == 1  # throttled: one progress message for a 3-minute run
-    assert "order_sync instance 101 for 2026-12-01 (scheduleTime 2026-12-02) RUNNING" in progress[0]
+    # the conversation is in Chinese: so are the run's progress and its end
+    assert "order_sync 实例 101（业务日期 2026-12-01 (scheduleTime 2026-12-02)）：运行中" in progress[0]
     assert final == [
-        "✅ order_sync instance 101 for 2026-12-01 (scheduleTime 2026-12-02) ended SUCCESS in 3m 3s."
+        "✅ order_sync 实例 101（业务日期 2026-12-01 (scheduleTime 2026-12-02)），已结束：成功，耗时 3m 3s。"
     ]
     assert bot.sent[-1] == ("cli:bob", final[0])  # the final reply is the last word in the conversation
     polls = bot.app.deps.metrics.registry.get_sample_value("xihe_ds_poll_requests_total")
@@ -187,7 +188,7 @@ def test_a_new_workflow_is_found_by_resyncing_the_catalog(
     assert "no workflow called 'brand_new'" in bot.say("alice", "/run brand_new 昨天")  # synced seconds ago
     clock.advance(61)
     ask = bot.say("bob", "/run brand_new 昨天")  # not in workflows.yaml: treated as production
-    assert "production environment prod" in ask
+    assert "会写入生产环境 prod" in ask
 
 
 def test_production_workflow_needs_an_approver(bot_for: Callable[..., Bot]) -> None:
@@ -200,7 +201,7 @@ def test_production_workflow_needs_an_approver(bot_for: Callable[..., Bot]) -> N
     bot.say("bob", f"/confirm {pending}")
     assert "cannot approve their own" in bot.say("bob", f"/approve {pending}")
     assert bot.sim.starts == []
-    assert "Started **order_sync**" in bot.say("carol", f"/approve {pending}")
+    assert "已启动 **order_sync**" in bot.say("carol", f"/approve {pending}")
     assert len(bot.sim.starts) == 1
 
 

@@ -29,6 +29,7 @@ from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import make_marker
 from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
+from xihe.tools.dolphin.messages import action_reply, failed_reply, status_reply
 from xihe.tools.dolphin.service import (
     environment_of_instance,
     environment_of_workflow,
@@ -94,32 +95,13 @@ def query_status(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-def summarize_status(r: dict[str, Any]) -> str:
-    """Command reply for /status."""
-    when = f" for {r['business_date']}" if r.get("business_date") else ""
-    line = (
-        f"**{r['workflow']}** #{r['instance_id']}{when}: {_short_state(r['state'])} "
-        f"{r['tasks_done']}/{r['tasks_total']} tasks"
-    )
-    if r["running_tasks"]:
-        line += f", running {', '.join(r['running_tasks'])}"
-    if r["failed_tasks"]:
-        line += f", failed {', '.join(r['failed_tasks'])}"
-    times = f"started {r['start_time']}" if r.get("start_time") else "not started yet"
-    if r.get("end_time"):
-        times += f", ended {r['end_time']}"
-    if r.get("duration"):
-        times += f", took {r['duration']}" if r["final"] else f", running for {r['duration']}"
-    return f"{line}\n{times}" + (f"\nrun {r['run_times']} times" if r["run_times"] > 1 else "")
-
-
 STATUS = ToolSpec(
     name="query_ds_task_status",
     description="State, task progress and duration of one DolphinScheduler workflow instance.",
     args=InstanceArgs,
     run=query_status,
     risk="read",
-    summarize=summarize_status,
+    summarize=status_reply,
 )
 
 
@@ -156,29 +138,13 @@ def failed_tasks(args: FailedArgs, ctx: ToolContext) -> dict[str, Any]:
     return {**_instance_info(ctx.deps, inst), "failed": out}
 
 
-def summarize_failed(r: dict[str, Any]) -> str:
-    """Readable failed-task list."""
-    head = f"**{r['workflow']}** #{r['instance_id']}: {_short_state(r['state'])}"
-    if not r["failed"]:
-        return head + ", no failed tasks."
-    parts = [head]
-    for t in r["failed"]:
-        parts.append(
-            f"- {t['task']} {t['state']} on {t['host'] or '(not dispatched)'}, "
-            f"retries {t['retry_times']}/{t['max_retry_times']}"
-        )
-        if t["log_tail"]:
-            parts.append("```\n" + "\n".join(t["log_tail"].splitlines()[-8:]) + "\n```")
-    return "\n".join(parts)
-
-
 FAILED = ToolSpec(
     name="ds_failed_tasks",
     description="Failed tasks of a DolphinScheduler run: worker host, retry counts and log tail of each.",
     args=FailedArgs,
     run=failed_tasks,
     risk="read",
-    summarize=summarize_failed,
+    summarize=failed_reply,
 )
 
 
@@ -315,13 +281,6 @@ def rerun_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
     return info
 
 
-def summarize_action(r: dict[str, Any]) -> str:
-    """Command reply for /rerun and /stop."""
-    verb = {"rerun_failed": "Rerunning the failed tasks of", "stop": "Stopping"}[r["action"]]
-    tail = " I'll report here when it ends." if r["action"] == "rerun_failed" else ""
-    return f"{verb} **{r['workflow']}** #{r['instance_id']} (was {_short_state(r['state'])}).{tail}"
-
-
 RERUN = ToolSpec(
     name="rerun_failed",
     description="Rerun a failed DolphinScheduler workflow instance from its failed tasks (same instance id).",
@@ -330,7 +289,7 @@ RERUN = ToolSpec(
     risk="write",
     environment_of=_instance_environment,
     lookup=rerun_lookup,
-    summarize=summarize_action,
+    summarize=action_reply,
     explain=_explain_instance("rerun the failed tasks of"),
     precheck=rerun_precheck,
 )
@@ -362,7 +321,7 @@ STOP = ToolSpec(
     risk="write",
     environment_of=_instance_environment,
     lookup=stop_lookup,
-    summarize=summarize_action,
+    summarize=action_reply,
     explain=_explain_instance("stop"),
     precheck=stop_precheck,
 )

@@ -58,18 +58,20 @@ def _finished_summary(w: Watch, inst: Instance) -> str:
     return f"{w.workflow} instance {inst.id}{_schedule_label(w, inst)} ended {inst.state}{took}"
 
 
-def _progress_summary(client: DolphinClient, w: Watch, inst: Instance) -> str:
+def _progress(client: DolphinClient, w: Watch, inst: Instance) -> Progress:
     base = f"{w.workflow} instance {inst.id}{_schedule_label(w, inst)} {inst.state}"
+    plain = Progress(w, inst, inst.state, base)
     if not w.progress_tasks:
-        return base
+        return plain
     try:
         _, tasks = client.current_tasks(w.project_code, inst.id)
     except DolphinError:
-        return base
+        return plain
     done = sum(1 for t in tasks if t.state in TASK_SUCCEEDED)
     running = [t.name for t in tasks if t.state not in TASK_SUCCEEDED and t.state not in TASK_FAILED]
     total = tasks_total(client, w.project_code, inst, tasks)
-    return base + f", {done}/{total} tasks done" + (f", running {', '.join(running)}" if running else "")
+    summary = base + f", {done}/{total} tasks done" + (f", running {', '.join(running)}" if running else "")
+    return Progress(w, inst, inst.state, summary, done, total, tuple(running))
 
 
 _ERROR_LINE = re.compile(r"error|exception|failed|traceback", re.IGNORECASE)
@@ -245,7 +247,7 @@ def _advance(
             if state == "FAILURE":
                 result.events.extend(failure_events(client, w, inst, now, policy))
         elif not is_terminal(state) and (old.get(instance_id) != state or w.progress_tasks):
-            result.outcomes.append(Progress(w2, inst, state, _progress_summary(client, w, inst)))
+            result.outcomes.append(replace(_progress(client, w, inst), watch=w2, state=state))
     if not ids and (now - w.started_at).total_seconds() > policy.discovery_timeout:
         result.outcomes.append(NotFound(w2, f"no {w.workflow} instance with marker {w.key} appeared"))
         done = True

@@ -28,6 +28,7 @@ from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, 
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
 from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
+from xihe.tools.dolphin.messages import trigger_reply
 from xihe.tools.dolphin.names import CatalogEntry
 from xihe.tools.dolphin.service import (
     environment_of_workflow,
@@ -201,26 +202,6 @@ def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None
     return _started(plan, out, "already_started")
 
 
-def _span(r: dict[str, Any]) -> str:
-    days = [date.fromisoformat(d) for d in r.get("dates") or []]
-    return f" for {backfill_label(days, int(r.get('biz_date_offset', 0)))}" if days else ""
-
-
-def summarize_trigger(r: dict[str, Any]) -> str:
-    """Command reply for a trigger."""
-    ids = r.get("instance_ids") or []
-    which = f"instance {', '.join(map(str, ids))}" if ids else "the instance id follows once DS creates it"
-    head = {
-        "started": "Started",
-        "already_started": "Already started (found by its marker)",
-        "start_uncertain": "Start sent, outcome unknown:",
-    }.get(r["status"], r["status"])
-    return (
-        f"{head} **{r['workflow']}** (project {r['project']}, {r['environment'] or 'no environment'})"
-        f"{_span(r)}: {which}. I'll report here when it ends."
-    )
-
-
 TRIGGER = ToolSpec(
     name="trigger_dolphinscheduler",
     description=(
@@ -233,7 +214,7 @@ TRIGGER = ToolSpec(
     risk="write",
     environment_of=_trigger_environment,
     lookup=trigger_lookup,
-    summarize=summarize_trigger,
+    summarize=trigger_reply,
     explain=explain_trigger,
 )
 

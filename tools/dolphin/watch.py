@@ -161,7 +161,10 @@ class Progress:
     watch: Watch
     instance: Instance
     state: str
-    summary: str
+    summary: str  # in English, for logs
+    tasks_done: int | None = None  # task progress, when the watch reads it (progress_tasks)
+    tasks_total: int = 0
+    running: tuple[str, ...] = ()  # tasks running now
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ class Finished:
     watch: Watch
     instance: Instance
     state: str
-    summary: str
+    summary: str  # in English, for logs
     watch_done: bool
     not_run: tuple[str, ...] = ()  # backfill dates after this one that the stopped chain did not run
 
