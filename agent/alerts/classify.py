@@ -22,7 +22,7 @@ def idempotency_key(event: AlertEvent) -> str:
 
 
 def _not_final(event: AlertEvent) -> tuple[Reason, str] | None:
-    """Why `event` is not a final failure, or None when it is one (reference §8: the vocabulary)."""
+    """Why `event` is not a final failure, or None when it is one (states.py holds the state vocabulary)."""
     state = event.state
     if event.parent_stopped:
         return Reason.PARENT_STOPPED, "the parent workflow was stopped"

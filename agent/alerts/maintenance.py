@@ -1,7 +1,7 @@
 """Maintenance windows from YAML schedules and from `/maint on 30m [scope]` / `/maint off [scope]`.
 
 `MaintenanceBook` is immutable: `add`/`remove` return a new book, `active(now, event)` is pure. The
-chat layer (role check and audit are the lead's) parses the command with `parse_maint_command`,
+chat layer (which checks roles and audits) parses the command with `parse_maint_command`,
 persists the window through a `MaintenanceStore`, and rebuilds the book from the store.
 """
 

@@ -4,7 +4,7 @@ Every `{{ value }}` goes through `finalize`, which escapes it for one line, so a
 template cannot forget to escape. Markup we produce ourselves (`<@userid>`, `<font>`, the quoted log
 block, links) is returned as `Md`, which `finalize` passes through untouched.
 
-Escaping (reference wecom-api §1.7): `<`/`>` become full-width ＜＞ (v1 gives `<font>` and `<@…>`
+Escaping: `<`/`>` become full-width ＜＞ (v1 gives `<font>` and `<@…>`
 meaning), backticks become ｀ (unbalanced fences truncate messages), and a markdown control at the
 start of a line (#, >, -, *, +, =, |, "1.") is swapped for its full-width twin. Backslash escapes
 are not honoured by WeCom, so none are used.

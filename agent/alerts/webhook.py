@@ -2,7 +2,7 @@
 
 The plugin posts its `bodyParams` JSON with the alert text put under a configurable field (the
 `contentField`, often `msg`, `content` or `text`). The alert text is the title and/or the content,
-and the content is a JSON array of `ProcessAlertContent` (reference dolphinscheduler-api §11): on a
+and the content is a JSON array of `ProcessAlertContent`: on a
 failure, one item per non-successful task, with processId, processName, taskName, taskState,
 taskHost, taskStartTime/taskEndTime and logPath. The route itself belongs to the HTTP server; it
 calls `handle_ds_webhook` and answers with the status it returns.

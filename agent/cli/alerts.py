@@ -110,16 +110,3 @@ def register(sub: Any) -> None:
     )
     replay.add_argument("--json", action="store_true", help="print one JSON document")
     replay.set_defaults(func=cmd_replay)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry for tests: `python -m xihe.agent.cli.alerts alerts replay …`."""
-    parser = argparse.ArgumentParser(prog="xihe")
-    parser.add_argument("--config", default="config")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -154,15 +154,3 @@ def register(sub: Any) -> None:
     )
     _config_option(es)
     es.set_defaults(func=cmd_eval_search)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run these subcommands on their own (tests, or before the lead wires them into `xihe`)."""
-    parser = argparse.ArgumentParser(prog="xihe")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -164,16 +164,3 @@ def cmd_shell_list(args: argparse.Namespace) -> int:
         return 2
     print(describe_entries(Whitelist(config)))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run `xihe shell ...` on its own (until the lead registers this module in agent/cli.py)."""
-    parser = argparse.ArgumentParser(prog="xihe")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

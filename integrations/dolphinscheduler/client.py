@@ -1,12 +1,12 @@
 """DolphinClient: the REST adapter for DolphinScheduler 3.1, 3.2 and 3.3.
 
-Contract: /work/shared/reference/dolphinscheduler-api.md. Parameters are form-encoded (DS binds
+Parameters are form-encoded (DS binds
 `@RequestParam` and never reads a JSON body); every answer is a `{code,msg,data}` envelope whose
 business errors arrive under HTTP 200. Errors are translated here, once, into `DolphinError`:
 
     DolphinError(code, retryable)
     ├── DolphinAuthError        HTTP 401 (empty body) or 10013 bad credentials
-    ├── DefinitionOffline       50004, or 50014/10000 whose message says "online" (§15.4)
+    ├── DefinitionOffline       50004, or 50014/10000 whose message says "online"
     └── StartOutcomeUnknown     a start timed out or got a 5xx: it may have happened; look for the marker
 
 Only connect errors, timeouts and 5xx of idempotent calls are retried (tenacity); a start is never
@@ -58,7 +58,7 @@ class StartOutcomeUnknown(DolphinError):
 
 
 def is_offline_error(code: int | None, message: str) -> bool:
-    """Whether a DS error means "definition not online" across versions (§15.4)."""
+    """Whether a DS error means "definition not online" across versions."""
     if code in OFFLINE_CODES:
         return True
     return code in OFFLINE_IF_MESSAGE_CODES and "online" in message.lower()

@@ -55,7 +55,7 @@ def marker_of(raw: dict[str, Any]) -> str | None:
     """The xihe marker stored in an instance row, or None when the row carries no params to look in.
 
     3.1 list rows do not select the params; Jackson writes those fields as `null` (or a version may
-    leave the keys out). Either way the caller must read the detail (§15.3); a detail without
+    leave the keys out). Either way the caller must read the detail; a detail without
     params means "no marker" (see `detail_marker`).
     """
     if raw.get("commandParam") is None and raw.get("globalParams") is None:

@@ -1,4 +1,4 @@
-"""Start a run idempotently and find it again by its marker (reference §6, §15.1, §15.3).
+"""Start a run idempotently and find it again by its marker.
 
 Every run xihe starts carries `startParams={"xihe_run": "<task>:<step>"}`. To resume after a crash
 between "DS accepted the start" and "we recorded it", call `start_workflow(..., resume_since=...)`:
@@ -71,7 +71,7 @@ def find_started(
 
     Uses the 3.2 trigger code when given, then falls back to paging the instance list filtered by
     definition and start time; rows without params (3.1) are read in detail. `commandType` is not
-    used: it changes after a stop or rerun (§15.1).
+    used: it changes after a stop or rerun.
     """
     pc = workflow.project_code
     if trigger_code is not None:

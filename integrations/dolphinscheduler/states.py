@@ -1,4 +1,4 @@
-"""Workflow and task state classes (reference §8), union over 3.1, 3.2 and 3.3."""
+"""Workflow and task state classes as DolphinScheduler names them, union over 3.1, 3.2 and 3.3."""
 
 from __future__ import annotations
 

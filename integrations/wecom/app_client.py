@@ -1,6 +1,6 @@
 """Self-built app message API: cached access_token and markdown `message/send`.
 
-Token rules (reference §2.1): one cached token per (corpid, agent); a single-flight refetch when
+Token rules: one cached token per (corpid, agent); a single-flight refetch when
 WeCom says 40014/42001, then one retry; 40001 (bad secret) is never retried; 60020 names the IP
 allow-list. WeCom reports failures as `errcode` under HTTP 200, so the body is always checked.
 Transport failures (connection, timeout, 5xx, errcode -1) are retried with tenacity.

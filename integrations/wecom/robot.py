@@ -1,4 +1,4 @@
-"""WeCom group-robot webhook client (reference wecom-api §1): one POST per call, typed errors.
+"""WeCom group-robot webhook client: one POST per call, typed errors.
 
 Errors come back as HTTP 200 with `errcode != 0`, so the body is always checked. The webhook key
 is the credential: it never appears in exceptions, replies or logs (URLs are redacted).

@@ -1,4 +1,4 @@
-"""A loopback WeCom group-robot webhook (reference wecom-api §1) that records messages per key.
+"""A loopback WeCom group-robot webhook that records messages per key.
 
 It checks what WeCom checks (known key → 93000, JSON body and msgtype → 40008, empty content →
 44004, content over 4096/2048 UTF-8 bytes → 40058, more than 20 messages a minute per key on its

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from xihe.agent.cli.alerts import main
+from xihe.agent.cli.main import main
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
 T = datetime.fromisoformat("2026-12-02T17:00:00+08:00")
@@ -133,7 +133,7 @@ def test_null_fields_bad_lines_and_unknown_states_are_reported_and_skipped(tmp_p
         [
             sys.executable,
             "-m",
-            "xihe.agent.cli.alerts",
+            "xihe.agent.cli",
             "alerts",
             "replay",
             str(f),

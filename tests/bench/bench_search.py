@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from xihe.agent.cli.code import main
+from xihe.agent.cli.main import main
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.codeindex.conftest import ORDERS_PY
-from xihe.agent.cli.code import main
+from xihe.agent.cli.main import main
 from xihe.agent.errors import ConfigError
 from xihe.config.code import load
 

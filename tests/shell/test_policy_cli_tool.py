@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.shell.conftest import config_text
-from xihe.agent.cli.shell import main, register
+from xihe.agent.cli.main import main
+from xihe.agent.cli.shell import register
 from xihe.agent.errors import ToolFailed
 from xihe.agent.gate import Allow, Confirm, Deny, identify
 from xihe.config.access import AccessConfig

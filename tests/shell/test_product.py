@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import write_config
 from tests.shell.conftest import PYTHON, bwrap_works, config_text
 from xihe.agent.app import App, build_app
-from xihe.agent.cli.shell import main as cli_main
+from xihe.agent.cli.main import main as cli_main
 from xihe.agent.clock import FakeClock
 from xihe.agent.session import Inbound
 from xihe.agent.shell.feature import reload_job
