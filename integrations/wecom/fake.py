@@ -1,8 +1,10 @@
-"""A loopback WeCom: the app API (gettoken, message/send), the AI bot's response_url, and a sender
-that builds correctly encrypted and signed callbacks to POST at our own server.
+"""A loopback WeCom: the app API (gettoken, message/send, the web login's auth/getuserinfo), the AI
+bot's response_url, and a sender that builds correctly encrypted and signed callbacks to POST at our
+own server.
 
-Contracts follow reference/wecom-api.md §2-§5: errcodes under HTTP 200, token expiry and early
-invalidation (40014/42001), bad secret (40001), IP allow-list (60020), 2,048-byte app content (40058).
+Contracts follow WeCom's API: errcodes under HTTP 200, token expiry and early invalidation
+(40014/42001), bad secret (40001), IP allow-list (60020), 2,048-byte app content (40058), OAuth
+codes that work once and for 5 minutes (40029), non-members answered with an openid, not a userid.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from xihe.integrations.wecom.crypto import MsgCrypto
 
 APP_CONTENT_MAX_BYTES = 2048
 AIBOT_CONTENT_MAX_BYTES = 20480
-# The reference does not document the errcode for a reused or unknown response_code; the fake picks this.
+# WeCom does not document the errcode for a reused or unknown response_code; the fake picks this.
 RESPONSE_CODE_INVALID = 93020
+OAUTH_CODE_TTL = timedelta(minutes=5)
 
 
 def _err(errcode: int, errmsg: str) -> Response:
@@ -62,6 +65,7 @@ class FakeWeCom:
         self.sent: dict[str, list[SentMessage]] = {}
         self.responses: list[dict[str, Any]] = []
         self.response_codes: dict[str, bool] = {}
+        self.oauth_codes: dict[str, tuple[str, bool, datetime]] = {}  # code → (user, member, expires)
         self.gettoken_calls = 0
         self.send_calls = 0
         self.ip_blocked = False
@@ -110,6 +114,13 @@ class FakeWeCom:
             self.response_codes[code] = False
         return f"{self.url}/cgi-bin/aibot/response?response_code={code}"
 
+    def oauth_code(self, user: str, *, member: bool = True) -> str:
+        """The code WeCom would hand the browser after `user` agreed to log in (usable once, 5 minutes)."""
+        code = secrets.token_hex(8)
+        with self._lock:
+            self.oauth_codes[code] = (user, member, self.clock() + OAUTH_CODE_TTL)
+        return code
+
     def contents(self, user: str) -> list[str]:
         """The contents sent to `user`, in order."""
         return [m.content for m in self.sent.get(user, [])]
@@ -126,7 +137,38 @@ class FakeWeCom:
             return self._send(req)
         if req.method == "POST" and req.path == "/cgi-bin/aibot/response":
             return self._aibot_response(req)
+        if req.method == "GET" and req.path == "/cgi-bin/auth/getuserinfo":
+            return self._getuserinfo(req)
         return Response(404, b"not found")
+
+    def _token_error(self, token: str) -> Response | None:
+        if not token:
+            return _err(41001, "access_token missing")
+        issued = self.tokens.get(token)
+        if issued is None:
+            return _err(40014, "invalid access_token")
+        if self.clock() >= issued.expires_at:
+            return _err(42001, "access_token expired")
+        return None
+
+    def _getuserinfo(self, req: Request) -> Response:
+        form = req.form()
+        with self._lock:
+            refused = self._token_error(form.get("access_token", ""))
+            if refused is not None:
+                return refused
+            code = form.get("code", "")
+            if not code:
+                return _err(41008, "missing oauth code")
+            found = self.oauth_codes.pop(code, None)  # a code works once
+        if found is None or self.clock() >= found[2]:
+            return _err(40029, "invalid code")
+        user, member, _expires = found
+        if not member:
+            return Response.of_json({"errcode": 0, "errmsg": "ok", "openid": f"o-{user}"})
+        return Response.of_json(
+            {"errcode": 0, "errmsg": "ok", "userid": user, "user_ticket": secrets.token_hex(8)}
+        )
 
     def _gettoken(self, req: Request) -> Response:
         form = req.form()

@@ -236,3 +236,20 @@ def test_requests_session_can_be_injected(fake_wecom: FakeWeCom, clock: FakeCloc
     client = make_client(fake_wecom, clock, session=session)
     client.send_text("alice", "plain")
     assert fake_wecom.sent["alice"][0].msgtype == "text"
+
+
+def test_oauth_code_resolves_once_with_a_refetched_token(fake_wecom: FakeWeCom, clock: FakeClock) -> None:
+    client = make_client(fake_wecom, clock)
+    assert client.user_of_oauth_code(fake_wecom.oauth_code("alice")) == "alice"
+    fake_wecom.invalidate_tokens()  # an early invalidation: refetched once, the call retried
+    code = fake_wecom.oauth_code("bob")
+    assert client.user_of_oauth_code(code) == "bob" and fake_wecom.gettoken_calls == 2
+    with pytest.raises(WeComError, match="40029"):
+        client.user_of_oauth_code(code)  # a code works once
+    late = fake_wecom.oauth_code("carol")
+    clock.advance(301)  # codes last 5 minutes
+    with pytest.raises(WeComError, match="40029"):
+        client.user_of_oauth_code(late)
+    with pytest.raises(WeComError, match="not a member") as err:
+        client.user_of_oauth_code(fake_wecom.oauth_code("guest", member=False))
+    assert SECRET not in str(err.value)
