@@ -61,7 +61,6 @@ KNOWN_VIOLATIONS = {
 }
 KNOWN_CYCLES = [
     ["xihe.config.load", "xihe.config.semantic"],
-    ["xihe.tools.codeindex.heldout", "xihe.tools.codeindex.learn"],
 ]
 
 

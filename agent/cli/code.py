@@ -12,10 +12,14 @@ from typing import Any
 from xihe.agent.errors import ConfigError
 
 
+def _config_dir(args: argparse.Namespace) -> str:
+    return str(getattr(args, "config", "config"))
+
+
 def _config(args: argparse.Namespace) -> Any:
     from xihe.config.code import load_file
 
-    return load_file(getattr(args, "config", "config"))
+    return load_file(_config_dir(args))
 
 
 def _repo(args: argparse.Namespace) -> Path:
@@ -41,6 +45,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     """Build or incrementally update the index of a repository and print what was done."""
     from xihe.tools.codeindex.index import no_progress, tqdm_progress
     from xihe.tools.codeindex.service import index_repo
+    from xihe.tools.codeindex.settings import remember
 
     opened = _config_and_repo(args)
     if isinstance(opened, int):
@@ -48,6 +53,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     cfg, repo = opened
     progress = tqdm_progress if sys.stderr.isatty() and not args.quiet else no_progress
     _, report = index_repo(repo, cfg, full=args.full, reconcile=args.reconcile, progress=progress)
+    remember(_config_dir(args), repo, cfg)
     if args.json:
         print(json.dumps(report.__dict__, ensure_ascii=False))
     else:
@@ -60,15 +66,24 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """Search a repository (indexing or updating it first) and print hits, best first."""
+    """Search a repository (indexing or updating it first) and print hits, best first.
+
+    With the same code.yaml as last time, the config validated then is reused (settings.py): a
+    search does not import pydantic.
+    """
     from xihe.tools.codeindex.api import search_code
     from xihe.tools.codeindex.index import no_progress
     from xihe.tools.codeindex.service import index_repo
+    from xihe.tools.codeindex.settings import cached, remember
 
-    opened = _config_and_repo(args)
-    if isinstance(opened, int):
-        return opened
-    cfg, repo = opened
+    repo = _repo(args)
+    cfg = cached(_config_dir(args), repo) if repo.is_dir() else None
+    if cfg is None:
+        opened = _config_and_repo(args)
+        if isinstance(opened, int):
+            return opened
+        cfg, repo = opened
+        remember(_config_dir(args), repo, cfg)
     idx, _ = index_repo(repo, cfg, progress=no_progress)
     hits = search_code(idx, " ".join(args.query), args.k)
     if args.json:

@@ -35,7 +35,7 @@ def _median_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -
 
 def run(runs: int) -> dict[str, object]:
     """Build a small index of xihe's own agent/ folder, then time the three commands."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)  # PYTHONPATH (a worktree's root) is kept: the xihe being measured
     with tempfile.TemporaryDirectory(prefix="xihe-bench-startup-") as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(ROOT / "agent", repo / "agent", ignore=shutil.ignore_patterns("__pycache__"))

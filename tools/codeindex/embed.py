@@ -11,10 +11,11 @@ import numpy as np
 
 from xihe.agent.errors import IntegrationError
 from xihe.agent.redact import excerpt
-from xihe.config.code import EmbeddingConfig, RerankConfig
 
-if TYPE_CHECKING:  # imported where a remote endpoint is used: local search never needs it
+if TYPE_CHECKING:  # requests is imported where a remote endpoint is used: local search never needs it
     import requests
+
+    from xihe.config.code import EmbeddingConfig, RerankConfig
 
 
 class EmbeddingError(IntegrationError):
@@ -76,6 +77,13 @@ class WordLlamaEmbedder:
             return np.zeros((0, self.dim), np.float32)
         model = self._load()
         return _normalise(model.embed(list(texts), norm=True, batch_size=self.batch_size))
+
+    def token_ids(self, words: Sequence[str]) -> list[list[int]]:
+        """The model's token ids of each word embedded on its own (padding left out)."""
+        if not words:
+            return []
+        encoded = self._load().tokenizer.encode_batch(list(words), add_special_tokens=False)
+        return [[i for i, m in zip(e.ids, e.attention_mask, strict=True) if m] for e in encoded]
 
 
 class OpenAIEmbedder:

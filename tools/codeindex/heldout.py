@@ -28,22 +28,12 @@ from typing import Any
 from xihe.config.code import CodeConfig
 from xihe.tools.codeindex.evaluate import rank_of
 from xihe.tools.codeindex.index import CodeIndex
+from xihe.tools.codeindex.question import GROUPS, Question, split_of
 from xihe.tools.codeindex.service import index_repo
 from xihe.tools.codeindex.tokens import has_cjk, split_identifier
 
 SETS = ("react-native-android", "apscheduler")
-GROUPS = ("docstring", "manual", "manual-zh")
 _LINK = re.compile(r"\{@(link|linkplain|code|literal)\s+([^}]*)\}")
-
-
-@dataclass(frozen=True)
-class Question:
-    """One question, the units (path, qualname) that answer it, its group and split."""
-
-    text: str
-    targets: tuple[tuple[str, str], ...]
-    group: str  # docstring | manual | manual-zh
-    split: str  # dev | test
 
 
 @dataclass(frozen=True)
@@ -55,11 +45,6 @@ class EvalSet:
     questions: list[dict[str, Any]]
     negatives: list[str]
     docstring_langs: tuple[str, ...]
-
-
-def split_of(text: str) -> str:
-    """`dev` or `test`, fixed by the text (half of the questions each, in expectation)."""
-    return "dev" if hashlib.sha1(text.encode("utf-8")).digest()[0] % 2 == 0 else "test"
 
 
 def load_set(name: str) -> EvalSet:

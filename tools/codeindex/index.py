@@ -17,20 +17,24 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from xihe.config.code import CodeConfig, RetrievalConfig
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
-from xihe.tools.codeindex.embed import Embedder, Reranker
+from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fuse import linear, rrf
 from xihe.tools.codeindex.query import QueryPlan, plan
+from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
 from xihe.tools.codeindex.tokens import Tokenizer, split_identifier
 from xihe.tools.codeindex.units import CodeUnit, Parsers, units_for_file
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
-INDEX_VERSION = 4
+if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
+    from xihe.config.code import CodeConfig, RetrievalConfig
+
+INDEX_VERSION = 5
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 COMPACT_RATIO = 0.3  # compact when this share of slots is dead
@@ -174,6 +178,8 @@ class CodeIndex:
         self.sent_vectors = np.zeros((0, 0), np.float32)
         self.sent_owner = np.zeros(0, np.int64)
         self._sent_groups: tuple[np.ndarray, np.ndarray] | None = None
+        # the wordllama model's query vectors without loading it (qvec.py); None for other embedders
+        self.query_vectors = QueryVectors(embedder.dim) if isinstance(embedder, WordLlamaEmbedder) else None
         self.commit: str | None = None
         self.dirty: list[str] = []  # paths that differed from `commit` when indexed
         self.built_at: float = 0.0
@@ -190,6 +196,19 @@ class CodeIndex:
     def _rules(self) -> IgnoreRules:
         return IgnoreRules(self.root, self.cfg.walk)
 
+    def _storage(self) -> str | None:
+        """Where indexes are kept, relative to the root and ending in '/', when inside the repository."""
+        store = self.directory.parent.resolve()
+        if store != self.root and store.is_relative_to(self.root):
+            return store.relative_to(self.root).as_posix() + "/"
+        return None
+
+    def walk(self) -> list[str]:
+        """The repository's indexable files, the index's own files left out (an index_dir inside it)."""
+        store = self._storage()
+        found = walk_repo(self.root, self.cfg.walk)
+        return [p for p in found if not p.startswith(store)] if store else found
+
     def build(self, progress: Progress = no_progress) -> UpdateStats:
         """Index every file of the repository from scratch."""
         t0 = time.perf_counter()
@@ -198,7 +217,13 @@ class CodeIndex:
         self.names = Bm25Index()
         self.vectors = np.zeros((0, 0), np.float32)
         self._set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
-        paths = walk_repo(self.root, self.cfg.walk)
+        if isinstance(self.embedder, WordLlamaEmbedder):
+            self.query_vectors = QueryVectors(self.embedder.dim)
+            files = model_files(self.embedder.dim)
+            if files is not None:  # common words a question may use that the repository lacks
+                self.query_vectors.add(vocabulary_words(files[0]), self.embedder)
+                self.query_vectors.bpe = Bpe.from_tokenizer(files[0])
+        paths = self.walk()
         stats = self._index_paths(paths, progress)
         stats.seconds = time.perf_counter() - t0
         self.built_at = time.time()
@@ -247,7 +272,9 @@ class CodeIndex:
             ]
             vecs = np.concatenate(rows) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
             self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
-            self._append_sentences(units, base, progress)
+            sentences = self._append_sentences(units, base, progress)
+            if self.query_vectors is not None and isinstance(self.embedder, WordLlamaEmbedder):
+                self.query_vectors.add(table_words([*texts, *sentences]), self.embedder)
         # the search text is only needed to build rows; dropping it keeps memory and reloads equal
         self.units.extend(_without_text(u) for u in units)
         slot = base
@@ -255,8 +282,8 @@ class CodeIndex:
             self.files[rel] = FileRecord(sha, list(range(slot, slot + n)))
             slot += n
 
-    def _append_sentences(self, units: list[CodeUnit], base: int, progress: Progress) -> None:
-        """Embed the doc sentences of `units` (slots from `base`) and append them with their owners."""
+    def _append_sentences(self, units: list[CodeUnit], base: int, progress: Progress) -> list[str]:
+        """Embed the doc sentences of `units` (slots from `base`), append them with their owners; the sentences."""
         limit = self.cfg.embedding.doc_sentences
         assert self.embedder is not None
         texts: list[str] = []
@@ -267,7 +294,7 @@ class CodeIndex:
                     texts.append(sentence)
                     owners.append(base + i)
         if not texts:
-            return
+            return texts
         batch = 2048
         chunks = [str(i) for i in range(0, len(texts), batch)]
         rows = [
@@ -278,6 +305,7 @@ class CodeIndex:
         if self.sent_vectors.size:
             vecs = np.concatenate([self.sent_vectors, vecs])
         self._set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))
+        return texts
 
     def _set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None:
         self.sent_vectors, self.sent_owner = vectors, owner
@@ -306,11 +334,13 @@ class CodeIndex:
         """Re-index exactly these repository-relative paths: changed ones re-parsed, gone ones dropped."""
         t0 = time.perf_counter()
         stats = UpdateStats()
-        rules = self._rules()
+        rules: IgnoreRules | None = None  # read .gitignore files only when a path is to be judged
+        store = self._storage()
         to_add: list[str] = []
         for rel in sorted(set(paths)):
             rel = normalise_path(rel)
-            if indexable(self.root, rel, self.cfg.walk, rules):
+            rules = rules or self._rules()
+            if indexable(self.root, rel, self.cfg.walk, rules) and not (store and rel.startswith(store)):
                 to_add.append(rel)
             elif rel in self.files:
                 stats.units_removed += self._drop(rel)
@@ -342,7 +372,7 @@ class CodeIndex:
 
     def reconcile(self) -> UpdateStats:
         """Compare every file's hash with the index and fix any difference (start-up safety net)."""
-        on_disk = set(walk_repo(self.root, self.cfg.walk))
+        on_disk = set(self.walk())
         suspects = set(self.files) - on_disk
         for rel in on_disk:
             rec = self.files.get(rel)
@@ -385,7 +415,9 @@ class CodeIndex:
         """Cosine of every slot with the text's embedding (-inf for dead slots); None without vectors."""
         if self.embedder is None or not self.vectors.size:
             return None
-        q = self.embedder.embed([text])[0]
+        q = self.query_vectors.vector(text) if self.query_vectors is not None else None
+        if q is None:
+            q = self.embedder.embed([text])[0]
         sims = self.vectors @ q
         if len(self.sent_owner):
             starts, slots = self._groups()
@@ -474,6 +506,8 @@ class CodeIndex:
         np.save(tmp / "vectors.npy", self.vectors)
         np.save(tmp / "sent_vectors.npy", self.sent_vectors)
         np.save(tmp / "sent_owner.npy", self.sent_owner)
+        if self.query_vectors is not None:
+            self.query_vectors.save(tmp)
         lines, size = self._write_units(tmp / "units.jsonl")
         meta = {
             "version": INDEX_VERSION,
@@ -542,6 +576,8 @@ class CodeIndex:
         idx.bm25 = Bm25Index.load(Path(directory))
         idx.names = Bm25Index.load(Path(directory), "names")
         idx.vectors = np.load(Path(directory) / "vectors.npy")
+        if idx.query_vectors is not None:
+            idx.query_vectors = QueryVectors.load(Path(directory), idx.query_vectors.dim)
         idx._set_sentences(
             np.load(Path(directory) / "sent_vectors.npy"), np.load(Path(directory) / "sent_owner.npy")
         )

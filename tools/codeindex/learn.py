@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from xihe.config.code import RetrievalConfig
-from xihe.tools.codeindex.heldout import GROUPS, Question
 from xihe.tools.codeindex.index import CodeIndex, fuse
+from xihe.tools.codeindex.question import GROUPS, Question
 
 DOCSTRING_SLACK = 0.005
 HAND_WRITTEN = ("manual", "manual-zh")

@@ -24,7 +24,7 @@ from xihe.tools.codeindex.api import exists as cited_exists
 from xihe.tools.codeindex.embed import Embedder, make_embedder
 from xihe.tools.codeindex.index import CodeIndex, UpdateStats, sha1_of
 from xihe.tools.codeindex.service import IndexReport, _report, index_repo, open_index
-from xihe.tools.codeindex.walk import read_source, walk_repo
+from xihe.tools.codeindex.walk import read_source
 
 log = logging.getLogger("xihe.codeindex")
 
@@ -77,7 +77,7 @@ class LiveIndexes:
     def _drift(self, idx: CodeIndex) -> set[str]:
         """Paths whose content differs from the index (by hash), read without holding the read lock."""
         files = dict(idx.files)
-        on_disk = set(walk_repo(idx.root, self.cfg.walk))
+        on_disk = set(idx.walk())
         suspects = set(files) - on_disk
         for rel in on_disk:
             rec = files.get(rel)

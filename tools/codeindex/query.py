@@ -13,10 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from xihe.config.code import RetrievalConfig
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
+
+if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
+    from xihe.config.code import RetrievalConfig
 
 # question words and filler an engineer types around what they look for; STOP_WORDS has the rest
 QUESTION_WORDS = frozenset(

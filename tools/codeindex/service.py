@@ -7,11 +7,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import gitdiff
 from xihe.tools.codeindex.embed import Embedder, Reranker, make_embedder
 from xihe.tools.codeindex.index import CodeIndex, Progress, UpdateStats, no_progress
+
+if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
+    from xihe.config.code import CodeConfig
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pathspec
-
-from xihe.config.code import WalkConfig
 from xihe.tools.codeindex.units import EXTENSIONS
+
+if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
+    from xihe.config.code import WalkConfig
 
 # files without a grammar that are still worth windowing (configs, scripts, SQL, docs, other languages)
 TEXT_EXTENSIONS = frozenset(
@@ -133,14 +134,18 @@ class IgnoreRules:
                 base = "" if base == "." else base
                 text = (Path(dirpath) / ".gitignore").read_text(encoding="utf-8", errors="replace")
                 lines.extend(p for p in (_reroot(ln, base) for ln in text.splitlines()) if p)
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self.spec: Any = None  # no patterns: nothing to match (and pathspec is not imported)
+        if lines:
+            import pathspec
+
+            self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
 
     def ignored(self, rel: str, is_dir: bool = False) -> bool:
         """Whether a root-relative path is excluded."""
         parts = rel.split("/")
         if any(p in self.skip_dirs for p in (parts if is_dir else parts[:-1])):
             return True
-        return self.spec.match_file(rel + "/" if is_dir else rel)
+        return self.spec is not None and bool(self.spec.match_file(rel + "/" if is_dir else rel))
 
 
 def walk_repo(root: Path, cfg: WalkConfig, rules: IgnoreRules | None = None) -> list[str]:
