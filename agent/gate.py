@@ -21,11 +21,11 @@ from xihe.config.access import AccessConfig
 REASONS: Catalog = {
     "no_grant": {
         "en": "no role of {who} grants the tool {tool}",
-        "zh": "{who} 没有哪个角色允许使用工具 {tool}",
+        "zh": "{who}没有哪个角色允许使用工具 {tool}",
     },
     "scope_role": {
         "en": "{who} may not run {scope}: it needs one of the roles {roles}",
-        "zh": "{who} 不能执行{scope}：需要以下角色之一：{roles}",
+        "zh": "{who}不能执行{scope}：需要以下角色之一：{roles}",
     },
     "scope_env": {
         "en": "{scope} is enabled only in {environments}, not {environment}",
@@ -41,7 +41,7 @@ REASONS: Catalog = {
     },
     "env_not_granted": {
         "en": "{who} may use {tool} but not on environment {environment}",
-        "zh": "{who} 可以使用 {tool}，但不能在环境 {environment} 上使用",
+        "zh": "{who}可以使用 {tool}，但不能在环境 {environment} 上使用",
     },
     "read": {"en": "read tool {tool} allowed by role {role}", "zh": "只读工具 {tool}，角色 {role} 允许"},
     "read_on": {
@@ -69,7 +69,7 @@ REASONS: Catalog = {
         "en": "the requester cannot approve their own production write",
         "zh": "发起人不能批准自己的生产环境写操作",
     },
-    "not_approver": {"en": "{who} has no approver role", "zh": "{who} 没有审批人角色"},
+    "not_approver": {"en": "{who} has no approver role", "zh": "{who}没有审批人角色"},
     "approver": {"en": "{approver} holds an approver role", "zh": "{approver} 有审批人角色"},
     # who the caller is, as the reasons above name them
     "who": {"en": "{user} ({roles})", "zh": "{user}（角色：{roles}）"},

@@ -37,6 +37,8 @@ def lang_for(text: str, earlier: Callable[[], Iterable[str]]) -> Lang:
     """The language of `text`, else of the latest `earlier()` message that has one (read only when
     needed: most messages name their language themselves); English by default."""
     found = lang_of(text)
+    if found == "en" and text.lstrip().startswith("/"):
+        found = None  # a command's Latin arguments (`/sh git log`) are names, not English; Chinese ones are
     if found is not None:
         return found
     return next((lang for lang in map(lang_of, earlier()) if lang is not None), "en")

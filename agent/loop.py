@@ -735,8 +735,12 @@ class Agent:
             and spec.summarize is not None
             and not body.startswith(("ERROR", "DENIED", "NOT EXEC"))
         ):
+            try:  # a JSON result as data; a text result (e.g. a shell run's) as it is
+                data = json.loads(body)
+            except ValueError:
+                data = body
             try:
-                return spec.summarize(json.loads(body), self._lang(task))
+                return spec.summarize(data, self._lang(task))
             except (ValueError, TypeError, KeyError):
                 pass
         return for_people(body, self._lang(task))

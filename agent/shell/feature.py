@@ -28,8 +28,11 @@ from xihe.agent.errors import ConfigError, OutcomeUnknown, ToolError
 from xihe.agent.feature import Job
 from xihe.agent.gate import Scope, Who
 from xihe.agent.help import HelpEntry
+from xihe.agent.i18n import say
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
+from xihe.agent.session import reply_lang
 from xihe.config.shell import ShellConfig
+from xihe.tools.shell.messages import SH, refusal_text, result_for_people
 from xihe.tools.shell.policy import entry_environment, entry_risk, entry_scope
 from xihe.tools.shell.reload import ReloadingWhitelist
 from xihe.tools.shell.sandbox import ShellRunner
@@ -209,6 +212,7 @@ class ShellService:
             scope_of=self.entry_scope,
             lookup=self.lookup,
             secret_args=self.secret_args(),
+            summarize=result_for_people,
         )
 
     def reload(self) -> bool:
@@ -299,10 +303,11 @@ def _sh(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     """`/sh <line>`: the line must match exactly one whitelisted template; then it is a normal tool call."""
     deps = session.deps
     svc = service(deps)
+    lang = reply_lang(session, msg)
     if svc is None:
-        return "No shell commands are configured on this bot."
+        return say(SH, "none", lang)
     if not cmd.rest:
-        return "Usage: /sh COMMAND LINE, e.g. `/sh git log --oneline -n 5 -- agent`."
+        return say(SH, "usage", lang)
     try:
         match = svc.whitelist.match_line(cmd.rest)
     except ShellRefused as exc:
@@ -320,7 +325,7 @@ def _sh(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
                 detail=detail,
             )
         )
-        return f"Refused, nothing was run: {reason}"
+        return refusal_text(exc.code, exc.values, reason, lang)
     args: dict[str, object] = {
         "command": match.entry.name,
         "args": dict(match.values),

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_config
+from xihe.agent.app import App, build_app
+from xihe.agent.clock import FakeClock
 from xihe.config.shell import ShellConfig, load_shell_config
+from xihe.integrations.fakes.llm_server import ScriptedLLM
 from xihe.tools.shell.sandbox import BwrapSandbox
 from xihe.tools.shell.whitelist import Whitelist
 
@@ -145,3 +150,19 @@ def whitelist(shell_config: ShellConfig) -> Whitelist:
 def bwrap_works() -> bool:
     """True when bubblewrap can create namespaces on this host."""
     return BwrapSandbox().available()
+
+
+@pytest.fixture
+def shell_app(
+    tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, db_url: str, workspace: Path
+) -> Callable[..., App]:
+    """Build a bot whose shell.yaml is the test whitelist over `workspace` (sqlite and postgres)."""
+    counter = {"n": 0}
+
+    def make(text: str | None = None) -> App:
+        counter["n"] += 1
+        cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url)
+        (cfg / "shell.yaml").write_text(text if text is not None else config_text(workspace))
+        return build_app(cfg, clock=clock, database_url=db_url, holder=f"test-{counter['n']}")
+
+    return make

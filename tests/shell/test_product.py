@@ -9,33 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_config
 from tests.shell.conftest import PYTHON, bwrap_works, config_text
-from xihe.agent.app import App, build_app
+from xihe.agent.app import App
 from xihe.agent.cli.main import main as cli_main
-from xihe.agent.clock import FakeClock
 from xihe.agent.session import Inbound
 from xihe.agent.shell.feature import reload_job
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
 SECRET = "Sup3rSecretT0ken"
-
-
-@pytest.fixture
-def shell_app(
-    tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, db_url: str, workspace: Path
-) -> Callable[..., App]:
-    """Build a bot whose shell.yaml is the test whitelist over `workspace` (sqlite and postgres)."""
-    counter = {"n": 0}
-
-    def make(text: str | None = None) -> App:
-        counter["n"] += 1
-        cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url)
-        (cfg / "shell.yaml").write_text(text if text is not None else config_text(workspace))
-        return build_app(cfg, clock=clock, database_url=db_url, holder=f"test-{counter['n']}")
-
-    return make
 
 
 def ask(app: App, text: str, user: str = "alice", conv: str = "c1") -> str:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from xihe.tools.shell.messages import artifact_text, head_text
 from xihe.tools.shell.sandbox import ShellResult
 from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist, template_text
 
@@ -118,16 +119,15 @@ def audit_fields(
 
 def result_text(result: ShellResult) -> str:
     """What the model sees: exit status, kill reason and the capped stdout/stderr."""
-    head = (
-        f"exit code {result.exit_code}"
-        if result.killed_by is None
-        else (f"killed by {result.killed_by}" + (f" ({result.limit})" if result.limit else ""))
-    )
-    parts = [f"$ {result.entry}: {head} in {result.duration_s:.1f}s [sandbox: {result.sandbox}]"]
+    parts = [
+        head_text(
+            result.entry, result.exit_code, result.duration_s, result.sandbox, result.killed_by, result.limit
+        )
+    ]
     if result.stdout:
         parts.append("stdout:\n" + result.stdout)
     if result.stderr:
         parts.append("stderr:\n" + result.stderr)
     if result.artifact_ref and (result.stdout_truncated or result.stderr_truncated):
-        parts.append(f"(full output: artifact {result.artifact_ref})")
+        parts.append(artifact_text(result.artifact_ref))
     return "\n".join(parts)

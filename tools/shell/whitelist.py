@@ -15,15 +15,35 @@ from rapidfuzz import fuzz
 
 from xihe.agent.errors import ToolRetry
 from xihe.config.shell import FLAGS_MARKER, PLACEHOLDER, Entry, ShellConfig
+from xihe.tools.shell import messages
 from xihe.tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
 
 
 class ShellRefused(ToolRetry):
-    """A request that does not match the whitelist; `reason` names the entry and argument."""
+    """A request that does not match the whitelist; `reason` names the entry and argument.
 
-    def __init__(self, reason: str, *, entry: str | None = None, argument: str | None = None) -> None:
+    `code` and `values` say the same for people in their language (tools/shell/messages.py).
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        entry: str | None = None,
+        argument: str | None = None,
+        code: str = "",
+        values: Mapping[str, object] | None = None,
+    ) -> None:
         self.reason, self.entry, self.argument = reason, entry, argument
+        self.code, self.values = code, dict(values or {})
         super().__init__(reason)
+
+    @classmethod
+    def coded(
+        cls, code: str, *, entry: str | None = None, argument: str | None = None, **values: object
+    ) -> ShellRefused:
+        """A refusal whose English reason is the `code` message filled with `values`."""
+        return cls(messages.reason(code, values), entry=entry, argument=argument, code=code, values=values)
 
 
 @dataclass(frozen=True)
@@ -250,37 +270,28 @@ class Whitelist:
     def match_line(self, line: str) -> Match:
         """The `/sh <line>` form: split with shlex (no shell) and match exactly one template."""
         if len(line) > self.config.max_argv_chars:
-            raise ShellRefused(
-                f"the command line is {len(line)} characters; the limit is {self.config.max_argv_chars}",
-                argument="line",
+            raise ShellRefused.coded(
+                "line_too_long", argument="line", length=len(line), limit=self.config.max_argv_chars
             )
         for ch in ("\x00", "\n", "\r"):
             if ch in line:
-                what = "a NUL byte" if ch == "\x00" else "a line break (one command per message)"
-                raise ShellRefused(f"the command line contains {what}", argument="line")
+                raise ShellRefused.coded("line_nul" if ch == "\x00" else "line_break", argument="line")
         operator = _unquoted_operator(line)
         if operator:
-            raise ShellRefused(
-                f"the command line contains the shell operator {operator!r}; there is no shell: one whitelisted "
-                "command per message",
-                argument="line",
-            )
+            raise ShellRefused.coded("operator", argument="line", operator=repr(operator))
         try:
             tokens = shlex.split(line, posix=True)
         except ValueError as exc:
-            raise ShellRefused(f"cannot split the command line: {exc}", argument="line") from None
+            raise ShellRefused.coded("split", argument="line", error=str(exc)) from None
         return self.match_argv(tokens)
 
     def match_argv(self, tokens: Sequence[str]) -> Match:
         """An argv list (already split) that must match exactly one entry's template."""
         if not tokens:
-            raise ShellRefused("empty command line", argument="line")
+            raise ShellRefused.coded("empty", argument="line")
         if ENV_ASSIGNMENT.match(tokens[0]):
             name = tokens[0].split("=", 1)[0]
-            raise ShellRefused(
-                f"{name}=... sets an environment variable; the environment comes from the whitelist only",
-                argument=name,
-            )
+            raise ShellRefused.coded("env_assignment", argument=name, name=name)
         for n, tok in enumerate(tokens):
             problem = _screen(tok)
             if problem:
@@ -297,22 +308,18 @@ class Whitelist:
             return matches[0]
         if len(matches) > 1:
             names = ", ".join(m.entry.name for m in matches)
-            raise ShellRefused(
-                f"the command matches several entries ({names}); ask an admin to make them distinct",
-                entry=matches[0].entry.name,
-            )
+            raise ShellRefused.coded("several", entry=matches[0].entry.name, names=names)
         if not fails:
-            raise ShellRefused("no commands are whitelisted", argument="line")
+            raise ShellRefused.coded("none_whitelisted", argument="line")
         line = " ".join(tokens)
         best = max(fails, key=lambda n: (fails[n].depth, fuzz.ratio(line, template_text(self.entries[n]))))
         f = fails[best]
+        where = {"closest": repr(best), "template": template_text(self.entries[best]), "detail": f.reason}
         if tokens[0] not in {str(e.argv[0]) for e in self.entries.values()}:
-            prefix = f"{tokens[0][:40]!r} is not a whitelisted program; closest entry {best!r}"
-        else:
-            prefix = f"no whitelisted command matches; closest entry {best!r}"
-        raise ShellRefused(
-            f"{prefix} ({template_text(self.entries[best])}): {f.reason}", entry=best, argument=f.argument
-        )
+            raise ShellRefused.coded(
+                "not_program", entry=best, argument=f.argument, program=repr(tokens[0][:40]), **where
+            )
+        raise ShellRefused.coded("no_match", entry=best, argument=f.argument, **where)
 
     def _try(self, entry: Entry, tokens: Sequence[str]) -> Match | _Fail:
         captured: dict[str, str] = {}

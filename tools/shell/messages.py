@@ -1,0 +1,141 @@
+"""What people read about `/sh`, in the conversation's language (zh and en).
+
+A refusal is a code with values (REASONS): its English text is `ShellRefused.reason`, which the
+model, the audit and `xihe shell check` read; `refusal_text` renders it for people. Where a refusal
+quotes a finer problem of one argument (the closest entry's mismatch), that problem stays in
+English inside the translated sentence. A run's result keeps its English text for the model;
+`result_for_people` restates its first line (exit code, time, sandbox) and the full-output note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from xihe.agent.i18n import Catalog, Lang, say
+
+REASONS: Catalog = {
+    "line_too_long": {
+        "en": "the command line is {length} characters; the limit is {limit}",
+        "zh": "命令行有 {length} 个字符，上限是 {limit}",
+    },
+    "line_nul": {"en": "the command line contains a NUL byte", "zh": "命令行里有 NUL 字节"},
+    "line_break": {
+        "en": "the command line contains a line break (one command per message)",
+        "zh": "命令行里有换行（每条消息只能有一条命令）",
+    },
+    "operator": {
+        "en": "the command line contains the shell operator {operator}; there is no shell: one whitelisted "
+        "command per message",
+        "zh": "命令行里有 shell 操作符 {operator}；这里没有 shell：每条消息只能有一条白名单命令",
+    },
+    "split": {"en": "cannot split the command line: {error}", "zh": "无法拆分命令行：{error}"},
+    "empty": {"en": "empty command line", "zh": "命令行是空的"},
+    "env_assignment": {
+        "en": "{name}=... sets an environment variable; the environment comes from the whitelist only",
+        "zh": "{name}=... 会设置环境变量；环境变量只能来自白名单",
+    },
+    "several": {
+        "en": "the command matches several entries ({names}); ask an admin to make them distinct",
+        "zh": "这条命令匹配了多个条目（{names}）；请管理员把它们区分开",
+    },
+    "none_whitelisted": {"en": "no commands are whitelisted", "zh": "白名单里没有命令"},
+    "not_program": {
+        "en": "{program} is not a whitelisted program; closest entry {closest} ({template}): {detail}",
+        "zh": "{program} 不是白名单里的程序；最接近的条目是 {closest}（{template}）：{detail}",
+    },
+    "no_match": {
+        "en": "no whitelisted command matches; closest entry {closest} ({template}): {detail}",
+        "zh": "没有匹配的白名单命令；最接近的条目是 {closest}（{template}）：{detail}",
+    },
+}
+
+SH: Catalog = {
+    "refused": {"en": "Refused, nothing was run: {reason}", "zh": "已拒绝，没有执行任何命令：{reason}"},
+    "none": {
+        "en": "No shell commands are configured on this bot.",
+        "zh": "这个机器人没有配置任何 shell 命令。",
+    },
+    "usage": {
+        "en": "Usage: /sh COMMAND LINE, e.g. `/sh git log --oneline -n 5 -- agent`.",
+        "zh": "用法：/sh 命令行，例如 `/sh git log --oneline -n 5 -- agent`。",
+    },
+    "exit": {
+        "en": "$ {entry}: exit code {code} in {seconds}s [sandbox: {sandbox}]",
+        "zh": "$ {entry}：退出码 {code}，耗时 {seconds} 秒［沙箱：{sandbox}］",
+    },
+    "killed": {
+        "en": "$ {entry}: killed by {by} in {seconds}s [sandbox: {sandbox}]",
+        "zh": "$ {entry}：被 {by} 终止，耗时 {seconds} 秒［沙箱：{sandbox}］",
+    },
+    "killed_limit": {
+        "en": "$ {entry}: killed by {by} ({limit}) in {seconds}s [sandbox: {sandbox}]",
+        "zh": "$ {entry}：被 {by}（{limit}）终止，耗时 {seconds} 秒［沙箱：{sandbox}］",
+    },
+    "artifact": {"en": "(full output: artifact {ref})", "zh": "（完整输出：附件 {ref}）"},
+}
+
+
+def reason(code: str, values: Mapping[str, object]) -> str:
+    """A refusal's English text (for the model, the audit and `xihe shell check`)."""
+    return say(REASONS, code, "en", **values)
+
+
+def refusal_text(code: str, values: Mapping[str, object], english: str, lang: Lang) -> str:
+    """`/sh`'s reply to a refused line; a refusal without a code keeps its English reason."""
+    shown = say(REASONS, code, lang, **values) if code in REASONS else english
+    return say(SH, "refused", lang, reason=shown)
+
+
+def head_text(
+    entry: str, exit_code: int | None, seconds: float, sandbox: str, by: str | None, limit: str | None
+) -> str:
+    """The first line of a run's result, in English (what the model reads)."""
+    return say(SH, _head_key(by, limit), "en", **_head_values(entry, exit_code, seconds, sandbox, by, limit))
+
+
+def artifact_text(ref: str) -> str:
+    """The note naming the artifact with the full output, in English."""
+    return say(SH, "artifact", "en", ref=ref)
+
+
+def _head_key(by: str | None, limit: str | None) -> str:
+    return "exit" if by is None else "killed_limit" if limit else "killed"
+
+
+def _head_values(
+    entry: str, exit_code: int | None, seconds: float, sandbox: str, by: str | None, limit: str | None
+) -> dict[str, object]:
+    return {
+        "entry": entry,
+        "code": exit_code,
+        "seconds": f"{seconds:.1f}",
+        "sandbox": sandbox,
+        "by": by,
+        "limit": limit,
+    }
+
+
+HEAD = re.compile(
+    r"^\$ (?P<entry>\S+): (?:exit code (?P<code>-?\d+)|killed by (?P<by>\S+)(?: \((?P<limit>[^)]*)\))?) "
+    r"in (?P<seconds>[\d.]+)s \[sandbox: (?P<sandbox>[^\]]*)\]$"
+)
+ARTIFACT = re.compile(r"^\(full output: artifact (?P<ref>\S+)\)$")
+
+
+def result_for_people(text: str, lang: Lang) -> str:
+    """A run's result as `/sh` shows it: the first line and the full-output note in `lang`; the
+    program's own output as it printed it."""
+    lines = text.split("\n")
+    head = HEAD.match(lines[0])
+    if lang == "en" or head is None:
+        return text
+    g = head.groupdict()
+    values = _head_values(
+        g["entry"], int(g["code"] or 0), float(g["seconds"]), g["sandbox"], g["by"], g["limit"]
+    )
+    lines[0] = say(SH, _head_key(g["by"], g["limit"]), lang, **values)
+    tail = ARTIFACT.match(lines[-1])
+    if tail is not None and len(lines) > 1:
+        lines[-1] = say(SH, "artifact", lang, ref=tail["ref"])
+    return "\n".join(lines)
