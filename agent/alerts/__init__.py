@@ -2,5 +2,7 @@
 
 Events arrive in one model (`xihe.agent.alerts.event`: the documented JSON-line format; the product's
 own FailureEvents are mapped onto it at the edge). Decisions are pure functions of (event, state,
-config, now) that return a `Reason`; the pipeline applies them to stores behind Protocols.
+config, now) that return a `Reason`; the pipeline applies them to stores behind Protocols (in memory,
+or SQL in sql/). Messages are rendered before the outbox in the markup of the channel's notifier and
+sent by the notifier of the channel's kind (notify/), with e-mail as every channel's fallback.
 """
