@@ -123,6 +123,16 @@ class RetrievalConfig(BaseModel):
         ge=0,
         description="BM25 weight of an identifier typed in the question (camelCase, snake_case)",
     )
+    sense_by_context: bool = Field(
+        default=True,
+        description="bridge a Chinese word by the English sense that co-occurs in the repository with the "
+        "question's other words (else the dictionary's first sense)",
+    )
+    test_penalty: float = Field(
+        default=0.0,
+        ge=0,
+        description="subtracted from the fused score of test code (tests/, test_*.py, *Test.java, *.test.js)",
+    )
     min_bm25_score: float = Field(
         default=6.0,
         description="below this best BM25 score (and the vector floor) a search reports 'nothing relevant'",

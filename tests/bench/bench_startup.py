@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -23,14 +24,18 @@ ROOT = Path(__file__).resolve().parents[2]
 XIHE = [sys.executable, "-m", "xihe.agent.cli.main"]
 
 
-def _median_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -> float:
+def _median_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of a fresh process; CPU (user + system) is steadier on a loaded machine."""
     subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)  # warm the page cache
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
         times.append(time.perf_counter() - start)
-    return round(statistics.median(times), 3)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return round(statistics.median(times), 3), round(statistics.median(cpu), 3)
 
 
 def run(runs: int) -> dict[str, object]:
@@ -47,9 +52,9 @@ def run(runs: int) -> dict[str, object]:
             check=True,
             capture_output=True,
         )
-        bare = _median_seconds([sys.executable, "-c", "pass"], runs, repo, env)
-        help_s = _median_seconds([*XIHE, "--help"], runs, repo, env)
-        search = _median_seconds(
+        (bare, bare_cpu) = _median_seconds([sys.executable, "-c", "pass"], runs, repo, env)
+        (help_s, help_cpu) = _median_seconds([*XIHE, "--help"], runs, repo, env)
+        (search, search_cpu) = _median_seconds(
             [*XIHE, *config, "search", "--repo", str(repo), "resume the first unfinished step"],
             runs,
             repo,
@@ -60,6 +65,9 @@ def run(runs: int) -> dict[str, object]:
         "python_bare_s": bare,
         "xihe_help_s": help_s,
         "xihe_search_s": search,
+        "python_bare_cpu_s": bare_cpu,
+        "xihe_help_cpu_s": help_cpu,
+        "xihe_search_cpu_s": search_cpu,
         "help_target_s": 0.25,
         "search_target_s": 0.4,
         "help_over_bare": round(help_s / bare, 1),

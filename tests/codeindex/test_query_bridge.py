@@ -68,8 +68,9 @@ def test_question_words_are_dropped_and_typed_identifiers_weigh_more() -> None:
     q = plan("where do we call retryTask", Tokenizer(), BRIDGE, lambda t: True, cfg)
     assert q.terms == {"call": 1.0, "retrytask": 2.0, "retry": 2.0, "task": 2.0}
     assert q.text == "do call retryTask"  # stop words stay for the embedder; question words go
-    plain = plan("Parse the header.", Tokenizer(), BRIDGE, lambda t: True, cfg)
+    plain = plan("Parse the header.", Tokenizer(), BRIDGE, {"parse", "header"}.__contains__, cfg)
     assert plain.text == "Parse the header." and plain.terms == {"parse": 1.0, "header": 1.0}
+    assert plan("Parse the header.", Tokenizer(), BRIDGE, lambda t: True, cfg).terms["pth"] == 1.0  # initials
     assert is_identifier("get_due_jobs") and is_identifier("HTTPServer") and not is_identifier("server")
 
 

@@ -134,6 +134,15 @@ class Bm25Index:
             out[rows] += np.where(live, idf * tf / (tf + norm[rows]), 0.0).astype(np.float32)
         return out
 
+    def postings(self, term: str) -> np.ndarray:
+        """The live slots whose rows hold `term` (empty when unknown)."""
+        idx = self.vocab.get(term)
+        col_ptr, col_rows, _ = self._columns()
+        if idx is None or idx + 1 >= len(col_ptr):
+            return np.zeros(0, np.int64)
+        rows = col_rows[col_ptr[idx] : col_ptr[idx + 1]]
+        return rows[self.alive[rows]]
+
     def top(self, query: Sequence[str] | Mapping[str, float], n: int) -> list[tuple[int, float]]:
         """The best `n` live slots with a positive score, best first."""
         s = self.scores(query)

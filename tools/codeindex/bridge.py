@@ -130,36 +130,62 @@ class CjkBridge:
                     break
         return parts
 
-    def weighted(self, words: Iterable[str], known: Callable[[str], bool]) -> dict[str, float]:
+    def weighted(
+        self,
+        words: Iterable[str],
+        known: Callable[[str], bool],
+        together: Callable[[str, list[str]], float] | None = None,
+    ) -> dict[str, float]:
         """English terms with weights for the Chinese `words`, only those `known` to the repository.
 
-        Each Chinese word contributes up to MAX_TERMS terms; its first known term weighs 1, the others
-        half: the dictionary lists the common sense first, later senses are alternatives.
+        Each Chinese word contributes up to MAX_TERMS terms; one weighs 1, the others half. Which one:
+        with `together` (how strongly a term co-occurs in the repository with the other words' terms),
+        the sense the rest of the question agrees with (执行 next to 任务 reads "run", not
+        "implement"); without it, the dictionary's first (most common) sense.
         """
-        out: dict[str, float] = {}
-        for w in words:
+        groups: list[tuple[list[str], bool]] = []  # (known candidates, from a single character)
+        for w in _with_suffix(list(words)):
             cands = self.candidates(w)
             if not cands and len(w) > 1:
-                for part in self.split_unknown(w):
-                    if part != w:
-                        self._add(out, self.candidates(part), known, single=len(part) == 1)
+                groups += [
+                    (self._known(self.candidates(p), known), len(p) == 1)
+                    for p in self.split_unknown(w)
+                    if p != w
+                ]
                 continue
-            self._add(out, cands, known, single=len(w) == 1)
+            groups.append((self._known(cands, known), len(w) == 1))
+        out: dict[str, float] = {}
+        for i, (kept, single) in enumerate(groups):
+            if single:  # a single character is ambiguous on its own: its first sense, at half weight
+                kept = kept[:1]
+            elif together is not None and len(kept) > 1:
+                context = [t for j, (other, _) in enumerate(groups) if j != i for t in other]
+                scores = [together(t, context) for t in kept]
+                best = max(range(len(kept)), key=lambda k: (scores[k], -k))
+                kept = [kept[best], *kept[:best], *kept[best + 1 :]]
+            for n, term in enumerate(kept):
+                weight = 0.5 if single or n > 0 else 1.0
+                out[term] = max(out.get(term, 0.0), weight)
         return out
 
     @staticmethod
-    def _add(
-        out: dict[str, float], cands: list[str], known: Callable[[str], bool], single: bool = False
-    ) -> None:
-        # a single character is ambiguous on its own: its first known sense only, at half weight
-        kept = [c for c in cands if known(c)][: 1 if single else MAX_TERMS]
-        for i, term in enumerate(kept):
-            weight = 0.5 if single or i > 0 else 1.0
-            out[term] = max(out.get(term, 0.0), weight)
+    def _known(cands: list[str], known: Callable[[str], bool]) -> list[str]:
+        return [c for c in cands if known(c)][:MAX_TERMS]
 
     def terms(self, words: Iterable[str]) -> list[str]:
         """The first few English words for each Chinese word, unfiltered (for the vector query)."""
         return [t for w in words for t in self.candidates(w)[:2]]
+
+
+def _with_suffix(words: list[str]) -> list[str]:
+    """A segmenter's "调度" + "器" back as one word, "调度器" (-> scheduler), unless it is alone."""
+    out: list[str] = []
+    for w in words:
+        if w == AGENT_SUFFIX and out and out[-1] != AGENT_SUFFIX:
+            out[-1] += w
+        else:
+            out.append(w)
+    return out
 
 
 def _load_cedict() -> dict[str, list[str]]:

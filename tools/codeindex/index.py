@@ -25,6 +25,7 @@ from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fuse import linear, rrf
+from xihe.tools.codeindex.prior import is_test_path
 from xihe.tools.codeindex.query import QueryPlan, plan
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
 from xihe.tools.codeindex.tokens import Tokenizer, split_identifier
@@ -409,7 +410,13 @@ class CodeIndex:
 
     def _query(self, query: str) -> QueryPlan:
         vocab = self.bm25.vocab
-        return plan(query, self.tokenizer, self.bridge, vocab.__contains__, self.cfg.retrieval)
+        r = self.cfg.retrieval
+        return plan(query, self.tokenizer, self.bridge, vocab.__contains__, r, self.bm25.postings)
+
+    def is_test(self, slot: int) -> bool:
+        """Whether the unit in `slot` is test code (prior.py)."""
+        u = self.units[slot]
+        return u is not None and is_test_path(u.path)
 
     def vector_scores(self, text: str) -> np.ndarray | None:
         """Cosine of every slot with the text's embedding (-inf for dead slots); None without vectors."""
@@ -434,7 +441,7 @@ class CodeIndex:
         bm_all = self.bm25.scores(toks) if mode in {"hybrid", "bm25"} else None
         vec_all = self.vector_scores(text) if mode in {"hybrid", "vector"} else None
         names_all = self.names.scores(toks) if mode == "hybrid" and r.name_weight > 0 else None
-        ranked = fuse(bm_all, vec_all, names_all, r, mode)
+        ranked = fuse(bm_all, vec_all, names_all, r, mode, self.is_test)
         bm = top_slots(bm_all, 1, positive=True) if bm_all is not None else []
         vec = top_slots(vec_all, 1) if vec_all is not None else []
         bm_s = {i: float(bm_all[i]) for i, _ in ranked[:k]} if bm_all is not None else {}
@@ -606,11 +613,13 @@ def fuse(
     names_all: np.ndarray | None,
     r: RetrievalConfig,
     mode: str = "hybrid",
+    is_test: Callable[[int], bool] | None = None,
 ) -> list[tuple[int, float]]:
     """One ranking from every slot's keyword, vector and name-field scores, best first.
 
     Candidates are the top `r.candidates` of each list; linear fusion scores them as
-    bm25/max + vector_weight * cosine + name_weight * names/max.
+    bm25/max + vector_weight * cosine + name_weight * names/max, less `r.test_penalty` for a slot
+    `is_test` says is test code (prior.py).
     """
     bm = top_slots(bm_all, r.candidates, positive=True) if bm_all is not None else []
     vec = top_slots(vec_all, r.candidates) if vec_all is not None else []
@@ -623,13 +632,17 @@ def fuse(
     nm = top_slots(names_all, r.candidates, positive=True) if names_all is not None else []
     cands = list(dict.fromkeys([i for i, _ in bm] + [i for i, _ in vec] + [i for i, _ in nm]))
     names = {i: float(names_all[i]) for i in cands} if names_all is not None else None
-    return linear(
+    ranked = linear(
         {i: float(bm_all[i]) for i in cands},
         {i: float(vec_all[i]) for i in cands},
         r.vector_weight,
         names,
         r.name_weight,
     )
+    if is_test is None or not r.test_penalty:
+        return ranked
+    ranked = [(i, s - r.test_penalty if is_test(i) else s) for i, s in ranked]
+    return sorted(ranked, key=lambda p: -p[1])
 
 
 def top_slots(scores: np.ndarray, n: int, positive: bool = False) -> list[tuple[int, float]]:

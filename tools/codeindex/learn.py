@@ -98,6 +98,6 @@ def _score(
                 continue
             terms = idx.query_plan(q.text).terms
             names = idx.names.scores(terms) if cfg.name_weight > 0 else None
-            ranked = fuse(idx.bm25.scores(terms), vectors[(name, q.text)], names, cfg)
+            ranked = fuse(idx.bm25.scores(terms), vectors[(name, q.text)], names, cfg, "hybrid", idx.is_test)
             rows.append((q.group, _rank(ranked, idx, q)))
     return objective(ranks, HAND_WRITTEN), objective(ranks, ("docstring",))

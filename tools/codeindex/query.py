@@ -2,6 +2,8 @@
 
 - question words and filler ("where do we", "how is ... handled") are dropped;
 - identifiers typed in the question (`retryTask`, `get_due_jobs`, `HTTPServer`) weigh more;
+- three to five consecutive words also ask for their initials when the repository has that token
+  ("force right-to-left layout" -> `rtl`, as in forceRTL; "time to live" -> `ttl`);
 - Chinese words are kept (Chinese comments match them) and bridged to English terms the
   repository actually uses (`CjkBridge.weighted`);
 - the embedded text is the English part of the question plus the bridged terms (the static model
@@ -14,6 +16,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
@@ -68,12 +72,52 @@ def is_identifier(word: str) -> bool:
     return "_" in word.strip("_") or len(split_identifier(word)) > 1 or any(c.isdigit() for c in word)
 
 
+def acronyms(query: str, shortest: int = 3, longest: int = 5) -> list[str]:
+    """Initials of every run of `shortest`..`longest` consecutive plain words ("right to left" -> rtl).
+
+    Question words and identifiers typed in the question end a run: they abbreviate nothing.
+    """
+    runs: list[list[str]] = [[]]
+    for w in _WORD.findall(_CJK_RUN.sub(" ", query)):
+        if w.isalpha() and w.lower() not in QUESTION_WORDS and not is_identifier(w):
+            runs[-1].append(w)
+        elif runs[-1]:
+            runs.append([])
+    out = []
+    for words in runs:
+        for n in range(shortest, longest + 1):
+            for i in range(len(words) - n + 1):
+                out.append("".join(w[0] for w in words[i : i + n]).lower())
+    return list(dict.fromkeys(out))
+
+
+def cooccurrence(
+    term: str, others: list[str], tokenizer: Tokenizer, postings: Callable[[str], np.ndarray]
+) -> float:
+    """How often `term` shares a unit with each of `others` (Ochiai: |A and B| / sqrt(|A| |B|)), summed."""
+    toks = tokenizer.tokens(term)
+    mine = postings(toks[0]) if toks else None
+    if mine is None or not len(mine):
+        return 0.0
+    total = 0.0
+    for other in others:
+        theirs_toks = tokenizer.tokens(other)
+        if not theirs_toks or theirs_toks[0] == toks[0]:
+            continue
+        theirs = postings(theirs_toks[0])
+        if len(theirs):
+            both = len(np.intersect1d(mine, theirs, assume_unique=True))
+            total += both / float(np.sqrt(len(mine) * len(theirs)))
+    return total
+
+
 def plan(
     query: str,
     tokenizer: Tokenizer,
     bridge: CjkBridge,
     known: Callable[[str], bool],
     cfg: RetrievalConfig,
+    postings: Callable[[str], np.ndarray] | None = None,
 ) -> QueryPlan:
     """The weighted terms and embedding text for `query`; `known` tells whether a token is in the index."""
     terms: dict[str, float] = {}
@@ -88,6 +132,9 @@ def plan(
         weight = cfg.identifier_weight if is_identifier(word) else 1.0
         for tok in tokenizer.tokens(word):
             terms[tok] = max(terms.get(tok, 0.0), weight)
+    for acronym in acronyms(query):
+        if known(acronym):
+            terms[acronym] = max(terms.get(acronym, 0.0), 1.0)
     text = " ".join(english) if dropped and english else query
     if has_cjk(query):
         words = tokenizer.cjk_words(query)
@@ -99,7 +146,14 @@ def plan(
                 toks = tokenizer.tokens(w)
                 return bool(toks) and known(toks[0])
 
-            bridged = bridge.weighted(words, known_word)
+            together = None
+            if postings is not None and cfg.sense_by_context:
+                context = [t for w in english for t in tokenizer.tokens(w)]
+
+                def together(term: str, others: list[str]) -> float:
+                    return cooccurrence(term, [*others, *context], tokenizer, postings)
+
+            bridged = bridge.weighted(words, known_word, together)
             for w, weight in bridged.items():
                 for tok in tokenizer.tokens(w):
                     terms[tok] = max(terms.get(tok, 0.0), cfg.bridge_weight * weight)
