@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from xihe.agent.audit import AuditEvent
 from xihe.agent.errors import BotError
 from xihe.agent.gate import Allow, may_approve
+from xihe.agent.pending import expired
 
 if TYPE_CHECKING:
     from xihe.agent.loop import Agent
@@ -80,11 +81,7 @@ def approve(agent: Agent, viewer: Approver, action_id: int) -> ActionResult:
     if not deps.pending.approve(action.id, viewer.user, now):
         deps.tasks.release(action.task_id, deps.holder)
         fresh = deps.pending.get(action.id) or action
-        why = (
-            "expired"
-            if fresh.status in ("pending", "confirmed") and fresh.expires_at <= now
-            else fresh.status
-        )
+        why = "expired" if expired(fresh, now) else fresh.status
         return ActionResult(False, f"Action {action.id} is {why}; it cannot be approved.", 409)
     _audit(agent, viewer, "approved", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
     after = deps.pending.get(action.id)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xihe.agent.artifacts import ArtifactRef
+from xihe.agent.tasks import StepStatus
 
 if TYPE_CHECKING:
     from xihe.agent.budget import TokenCounter
@@ -21,17 +22,26 @@ if TYPE_CHECKING:
 Message = dict[str, Any]
 
 
-def label_result(tool: str, text: str, cap: int, ref: ArtifactRef | None) -> str:
-    """`[Tool Result: name]` + at most `cap` characters, pointing at the artifact when cut."""
-    head = f"[Tool Result: {tool}]\n"
+def labelled(tool: str, body: str) -> str:
+    """A tool result as the model reads it: `[Tool Result: name]`, then the body."""
+    return f"[Tool Result: {tool}]\n{body}"
+
+
+def cut(text: str, cap: int, ref: ArtifactRef | None) -> str:
+    """At most `cap` characters of `text`, pointing at the artifact that holds all of it when cut."""
     if len(text) <= cap:
-        return head + text
+        return text
     assert ref is not None, "a truncated result must have been saved as an artifact"
     return (
-        head + text[:cap] + f"\n…[truncated: {len(text)} characters in all, sha256 {ref.sha256[:16]}; "
+        text[:cap] + f"\n…[truncated: {len(text)} characters in all, sha256 {ref.sha256[:16]}; "
         f'the full output is artifact {ref.id}: call read_artifact(artifact_id="{ref.id}", offset={cap}) '
         "to read more]"
     )
+
+
+def label_result(tool: str, text: str, cap: int, ref: ArtifactRef | None) -> str:
+    """`[Tool Result: name]` + at most `cap` characters, pointing at the artifact when cut."""
+    return labelled(tool, cut(text, cap, ref))
 
 
 def render_output(value: Any) -> str:
@@ -148,9 +158,9 @@ def _result_status(msg: Message, steps: dict[str, TaskStep] | None) -> str:
     key = msg.get("_step")
     if steps is not None and key:
         step = steps.get(key)
-        if step is None or step.status == "running":
+        if step is None or step.status == StepStatus.RUNNING:
             return "unknown"
-        return "done" if step.status == "done" else "failed"
+        return "done" if step.status == StepStatus.DONE else "failed"
     body = (msg.get("content") or "").split("\n", 1)[-1]
     if body.startswith(("ERROR", "DENIED", "NOT EXEC", "Refused", "Not executed", "The response was cut")):
         return "failed"

@@ -14,13 +14,13 @@ from typing import Any
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.canonical import canonical_json, sha256_text
-from xihe.agent.context import label_result, render_output
+from xihe.agent.context import cut, labelled, render_output
 from xihe.agent.crashpoint import crash_point
 from xihe.agent.deps import Deps
 from xihe.agent.errors import IntegrationError, ToolError
 from xihe.agent.frontier import INTERRUPTED, UNCERTAIN, interrupted
 from xihe.agent.registry import ParsedCall, ToolContext
-from xihe.agent.tasks import Task, TaskStep
+from xihe.agent.tasks import StepStatus, Task, TaskStep
 
 PREVIEW_INPUT = 2000
 
@@ -29,8 +29,9 @@ PREVIEW_INPUT = 2000
 class StepResult:
     """What one tool step produced and what the model is shown."""
 
-    shown: str
+    shown: str  # what the model reads: `[Tool Result: name]`, then the body
     ok: bool
+    body: str  # the result itself (a command's reply is made from it)
     reused: bool = False
     error: str | None = None
 
@@ -56,13 +57,11 @@ class Executor:
             found = self.deps.artifacts.get(step.output_ref)
             if found is not None:
                 cap = self.deps.settings.core.loop.result_cap_chars
-                return StepResult(
-                    label_result(step.tool_name, found[1].decode("utf-8", "replace"), cap, found[0]),
-                    ok=True,
-                    reused=True,
-                )
-        shown = text if step.status == "failed" else label_result(step.tool_name, text, len(text) + 1, None)
-        return StepResult(shown, ok=step.status == "done", reused=True, error=step.error)
+                body = cut(found[1].decode("utf-8", "replace"), cap, found[0])
+                return StepResult(labelled(step.tool_name, body), ok=True, body=body, reused=True)
+        if step.status == StepStatus.FAILED:  # stored as the model read it
+            return StepResult(text, ok=False, body=step.error or text, reused=True, error=step.error)
+        return StepResult(labelled(step.tool_name, text), ok=True, body=text, reused=True)
 
     def _context(self, task: Task, step_key: str, call: ParsedCall) -> tuple[ToolContext, Any, str, str]:
         deps = self.deps
@@ -72,9 +71,9 @@ class Executor:
 
     def interrupted(self, latest: TaskStep) -> TaskStep:
         """Record that the process died during this attempt (once); the row that is now the latest."""
-        if latest.status != "running":
+        if latest.status != StepStatus.RUNNING:
             return latest
-        return self.deps.tasks.finish_step(latest, "failed", self.deps.clock(), error=INTERRUPTED)
+        return self.deps.tasks.finish_step(latest, StepStatus.FAILED, self.deps.clock(), error=INTERRUPTED)
 
     def look_up(
         self, task: Task, step_key: str, call: ParsedCall, *, intent: str, reason: str
@@ -112,13 +111,13 @@ class Executor:
             reason=error,
         )
         deps.metrics.tool_calls.labels(call.spec.name, "uncertain").inc()
-        if latest.status == "running":
-            return deps.tasks.finish_step(latest, "failed", now, error=error, audit=audit)
+        if latest.status == StepStatus.RUNNING:
+            return deps.tasks.finish_step(latest, StepStatus.FAILED, now, error=error, audit=audit)
         return deps.tasks.record(
             task.id,
             step_key,
             call.spec.name,
-            "failed",
+            StepStatus.FAILED,
             now,
             input_digest=digest,
             input_preview=preview,
@@ -207,7 +206,7 @@ class Executor:
         )
         deps.tasks.finish_step(
             begun,
-            "done",
+            StepStatus.DONE,
             now,
             output_digest=digest,
             output_ref=ref.id if ref else None,
@@ -215,7 +214,8 @@ class Executor:
             external_ids=ext,
             audit=audit,
         )
-        return StepResult(label_result(spec.name, text, cap, ref), ok=True)
+        body = cut(text, cap, ref)
+        return StepResult(labelled(spec.name, body), ok=True, body=body)
 
     def _failed(
         self,
@@ -239,7 +239,7 @@ class Executor:
             )
         else:
             message = deps.redactor.text(str(exc))
-        shown = f"[Tool Result: {spec.name}]\nERROR: {message}"
+        shown = labelled(spec.name, f"ERROR: {message}")
         deps.metrics.tool_calls.labels(spec.name, "internal_error" if internal else "failed").inc()
         audit = AuditEvent(
             at=now,
@@ -256,5 +256,5 @@ class Executor:
             state_before=task.status,
             state_after="running",
         )
-        deps.tasks.finish_step(begun, "failed", now, output_text=shown, error=message, audit=audit)
-        return StepResult(shown, ok=False, error=message)
+        deps.tasks.finish_step(begun, StepStatus.FAILED, now, output_text=shown, error=message, audit=audit)
+        return StepResult(shown, ok=False, body=f"ERROR: {message}", error=message)

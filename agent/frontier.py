@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from xihe.agent.tasks import TaskStep
+from xihe.agent.tasks import StepStatus, TaskStep
 
 INTERRUPTED = "interrupted: the process stopped during this step"
 UNCERTAIN = "uncertain:"
@@ -46,12 +46,14 @@ class Decision(StrEnum):
 
 def interrupted(step: TaskStep) -> bool:
     """The attempt has no known outcome: no outcome row yet, or only the record of the crash."""
-    return step.status == "running" or (step.status == "failed" and (step.error or "") == INTERRUPTED)
+    return step.status == StepStatus.RUNNING or (
+        step.status == StepStatus.FAILED and (step.error or "") == INTERRUPTED
+    )
 
 
 def uncertain(step: TaskStep) -> bool:
     """The step was recorded as may-or-may-not-have-happened and waits for a fresh /confirm."""
-    return step.status == "failed" and (step.error or "").startswith(UNCERTAIN)
+    return step.status == StepStatus.FAILED and (step.error or "").startswith(UNCERTAIN)
 
 
 def frontier(
@@ -65,9 +67,9 @@ def frontier(
     """
     if latest is None:
         return Decision.RUN
-    if latest.status == "done":
+    if latest.status == StepStatus.DONE:
         return Decision.REPLAY
-    if latest.status == "failed" and superseded:
+    if latest.status == StepStatus.FAILED and superseded:
         return Decision.REPLAY
     if uncertain(latest):
         return Decision.UNCERTAIN

@@ -24,18 +24,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.budget import TokenCounter
-from xihe.agent.canonical import args_digest, canonical_json
-from xihe.agent.context import Block, ContextTooLarge, build, for_api, trim
+from xihe.agent.canonical import canonical_json, sha256_text
+from xihe.agent.confirm import Pause, Refusal, Release, audit_gate, settle
+from xihe.agent.context import Block, ContextTooLarge, build, for_api, labelled, trim
 from xihe.agent.deps import Deps
 from xihe.agent.errors import BotError, LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
 from xihe.agent.executor import Executor, StepResult
 from xihe.agent.frontier import (
     INTERRUPTED,
-    UNCERTAIN,
     Decision,
     confirmation_key,
     frontier,
@@ -45,11 +45,10 @@ from xihe.agent.frontier import (
 from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify, interrupted
 from xihe.agent.i18n import Catalog, Lang, lang_for, say
 from xihe.agent.llm import LLMClient
-from xihe.agent.pending_view import approvers_for
 from xihe.agent.recovery import RetryPolicy, RunState, with_recovery
 from xihe.agent.registry import ParsedCall, Registry
-from xihe.agent.tasks import Task, TaskStep
-from xihe.agent.user_text import for_people, readable_args
+from xihe.agent.tasks import StepStatus, Task, TaskStatus, TaskStep
+from xihe.agent.user_text import for_people
 
 log = logging.getLogger("xihe.loop")
 
@@ -75,7 +74,7 @@ class Outcome:
     """How handling a message (or resuming a task) ended."""
 
     task_id: int
-    status: str  # done | failed | awaiting_confirmation | cancelled | busy
+    status: TaskStatus | Literal["busy"]  # busy: another holder is working on the task
     reply: str
     pending_id: int | None = None
 
@@ -120,19 +119,7 @@ def too_long(exc: LLMError) -> bool:
 Provider = Callable[[Task], "str | Block | None"]
 
 
-ASK: Catalog = {
-    "reply": {
-        "en": "Reply `/confirm {id}` (or 确认执行) within {ttl} minutes to run it, or `/cancel {id}`.",
-        "zh": "请在 {ttl} 分钟内回复 `/confirm {id}`（或“确认执行”）来执行，或回复 `/cancel {id}` 取消。",
-    },
-    "approver": {
-        "en": "Confirmed by you; waiting for an approver: someone with the approver role sends "
-        "`/approve {id}` ({approvers}).",
-        "zh": "你已确认；正在等待审批：审批人（{approvers}）发送 `/approve {id}` 后执行。",
-    },
-    "why": {"en": "⚠️ {reason}.", "zh": "⚠️ {reason}。"},
-    "denied": {"en": "Refused: {reason}.", "zh": "已拒绝：{reason}。"},
-}
+DENIED: Catalog = {"denied": {"en": "Refused: {reason}.", "zh": "已拒绝：{reason}。"}}
 
 # a call that a person's or the gate's decision kept from running (not a tool that broke)
 REFUSALS = frozenset({"denied", "expired", "cancelled", "rejected", "precondition"})
@@ -164,7 +151,9 @@ class Agent:
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
         """A new task for a free-text message."""
         if self.llm is None:
-            return Outcome(0, "failed", "No model is configured, so I can only run commands. Try /help.")
+            return Outcome(
+                0, TaskStatus.FAILED, "No model is configured, so I can only run commands. Try /help."
+            )
         task = self._create("chat", who, conversation, text, channel)
         return self._drive(task)
 
@@ -188,7 +177,7 @@ class Agent:
             task.id,
             "llm:1",
             "command",
-            "done",
+            StepStatus.DONE,
             self.deps.clock(),
             output_text=json.dumps({"message": message, "finish_reason": "tool_calls"}),
         )
@@ -197,7 +186,7 @@ class Agent:
     def resume(self, task_id: int, *, take_over: bool = False) -> Outcome:
         """Continue a task from its first unfinished step; `take_over` breaks a dead holder's lease."""
         task = self.deps.tasks.get(task_id)
-        if task.status in ("done", "cancelled"):
+        if task.status in (TaskStatus.DONE, TaskStatus.CANCELLED):
             raise TaskStateError(f"task {task_id} is {task.status}; there is nothing to resume")
         now = self.deps.clock()
         if take_over and task.lease_owner and task.lease_owner != self.deps.holder:
@@ -212,7 +201,7 @@ class Agent:
                     reason=f"lease of {task.lease_owner} broken",
                 )
             )
-        self.deps.tasks.update(task_id, now, status="running", error=None)
+        self.deps.tasks.update(task_id, now, status=TaskStatus.RUNNING, error=None)
         return self._drive(self.deps.tasks.get(task_id))
 
     def hold(self, task_id: int) -> bool:
@@ -227,7 +216,7 @@ class Agent:
         ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
         out = []
         for orphan in deps.tasks.orphans(deps.clock(), conversation=conversation):
-            if orphan.status != "awaiting_confirmation" or not deps.tasks.take(
+            if orphan.status != TaskStatus.AWAITING_CONFIRMATION or not deps.tasks.take(
                 orphan, deps.holder, deps.clock(), ttl
             ):
                 continue
@@ -275,7 +264,7 @@ class Agent:
         except LLMError as exc:
             outcome = self._finish(
                 task,
-                "failed",
+                TaskStatus.FAILED,
                 f"The model endpoint failed ({exc}). Task {task.id} is saved; "
                 f"`xihe task resume {task.id}` continues it.",
                 error=str(exc),
@@ -360,9 +349,10 @@ class Agent:
         loop = self.deps.settings.core.loop
         messages = self._messages(run.task)
         done_calls: dict[str, str] = {}  # args digest → step key, for refusing exact repeats
+        last: tuple[str, StepResult] | None = None  # a command's one tool call and its result
         for turn in range(1, loop.max_turns + 1):
             if run.task.kind == "command" and turn > 1:
-                return self._finish(run.task, "done", self._command_reply(messages, run))
+                return self._finish(run.task, TaskStatus.DONE, self._command_reply(last, run))
             completion = self._model_turn(run, turn, messages)
             message, finish = completion["message"], completion["finish_reason"]
             messages.append(message)
@@ -376,12 +366,15 @@ class Agent:
                     continue
                 if complaint is not None:
                     reply = self._mark(run, reply)
-                return self._finish(run.task, "done", reply)
+                return self._finish(run.task, TaskStatus.DONE, reply)
             for i, tc in enumerate(calls):
                 key = f"tool:{turn}:{i}"
                 result = self._tool_step(run, key, tc, finish, done_calls)
-                if isinstance(result, Outcome):
-                    return result
+                if isinstance(result, Pause):
+                    return Outcome(
+                        run.task.id, TaskStatus.AWAITING_CONFIRMATION, result.ask, result.pending_id
+                    )
+                last = (tc["function"]["name"], result)
                 messages.append(
                     {"role": "tool", "tool_call_id": tc["id"], "content": result.shown, "_step": key}
                 )
@@ -390,14 +383,14 @@ class Agent:
             if run.invalid > loop.max_arg_retries:
                 return self._finish(
                     run.task,
-                    "failed",
+                    TaskStatus.FAILED,
                     "I stopped: the model kept producing tool calls that could "
                     f"not be executed ({run.invalid} invalid). Task {run.task.id} has the details.",
                     error="too many invalid tool calls",
                 )
         return self._finish(
             run.task,
-            "failed",
+            TaskStatus.FAILED,
             f"I stopped after {loop.max_turns} model turns without finishing. "
             f"Task {run.task.id} has what was done so far." + self._notes(run.task),
             error="turn limit reached",
@@ -411,7 +404,7 @@ class Agent:
         """End an unfinished task with the reason and what is still open."""
         return self._finish(
             task,
-            "failed",
+            TaskStatus.FAILED,
             f"I stopped: {reason}. Task {task.id} keeps what was done so far." + self._notes(task),
             error=reason,
         )
@@ -419,20 +412,20 @@ class Agent:
     def _model_turn(self, run: _Run, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         key = f"llm:{turn}"
         prior = run.latest.get(key)
-        if prior is not None and prior.status == "done":
+        if prior is not None and prior.status == StepStatus.DONE:
             return json.loads(prior.output_text or "{}")
         assert self.llm is not None, "a chat task needs a model"
         deps = self.deps
         now = deps.clock()
-        if prior is not None and prior.status == "running":  # a model call has no side effect: rerun
-            deps.tasks.finish_step(prior, "failed", now, error=INTERRUPTED)
+        if prior is not None and prior.status == StepStatus.RUNNING:  # a model call has no side effect: rerun
+            deps.tasks.finish_step(prior, StepStatus.FAILED, now, error=INTERRUPTED)
         begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, now)
         api_messages: list[dict[str, Any]] = []
         try:
             api_messages = self._request(run, messages)
             completion = self.llm.complete(api_messages, self.registry.schemas())
         except (LLMError, ContextTooLarge) as exc:
-            deps.tasks.finish_step(begun, "failed", deps.clock(), error=str(exc))
+            deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(exc))
             if not isinstance(exc, LLMError) or not too_long(exc):
                 raise
             # Compact once (a smaller share of the budget: fewer turns, results as previews), retry once.
@@ -442,7 +435,7 @@ class Agent:
                     self._request(run, messages, rejected=api_messages), self.registry.schemas()
                 )
             except (LLMError, ContextTooLarge) as again:
-                deps.tasks.finish_step(begun, "failed", deps.clock(), error=str(again))
+                deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(again))
                 if isinstance(again, LLMError) and too_long(again):
                     raise ContextOverflow(
                         "the model rejected it as too long, and again after compacting it once"
@@ -451,12 +444,12 @@ class Agent:
         stored = json.dumps(
             {"message": completion.message, "finish_reason": completion.finish_reason}, ensure_ascii=False
         )
-        deps.tasks.finish_step(begun, "done", deps.clock(), output_text=stored)
+        deps.tasks.finish_step(begun, StepStatus.DONE, deps.clock(), output_text=stored)
         return {"message": completion.message, "finish_reason": completion.finish_reason}
 
     def _tool_step(
         self, run: _Run, key: str, tc: dict[str, Any], finish: str, done_calls: dict[str, str]
-    ) -> StepResult | Outcome:
+    ) -> StepResult | Pause:
         deps, loop = self.deps, self.deps.settings.core.loop
         name, raw = tc["function"]["name"], tc["function"].get("arguments")
         prior = run.latest.get(key)
@@ -465,7 +458,7 @@ class Agent:
             is Decision.REPLAY
         ):
             result = self.executor.replay(prior)
-            if prior.status == "done" and prior.input_digest:
+            if prior.status == StepStatus.DONE and prior.input_digest:
                 done_calls[f"{prior.tool_name}:{prior.input_digest}"] = key
             run.tool_calls += 1
             return result
@@ -494,8 +487,6 @@ class Agent:
                 "message is reached. Answer with what you have.",
                 kind="limit",
             )
-        from xihe.agent.canonical import sha256_text
-
         repeat_key = f"{name}:{sha256_text(canonical_json(call.data))}"
         if repeat_key in done_calls:
             return self._refuse(
@@ -516,9 +507,9 @@ class Agent:
             name, risk, environment, run.who, deps.settings.access, call.spec.scope(call.args, deps)
         )
         if isinstance(decision, Deny):
-            self._audit_gate(run, key, call, "deny", decision.reason, environment)
+            audit_gate(deps, run.task, key, call, "deny", decision.reason, environment)
             lang = self._lang(run.task)
-            run.refusal = say(ASK, "denied", lang, reason=decision.text(lang))
+            run.refusal = say(DENIED, "denied", lang, reason=decision.text(lang))
             return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)
         step = frontier(
             prior, superseded=False, side_effecting=risk == "write", has_lookup=call.spec.lookup is not None
@@ -542,11 +533,17 @@ class Agent:
                 prior = self.executor.uncertain(run.task, key, call, prior, why)
             if not isinstance(decision, Confirm):  # only a fresh yes runs it again
                 decision = interrupted(name)
-            gate = self._confirmation(
-                run, key, call, decision, environment, bound=confirmation_key(key, prior), unsure=prior.error
+            settled = settle(
+                deps,
+                run.task,
+                key,
+                call,
+                decision,
+                environment,
+                self._lang(run.task),
+                bound=confirmation_key(key, prior),
+                unsure=prior.error,
             )
-            if gate is not None:
-                return gate
         elif isinstance(decision, Confirm):
             bound = confirmation_key(key, prior)
             if call.spec.precheck is not None and deps.pending.for_step(run.task.id, bound) is None:
@@ -556,11 +553,15 @@ class Agent:
                     why_not = None  # cannot tell now: the tool itself will say after the yes
                 if why_not:
                     return self._refuse(run, key, name, f"NOT EXECUTED: {why_not}", kind="precondition")
-            gate = self._confirmation(
-                run, key, call, decision, environment, bound=confirmation_key(key, prior)
+            settled = settle(
+                deps, run.task, key, call, decision, environment, self._lang(run.task), bound=bound
             )
-            if gate is not None:
-                return gate
+        else:
+            settled = Release()
+        if isinstance(settled, Refusal):
+            return self._refuse(run, key, name, settled.message, kind=settled.kind)
+        if isinstance(settled, Pause):
+            return settled
         if isinstance(decision, Allow):
             deps.metrics.gate.labels("allow").inc()
         for listen in self.step_listeners:  # progress messages
@@ -580,94 +581,12 @@ class Agent:
         """A failed step the task already moved past (its failure is history, not a frontier)."""
         return any(s.id > step.id for k, s in run.latest.items() if k != step.step_key)
 
-    def _confirmation(
-        self,
-        run: _Run,
-        key: str,
-        call: ParsedCall,
-        decision: Confirm,
-        environment: str,
-        *,
-        bound: str,
-        unsure: str | None = None,
-    ) -> StepResult | Outcome | None:
-        """None = released, go ahead; otherwise the pause or the refusal.
-
-        `bound`: the pending-action key of this attempt (`xihe.agent.frontier.confirmation_key`);
-        `unsure`: why an earlier attempt may or may not have taken effect (then the yes is to run it again).
-        """
-        deps = self.deps
-        now = deps.clock()
-        digest = args_digest(call.spec.name, call.data)
-        pending = deps.pending.for_step(run.task.id, bound)
-        if pending is None:
-            ttl = timedelta(minutes=deps.settings.core.confirm.ttl_minutes)
-            pending = deps.pending.create(
-                task_id=run.task.id,
-                step_key=bound,
-                user_id=run.task.owner,
-                conversation=run.task.conversation,
-                tool=call.spec.name,
-                args_json=canonical_json(call.data),
-                args_digest=digest,
-                environment=environment,
-                reason=decision.reason,
-                needs_approval=decision.needs_approval,
-                now=now,
-                expires_at=now + ttl,
-            )
-            self._audit_gate(run, key, call, "confirm", decision.reason, environment, pending_id=pending.id)
-        if pending.status == "pending" and pending.expires_at <= now:
-            deps.pending.close(pending.id, "expired", now)
-            pending = deps.pending.get(pending.id) or pending
-        if pending.status in ("expired", "cancelled", "rejected"):
-            refusal = (
-                f"NOT RUN AGAIN: the confirmation was {pending.status}. An earlier attempt was interrupted and "
-                "may or may not have taken effect; tell the user the outcome is unknown."
-                if unsure
-                else f"NOT EXECUTED: the confirmation was {pending.status}; tell the user nothing was done."
-            )
-            return self._refuse(run, key, call.spec.name, refusal, kind=pending.status)
-        if pending.status == "executed":
-            return None  # consumed, then the process stopped before this attempt's `running` row
-        if pending.released and deps.pending.consume(pending.id, digest, now):
-            return None
-        deps.tasks.update(run.task.id, now, status="awaiting_confirmation", current_step=key)
-        args_text = "— " + readable_args(deps.redactor.data(call.data, call.spec.secret_args)).replace(
-            "\n", " · "
-        )
-        try:  # what the arguments resolve to (e.g. which workflow, which dates), so the yes is informed
-            meaning = call.spec.explain(call.args, deps) if call.spec.explain is not None else ""
-        except ToolError:
-            meaning = ""
-        meaning = f"→ {deps.redactor.text(meaning)}\n" if meaning else ""
-        ttl_text = f"within {deps.settings.core.confirm.ttl_minutes} minutes"
-        lang = self._lang(run.task)
-        minutes = deps.settings.core.confirm.ttl_minutes
-        why = say(ASK, "why", lang, reason=decision.text(lang))
-        ask = f"{why}\n`{call.spec.name}` {args_text}\n{meaning}" + say(
-            ASK, "reply", lang, id=pending.id, ttl=minutes
-        )
-        if unsure:
-            ask = (
-                f"⚠️ Task {run.task.id}: `{call.spec.name}` {args_text} was interrupted "
-                f"({deps.redactor.text(unsure.removeprefix(UNCERTAIN).split(';')[0].strip())}).\n{meaning}"
-                "It may or may not have happened, and it was NOT run again. Please check; "
-                f"reply `/confirm {pending.id}` {ttl_text} to run it again with the same arguments, "
-                f"or `/cancel {pending.id}`."
-            )
-        if pending.needs_approval and pending.status == "confirmed":
-            names = ", ".join(approvers_for(pending, deps)) or "-"
-            ask = say(ASK, "approver", lang, id=pending.id, approvers=names)
-        deps.tasks.update(run.task.id, now, reply=ask)
-        return Outcome(run.task.id, "awaiting_confirmation", ask, pending.id)
-
     def _refuse(
         self, run: _Run, key: str, name: str, message: str, *, kind: str, audited: bool = False
     ) -> StepResult:
         now = self.deps.clock()
         self.deps.metrics.tool_calls.labels(name, kind).inc()
-        shown = f"[Tool Result: {name}]\n{message}"
+        shown = labelled(name, message)
         audit = (
             None
             if audited
@@ -686,64 +605,34 @@ class Agent:
             run.task.id,
             key,
             name,
-            "failed",
+            StepStatus.FAILED,
             now,
             output_text=shown,
             error=message,
             audit=audit,
             outcome="refused" if kind in REFUSALS else "failed",
         )
-        return StepResult(shown, ok=False, error=message)
+        return StepResult(shown, ok=False, body=message, error=message)
 
-    def _audit_gate(
-        self,
-        run: _Run,
-        key: str,
-        call: ParsedCall,
-        outcome: str,
-        reason: str,
-        environment: str,
-        pending_id: int | None = None,
-    ) -> None:
-        self.deps.metrics.gate.labels(outcome).inc()
-        self.deps.audit.record(
-            AuditEvent(
-                at=self.deps.clock(),
-                kind="gate",
-                actor=run.task.owner,
-                outcome=outcome,
-                task_id=run.task.id,
-                step_key=key,
-                intent=run.task.goal,
-                tool=call.spec.name,
-                args_redacted=self.deps.redactor.data(call.data, call.spec.secret_args),
-                reason=reason,
-                detail={"environment": environment, "pending_id": pending_id},
-            )
-        )
-
-    def _command_reply(self, messages: list[dict[str, Any]], run: _Run) -> str:
-        task = run.task
-        call = messages[-2]["tool_calls"][0]["function"] if len(messages) >= 2 else {}
-        result = messages[-1].get("content", "")
-        spec = self.registry.specs.get(call.get("name", ""))
-        body = result.split("\n", 1)[1] if result.startswith("[Tool Result:") else result
-        if run.refusal is not None and body.startswith("DENIED"):
+    def _command_reply(self, last: tuple[str, StepResult] | None, run: _Run) -> str:
+        """A command's one result for people: the gate's refusal, the tool's summary of a success, else
+        the result's text."""
+        if run.refusal is not None:
             return run.refusal
-        if (
-            spec is not None
-            and spec.summarize is not None
-            and not body.startswith(("ERROR", "DENIED", "NOT EXEC"))
-        ):
+        if last is None:
+            return "(no answer)"
+        tool, result = last
+        spec = self.registry.specs.get(tool)
+        if result.ok and spec is not None and spec.summarize is not None:
             try:  # a JSON result as data; a text result (e.g. a shell run's) as it is
-                data = json.loads(body)
+                data = json.loads(result.body)
             except ValueError:
-                data = body
+                data = result.body
             try:
-                return spec.summarize(data, self._lang(task))
+                return spec.summarize(data, self._lang(run.task))
             except (ValueError, TypeError, KeyError):
                 pass
-        return for_people(body, self._lang(task))
+        return for_people(result.body, self._lang(run.task))
 
     def _lang(self, task: Task) -> Lang:
         """The language people in this task's conversation write in (as agent.session.reply_lang)."""
@@ -766,7 +655,7 @@ class Agent:
                 reply = check.mark(run.task, reply)
         return reply
 
-    def _finish(self, task: Task, status: str, reply: str, *, error: str | None = None) -> Outcome:
+    def _finish(self, task: Task, status: TaskStatus, reply: str, *, error: str | None = None) -> Outcome:
         now = self.deps.clock()
         self.deps.tasks.update(task.id, now, status=status, reply=reply, error=error)
         self.deps.audit.record(

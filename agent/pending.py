@@ -2,6 +2,11 @@
 
 A row is bound to (user, conversation, tool, canonical-args digest, expiry). Every transition is a
 single conditional UPDATE, so a confirmation is consumed exactly once even across replicas.
+
+Expiry is one rule, `expired(action, now)`, with its SQL twin `_waiting_past(now)`: an action still
+waiting for a person (the requester's yes, or an approver) at or after `expires_at` can no longer be
+confirmed, approved or released. A released action (confirmed, and approved where needed) is past
+waiting: it runs when its task resumes, however late that is.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, insert, select, update
+from sqlalchemy import ColumnElement, Engine, and_, insert, or_, select, update
 
 from xihe.agent.schema import pending_action
 
@@ -41,6 +46,36 @@ class PendingAction:
     def released(self) -> bool:
         """Confirmed by the requester and, where needed, approved by someone else."""
         return self.status == "confirmed" and (not self.needs_approval or self.approved_by is not None)
+
+
+LIVE = ("pending", "confirmed")  # not yet executed, cancelled, rejected or expired
+
+
+def waiting(action: PendingAction) -> bool:
+    """Still waiting for a person: the requester's yes, or (in production) an approver."""
+    return action.status == "pending" or (
+        action.status == "confirmed" and action.needs_approval and action.approved_by is None
+    )
+
+
+def expired(action: PendingAction, now: datetime) -> bool:
+    """The expiry rule: a waiting action whose time is up (at or after `expires_at`)."""
+    return waiting(action) and now >= action.expires_at
+
+
+def _in_time(now: datetime) -> ColumnElement[bool]:
+    """SQL: the action's time is not up yet (the complement of the time part of `expired`)."""
+    return pending_action.c.expires_at > now
+
+
+def _waiting_past(now: datetime) -> ColumnElement[bool]:
+    """SQL twin of `expired`."""
+    c = pending_action.c
+    waiting_row = or_(
+        c.status == "pending",
+        and_(c.status == "confirmed", c.needs_approval.is_(True), c.approved_by.is_(None)),
+    )
+    return and_(waiting_row, ~_in_time(now))
 
 
 def _pa(row: Any) -> PendingAction:
@@ -134,7 +169,7 @@ class PendingStore:
         """Confirmed production writes that still need an approver."""
         q = select(pending_action).where(
             and_(
-                pending_action.c.status.in_(("pending", "confirmed")),
+                pending_action.c.status.in_(LIVE),
                 pending_action.c.needs_approval.is_(True),
                 pending_action.c.approved_by.is_(None),
             )
@@ -153,7 +188,7 @@ class PendingStore:
         return self._transition(
             action_id,
             now,
-            [c.status == "pending", c.user_id == user_id, c.conversation == conversation, c.expires_at > now],
+            [c.status == "pending", c.user_id == user_id, c.conversation == conversation, _in_time(now)],
             status="confirmed",
             confirmed_at=now,
         )
@@ -165,11 +200,11 @@ class PendingStore:
             action_id,
             now,
             [
-                c.status.in_(("pending", "confirmed")),
+                c.status.in_(LIVE),
                 c.needs_approval.is_(True),
                 c.approved_by.is_(None),
                 c.user_id != approver,
-                c.expires_at > now,
+                _in_time(now),
             ],
             approved_by=approver,
             approved_at=now,
@@ -185,21 +220,19 @@ class PendingStore:
         return self._transition(action_id, now, where, status="executed")
 
     def close(self, action_id: int, status: str, now: datetime, *, by: str | None = None) -> bool:
-        """pending/confirmed → cancelled | rejected | expired."""
+        """pending/confirmed → cancelled | rejected (expiry goes through `expire`)."""
         c = pending_action.c
-        where: list[Any] = [c.status.in_(("pending", "confirmed"))]
+        where: list[Any] = [c.status.in_(LIVE)]
         if status == "cancelled" and by is not None:
             where.append(c.user_id == by)
         return self._transition(action_id, now, where, status=status)
 
     def expire_due(self, now: datetime) -> list[PendingAction]:
-        """Turn every overdue live action into the visible `expired` state; return them."""
-        c = pending_action.c
-        q = select(pending_action).where(and_(c.status.in_(("pending", "confirmed")), c.expires_at <= now))
+        """Turn every `expired` action into the visible `expired` state; return them."""
         with self.engine.connect() as conn:
-            due = [_pa(r) for r in conn.execute(q)]
-        return [
-            p
-            for p in due
-            if self._transition(p.id, now, [c.status.in_(("pending", "confirmed"))], status="expired")
-        ]
+            due = [_pa(r) for r in conn.execute(select(pending_action).where(_waiting_past(now)))]
+        return [p for p in due if self.expire(p.id, now)]
+
+    def expire(self, action_id: int, now: datetime) -> bool:
+        """waiting → expired, only once its time is up (see `expired`)."""
+        return self._transition(action_id, now, [_waiting_past(now)], status="expired")

@@ -9,7 +9,7 @@ from typing import Any
 
 from xihe.agent.deps import Deps
 from xihe.agent.i18n import Catalog, Lang, say
-from xihe.agent.tasks import Task
+from xihe.agent.tasks import StepStatus, Task
 from xihe.agent.timefmt import show
 
 REPORT: Catalog = {
@@ -125,9 +125,9 @@ def task_report(deps: Deps, task_id: int, lang: Lang = "en") -> str:
     if task.runs:
         runs = ", ".join(say(REPORT, "run", lang, id=r) for r in task.runs)
         lines.append(say(REPORT, "runs", lang, runs=runs))
-    finished = {(s.step_key, s.attempt) for s in steps if s.status != "running"}
+    finished = {(s.step_key, s.attempt) for s in steps if s.status != StepStatus.RUNNING}
     for s in steps:
-        if s.status == "running" and (s.step_key, s.attempt) in finished:
+        if s.status == StepStatus.RUNNING and (s.step_key, s.attempt) in finished:
             continue
         took = say(REPORT, "ms", lang, ms=s.duration_ms) if s.duration_ms is not None else "…"
         status = _word(s.status, lang)

@@ -13,12 +13,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from sqlalchemy import and_, update
 
 from xihe.agent.errors import TaskStateError
 from xihe.agent.feature import Job
 from xihe.agent.feature import modules as feature_modules
-from xihe.agent.schema import task
 
 if TYPE_CHECKING:
     from xihe.agent.app import App
@@ -106,26 +104,12 @@ def resume_orphans(app: App) -> None:
 def renew_leases(app: App) -> None:
     """Extend the leases of the tasks this replica is working on (it is alive)."""
     deps = app.deps
-    now = deps.clock()
-    ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
-    with deps.engine.begin() as conn:
-        conn.execute(
-            update(task)
-            .where(and_(task.c.lease_owner == deps.holder, task.c.lease_expires_at >= now))
-            .values(lease_expires_at=now + ttl)
-        )
+    deps.tasks.renew_all(deps.holder, deps.clock(), timedelta(seconds=deps.settings.core.store.lease_seconds))
 
 
 def release_leases(app: App) -> int:
     """Shutdown: give up every task lease this replica still holds, so another takes over at once."""
-    with app.deps.engine.begin() as conn:
-        return int(
-            conn.execute(
-                update(task)
-                .where(task.c.lease_owner == app.deps.holder)
-                .values(lease_owner=None, lease_expires_at=None)
-            ).rowcount
-        )
+    return app.deps.tasks.release_all(app.deps.holder)
 
 
 def expire_confirmations(app: App) -> None:

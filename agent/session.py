@@ -19,8 +19,8 @@ from xihe.agent.help import HelpEntry, entry
 from xihe.agent.help import render as render_help
 from xihe.agent.i18n import Catalog, Lang, lang_for, say
 from xihe.agent.loop import Agent, Outcome
-from xihe.agent.pending import PendingAction
-from xihe.agent.tasks import FINISHED
+from xihe.agent.pending import LIVE, PendingAction, expired
+from xihe.agent.tasks import FINISHED, TaskStatus
 from xihe.agent.timefmt import show
 
 
@@ -188,11 +188,11 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if isinstance(action, str):
         return action
     now = deps.clock()
-    if action.status == "pending" and action.expires_at <= now:
-        deps.pending.close(action.id, "expired", now)
+    if expired(action, now):
+        deps.pending.expire(action.id, now)
         session.agent.resume(action.task_id)
-        expired = show(action.expires_at, deps.settings.core.timezone, seconds=False)
-        return f"Action {action.id} expired at {expired}; nothing was run."
+        at = show(action.expires_at, deps.settings.core.timezone, seconds=False)
+        return f"Action {action.id} expired at {at}; nothing was run."
     if action.user_id != who.user or action.conversation != msg.conversation:
         return f"Action {action.id} is not waiting for your confirmation here."
     if not session.agent.hold(action.task_id):
@@ -261,7 +261,10 @@ def _cancel(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if not deps.pending.close(action.id, "cancelled", now, by=who.user):
         return say(CANCEL, "action_closed", lang, id=action.id, status=action.status)
     deps.tasks.update(
-        action.task_id, now, status="cancelled", reply=f"Action {action.id} cancelled; nothing was run."
+        action.task_id,
+        now,
+        status=TaskStatus.CANCELLED,
+        reply=f"Action {action.id} cancelled; nothing was run.",
     )
     return say(CANCEL, "action_done", lang, id=action.id)
 
@@ -277,10 +280,10 @@ def _cancel_task(session: Session, who: Who, task_id: int, lang: Lang) -> str:
     if task.status in FINISHED:
         return say(CANCEL, "task_finished", lang, id=task.id, status=task.status)
     now = deps.clock()
-    for action in deps.pending.open_for(statuses=("pending", "confirmed")):
+    for action in deps.pending.open_for(statuses=LIVE):
         if action.task_id == task.id:
             deps.pending.close(action.id, "cancelled", now, by=who.user)
-    deps.tasks.update(task.id, now, status="cancelled", reply="Cancelled by its owner.")
+    deps.tasks.update(task.id, now, status=TaskStatus.CANCELLED, reply="Cancelled by its owner.")
     return say(CANCEL, "task_done", lang, id=task.id)
 
 
@@ -323,7 +326,7 @@ def _pending(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     access = deps.settings.access
     approver = any(r in access.roles and access.roles[r].approver for r in who.roles)
     now = deps.clock()
-    live = [p for p in deps.pending.open_for(statuses=("pending", "confirmed")) if p.expires_at > now]
+    live = [p for p in deps.pending.open_for(statuses=LIVE) if not expired(p, now)]
     shown = [p for p in live if approver or p.user_id == who.user]
     if not shown:
         return say(PENDING, "none", lang)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, exists, func, insert, or_, select, update
@@ -20,7 +21,28 @@ from xihe.agent.errors import TaskStateError
 from xihe.agent.holder import holder_is_dead
 from xihe.agent.schema import pending_action, task, task_step
 
-ACTIVE = ("pending", "running", "awaiting_confirmation")
+
+class TaskStatus(StrEnum):
+    """Where a task is (the `task.status` column holds these values)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class StepStatus(StrEnum):
+    """A `task_step` row: an attempt starting (`running`) or its outcome."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+ACTIVE = (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.AWAITING_CONFIRMATION)
+FINISHED = (TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED)
 
 # Statements built once, executed with parameters: the step path is the hot path of every tool call.
 _INSERT_STEP = insert(task_step).returning(task_step.c.id)
@@ -32,7 +54,6 @@ _SET_CURRENT = (
     .where(task.c.id == bindparam("t"))
     .values(current_step=bindparam("k"), updated_at=bindparam("now"))
 )
-FINISHED = ("done", "failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -41,7 +62,7 @@ class Task:
 
     id: int
     kind: str
-    status: str
+    status: TaskStatus
     current_step: str | None
     owner: str
     conversation: str
@@ -65,7 +86,7 @@ class Task:
         last action ran and (for a followed run) the run succeeded.
         """
         if self.outcome and self.outcome != "run SUCCESS":
-            return f"{self.status} · {self.outcome}" if self.status != "failed" else "failed"
+            return f"{self.status} · {self.outcome}" if self.status != TaskStatus.FAILED else "failed"
         return self.status
 
 
@@ -75,7 +96,7 @@ FAILED_OUTCOMES = ("failed", "run FAILURE", "run KILL")
 def outcome_filter(name: str) -> Any:
     """SQL condition for a status filter people use: `failed` also finds tasks whose action or run failed."""
     if name == "failed":
-        return or_(task.c.status == "failed", task.c.outcome.in_(FAILED_OUTCOMES))
+        return or_(task.c.status == TaskStatus.FAILED, task.c.outcome.in_(FAILED_OUTCOMES))
     if name == "refused":
         return task.c.outcome == "refused"
     return task.c.status == name
@@ -89,7 +110,7 @@ class TaskStep:
     task_id: int
     step_key: str
     attempt: int
-    status: str
+    status: StepStatus
     tool_name: str
     idempotency_key: str
     input_digest: str | None
@@ -118,7 +139,7 @@ def _attempt_row(
         task_id=task_id,
         step_key=step_key,
         attempt=attempt,
-        status="running",
+        status=StepStatus.RUNNING,
         tool_name=tool_name,
         idempotency_key=f"{task_id}:{step_key}",
         input_digest=input_digest,
@@ -152,7 +173,7 @@ def _note_outcome(
     if row is None:
         return
     values: dict[str, Any] = {}
-    if status == "failed":
+    if status == StepStatus.FAILED:
         values["outcome"] = outcome or "failed"
     elif row.outcome in ("failed", "refused"):
         values["outcome"] = None  # the action went through after all; a run's outcome stays
@@ -168,11 +189,14 @@ def task_of(row: Any) -> Task:
     """A `task` row as a Task."""
     values = {k: row._mapping[k] for k in Task.__dataclass_fields__}
     values["runs"] = tuple(values["runs"] or ())
+    values["status"] = TaskStatus(values["status"])
     return Task(**values)
 
 
 def _step(row: Any) -> TaskStep:
-    return TaskStep(**{k: row._mapping[k] for k in TaskStep.__dataclass_fields__})
+    values = {k: row._mapping[k] for k in TaskStep.__dataclass_fields__}
+    values["status"] = StepStatus(values["status"])
+    return TaskStep(**values)
 
 
 class TaskStore:
@@ -192,7 +216,7 @@ class TaskStore:
         now: datetime,
         channel: str = "cli",
         retry_budget: int = 0,
-        status: str = "running",
+        status: TaskStatus = TaskStatus.RUNNING,
         lease_owner: str | None = None,
         lease_until: datetime | None = None,
     ) -> Task:
@@ -308,6 +332,23 @@ class TaskStore:
                 .values(lease_owner=None, lease_expires_at=None)
             )
 
+    def renew_all(self, holder: str, now: datetime, ttl: timedelta) -> int:
+        """Extend every live lease `holder` has (it is alive, however long a step takes); how many."""
+        live = and_(task.c.lease_owner == holder, task.c.lease_expires_at >= now)
+        with self.engine.begin() as conn:
+            return int(conn.execute(update(task).where(live).values(lease_expires_at=now + ttl)).rowcount)
+
+    def release_all(self, holder: str) -> int:
+        """Give up every lease `holder` still has (shutdown), so another replica takes over at once."""
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    update(task)
+                    .where(task.c.lease_owner == holder)
+                    .values(lease_owner=None, lease_expires_at=None)
+                ).rowcount
+            )
+
     def orphans(self, now: datetime, limit: int = 50, *, conversation: str | None = None) -> list[Task]:
         """Tasks whose holder is gone (no lease, an expired one, or a dead local process) and that can go on.
 
@@ -324,7 +365,12 @@ class TaskStore:
         )
         q = (
             select(task)
-            .where(or_(task.c.status == "running", and_(task.c.status == "awaiting_confirmation", released)))
+            .where(
+                or_(
+                    task.c.status == TaskStatus.RUNNING,
+                    and_(task.c.status == TaskStatus.AWAITING_CONFIRMATION, released),
+                )
+            )
             .order_by(task.c.id)
             .limit(limit * 4)
         )
@@ -420,7 +466,7 @@ class TaskStore:
         task_id: int,
         step_key: str,
         tool_name: str,
-        status: str,
+        status: StepStatus,
         now: datetime,
         *,
         input_digest: str | None = None,
@@ -442,7 +488,7 @@ class TaskStore:
     def finish_step(
         self,
         begun: TaskStep,
-        status: str,
+        status: StepStatus,
         now: datetime,
         *,
         output_digest: str | None = None,
@@ -458,8 +504,9 @@ class TaskStore:
         A tool step also updates what people read about the task: a failed one marks it `failed`
         (or `outcome`, e.g. `refused`), a done one clears that again; runs it started are remembered.
         """
-        if status not in ("done", "failed"):
+        if status not in (StepStatus.DONE, StepStatus.FAILED):
             raise TaskStateError(f"a step outcome is done or failed, not {status!r}")
+        status = StepStatus(status)
         duration = int((now - begun.started_at).total_seconds() * 1000)
         values = dict(
             task_id=begun.task_id,

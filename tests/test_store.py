@@ -78,6 +78,23 @@ def test_lease_is_exclusive_until_it_expires(engine) -> None:  # type: ignore[no
     assert tasks.claim(t.id, "r2", clock(), ttl)
 
 
+def test_a_holder_renews_and_releases_only_its_own_live_leases(engine) -> None:  # type: ignore[no-untyped-def]
+    clock = FakeClock()
+    tasks = TaskStore(engine)
+    ttl = timedelta(seconds=60)
+    mine, lapsed, theirs = (
+        tasks.create(kind="chat", owner="a", conversation="c", goal="g", now=clock()) for _ in range(3)
+    )
+    assert tasks.claim(mine.id, "r1", clock(), ttl) and tasks.claim(theirs.id, "r2", clock(), ttl)
+    assert tasks.claim(lapsed.id, "r1", clock() - 2 * ttl, ttl)  # lapsed a minute ago: not renewed
+    assert tasks.renew_all("r1", clock.advance(50), ttl) == 1
+    assert tasks.get(mine.id).lease_expires_at == clock() + ttl
+    assert tasks.get(theirs.id).lease_expires_at == clock() - timedelta(seconds=50) + ttl
+    assert [o.id for o in tasks.orphans(clock.advance(20))] == [lapsed.id, theirs.id]
+    assert tasks.release_all("r1") == 2
+    assert tasks.get(mine.id).lease_owner is None and tasks.get(theirs.id).lease_owner == "r2"
+
+
 def test_retry_budget_is_stored_and_runs_out(engine) -> None:  # type: ignore[no-untyped-def]
     clock = FakeClock()
     tasks = TaskStore(engine)

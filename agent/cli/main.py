@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from xihe.agent.errors import BotError, ConfigError
+from xihe.agent.tasks import TaskStatus
 
 
 def _app(args: argparse.Namespace) -> Any:
@@ -99,7 +100,7 @@ def cmd_task_resume(args: argparse.Namespace) -> int:
     take_over = args.force or holder_is_dead(task.lease_owner)
     outcome = app.agent.resume(args.id, take_over=take_over)
     print(f"task {outcome.task_id} {outcome.status}: {outcome.reply}")
-    return 0 if outcome.status in ("done", "awaiting_confirmation") else 1
+    return 0 if outcome.status in (TaskStatus.DONE, TaskStatus.AWAITING_CONFIRMATION) else 1
 
 
 def cmd_audit_search(args: argparse.Namespace) -> int:

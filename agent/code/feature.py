@@ -33,7 +33,7 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.errors import ToolFailed
 from xihe.agent.feature import Job
 from xihe.agent.registry import ToolContext, ToolSpec
-from xihe.agent.tasks import Task
+from xihe.agent.tasks import FINISHED, StepStatus, Task
 from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import githook
 from xihe.tools.codeindex.api import NOTHING_FOUND
@@ -190,10 +190,10 @@ class FollowUps:
         steps = [
             s
             for s in self.deps.tasks.latest(task.id).values()
-            if s.tool_name in CODE_TOOLS and s.status == "done" and s.output_text
+            if s.tool_name in CODE_TOOLS and s.status == StepStatus.DONE and s.output_text
         ]
         found = _parse_round(task, steps) if steps else None
-        if task.status in ("done", "failed", "cancelled"):  # finished: its steps never change
+        if task.status in FINISHED:  # finished: its steps never change
             with self.lock:
                 self.cache[task.id] = found
                 while len(self.cache) > self.cache_size:

@@ -27,6 +27,7 @@ from xihe.agent.feature import Job
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Catalog, Lang, lang_for, say
 from xihe.agent.session import reply_lang
+from xihe.agent.tasks import TaskStatus
 from xihe.config.dolphin import DolphinConfig, credentials
 from xihe.integrations.dolphinscheduler.states import is_terminal
 from xihe.tools.dolphin.events import FailureEvent
@@ -233,8 +234,8 @@ def _mark_not_run(app: App, w: Watch, now: datetime) -> None:
         app.deps.tasks.update(
             int(w.task_id),
             now,
-            expect=("done",),
-            status="failed",
+            expect=(TaskStatus.DONE,),
+            status=TaskStatus.FAILED,
             error=f"DolphinScheduler never created the {w.workflow} run (marker {w.key}); nothing ran",
         )
     except (ValueError, TaskStateError):

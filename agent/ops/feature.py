@@ -29,6 +29,7 @@ from xihe.agent.errors import ConfigError
 from xihe.agent.feature import Job
 from xihe.agent.redact import Redactor
 from xihe.agent.schema import artifact, audit_event, metadata, task, wecom_inbox, wecom_stream
+from xihe.agent.tasks import FINISHED
 from xihe.config.load import Settings, load_dir
 from xihe.config.ops import OpsConfig
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("xihe.ops")
 
-FINISHED = ("done", "failed", "cancelled")
 RELOAD_STATE = "config_reload"
 RELOAD_ERROR = "config_reload_error"  # read by /readyz
 

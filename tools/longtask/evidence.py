@@ -18,7 +18,7 @@ from typing import Any
 
 from xihe.agent.errors import IntegrationError, ToolFailed
 from xihe.agent.registry import ToolContext
-from xihe.agent.tasks import TaskStep
+from xihe.agent.tasks import StepStatus, TaskStep
 
 KINDS = ("dolphin_instance", "artifact", "command", "text")
 _SHELL_EXIT = re.compile(r"^\$ [^\n]*?: exit code (-?\d+)", re.MULTILINE)
@@ -100,7 +100,7 @@ def _artifact(ev: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 def _command(ev: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     step = find_step(ev, ctx)
-    if step.status != "done":
+    if step.status != StepStatus.DONE:
         raise ToolFailed(f"step {step.step_key} ({step.tool_name}) did not finish successfully")
     code = exit_code_of(step_output(step, ctx))
     if code is None:
@@ -127,7 +127,7 @@ def find_step(ev: dict[str, Any], ctx: ToolContext) -> TaskStep:
     call_id = str(ev.get("tool_call_id") or "")
     if not key and call_id:
         for k, s in latest.items():
-            if not k.startswith("llm:") or s.status != "done" or not s.output_text:
+            if not k.startswith("llm:") or s.status != StepStatus.DONE or not s.output_text:
                 continue
             message = json.loads(s.output_text).get("message", {})
             for i, tc in enumerate(message.get("tool_calls") or ()):

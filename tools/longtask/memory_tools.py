@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.errors import ToolFailed
 from xihe.agent.registry import ToolContext, ToolSpec
+from xihe.agent.tasks import StepStatus
 from xihe.agent.timefmt import show
 from xihe.tools.longtask.evidence import find_step, step_output
 from xihe.tools.longtask.memory import MemoryStore
@@ -82,7 +83,7 @@ def specs(store: MemoryStore, fact_tools: list[str], history: int = 6) -> list[T
                 "not remembered: source=tool needs the tool_call_id of the call whose result states it"
             )
         step = find_step({"tool_call_id": args.tool_call_id}, ctx)
-        if step.status != "done":
+        if step.status != StepStatus.DONE:
             raise ToolFailed(f"not remembered: that call ({step.tool_name}) did not finish successfully")
         if not trusted(step.tool_name, fact_tools):
             raise ToolFailed(

@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, and_, exists, insert, or_, select, te
 
 from xihe.agent.errors import TaskStateError
 from xihe.agent.schema import plan_change, plan_item
-from xihe.agent.tasks import Task, TaskStore
+from xihe.agent.tasks import FINISHED, Task, TaskStore
 
 STATUSES = ("pending", "in_progress", "completed", "failed", "cancelled")
 OPEN = ("pending", "in_progress")
@@ -423,7 +423,7 @@ def abandoned_owners(items: list[PlanItem], tasks: TaskStore) -> set[str]:
                 holder = tasks.get(int(item.owner.split(":", 1)[1]))
             except (ValueError, TaskStateError):
                 continue
-            if holder.status in ("done", "failed", "cancelled"):
+            if holder.status in FINISHED:
                 out.add(item.owner)
     return out
 

@@ -27,7 +27,7 @@ from xihe.agent.alerts.sql.records import SqlRecordSink
 from xihe.agent.alerts.sql.stores import SqlAlertStores
 from xihe.agent.deps import Deps
 from xihe.agent.schema import task
-from xihe.agent.tasks import FINISHED, Task, TaskStep, outcome_filter, task_of
+from xihe.agent.tasks import FINISHED, StepStatus, Task, TaskStep, outcome_filter, task_of
 from xihe.agent.timefmt import show
 
 STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "refused", "done", "cancelled")
@@ -138,14 +138,14 @@ def timeline(steps: list[TaskStep], now: datetime, task_finished: bool) -> tuple
                 s.input_preview,
             )
         a.row_ids.append(s.id)
-        if s.status != "running":
+        if s.status != StepStatus.RUNNING:
             a.status, a.finished_at = s.status, s.finished_at
             a.duration_ms = s.duration_ms or 0
             a.output_digest, a.output_ref, a.output_text = s.output_digest, s.output_ref, s.output_text
             a.error, a.external_ids = s.error, s.external_ids
     out = list(attempts.values())
     for a in out:
-        if a.status == "running":
+        if a.status == StepStatus.RUNNING:
             if task_finished:
                 a.status = "interrupted"  # no outcome row: the process died mid-step
             else:

@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Deps
 from xihe.agent.loop import Agent
-from xihe.agent.pending import PendingAction
+from xihe.agent.pending import LIVE, PendingAction
 from xihe.agent.registry import Registry
 from xihe.agent.timefmt import offset_of, show
 from xihe.agent.web.ui.auth import (
@@ -151,7 +151,7 @@ class Pages:
 
     def visible_pending(self, viewer: Viewer) -> list[PendingAction]:
         """Open confirmations the viewer may see: everyone's for approvers and admins, else their own."""
-        live = self.app.deps.pending.open_for(statuses=("pending", "confirmed"))
+        live = self.app.deps.pending.open_for(statuses=LIVE)
         return live if viewer.sees_all else [p for p in live if p.user_id == viewer.user]
 
     def render(

@@ -8,6 +8,7 @@ from starlette.routing import BaseRoute, Route
 
 from xihe.agent import approvals, pending_view
 from xihe.agent.gate import Allow, may_approve
+from xihe.agent.pending import expired
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import Pages
 
@@ -33,7 +34,7 @@ class Pending:
         rows = []
         for p in self.ui.visible_pending(viewer):
             may = isinstance(may_approve(viewer.user, p.user_id, deps.settings.access), Allow)
-            live = p.expires_at > now
+            live = not expired(p, now)
             rows.append(
                 {
                     "p": p,

@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from xihe.agent import pending_view
 from xihe.agent.errors import TaskStateError
+from xihe.agent.pending import LIVE
 from xihe.agent.report import task_data
 from xihe.agent.tasks import Task
 from xihe.agent.web.ui import data
@@ -88,7 +89,7 @@ class Tasks:
         ids = data.linked_ids(attempts, audit_rows)
         instance_ids = [v for k, vs in ids.items() if "instance" in k for v in vs]
         alerts = data.alert_events(deps.engine, limit=50, instance_ids=instance_ids) if instance_ids else None
-        pending = [p for p in deps.pending.open_for(statuses=("pending", "confirmed")) if p.task_id == t.id]
+        pending = [p for p in deps.pending.open_for(statuses=LIVE) if p.task_id == t.id]
         return self.ui.render(
             request,
             "task.html",
