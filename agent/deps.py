@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
@@ -31,9 +31,84 @@ class Progress(str):
         return note
 
 
-@dataclass
-class Deps:
-    """Stores, clock, config and outside-service clients for one process."""
+class OutboxEntry(Protocol):
+    """An alert outbox row, as a tool reports it."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def sent_via(self) -> str: ...
+    @property
+    def channel(self) -> str: ...
+
+
+class OutboxReader(Protocol):
+    def get(self, key: str) -> OutboxEntry | None: ...
+
+
+class AlertSink(Protocol):
+    """The alert pipeline as other features and tools use it (`xihe.agent.alerts.service.AlertService`)."""
+
+    @property
+    def outbox(self) -> OutboxReader: ...
+
+    def feed(self, events: Iterable[Any], bad: Iterable[tuple[str, str]] = ()) -> list[Any]:
+        """Decide a batch of failure events (one poll, scan or webhook post)."""
+        ...
+
+    def raise_alert(
+        self, key: str, channel: str, title: str, body: str, mentions: Iterable[str], actor: str
+    ) -> tuple[str, bool]:
+        """Queue a model-written message under outbox key `key`; (key, True if new)."""
+        ...
+
+
+class DolphinReader(Protocol):
+    def get_instance(self, project_code: int, instance_id: int, /) -> Any: ...
+
+
+class DolphinAccess(Protocol):
+    """DolphinScheduler as other features use it (`xihe.tools.dolphin.service.DolphinService`)."""
+
+    @property
+    def client(self) -> DolphinReader: ...
+
+
+class ShellAccess(Protocol):
+    """The whitelisted shell (`xihe.agent.shell.feature.ShellService`)."""
+
+    def status_line(self) -> str: ...
+
+
+class CodeSearch(Protocol):
+    """The code indexes (`xihe.tools.codeindex.live.LiveIndexes`)."""
+
+    def open(self) -> None: ...
+
+
+@dataclass(kw_only=True)
+class Services:
+    """The services features provide to tools and to each other; None when the feature is off."""
+
+    dolphin: DolphinAccess | None = None
+    alerts: AlertSink | None = None
+    shell: ShellAccess | None = None
+    code: CodeSearch | None = None
+
+    def merge(self, other: Services) -> Services:
+        """Both sets in one; a service provided twice is an error."""
+        out = {}
+        for f in fields(Services):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if mine is not None and theirs is not None:
+                raise ValueError(f"two features provide the {f.name} service")
+            out[f.name] = mine if mine is not None else theirs
+        return Services(**out)
+
+
+@dataclass(kw_only=True)
+class Deps(Services):
+    """Stores, clock, config and the features' services for one process."""
 
     settings: Settings
     engine: Engine
@@ -46,8 +121,14 @@ class Deps:
     fallback_notify: Notify | None = None  # where messages for conversations no channel claims go
     holder: str = "xihe"  # lease holder name of this process/replica
     metrics: Metrics = field(default_factory=Metrics)
-    services: dict[str, Any] = field(default_factory=dict)  # integration clients by name (dolphin, ...)
-    senders: dict[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
+    senders: Mapping[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
+    reload_error: str | None = None  # why the latest config reload was refused (read by /readyz)
+
+    def provide(self, services: Services, senders: Mapping[str, Notify]) -> None:
+        """The composition root hands over what the features installed, once, before anything runs."""
+        for f in fields(Services):
+            setattr(self, f.name, getattr(services, f.name))
+        self.senders = dict(senders)
 
     def notify(self, conversation: str, text: str) -> None:
         """Post to a conversation through the channel that owns its id prefix (e.g. 'wecom:app:')."""
@@ -57,11 +138,3 @@ class Deps:
                 return
         if self.fallback_notify is not None:
             self.fallback_notify(conversation, text)
-
-    def service(self, name: str) -> Any:
-        """An integration client, or a clear error when it is not configured."""
-        from xihe.agent.errors import ToolFailed
-
-        if name not in self.services:
-            raise ToolFailed(f"{name} is not configured on this bot")
-        return self.services[name]

@@ -1,44 +1,143 @@
-"""Features plug into the spine through one small interface.
+"""The feature seam: how a feature plugs into the spine, typed and fixed at construction.
 
-A feature module may define any of:
+A feature is a `Feature(name, section, install)`. `install(ctx)` builds the feature's objects from
+its config section and returns an `Installed`: its tools, chat commands and help lines, loop hooks,
+jobs, routes, readiness problems and warnings, and the typed services other features and tools may
+use (`Services`, which become fields of `Deps`). `xihe.agent.app` holds `FEATURES`, the one
+explicit list, merges every `Installed` and only then constructs the Registry, Agent and Session.
+Nothing is assigned to them afterwards.
 
-    tools(app) -> list[ToolSpec]        tools it adds to the registry (built from its config)
-    install(app) -> None                services in app.deps.services, chat commands, help lines
-    routes(app) -> list[BaseRoute]      HTTP routes served by `xihe serve`
-    jobs(app) -> list[Job]              scheduler jobs (APScheduler is only the clock)
-    startup(app) / shutdown(app)        `xihe serve` lifespan: start, then stop taking work and hand it over
-
-`FEATURES` is the explicit list; importing it registers nothing by itself.
+What runs later (jobs, routes, startup/shutdown) receives the `Runtime`, the wired bot.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from types import ModuleType
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
-FEATURES: tuple[str, ...] = (
-    "xihe.agent.web.feature",
-    "xihe.agent.shell.feature",
-    "xihe.agent.alerts.feature",
-    "xihe.agent.code.feature",
-    "xihe.agent.dolphin.feature",
-    "xihe.agent.wecom.feature",
-    "xihe.agent.ops.feature",
-    "xihe.agent.longtask.feature",
-)
+from xihe.agent.deps import Deps, Notify, Services
+from xihe.agent.help import HelpEntry
+from xihe.agent.loop import Agent, Hooks
+from xihe.agent.registry import Registry, ToolSpec
+from xihe.config.settings import Section, Settings
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from starlette.routing import BaseRoute
+
+    from xihe.agent.session import Handler, Session
+
+
+class Runtime(Protocol):
+    """The wired bot, as jobs, routes and lifespan hooks see it (`xihe.agent.app.App`)."""
+
+    settings: Settings
+    deps: Deps
+    registry: Registry
+    agent: Agent
+    session: Session
+    installed: Installed
+
+    def state(self, feature: str) -> object:
+        """The `Installed.state` of one feature (None when it is off)."""
+        ...
+
+    def load_checked(self, directory: str | Path) -> Settings:
+        """Load a config directory with every feature's section and build its tool set offline."""
+        ...
 
 
 @dataclass(frozen=True)
 class Job:
-    """A periodic job: `func` is a 'module:function' taking the App; state lives in the database."""
+    """A periodic job; `run` takes the Runtime. All its state lives in the database."""
 
     id: str
-    func: str
+    run: Callable[[Runtime], Any]
     seconds: float
     run_at_start: bool = False
 
 
-def modules() -> list[ModuleType]:
-    """Import the feature modules in order."""
-    return [importlib.import_module(name) for name in FEATURES]
+@dataclass(frozen=True)
+class Context:
+    """What `install` may use: the settings and the spine's Deps (stores, clock, redactor, metrics).
+
+    `offline` is set when only the tool set is wanted (`xihe tools`, `xihe config check`, a reload
+    check): build the tools, open nothing. `session()` gives the Session once the app is built (for a
+    channel's workers); calling it during install is an error.
+    """
+
+    settings: Settings
+    deps: Deps
+    model: str = ""  # the LLM's model name (e.g. for a tokenizer)
+    offline: bool = False
+    session: Callable[[], Session] = field(default=lambda: _not_built())
+
+
+def _not_built() -> Session:
+    raise RuntimeError("the Session is built after every feature is installed")
+
+
+RouteFactory = Callable[[Runtime], "list[BaseRoute]"]
+Lifespan = Callable[[Runtime], None]
+
+
+@dataclass
+class Installed:
+    """Everything one feature adds (and, merged, what the whole app has)."""
+
+    tools: list[ToolSpec] = field(default_factory=list)
+    commands: dict[str, Handler] = field(default_factory=dict)
+    private_commands: set[str] = field(default_factory=set)  # their handler records arguments itself
+    help: list[HelpEntry] = field(default_factory=list)
+    status_lines: list[Callable[[], str]] = field(default_factory=list)  # live lines under /help
+    hooks: Hooks = field(default_factory=Hooks)
+    jobs: list[Job] = field(default_factory=list)
+    routes: list[RouteFactory] = field(default_factory=list)
+    startup: list[Lifespan] = field(default_factory=list)
+    shutdown: list[Lifespan] = field(default_factory=list)
+    services: Services = field(default_factory=Services)
+    senders: dict[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
+    problems: dict[str, str] = field(default_factory=dict)  # feature → why the replica is not ready
+    warnings: dict[str, str] = field(default_factory=dict)  # feature → why it is off (still ready)
+    state: object = None  # the feature's own objects, for its jobs and commands (`Runtime.state`)
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A feature: its name, its config section (None: no file of its own) and how it installs."""
+
+    name: str
+    section: Section | None
+    install: Callable[[Context], Installed]
+
+
+def merge(parts: Iterable[Installed]) -> Installed:
+    """One Installed from many, in order; the same command, sender or service twice is an error."""
+    out = Installed()
+    for part in parts:
+        out.tools += part.tools
+        for name, handler in part.commands.items():
+            if name in out.commands:
+                raise ValueError(f"two features define the command /{name}")
+            out.commands[name] = handler
+        out.private_commands |= part.private_commands
+        out.help += part.help
+        out.status_lines += part.status_lines
+        out.hooks = out.hooks.merge(part.hooks)
+        out.jobs += part.jobs
+        out.routes += part.routes
+        out.startup += part.startup
+        out.shutdown += part.shutdown
+        out.services = out.services.merge(part.services)
+        for prefix, sender in part.senders.items():
+            if prefix in out.senders:
+                raise ValueError(f"two features send to conversations {prefix}*")
+            out.senders[prefix] = sender
+        out.problems.update(part.problems)
+        out.warnings.update(part.warnings)
+    return out
+
+
+__all__ = ["Context", "Feature", "Installed", "Job", "Runtime", "Section", "merge"]

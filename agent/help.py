@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,7 +41,7 @@ def entry(item: HelpEntry | tuple[str, str]) -> HelpEntry:
     return item if isinstance(item, HelpEntry) else HelpEntry(item[0], item[1])
 
 
-def may_use(e: HelpEntry, who: Who, access: AccessConfig, tools: dict[str, ToolSpec]) -> bool:
+def may_use(e: HelpEntry, who: Who, access: AccessConfig, tools: Mapping[str, ToolSpec]) -> bool:
     """Whether `who` may run the command at all (the gate still decides each call)."""
     if e.needs == "admin":
         return is_admin(who, access)
@@ -81,7 +81,7 @@ def render(
     entries: Sequence[HelpEntry],
     who: Who,
     access: AccessConfig,
-    tools: dict[str, ToolSpec],
+    tools: Mapping[str, ToolSpec],
     lang: Lang,
     topic: str = "",
 ) -> str:
@@ -100,7 +100,7 @@ def render(
     return "\n".join(lines)
 
 
-def _detail(allowed: Iterable[HelpEntry], name: str, tools: dict[str, ToolSpec], lang: Lang) -> str:
+def _detail(allowed: Iterable[HelpEntry], name: str, tools: Mapping[str, ToolSpec], lang: Lang) -> str:
     matches = [e for e in allowed if e.name == name or name in e.command.lstrip("/").split(" · /")]
     if not matches:
         return say(TEXT, "unknown", lang, name=name)

@@ -117,6 +117,39 @@ def too_long(exc: LLMError) -> bool:
 
 
 Provider = Callable[[Task], "str | Block | None"]
+Reminder = Callable[[Task, list[dict[str, Any]]], str | None]
+StopNote = Callable[[Task], str | None]
+StepListener = Callable[[Task, str, str], None]
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What features add to the loop, fixed when the Agent is constructed (`xihe.agent.app` merges them)."""
+
+    reply_checks: tuple[ReplyCheck, ...] = ()
+    context_providers: tuple[Provider, ...] = ()
+    reminders: tuple[Reminder, ...] = ()
+    stop_notes: tuple[StopNote, ...] = ()
+    step_listeners: tuple[StepListener, ...] = ()
+    context_budget: ContextBudget | None = None
+    recovery: RetryPolicy | None = None
+    retry_budget: int = 0
+
+    def merge(self, other: Hooks) -> Hooks:
+        """Lists concatenate in order; a setting (budget, recovery) may come from one feature only."""
+        for name in ("context_budget", "recovery", "retry_budget"):
+            if getattr(self, name) and getattr(other, name):
+                raise ValueError(f"two features set the loop's {name}")
+        return Hooks(
+            self.reply_checks + other.reply_checks,
+            self.context_providers + other.context_providers,
+            self.reminders + other.reminders,
+            self.stop_notes + other.stop_notes,
+            self.step_listeners + other.step_listeners,
+            self.context_budget or other.context_budget,
+            self.recovery or other.recovery,
+            self.retry_budget or other.retry_budget,
+        )
 
 
 DENIED: Catalog = {"denied": {"en": "Refused: {reason}.", "zh": "已拒绝：{reason}。"}}
@@ -128,24 +161,27 @@ REFUSALS = frozenset({"denied", "expired", "cancelled", "rejected", "preconditio
 class Agent:
     """Handles messages as durable tasks."""
 
-    def __init__(self, deps: Deps, registry: Registry, llm: LLMClient | None) -> None:
+    def __init__(
+        self, deps: Deps, registry: Registry, llm: LLMClient | None, hooks: Hooks | None = None
+    ) -> None:
         self.deps = deps
         self.registry = registry
         self.llm = llm
         self.executor = Executor(deps)
-        self.reply_checks: list[ReplyCheck] = []  # e.g. cited code paths must exist
-        self.context_providers: list[Provider] = []  # extra system context per task (a Block has a priority)
-        self.reminders: list[
-            Callable[[Task, list[dict[str, Any]]], str | None]
-        ] = []  # notes at a request's end
-        self.stop_notes: list[Callable[[Task], str | None]] = []  # appended when a task stops unfinished
-        self.context_budget: ContextBudget | None = None  # None: the character trim of core.loop
-        self.recovery: RetryPolicy | None = None  # None: a tool timeout is just a failed step
-        self.retry_budget = 0  # stored on each new task; spent by recoveries, survives restarts
+        self.hooks = hooks = hooks or Hooks()
+        self.reply_checks = hooks.reply_checks  # e.g. cited code paths must exist
+        self.context_providers = (
+            hooks.context_providers
+        )  # extra system context per task (a Block has a priority)
+        self.reminders = hooks.reminders  # notes at a request's end
+        self.stop_notes = hooks.stop_notes  # appended when a task stops unfinished
+        self.context_budget = hooks.context_budget  # None: the character trim of core.loop
+        self.recovery = hooks.recovery  # None: a tool timeout is just a failed step
+        self.retry_budget = (
+            hooks.retry_budget
+        )  # stored on each new task; spent by recoveries, survives restarts
         self.sleep: Callable[[float], None] = time.sleep  # back-off waits (tests pass a recorder)
-        self.step_listeners: list[
-            Callable[[Task, str, str], None]
-        ] = []  # (task, step, tool) before a tool runs
+        self.step_listeners = hooks.step_listeners  # (task, step, tool) before a tool runs
 
     # ---- entry points
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:

@@ -9,7 +9,8 @@ unknown tool, non-JSON or truncated JSON, oversize arguments and schema violatio
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatch
@@ -113,11 +114,26 @@ class Registry:
     """The enabled tools, by name."""
 
     def __init__(self, specs: Iterable[ToolSpec]) -> None:
-        self.specs: dict[str, ToolSpec] = {}
+        found: dict[str, ToolSpec] = {}
         for spec in specs:
-            if spec.name in self.specs:
+            if spec.name in found:
                 raise ValueError(f"tool {spec.name!r} registered twice")
-            self.specs[spec.name] = spec
+            found[spec.name] = spec
+        self._lock = threading.Lock()
+        self._specs = found
+
+    @property
+    def specs(self) -> Mapping[str, ToolSpec]:
+        """The tools by name: a snapshot that a concurrent `replace` never changes under the reader."""
+        return self._specs
+
+    def replace(self, spec: ToolSpec) -> bool:
+        """Swap in a new version of an enabled tool (e.g. after a reload); False when it is not enabled."""
+        with self._lock:
+            if spec.name not in self._specs:
+                return False
+            self._specs = {**self._specs, spec.name: spec}
+            return True
 
     def __contains__(self, name: str) -> bool:
         return name in self.specs

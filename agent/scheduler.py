@@ -1,40 +1,30 @@
 """The clock of background work: APScheduler runs feature jobs; all their state is in the database.
 
-Jobs are referenced as text ('module:function'), run with coalesce and max_instances=1, and each
-run is counted in metrics. A failing job is logged and retried at its next interval.
+Jobs are the core ones below plus the features' (`Installed.jobs`), run with coalesce and
+max_instances=1, and each run is counted in metrics. A failing job is logged and retried at its next interval.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from xihe.agent.errors import TaskStateError
-from xihe.agent.feature import Job
-from xihe.agent.feature import modules as feature_modules
+from xihe.agent.feature import Job, Runtime
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
     from xihe.agent.tasks import Task
 
 log = logging.getLogger("xihe.jobs")
 
 
-def _resolve(ref: str) -> Callable[[App], Any]:
-    module, _, name = ref.partition(":")
-    func: Callable[[App], Any] = getattr(importlib.import_module(module), name)
-    return func
-
-
-def run_job(app: App, job: Job) -> None:
+def run_job(app: Runtime, job: Job) -> None:
     """Run one job once, counting its outcome; exceptions are logged, never raised into the scheduler."""
     try:
-        _resolve(job.func)(app)
+        job.run(app)
     except Exception:
         app.deps.metrics.job_runs.labels(job.id, "error").inc()
         log.exception("job %s failed", job.id)
@@ -42,28 +32,20 @@ def run_job(app: App, job: Job) -> None:
         app.deps.metrics.job_runs.labels(job.id, "ok").inc()
 
 
-def all_jobs(app: App) -> list[Job]:
-    """Every feature's jobs plus the core ones."""
+def all_jobs(app: Runtime) -> list[Job]:
+    """The core jobs plus every feature's."""
     lease = app.settings.core.store.lease_seconds
     jobs = [
         # a dead replica's task is taken over within half a lease after its lease lapsed
-        Job(
-            "resume_orphans",
-            "xihe.agent.scheduler:resume_orphans",
-            max(1.0, min(30.0, lease / 2)),
-            run_at_start=True,
-        ),
-        Job("expire_confirmations", "xihe.agent.scheduler:expire_confirmations", 30),
+        Job("resume_orphans", resume_orphans, max(1.0, min(30.0, lease / 2)), run_at_start=True),
+        Job("expire_confirmations", expire_confirmations, 30),
         # a live replica keeps its tasks however long a step takes
-        Job("renew_leases", "xihe.agent.scheduler:renew_leases", max(1.0, lease / 3)),
+        Job("renew_leases", renew_leases, max(1.0, lease / 3)),
     ]
-    for feature in feature_modules():
-        if hasattr(feature, "jobs"):
-            jobs.extend(feature.jobs(app))
-    return jobs
+    return jobs + app.installed.jobs
 
 
-def start(app: App, jobs: list[Job] | None = None) -> BackgroundScheduler:
+def start(app: Runtime, jobs: list[Job] | None = None) -> BackgroundScheduler:
     """Start a background scheduler with the given (default: all) jobs."""
     scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
     for job in jobs if jobs is not None else all_jobs(app):
@@ -81,14 +63,14 @@ def start(app: App, jobs: list[Job] | None = None) -> BackgroundScheduler:
     return scheduler
 
 
-def _take_orphan(app: App, orphan: Task) -> bool:
+def _take_orphan(app: Runtime, orphan: Task) -> bool:
     """Compare-and-swap the lease from the holder we saw to us: of two replicas, exactly one wins."""
     deps = app.deps
     ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
     return deps.tasks.take(orphan, deps.holder, deps.clock(), ttl)
 
 
-def resume_orphans(app: App) -> None:
+def resume_orphans(app: Runtime) -> None:
     """Tasks a dead replica left running, or confirmed but not resumed, continue once its lease lapsed (by one replica)."""
     for orphan in app.deps.tasks.orphans(app.deps.clock()):
         if not _take_orphan(app, orphan):
@@ -101,18 +83,18 @@ def resume_orphans(app: App) -> None:
             app.deps.notify(orphan.conversation, outcome.reply)
 
 
-def renew_leases(app: App) -> None:
+def renew_leases(app: Runtime) -> None:
     """Extend the leases of the tasks this replica is working on (it is alive)."""
     deps = app.deps
     deps.tasks.renew_all(deps.holder, deps.clock(), timedelta(seconds=deps.settings.core.store.lease_seconds))
 
 
-def release_leases(app: App) -> int:
+def release_leases(app: Runtime) -> int:
     """Shutdown: give up every task lease this replica still holds, so another takes over at once."""
     return app.deps.tasks.release_all(app.deps.holder)
 
 
-def expire_confirmations(app: App) -> None:
+def expire_confirmations(app: Runtime) -> None:
     """Overdue confirmations become visibly `expired`, and their tasks tell the user."""
     for action in app.deps.pending.expire_due(app.deps.clock()):
         outcome = app.agent.resume(action.task_id)

@@ -6,7 +6,7 @@ handlers live in a table that later features extend (`/run`, `/maint`, `/sh` ...
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from xihe.agent import approvals, pending_view
@@ -64,7 +64,10 @@ class Session:
         self,
         agent: Agent,
         commands: dict[str, Handler] | None = None,
-        help_lines: list[HelpEntry | tuple[str, str]] | None = None,
+        help_lines: Iterable[HelpEntry | tuple[str, str]] = (),
+        *,
+        private_commands: Iterable[str] = (),
+        status_lines: Iterable[Callable[[], str]] = (),
     ) -> None:
         self.agent = agent
         self.deps = agent.deps
@@ -79,9 +82,11 @@ class Session:
             "task": _task,
             **(commands or {}),
         }
-        self.help_lines: list[HelpEntry | tuple[str, str]] = [*HELP_COMMANDS, *(help_lines or [])]
+        self.help_lines: list[HelpEntry | tuple[str, str]] = [*HELP_COMMANDS, *help_lines]
         # commands whose arguments may hold secrets: their handler records them itself, redacted
-        self.private_commands: set[str] = set()
+        self.private_commands: frozenset[str] = frozenset(private_commands)
+        # live status shown under /help (e.g. the shell sandbox), read when /help is asked
+        self.status_lines: tuple[Callable[[], str], ...] = tuple(status_lines)
 
     def handle(self, msg: Inbound) -> str:
         """The reply to one inbound message (progress and late results go through deps.notify).
@@ -172,7 +177,7 @@ def reply_lang(session: Session, msg: Inbound) -> Lang:
 def _help(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     entries = [entry(e) for e in session.help_lines]
     topic = cmd.args[0] if cmd.args else ""
-    return render_help(
+    text = render_help(
         entries,
         who,
         session.deps.settings.access,
@@ -180,6 +185,7 @@ def _help(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         reply_lang(session, msg),
         topic,
     )
+    return text + "".join("\n\n" + line() for line in session.status_lines)
 
 
 def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:

@@ -1,8 +1,8 @@
 """The tool set the model receives for a config directory, and the checks of every tool name in it.
 
-One function builds it for `build_app`, `xihe tools` and `xihe config check` alike: the shipped
-tools, each feature's tools (built from its section) and the plugins, filtered by `xihe.yaml
-tools`. Tool names in `xihe.yaml tools`, `access.yaml roles.*.tools` and `longtask.yaml
+One function builds it for `build_app`, `xihe tools` and `xihe config check` alike: the features'
+tools (each built from its section by `install`; the app passes them in) and the plugins, filtered
+by `xihe.yaml tools`. Tool names in `xihe.yaml tools`, `access.yaml roles.*.tools` and `longtask.yaml
 memory.fact_tools` must name a tool that exists; a feature that is off (its file absent, or its
 credentials unset) still counts, so switching DolphinScheduler off does not break access.yaml.
 """
@@ -19,7 +19,6 @@ from xihe.agent.audit import SqlAuditSink
 from xihe.agent.clock import utc_now
 from xihe.agent.deps import Deps
 from xihe.agent.errors import ConfigError, ConfigErrors
-from xihe.agent.feature import modules as feature_modules
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import Redactor
 from xihe.agent.registry import Registry, ToolSpec, build_registry
@@ -82,14 +81,6 @@ def offline_deps(settings: Settings) -> Deps:
     )
 
 
-def all_specs(deps: Deps) -> list[ToolSpec]:
-    """Every tool this config provides, before `xihe.yaml tools` filters them."""
-    from xihe.tools import ALL
-
-    feature_specs = [spec for f in feature_modules() if hasattr(f, "tools") for spec in f.tools(deps)]
-    return [*ALL, *feature_specs, *load_plugins(deps.settings)]
-
-
 def _is_glob(pattern: str) -> bool:
     return any(ch in pattern for ch in "*?[")
 
@@ -114,18 +105,13 @@ def name_problems(settings: Settings, specs: list[ToolSpec]) -> list[ConfigError
     return errors
 
 
-def build_tools(deps: Deps) -> Registry:
-    """The registry the model's schemas come from; ConfigErrors for names that match no tool."""
-    settings = deps.settings
-    specs = all_specs(deps)
+def build_tools(settings: Settings, feature_specs: list[ToolSpec]) -> Registry:
+    """The registry the model's schemas come from: the features' tools and the plugins, filtered by
+    `xihe.yaml tools`; ConfigErrors for names that match no tool."""
+    specs = [*feature_specs, *load_plugins(settings)]
     errors = name_problems(settings, specs)
     if errors:
         raise ConfigErrors(errors)
     present = {s.name for s in specs}
     enabled = [p for p in settings.core.tools if _is_glob(p) or p in present]  # off features: not offered
     return build_registry(specs, enabled)
-
-
-def check_tools(settings: Settings) -> Registry:
-    """What `xihe config check` and a reload run after `load_dir`: build the tool set offline."""
-    return build_tools(offline_deps(settings))

@@ -7,9 +7,8 @@ Cross-checks run after every file validated, and every error reads `file:line: k
 
 from __future__ import annotations
 
-import importlib
 import os
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,57 +17,19 @@ from pydantic import BaseModel
 from xihe.agent.errors import ConfigError, ConfigErrors
 from xihe.config.access import AccessConfig
 from xihe.config.core import CoreConfig
+from xihe.config.semantic import semantic_problems
+from xihe.config.settings import Section, Settings, problem_at
 from xihe.config.workflows import WorkflowsConfig
-from xihe.config.yamlmodel import MAX_BYTES, config_error, load_model
+from xihe.config.yamlmodel import MAX_BYTES, load_model
 
-# file name → (Settings attribute, model). Order is the order errors are reported in.
-SECTIONS: dict[str, tuple[str, type[BaseModel] | str]] = {
-    "xihe.yaml": ("core", CoreConfig),
-    "access.yaml": ("access", AccessConfig),
-    "workflows.yaml": ("workflows", WorkflowsConfig),
-    # feature sections, imported when loading so this module stays free of feature imports
-    "alerts.yaml": ("alerts", "xihe.config.alerts:AlertsConfig"),
-    "wecom.yaml": ("wecom", "xihe.config.wecom:WeComConfig"),
-    "shell.yaml": ("shell", "xihe.config.shell:ShellConfig"),
-    "code.yaml": ("code", "xihe.config.code:CodeConfig"),
-    "dolphin.yaml": ("dolphin", "xihe.config.dolphin:DolphinConfig"),
-    "longtask.yaml": ("longtask", "xihe.config.longtask:LongTaskConfig"),
-    "ops.yaml": ("ops", "xihe.config.ops:OpsConfig"),
-    "ui.yaml": ("ui", "xihe.config.ui:UiConfig"),
-}
+__all__ = ["CORE_SECTIONS", "Section", "Settings", "load_dir", "problem_at", "secrets_of"]
 
-
-def _model(ref: type[BaseModel] | str) -> type[BaseModel]:
-    if isinstance(ref, str):
-        module, _, name = ref.partition(":")
-        model: type[BaseModel] = getattr(importlib.import_module(module), name)
-        return model
-    return ref
-
-
-@dataclass
-class Settings:
-    """The validated configuration plus where it came from."""
-
-    directory: Path
-    core: CoreConfig = field(default_factory=CoreConfig)
-    access: AccessConfig = field(default_factory=AccessConfig)
-    workflows: WorkflowsConfig = field(default_factory=WorkflowsConfig)
-    extra: dict[str, BaseModel] = field(default_factory=dict)  # sections registered by later modules
-    texts: dict[str, str] = field(default_factory=dict)
-
-    def section(self, name: str) -> Any:
-        """A section by attribute name (core, access, ...), or a feature section; None when not configured."""
-        return getattr(self, name) if name in Settings.__dataclass_fields__ else self.extra.get(name)
-
-    def secret(self, env_name: str) -> str | None:
-        """The value of a secret the YAML names; never logged."""
-        return os.environ.get(env_name) or None
-
-
-def problem_at(settings: Settings, file: str, loc: tuple[Any, ...], problem: str) -> ConfigError:
-    """An error about `loc` in `file` of this directory, with its line and readable key."""
-    return config_error(settings.texts.get(file, ""), str(settings.directory / file), loc, problem)
+# the spine's own files; features bring theirs (`Section`s) in the order they are listed
+CORE_SECTIONS: tuple[Section, ...] = (
+    Section("xihe.yaml", "core", CoreConfig),
+    Section("access.yaml", "access", AccessConfig),
+    Section("workflows.yaml", "workflows", WorkflowsConfig),
+)
 
 
 def cross_check(settings: Settings) -> list[ConfigError]:
@@ -117,12 +78,11 @@ def cross_check(settings: Settings) -> list[ConfigError]:
     return errors
 
 
-def load_dir(
-    directory: str | Path, sections: dict[str, tuple[str, type[BaseModel] | str]] | None = None
-) -> Settings:
-    """Validate every YAML file in `directory`; raise ConfigErrors listing all problems."""
+def load_dir(directory: str | Path, sections: Iterable[Section] = ()) -> Settings:
+    """Validate every YAML file in `directory` against the core files and the features' `sections`;
+    raise ConfigErrors listing all problems."""
     root = Path(directory)
-    known = {**SECTIONS, **(sections or {})}
+    known = {s.file: s for s in (*CORE_SECTIONS, *sections)}
     settings = Settings(directory=root)
     errors: list[ConfigError] = []
     if not root.is_dir():
@@ -130,8 +90,8 @@ def load_dir(
     for path in sorted(root.glob("*.y*ml")):
         if path.name not in known:
             errors.append(ConfigError(f"unknown config file (known: {', '.join(known)})", str(path)))
-    for file, (attr, ref) in known.items():
-        model = _model(ref)
+    for file, section in known.items():
+        attr, model = section.key, section.model
         path = root / file
         if not path.exists():
             continue  # core sections keep their defaults; a feature section is simply absent
@@ -167,9 +127,33 @@ def load_dir(
         else:
             settings.extra[attr] = value
     if not errors:
-        from xihe.config.semantic import semantic_problems
-
-        errors = cross_check(settings) + semantic_problems(settings)
+        errors = cross_check(settings) + semantic_problems(settings, list(known.values()))
     if errors:
         raise ConfigErrors(errors)
     return settings
+
+
+def secret_env_names(value: Any) -> set[str]:
+    """Every `*_env` value at any depth of a config section (a model, dict or list)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    names: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if isinstance(k, str) and k.endswith("_env") and isinstance(v, str) and v:
+                    names.add(v)
+                else:
+                    stack.append(v)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return names
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """Every secret value the config names through an environment variable, in any file."""
+    sections = [settings.core, settings.access, settings.workflows, *settings.extra.values()]
+    names = set().union(*(secret_env_names(s) for s in sections))
+    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]

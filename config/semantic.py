@@ -14,15 +14,13 @@ import zoneinfo
 from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from xihe.agent.errors import ConfigError
-
-if TYPE_CHECKING:
-    from xihe.config.load import Settings
+from xihe.config.settings import Section, Settings, problem_at
 
 URL_SCHEMES = ("http", "https", "ws", "wss")
 
@@ -170,19 +168,17 @@ def _features(settings: Settings) -> Iterator[tuple[str, tuple[Any, ...], str]]:
             yield "code.yaml", ("embedding", "kind"), "kind openai needs base_url and model"
 
 
-def semantic_problems(settings: Settings) -> list[ConfigError]:
-    """Every problem of meaning across the loaded files, in file order."""
-    from xihe.config.load import SECTIONS, problem_at
-
+def semantic_problems(settings: Settings, sections: list[Section]) -> list[ConfigError]:
+    """Every problem of meaning across the loaded files, in the order of `sections`."""
     found: list[tuple[str, tuple[Any, ...], str]] = []
-    for file, (attr, _model) in SECTIONS.items():
-        section = settings.section(attr)
-        if isinstance(section, BaseModel) and file in settings.texts:
-            found.extend(_generic(file, section))
+    for known in sections:
+        section = settings.section(known.key)
+        if isinstance(section, BaseModel) and known.file in settings.texts:
+            found.extend(_generic(known.file, section))
     found.extend(_access(settings))
     found.extend(_workflows(settings))
     found.extend(_features(settings))
-    order = {file: i for i, file in enumerate(SECTIONS)}
+    order = {known.file: i for i, known in enumerate(sections)}
     errors = [
         (order.get(file, len(order)), problem_at(settings, file, loc, problem))
         for file, loc, problem in found

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from xihe.agent.app import load_config, sections
 from xihe.agent.cli.main import main
-from xihe.config.load import SECTIONS
+from xihe.config.load import CORE_SECTIONS
 from xihe.config.yamlmodel import MAX_BYTES, MAX_DEPTH, MAX_ERRORS
 
 
@@ -30,7 +31,7 @@ def check(directory: Path, capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().err
 
 
-@pytest.mark.parametrize("file", sorted(SECTIONS))
+@pytest.mark.parametrize("file", sorted(s.file for s in (*CORE_SECTIONS, *sections())))
 def test_a_duplicate_top_level_key_names_both_lines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str
 ) -> None:
@@ -119,12 +120,11 @@ def test_a_recursive_alias_is_refused(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_merge_keys_still_override_without_a_duplicate_error(tmp_path: Path) -> None:
-    from xihe.config.load import load_dir
 
     d = tmp_path / "cfg"
     d.mkdir()
     (d / "xihe.yaml").write_text("loop:\n  <<: {max_turns: 3, max_tool_calls: 4}\n  max_turns: 5\n")
-    loop = load_dir(d).core.loop
+    loop = load_config(d).core.loop
     assert (loop.max_turns, loop.max_tool_calls) == (5, 4)
 
 

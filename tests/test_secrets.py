@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from xihe.agent.app import secrets_of
+from xihe.agent.app import load_config, secrets_of
 from xihe.agent.redact import RedactingFilter, Redactor, excerpt
-from xihe.config.load import load_dir
 
 
 def env_names_in(directory: Path) -> set[str]:
@@ -55,7 +54,7 @@ def test_every_env_key_of_the_shipped_config_is_registered(
     } <= names
     for name in names:
         monkeypatch.setenv(name, f"canary-{name.lower()}")
-    registered = set(secrets_of(load_dir(d)))
+    registered = set(secrets_of(load_config(d)))
     missing = {n for n in names if f"canary-{n.lower()}" not in registered}
     assert not missing, f"not registered with the redactor: {sorted(missing)}"
 

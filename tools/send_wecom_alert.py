@@ -8,16 +8,29 @@ every attempt audited). The channel argument is an enum of the channels in alert
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
-from xihe.agent.alerts.manual import USERID, manual_key
+from xihe.agent.deps import AlertSink
 from xihe.agent.errors import ToolFailed
 from xihe.agent.i18n import Lang
 from xihe.agent.registry import ToolContext, ToolSpec
 
 NAME = "send_wecom_alert"
+USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+def manual_key(ident: str, channel: str, mentions: tuple[str, ...]) -> str:
+    """Outbox key of a model-raised message: one per tool call (its idempotency key)."""
+    return f"manual:{ident}:{'P0' if mentions else 'P1'}:{channel}"
+
+
+def _alerts(ctx: ToolContext) -> AlertSink:
+    if ctx.deps.alerts is None:
+        raise ToolFailed("alerts is not configured on this bot")
+    return ctx.deps.alerts
 
 
 class Args(BaseModel):
@@ -50,7 +63,7 @@ def _key(args: Any, ctx: ToolContext) -> str:
 
 
 def _result(key: str, ctx: ToolContext) -> dict[str, Any]:
-    row = ctx.deps.service("alerts").outbox.get(key)
+    row = _alerts(ctx).outbox.get(key)
     if row is None:
         raise ToolFailed(f"outbox row {key} vanished")
     status = f"sent via {row.sent_via}" if row.status == "sent" else "queued for the outbox sender"
@@ -59,7 +72,7 @@ def _result(key: str, ctx: ToolContext) -> dict[str, Any]:
 
 def run(args: Any, ctx: ToolContext) -> dict[str, Any]:
     """Render the message into the outbox; the sender job delivers it."""
-    service = ctx.deps.service("alerts")
+    service = _alerts(ctx)
     try:
         key, _added = service.raise_alert(
             _key(args, ctx), args.channel, args.title, args.markdown, args.mentions, ctx.user
@@ -71,7 +84,7 @@ def run(args: Any, ctx: ToolContext) -> dict[str, Any]:
 
 def lookup(args: Any, ctx: ToolContext) -> dict[str, Any] | None:
     """After a crash: the row this call already queued, if any."""
-    if ctx.deps.service("alerts").outbox.get(_key(args, ctx)) is None:
+    if _alerts(ctx).outbox.get(_key(args, ctx)) is None:
         return None
     return _result(_key(args, ctx), ctx)
 

@@ -1,14 +1,15 @@
 """The alert pipeline in the product: service, `/maint`, jobs, the DolphinScheduler webhook and a tool.
 
-    install(app)   app.deps.services["alerts"] = AlertService (SQL stores shared by replicas); the
-                   watcher calls `.feed(events)`; chat commands `/maint on 30m [scope]`, `/maint off
-                   [N|scope]`, `/maint` (list), role-checked (admin) and audited
-    jobs(app)      alerts_flush (held messages and ended windows → outbox) and alerts_deliver
+    service        `deps.alerts` = AlertService (SQL stores shared by replicas); the DolphinScheduler
+                   watcher calls `.feed(events)`
+    commands       `/maint on 30m [scope]`, `/maint off [N|scope]`, `/maint` (list), role-checked
+                   (admin) and audited
+    jobs           alerts_flush (held messages and ended windows → outbox) and alerts_deliver
                    (outbox → robot/e-mail; every attempt audited); alerts_scan when `scan.enabled`
                    (failed runs of the configured DS projects the bot did not start → feed, once)
-    routes(app)    POST /hooks/dolphinscheduler: shared secret from the env variable alerts.yaml
+    routes         POST /hooks/dolphinscheduler: shared secret from the env variable alerts.yaml
                    names, validated body, idempotent (a re-post is recorded as a duplicate)
-    tools(deps)    send_wecom_alert (a write: the gate asks) through the same outbox
+    tools          send_wecom_alert (a write: the gate asks) through the same outbox
 
 Nothing is installed when config/alerts.yaml is absent.
 """
@@ -29,24 +30,21 @@ from xihe.agent.alerts.scan import Scanner, ScanResult
 from xihe.agent.alerts.service import AlertService
 from xihe.agent.alerts.webhook import handle_ds_webhook
 from xihe.agent.audit import AuditEvent
-from xihe.agent.feature import Job
+from xihe.agent.deps import Services
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.gate import is_admin
 from xihe.agent.help import HelpEntry
-from xihe.agent.registry import ToolSpec
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
+from xihe.tools.dolphin.service import DolphinService
 from xihe.tools.send_wecom_alert import make_spec
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
     from xihe.agent.commands import Command
-    from xihe.agent.deps import Deps
     from xihe.agent.gate import Who
     from xihe.agent.session import Inbound, Session
 
 log = logging.getLogger("xihe.alerts")
-SERVICE = "alerts"
-SCANNER = "alerts_scan"
 
 
 def _config(settings: Any) -> AlertsConfig | None:
@@ -54,92 +52,99 @@ def _config(settings: Any) -> AlertsConfig | None:
     return cfg if isinstance(cfg, AlertsConfig) else None
 
 
-def service(app: App) -> AlertService | None:
+def service(app: Runtime) -> AlertService | None:
     """The installed alert service, or None when alerts are not configured."""
-    svc = app.deps.services.get(SERVICE)
+    svc = app.deps.alerts
     return svc if isinstance(svc, AlertService) else None
 
 
+def scanner(app: Runtime) -> Scanner | None:
+    """The failed-run scanner, when alerts.yaml enables `scan`."""
+    found = app.state("alerts")
+    return found if isinstance(found, Scanner) else None
+
+
+MAINT_HELP = [
+    HelpEntry("/maint on 30m [scope]", "silence alerts for a while", "/maint on 30m workflow:order_sync",
+              "暂停告警一段时间", needs="admin",
+              detail="scope: all, project:X, workflow:X or host:X.",
+              detail_zh="范围：all、project:X、workflow:X 或 host:X。"),
+    HelpEntry("/maint off [N|scope]", "end maintenance windows (yours, number N, or a scope)",
+              "/maint off 3", "结束维护窗口（你的、编号 N 或某个范围）", needs="admin"),
+    HelpEntry("/maint", "list open maintenance windows", "/maint", "列出进行中的维护窗口"),
+]  # fmt: skip
+
+
 # ---- feature interface ---------------------------------------------------------------------------
-def tools(deps: Deps) -> list[ToolSpec]:
-    """send_wecom_alert, with the configured channels as its enum."""
-    cfg = _config(deps.settings)
-    return [make_spec(sorted(cfg.channels))] if cfg is not None else []
-
-
-def install(app: App) -> None:
-    """Build the service over the SQL stores and add `/maint`."""
-    cfg = _config(app.settings)
+def install(ctx: Context) -> Installed:
+    """When alerts.yaml exists: the tool, the service over the SQL stores, `/maint`, the jobs (flush
+    windows every 5 s, deliver the outbox every 3 s, both idempotent and replica-safe; scan if on)
+    and the webhook."""
+    cfg = _config(ctx.settings)
     if cfg is None:
-        return
+        return Installed()
+    tool = make_spec(sorted(cfg.channels))
+    if ctx.offline:
+        return Installed(tools=[tool])
     for name in [ch.robot_key_env for ch in cfg.channels.values()] + [
         cfg.smtp.password_env,
         cfg.webhook.secret_env,
     ]:
         if name:
-            app.deps.redactor.add(app.settings.secret(name))
-    app.deps.services[SERVICE] = AlertService(
-        app.deps, cfg, app.settings.workflows, production=app.settings.access.production_environments()
-    )
-    if cfg.scan.enabled:
-        app.deps.services[SCANNER] = Scanner(app.deps, cfg.scan, app.settings.workflows)
-    app.session.commands["maint"] = _maint
-    app.session.help_lines.extend(
-        [
-            HelpEntry("/maint on 30m [scope]", "silence alerts for a while", "/maint on 30m workflow:order_sync",
-                      "暂停告警一段时间", needs="admin",
-                      detail="scope: all, project:X, workflow:X or host:X.",
-                      detail_zh="范围：all、project:X、workflow:X 或 host:X。"),
-            HelpEntry("/maint off [N|scope]", "end maintenance windows (yours, number N, or a scope)",
-                      "/maint off 3", "结束维护窗口（你的、编号 N 或某个范围）", needs="admin"),
-            HelpEntry("/maint", "list open maintenance windows", "/maint", "列出进行中的维护窗口"),
-        ]
-    )  # fmt: skip
-
-
-def jobs(app: App) -> list[Job]:
-    """Flush windows every 5 s, deliver the outbox every 3 s (both idempotent, replica-safe); scan if on."""
-    cfg = _config(app.settings)
-    if cfg is None:
-        return []
-    out = [
-        Job("alerts_flush", "xihe.agent.alerts.feature:flush_windows", 5, run_at_start=True),
-        Job("alerts_deliver", "xihe.agent.alerts.feature:deliver_outbox", 3),
+            ctx.deps.redactor.add(ctx.settings.secret(name))
+    jobs = [
+        Job("alerts_flush", flush_windows, 5, run_at_start=True),
+        Job("alerts_deliver", deliver_outbox, 3),
     ]
+    scan = None
     if cfg.scan.enabled:
-        out.append(
-            Job("alerts_scan", "xihe.agent.alerts.feature:scan_failed_runs", cfg.scan.interval_seconds)
-        )
-    return out
+        scan = Scanner(ctx.deps, cfg.scan, ctx.settings.workflows)
+        jobs.append(Job("alerts_scan", scan_failed_runs, cfg.scan.interval_seconds))
+    return Installed(
+        tools=[tool],
+        services=Services(
+            alerts=AlertService(
+                ctx.deps, cfg, ctx.settings.workflows, production=ctx.settings.access.production_environments()
+            )
+        ),
+        commands={"maint": _maint},
+        help=list(MAINT_HELP),
+        jobs=jobs,
+        routes=[routes],
+        state=scan,
+    )
 
 
-def flush_windows(app: App) -> None:
+FEATURE = Feature("alerts", Section("alerts.yaml", "alerts", AlertsConfig), install)
+
+
+def flush_windows(app: Runtime) -> None:
     """Job: held instance messages and ended windows go to the outbox; expired maintenance is audited."""
     svc = service(app)
     if svc is not None:
         svc.tick()
 
 
-def deliver_outbox(app: App) -> None:
+def deliver_outbox(app: Runtime) -> None:
     """Job: send what is due in the outbox."""
     svc = service(app)
     if svc is not None:
         svc.deliver()
 
 
-def scan_failed_runs(app: App) -> ScanResult | None:
+def scan_failed_runs(app: Runtime) -> ScanResult | None:
     """Job: report failed runs of the configured DS projects the bot did not start (once each)."""
-    svc, scanner = service(app), app.deps.services.get(SCANNER)
-    if svc is None or not isinstance(scanner, Scanner):
+    svc, scan = service(app), scanner(app)
+    if svc is None or scan is None:
         return None
-    ds = app.deps.services.get("dolphin")
-    if ds is None:
+    ds = app.deps.dolphin
+    if not isinstance(ds, DolphinService):
         log.warning("alerts.yaml enables the failed-run scan, but DolphinScheduler is not configured")
         return None
-    return scanner.run(ds, svc.feed, app.deps.clock())
+    return scan.run(ds, svc.feed, app.deps.clock())
 
 
-def routes(app: App) -> list[BaseRoute]:
+def routes(app: Runtime) -> list[BaseRoute]:
     """POST /hooks/dolphinscheduler."""
     cfg = _config(app.settings)
     if cfg is None:
@@ -205,7 +210,7 @@ def _fmt(svc: AlertService, number: int, w: Any) -> str:
 
 def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     app_deps = session.deps
-    svc = app_deps.services.get(SERVICE)
+    svc = app_deps.alerts
     if not isinstance(svc, AlertService):
         return "Alerts are not configured on this bot."
     now = app_deps.clock()

@@ -12,14 +12,9 @@ from datetime import datetime
 
 from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.render import escape_inline, fit_bytes
+from xihe.tools.send_wecom_alert import USERID
 
-USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
-
-
-def manual_key(ident: str, channel: str, mentions: tuple[str, ...]) -> str:
-    """Outbox key of a model-raised message: one per tool call (its idempotency key)."""
-    return f"manual:{ident}:{'P0' if mentions else 'P1'}:{channel}"
 
 
 def render_manual(title: str, body: str, mentions: tuple[str, ...], max_bytes: int = 4096) -> str:

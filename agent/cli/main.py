@@ -33,13 +33,11 @@ def _app(args: argparse.Namespace) -> Any:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    from xihe.agent.toolset import check_tools
-    from xihe.config.load import load_dir
+    from xihe.agent.app import check_config
 
     directory = args.dir or args.config
     try:
-        settings = load_dir(directory)
-        check_tools(settings)
+        settings, _registry = check_config(directory)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -57,10 +55,9 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from xihe.agent.toolset import check_tools
-    from xihe.config.load import load_dir
+    from xihe.agent.app import check_config
 
-    registry = check_tools(load_dir(args.config))
+    _settings, registry = check_config(args.config)
     print(json.dumps(registry.schemas(), ensure_ascii=False, indent=2))
     return 0
 

@@ -30,8 +30,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from xihe.agent.audit import AuditEvent
+from xihe.agent.deps import Services
 from xihe.agent.errors import ToolFailed
-from xihe.agent.feature import Job
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.loop import Hooks
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
 from xihe.config.code import CodeConfig
@@ -40,11 +42,9 @@ from xihe.tools.codeindex.api import NOTHING_FOUND
 from xihe.tools.codeindex.live import LiveIndexes
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
     from xihe.agent.deps import Deps
 
 log = logging.getLogger("xihe.code")
-SERVICE = "code"
 CODE_TOOLS = ("search_code", "get_code_context")
 WHOLE_ROUNDS = 2  # rounds given back whole; older ones are summarised
 SUMMARY_ROUNDS = 6
@@ -78,8 +78,7 @@ class ContextArgs(BaseModel):
 
 def live(deps: Deps) -> LiveIndexes | None:
     """This process's indexes, or None when code.yaml is absent."""
-    svc = deps.services.get(SERVICE)
-    return svc if isinstance(svc, LiveIndexes) else None
+    return deps.code if isinstance(deps.code, LiveIndexes) else None
 
 
 def _need(deps: Deps) -> LiveIndexes:
@@ -255,12 +254,8 @@ def _parse_round(task: Task, steps: list[Any]) -> Round | None:
 
 
 # ---- feature interface ---------------------------------------------------------------------------
-def tools(deps: Deps) -> list[ToolSpec]:
-    """search_code and get_code_context when code.yaml exists."""
-    cfg: CodeConfig | None = deps.settings.section("code")
-    if cfg is None:
-        return []
-    deps.services[SERVICE] = LiveIndexes(cfg)
+def tools() -> list[ToolSpec]:
+    """search_code and get_code_context."""
     return [
         ToolSpec(
             name="search_code",
@@ -279,29 +274,36 @@ def tools(deps: Deps) -> list[ToolSpec]:
     ]
 
 
-def install(app: App) -> None:
-    """Open the saved indexes; register the answer check and the follow-up context."""
-    indexes = live(app.deps)
-    if indexes is None:
-        return
+def install(ctx: Context) -> Installed:
+    """When code.yaml exists: the tools, the saved indexes opened, the answer check and follow-ups,
+    the index jobs and the git webhook."""
+    cfg: CodeConfig | None = ctx.settings.section("code")
+    if cfg is None:
+        return Installed()
+    if ctx.offline:
+        return Installed(tools=tools())
+    indexes = LiveIndexes(cfg)
     indexes.open()
-    followups = FollowUps(app.deps)
-    app.deps.services["code_followups"] = followups
-    app.agent.reply_checks.append(CodeAnswerCheck(app.deps, followups))
-    app.agent.context_providers.append(followups.provide)
+    followups = FollowUps(ctx.deps)
+    return Installed(
+        tools=tools(),
+        services=Services(code=indexes),
+        hooks=Hooks(
+            reply_checks=(CodeAnswerCheck(ctx.deps, followups),), context_providers=(followups.provide,)
+        ),
+        jobs=[
+            # a full reconcile at start-up (and hourly); git-diff incremental updates every 5 minutes
+            Job("code_reconcile", reconcile_job, 3600, run_at_start=True),
+            Job("code_incremental", incremental_job, 300),
+        ],
+        routes=[routes],
+    )
 
 
-def jobs(app: App) -> list[Job]:
-    """Full reconcile at start-up (and hourly); git-diff incremental updates every 5 minutes."""
-    if live(app.deps) is None:
-        return []
-    return [
-        Job("code_reconcile", "xihe.agent.code.feature:reconcile_job", 3600, run_at_start=True),
-        Job("code_incremental", "xihe.agent.code.feature:incremental_job", 300),
-    ]
+FEATURE = Feature("code", Section("code.yaml", "code", CodeConfig), install)
 
 
-def reconcile_job(app: App) -> None:
+def reconcile_job(app: Runtime) -> None:
     """Compare every file's hash with the index (builds a missing index)."""
     indexes = live(app.deps)
     if indexes is not None:
@@ -309,17 +311,15 @@ def reconcile_job(app: App) -> None:
             log.info("code index %s: %s, %d changed", report.repo, report.mode, len(report.files_changed))
 
 
-def incremental_job(app: App) -> None:
+def incremental_job(app: Runtime) -> None:
     """Re-index files changed since the indexed commit (git diff)."""
     indexes = live(app.deps)
     if indexes is not None:
         indexes.refresh_all()
 
 
-def routes(app: App) -> list[BaseRoute]:
+def routes(app: Runtime) -> list[BaseRoute]:
     """POST /hooks/git."""
-    if live(app.deps) is None:
-        return []
 
     async def hook(request: Request) -> Response:
         return await git_hook(app, request)
@@ -327,7 +327,7 @@ def routes(app: App) -> list[BaseRoute]:
     return [Route("/hooks/git", hook, methods=["POST"])]
 
 
-async def git_hook(app: App, request: Request) -> Response:
+async def git_hook(app: Runtime, request: Request) -> Response:
     """Verify a GitLab/GitHub push or merge webhook and re-index what it touched."""
     deps = app.deps
     indexes = live(deps)

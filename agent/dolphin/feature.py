@@ -8,7 +8,7 @@ Active when config/dolphin.yaml exists and the credentials it names are set. The
       /run order_sync 2026-12-01..2026-12-03    /status 101    /rerun 101    /stop 101
 - jobs: `ds_poll` polls the claimed watch rows (`run_poll_cycle` over the SQL store), posts
   progress (throttled) and the final state to the conversation that started the run, and hands
-  FailureEvents to `services["alerts"]` when the alert pipeline is installed; `ds_catalog_sync`
+  FailureEvents to `deps.alerts` when the alert pipeline is installed; `ds_catalog_sync`
   refreshes name → code and release state.
 
 Delivery is at most once per outcome: the watch row is saved (lease released) before the
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from xihe.agent.commands import Command
 from xihe.agent.errors import ConfigError, TaskStateError
-from xihe.agent.feature import Job
+from xihe.agent.deps import Services
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Catalog, Lang, lang_for, say
 from xihe.agent.session import reply_lang
@@ -39,15 +40,12 @@ from xihe.tools.dolphin.messages import (
     progress_text,
 )
 from xihe.tools.dolphin.poll import run_poll_cycle
+from xihe.tools.dolphin.service import DolphinService, build_service, service_of
 from xihe.tools.dolphin.watch import AuthFailed, Finished, NotFound, PollResult, Progress, Watch
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
-    from xihe.agent.deps import Deps
     from xihe.agent.gate import Who
-    from xihe.agent.registry import ToolSpec
     from xihe.agent.session import Inbound, Session
-    from xihe.tools.dolphin.service import DolphinService
     from xihe.tools.dolphin.store import SqlWatchStore
 
 log = logging.getLogger("xihe.dolphin")
@@ -68,54 +66,35 @@ HELP = [
 ]  # fmt: skip
 
 
-def _config(deps: Deps) -> DolphinConfig | None:
-    """The dolphin section when it is configured and its credentials are present."""
-    cfg: DolphinConfig | None = deps.settings.section("dolphin")
+def install(ctx: Context) -> Installed:
+    """When dolphin.yaml is configured and its credentials are set: the service, the tools, the
+    commands and their help lines, the poll and name-sync jobs. Without credentials it is off, which
+    /readyz shows as a warning."""
+    cfg: DolphinConfig | None = ctx.settings.section("dolphin")
     if cfg is None:
-        return None
+        return Installed()
     try:
         credentials(cfg)
     except ConfigError as exc:
-        warnings = deps.services.setdefault("feature_warnings", {})
-        if "dolphinscheduler" not in warnings:  # tools() and install() both ask: say it once
+        if not ctx.offline:
             log.warning("DolphinScheduler is configured but disabled: %s", exc)
-        warnings["dolphinscheduler"] = str(exc)
-        return None
-    return cfg
-
-
-def tools(deps: Deps) -> list[ToolSpec]:
-    """The DS tools, when dolphin.yaml is configured."""
-    if _config(deps) is None:
-        return []
+        return Installed(warnings={"dolphinscheduler": str(exc)})
     from xihe.tools.dolphin.tools import SPECS
 
-    return list(SPECS)
+    if ctx.offline:
+        return Installed(tools=list(SPECS))
+    svc = build_service(ctx.deps, cfg)
+    tick = max(1.0, min(cfg.poll.interval_seconds / 3, 15.0))
+    return Installed(
+        tools=list(SPECS),
+        services=Services(dolphin=svc),
+        commands={"run": _run, "status": _status, "rerun": _rerun, "stop": _stop},
+        help=list(HELP),
+        jobs=[Job("ds_poll", poll_watches, tick), Job("ds_catalog_sync", sync_names, 600)],
+    )
 
 
-def install(app: App) -> None:
-    """The service, the commands and their help lines."""
-    cfg = _config(app.deps)
-    if cfg is None:
-        return
-    from xihe.tools.dolphin.service import build_service
-
-    app.deps.services["dolphin"] = build_service(app.deps, cfg)
-    session = app.session
-    session.commands.update({"run": _run, "status": _status, "rerun": _rerun, "stop": _stop})
-    session.help_lines.extend(HELP)
-
-
-def jobs(app: App) -> list[Job]:
-    """Poll watched runs; keep the name catalog fresh."""
-    svc = app.deps.services.get("dolphin")
-    if svc is None:
-        return []
-    tick = max(1.0, min(svc.config.poll.interval_seconds / 3, 15.0))
-    return [
-        Job("ds_poll", "xihe.agent.dolphin.feature:poll_watches", tick),
-        Job("ds_catalog_sync", "xihe.agent.dolphin.feature:sync_names", 600),
-    ]
+FEATURE = Feature("dolphin", Section("dolphin.yaml", "dolphin", DolphinConfig), install)
 
 
 # ---- commands --------------------------------------------------------------------------------
@@ -160,7 +139,7 @@ _stop = _instance_command("stop_run", "stop")
 # ---- jobs ------------------------------------------------------------------------------------
 
 
-def _lang(app: App, w: Watch) -> Lang:
+def _lang(app: Runtime, w: Watch) -> Lang:
     """The language of the conversation a watched run reports to (that of the task that started it)."""
     tasks = app.deps.tasks
     try:
@@ -172,14 +151,14 @@ def _lang(app: App, w: Watch) -> Lang:
     )
 
 
-def _hand_to_alerts(app: App, events: list[FailureEvent]) -> None:
+def _hand_to_alerts(app: Runtime, events: list[FailureEvent]) -> None:
     """Failures go to the alert pipeline (AlertService.feed takes one poll's batch)."""
-    alerts = app.deps.services.get("alerts")
+    alerts = app.deps.alerts
     if alerts is not None and events:
         alerts.feed(events)
 
 
-def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) -> None:
+def deliver(app: Runtime, svc: DolphinService, result: PollResult, now: datetime) -> None:
     """Post outcomes to their conversations and failures to the alert pipeline; one failure never blocks the rest."""
     for outcome in result.outcomes:
         conversation = outcome.watch.conversation
@@ -212,7 +191,7 @@ def deliver(app: App, svc: DolphinService, result: PollResult, now: datetime) ->
 
 
 def _link_run(
-    app: App, outcome: Progress | Finished | NotFound | AuthFailed, now: datetime, lang: Lang
+    app: Runtime, outcome: Progress | Finished | NotFound | AuthFailed, now: datetime, lang: Lang
 ) -> None:
     """The task learns its runs as soon as they are seen (3.1/3.2 create them late), and how they ended."""
     if not isinstance(outcome, Progress | Finished) or not outcome.watch.task_id.isdigit():
@@ -228,7 +207,7 @@ def _link_run(
         app.deps.tasks.set_outcome(task_id, f"run {bad[-1] if bad else outcome.state}"[:40], now)
 
 
-def _mark_not_run(app: App, w: Watch, now: datetime) -> None:
+def _mark_not_run(app: Runtime, w: Watch, now: datetime) -> None:
     """The task that asked for a run DS never made did not get what it asked for: it is not `done`."""
     try:
         app.deps.tasks.update(
@@ -265,9 +244,9 @@ class _Batched:
         return self.store.active()
 
 
-def poll_watches(app: App) -> PollResult | None:
+def poll_watches(app: Runtime) -> PollResult | None:
     """The `ds_poll` job: claim due watches, poll them with few requests, save, then report."""
-    svc: DolphinService | None = app.deps.services.get("dolphin")
+    svc = service_of(app.deps)
     if svc is None:
         return None
     now = app.deps.clock()
@@ -282,11 +261,11 @@ def poll_watches(app: App) -> PollResult | None:
     return result
 
 
-def sync_names(app: App) -> int:
+def sync_names(app: Runtime) -> int:
     """The `ds_catalog_sync` job: refresh name → code and release state; returns the entry count."""
     from xihe.tools.dolphin.service import sync
 
-    svc: DolphinService | None = app.deps.services.get("dolphin")
+    svc = service_of(app.deps)
     if svc is None:
         return 0
     return len(sync(svc, app.deps.clock()))

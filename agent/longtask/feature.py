@@ -1,4 +1,4 @@
-"""Long tasks that keep their goal (seed 002): plans with checked evidence, memory, budget, recovery.
+"""Long tasks that keep their goal: plans with checked evidence, memory, budget, recovery.
 
 Active when `config/longtask.yaml` exists. It adds
 
@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from xihe.agent.budget import counter_for
 from xihe.agent.context import PRIORITY, Block
+from xihe.agent.feature import Context, Feature, Installed, Section
 from xihe.agent.help import HelpEntry
-from xihe.agent.loop import ContextBudget
+from xihe.agent.loop import ContextBudget, Hooks
 from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
 from xihe.agent.tasks import Task
@@ -30,7 +31,6 @@ from xihe.tools.longtask.memory import MemoryStore
 from xihe.tools.longtask.plans import OPEN, PlanStore, active_plan, open_count, render
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
     from xihe.agent.commands import Command
     from xihe.agent.deps import Deps
     from xihe.agent.gate import Who
@@ -49,28 +49,23 @@ def config(deps: Deps) -> LongTaskConfig | None:
     return cfg if isinstance(cfg, LongTaskConfig) else None
 
 
-def tools(deps: Deps) -> list[ToolSpec]:
-    """The plan and memory tools (none when the feature is off)."""
-    cfg = config(deps)
-    if cfg is None:
-        return []
-    return [
-        *plan_tools.specs(PlanStore(deps.engine), cfg.plan.claim_lease_seconds),
-        *memory_tools.specs(
-            MemoryStore(deps.engine), cfg.memory.fact_tools, deps.settings.core.loop.history_tasks
-        ),
-    ]
-
-
 class LongTasks:
     """The feature's state for one app: stores and config, and the hooks it gives the loop."""
 
-    def __init__(self, app: App, cfg: LongTaskConfig) -> None:
-        self.app = app
-        self.deps = app.deps
+    def __init__(self, deps: Deps, cfg: LongTaskConfig) -> None:
+        self.deps = deps
         self.cfg = cfg
-        self.plans = PlanStore(app.deps.engine)
-        self.memory = MemoryStore(app.deps.engine)
+        self.plans = PlanStore(deps.engine)
+        self.memory = MemoryStore(deps.engine)
+
+    def tools(self) -> list[ToolSpec]:
+        """The plan and memory tools."""
+        return [
+            *plan_tools.specs(self.plans, self.cfg.plan.claim_lease_seconds),
+            *memory_tools.specs(
+                self.memory, self.cfg.memory.fact_tools, self.deps.settings.core.loop.history_tasks
+            ),
+        ]
 
     # ---- context blocks
     def plan_block(self, task: Task) -> Block | None:
@@ -212,33 +207,44 @@ class PlanClaims:
         return f"{reply}\n\n_Note: this answer claims more than the plan shows. {note}_"
 
 
-def install(app: App) -> None:
-    """Wire the hooks, budget, recovery and commands (nothing when longtask.yaml is absent)."""
-    cfg = config(app.deps)
+def install(ctx: Context) -> Installed:
+    """Tools, context providers, budget, recovery, reminder, reply check and commands (nothing when
+    longtask.yaml is absent)."""
+    cfg = config(ctx.deps)
     if cfg is None:
-        return
-    lt = LongTasks(app, cfg)
-    agent = app.agent
-    model = agent.llm.cfg.model if agent.llm is not None else app.settings.core.llm.model
-    ctx = cfg.context
-    agent.context_budget = ContextBudget(
-        counter=counter_for(model, ctx.encoding, ctx.encodings_dir),
-        total_tokens=ctx.budget_tokens,
-        reply_tokens=ctx.reply_tokens,
-        summary_tokens=ctx.summary_tokens,
-        emergency_shrink=ctx.emergency_shrink,
-    )
+        return Installed()
+    lt = LongTasks(ctx.deps, cfg)
+    if ctx.offline:
+        return Installed(tools=lt.tools())
+    c = cfg.context
     rec = cfg.recovery
-    agent.recovery = RetryPolicy(rec.attempts, rec.call_limit_seconds, rec.max_wait_seconds)
-    agent.retry_budget = rec.retry_budget
-    agent.context_providers += [lt.plan_block, lt.corrections_block, lt.facts_block]
-    agent.reminders.append(lt.remind)
-    agent.stop_notes.append(lt.stop_note)
-    agent.reply_checks.append(PlanClaims(lt))
-    session = app.session
-    session.commands["plan"] = lambda s, who, msg, cmd: _plan_command(lt, who, msg, cmd)
-    session.commands["memory"] = lambda s, who, msg, cmd: _memory_command(lt, who, cmd)
-    session.help_lines.extend(HELP)
+    hooks = Hooks(
+        reply_checks=(PlanClaims(lt),),
+        context_providers=(lt.plan_block, lt.corrections_block, lt.facts_block),
+        reminders=(lt.remind,),
+        stop_notes=(lt.stop_note,),
+        context_budget=ContextBudget(
+            counter=counter_for(ctx.model, c.encoding, c.encodings_dir),
+            total_tokens=c.budget_tokens,
+            reply_tokens=c.reply_tokens,
+            summary_tokens=c.summary_tokens,
+            emergency_shrink=c.emergency_shrink,
+        ),
+        recovery=RetryPolicy(rec.attempts, rec.call_limit_seconds, rec.max_wait_seconds),
+        retry_budget=rec.retry_budget,
+    )
+    return Installed(
+        tools=lt.tools(),
+        commands={
+            "plan": lambda s, who, msg, cmd: _plan_command(lt, who, msg, cmd),
+            "memory": lambda s, who, msg, cmd: _memory_command(lt, who, cmd),
+        },
+        help=list(HELP),
+        hooks=hooks,
+    )
+
+
+FEATURE = Feature("longtask", Section("longtask.yaml", "longtask", LongTaskConfig), install)
 
 
 def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command) -> str:

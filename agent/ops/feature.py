@@ -19,30 +19,25 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Engine, Table, and_, delete, not_, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.errors import ConfigError
-from xihe.agent.feature import Job
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.redact import Redactor
 from xihe.agent.schema import artifact, audit_event, metadata, task, wecom_inbox, wecom_stream
 from xihe.agent.tasks import FINISHED
-from xihe.config.load import Settings, load_dir
+from xihe.config.load import Settings, secrets_of
 from xihe.config.ops import OpsConfig
-
-if TYPE_CHECKING:
-    from xihe.agent.app import App
 
 log = logging.getLogger("xihe.ops")
 
-RELOAD_STATE = "config_reload"
-RELOAD_ERROR = "config_reload_error"  # read by /readyz
 
 
-def ops_config(app: App) -> OpsConfig:
+def ops_config(app: Runtime | Context) -> OpsConfig:
     """ops.yaml, or its defaults when the file is absent."""
     cfg = app.settings.section("ops")
     return cfg if isinstance(cfg, OpsConfig) else OpsConfig.model_validate({})
@@ -87,7 +82,7 @@ class JsonFormatter(logging.Formatter):
         return self.redactor.text(str(value))
 
 
-def configure_logging(app: App) -> None:
+def configure_logging(app: Runtime) -> None:
     """JSON (or text) logs for the root and uvicorn handlers, each with the redactor."""
     from xihe.agent.redact import RedactingFilter
 
@@ -106,7 +101,7 @@ def configure_logging(app: App) -> None:
                 handler.setFormatter(JsonFormatter(app.deps.redactor))
 
 
-def startup(app: App) -> None:
+def startup(app: Runtime) -> None:
     """Server lifespan start."""
     configure_logging(app)
 
@@ -127,7 +122,7 @@ def _delete_batches(engine: Engine, table: Table, where: Any, batch: int) -> int
             return total
 
 
-def prune(app: App, now: datetime | None = None) -> dict[str, int]:
+def prune(app: Runtime, now: datetime | None = None) -> dict[str, int]:
     """Delete rows older than the configured ages; the count per table."""
     cfg = ops_config(app).retention
     deps = app.deps
@@ -175,7 +170,7 @@ def prune(app: App, now: datetime | None = None) -> dict[str, int]:
     return counts
 
 
-def retention(app: App) -> None:
+def retention(app: Runtime) -> None:
     """Job: prune old rows."""
     if ops_config(app).retention.enabled:
         prune(app)
@@ -217,32 +212,27 @@ def _needs_restart(old: Settings, new: Settings) -> list[str]:
     return notes
 
 
-def reload_config(app: App) -> str:
+def reload_config(app: Runtime) -> str:
     """Re-read the config directory if it changed: 'unchanged', 'applied' or 'refused'."""
-    from xihe.agent.app import secrets_of
-    from xihe.agent.toolset import check_tools
-
     deps = app.deps
-    state: ReloadState = deps.services.setdefault(
-        RELOAD_STATE, ReloadState(fingerprint(app.settings.directory))
-    )
+    state = app.state("ops")
+    assert isinstance(state, ReloadState), "the ops feature is installed in every app"
     current = fingerprint(app.settings.directory)
     if current == state.applied and state.refused:
         # the files are back to what is running: nothing to apply, nothing wrong any more
         state.refused = ""
-        deps.services[RELOAD_ERROR] = None
+        deps.reload_error = None
     if current in (state.applied, state.refused):
         return "unchanged"
     now = deps.clock()
     try:
-        new = load_dir(app.settings.directory)
-        check_tools(new)
+        new = app.load_checked(app.settings.directory)
     except Exception as exc:  # any failure keeps the last good config and is reported, not only ConfigError
         reason = deps.redactor.text(
             str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
         )
         state.refused = current
-        deps.services[RELOAD_ERROR] = reason
+        deps.reload_error = reason
         log.error(
             "config reload refused; the last good config keeps running: %s",
             reason,
@@ -258,7 +248,7 @@ def reload_config(app: App) -> str:
     app.settings = new
     deps.settings = new
     state.applied, state.refused = current, ""
-    deps.services[RELOAD_ERROR] = None
+    deps.reload_error = None
     note = f"restart needed for: {', '.join(restart)}" if restart else None
     log.info("config reloaded", extra={"restart_needed": restart})
     deps.audit.record(AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reloaded", reason=note))
@@ -268,19 +258,16 @@ def reload_config(app: App) -> str:
 # ---- the feature interface -------------------------------------------------------------------------
 
 
-def install(app: App) -> None:
-    """Remember the fingerprint of the config as loaded, so the first reload only acts on changes."""
-    app.deps.services[RELOAD_STATE] = ReloadState(fingerprint(app.settings.directory))
-
-
-def jobs(app: App) -> list[Job]:
-    """Retention and config reload."""
-    cfg = ops_config(app)
-    out = []
+def install(ctx: Context) -> Installed:
+    """Logging at start-up, retention and config reload; the fingerprint of the config as loaded, so
+    the first reload only acts on changes."""
+    cfg = ops_config(ctx)
+    jobs = []
     if cfg.retention.enabled:
-        out.append(Job("retention", "xihe.agent.ops.feature:retention", cfg.retention.interval_minutes * 60))
+        jobs.append(Job("retention", retention, cfg.retention.interval_minutes * 60))
     if cfg.config_reload.enabled:
-        out.append(
-            Job("config_reload", "xihe.agent.ops.feature:reload_config", cfg.config_reload.interval_seconds)
-        )
-    return out
+        jobs.append(Job("config_reload", reload_config, cfg.config_reload.interval_seconds))
+    return Installed(jobs=jobs, startup=[startup], state=ReloadState(fingerprint(ctx.settings.directory)))
+
+
+FEATURE = Feature("ops", Section("ops.yaml", "ops", OpsConfig), install)

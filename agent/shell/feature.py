@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xihe.agent.audit import AuditEvent
+from xihe.agent.deps import Services
 from xihe.agent.errors import ConfigError, OutcomeUnknown, ToolError
-from xihe.agent.feature import Job
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.gate import Scope, Who
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import say
@@ -48,14 +49,12 @@ from xihe.tools.shell.tool import (
 from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
     from xihe.agent.commands import Command
     from xihe.agent.deps import Deps
     from xihe.agent.session import Inbound, Session
 
 log = logging.getLogger("xihe.shell")
 TOOL = "run_shell_command"
-SERVICE = "shell"
 
 
 def _digest(path: Path) -> str:
@@ -247,56 +246,41 @@ class ShellService:
 
 def service(deps: Deps) -> ShellService | None:
     """The shell service of this process, or None when shell.yaml is absent."""
-    svc = deps.services.get(SERVICE)
-    return svc if isinstance(svc, ShellService) else None
+    return deps.shell if isinstance(deps.shell, ShellService) else None
 
 
 # ---- feature interface ----------------------------------------------------------------------------
-def tools(deps: Deps) -> list[ToolSpec]:
-    """`run_shell_command` when shell.yaml exists."""
-    if deps.settings.section("shell") is None:
-        return []
-    svc = ShellService(deps, Path(deps.settings.directory) / "shell.yaml")
-    deps.services[SERVICE] = svc
-    return [svc.spec()]
+SH_HELP = HelpEntry("/sh COMMAND LINE", "run one whitelisted command (no shell)", "/sh git log -n 5 -- agent",
+                    "执行一条白名单命令（没有 shell）", needs="tool", tool="run_shell_command",
+                    detail="The line must match exactly one entry of shell.yaml; see `xihe shell list`.",
+                    detail_zh="这一行必须恰好匹配 shell.yaml 里的一个条目；见 `xihe shell list`。")  # fmt: skip
 
 
-def install(app: App) -> None:
-    """`/sh`, its help line, and the sandbox status under /help."""
-    svc = service(app.deps)
-    if svc is None:
-        return
-    session = app.session
-    session.commands["sh"] = _sh
-    session.private_commands.add("sh")
-    session.help_lines.append(
-        HelpEntry("/sh COMMAND LINE", "run one whitelisted command (no shell)", "/sh git log -n 5 -- agent",
-                  "执行一条白名单命令（没有 shell）", needs="tool", tool="run_shell_command",
-                  detail="The line must match exactly one entry of shell.yaml; see `xihe shell list`.",
-                  detail_zh="这一行必须恰好匹配 shell.yaml 里的一个条目；见 `xihe shell list`。")
-    )  # fmt: skip
-    previous = session.commands["help"]
-
-    def help_with_sandbox(s: Session, who: Who, msg: Inbound, cmd: Command) -> str:
-        return previous(s, who, msg, cmd) + "\n\n" + svc.status_line()
-
-    session.commands["help"] = help_with_sandbox
+def install(ctx: Context) -> Installed:
+    """When shell.yaml exists: `run_shell_command`, `/sh` and its help line, the sandbox status under
+    /help, and the hot reload of shell.yaml."""
+    if ctx.settings.section("shell") is None:
+        return Installed()
+    svc = ShellService(ctx.deps, Path(ctx.settings.directory) / "shell.yaml")
+    return Installed(
+        tools=[svc.spec()],
+        services=Services(shell=svc),
+        commands={"sh": _sh},
+        private_commands={"sh"},
+        help=[SH_HELP],
+        status_lines=[svc.status_line],
+        jobs=[Job("shell_reload", reload_job, 15)],
+    )
 
 
-def jobs(app: App) -> list[Job]:
-    """Hot reload of shell.yaml."""
-    if service(app.deps) is None:
-        return []
-    return [Job("shell_reload", "xihe.agent.shell.feature:reload_job", 15)]
+FEATURE = Feature("shell", Section("shell.yaml", "shell", ShellConfig), install)
 
 
-def reload_job(app: App) -> None:
+def reload_job(app: Runtime) -> None:
     """Take a changed, valid shell.yaml (a bad one keeps the last good version) and re-register the tool."""
     svc = service(app.deps)
-    if svc is None or not svc.reload():
-        return
-    if TOOL in app.registry.specs:
-        app.registry.specs[TOOL] = svc.spec()
+    if svc is not None and svc.reload():
+        app.registry.replace(svc.spec())
 
 
 def _sh(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:

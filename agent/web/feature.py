@@ -1,17 +1,23 @@
-"""Feature: the web pages under /ui, served by `xihe serve` (see agent/ui)."""
+"""Feature: the web pages under /ui, served by `xihe serve` (see agent/web/ui)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from starlette.routing import BaseRoute
 
-if TYPE_CHECKING:
-    from xihe.agent.app import App
+from xihe.agent.feature import Context, Feature, Installed, Runtime, Section
+from xihe.config.ui import UiConfig
 
 
-def routes(app: App) -> list[BaseRoute]:
+def routes(app: Runtime) -> list[BaseRoute]:
     """Login, tasks, audit, alerts and pending confirmations (none when ui.yaml says enabled: false)."""
     from xihe.agent.web.ui.router import routes as ui_routes
 
     return ui_routes(app)
+
+
+def install(ctx: Context) -> Installed:
+    """The pages are routes only."""
+    return Installed(routes=[routes])
+
+
+FEATURE = Feature("web", Section("ui.yaml", "ui", UiConfig), install)

@@ -16,15 +16,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from xihe.agent import scheduler
-from xihe.agent.feature import modules as feature_modules
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
+    from xihe.agent.feature import Runtime
 
 log = logging.getLogger("xihe.server")
 
 
-def core_routes(app: App) -> list[BaseRoute]:
+def core_routes(app: Runtime) -> list[BaseRoute]:
     """/healthz (process up), /readyz (store reachable, config valid), /metrics (Prometheus)."""
 
     async def healthz(request: Request) -> Response:
@@ -37,13 +36,13 @@ def core_routes(app: App) -> list[BaseRoute]:
                 conn.execute(text("SELECT 1"))
         except Exception as exc:
             problems.append(f"store unreachable: {type(exc).__name__}")
-        for feature, reason in sorted(app.deps.services.get("feature_problems", {}).items()):
+        for feature, reason in sorted(app.installed.problems.items()):
             problems.append(f"{feature}: {reason}")
-        reload_error = app.deps.services.get("config_reload_error")
+        reload_error = app.deps.reload_error
         if reload_error:  # the files on disk are not what runs: a deploy must not count this replica ready
             problems.append(f"config reload refused: {reload_error}")
         body = {"ready": not problems, "problems": problems, "config_reload_error": reload_error}
-        warnings = app.deps.services.get("feature_warnings")
+        warnings = app.installed.warnings
         if warnings:  # configured features that are off; the replica still serves everything else
             body["warnings"] = [f"{feature}: {reason}" for feature, reason in sorted(warnings.items())]
         return JSONResponse(body, status_code=200 if not problems else 503)
@@ -54,20 +53,16 @@ def core_routes(app: App) -> list[BaseRoute]:
     return [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
 
 
-def create_server(app: App, *, with_scheduler: bool = True) -> Starlette:
+def create_server(app: Runtime, *, with_scheduler: bool = True) -> Starlette:
     """The ASGI application of one replica."""
     routes = core_routes(app)
-    for feature in feature_modules():
-        if hasattr(feature, "routes"):
-            routes.extend(feature.routes(app))
-
-    features = feature_modules()
+    for make_routes in app.installed.routes:
+        routes.extend(make_routes(app))
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        for feature in features:
-            if hasattr(feature, "startup"):
-                feature.startup(app)
+        for start in app.installed.startup:
+            start(app)
         sched = scheduler.start(app) if with_scheduler else None
         log.info("xihe serving as %s", app.deps.holder, extra={"holder": app.deps.holder})
         try:
@@ -75,9 +70,8 @@ def create_server(app: App, *, with_scheduler: bool = True) -> Starlette:
         finally:
             # stop taking work (channels hand queued messages over), let running jobs finish, then
             # give up the leases of whatever is still in flight so another replica continues at once
-            for feature in reversed(features):
-                if hasattr(feature, "shutdown"):
-                    await run_in_threadpool(feature.shutdown, app)
+            for stop in reversed(app.installed.shutdown):
+                await run_in_threadpool(stop, app)
             if sched is not None:
                 await run_in_threadpool(sched.shutdown, True)
             released = scheduler.release_leases(app)

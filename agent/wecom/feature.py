@@ -26,16 +26,18 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
-from xihe.agent.deps import Progress
+from xihe.agent.deps import Deps, Notify, Progress
 from xihe.agent.errors import ConfigErrors, WeComError
-from xihe.agent.feature import Job
-from xihe.agent.session import Inbound
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.loop import Hooks
+from xihe.agent.session import Inbound, Session
 from xihe.config.wecom import AibotSettings, WeComConfig, WeComSettings, resolve_settings
 from xihe.integrations.wecom.aibot import ResponseUrlClient
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
@@ -45,7 +47,6 @@ from xihe.integrations.wecom.routes import wecom_routes
 from xihe.integrations.wecom.store import SqlMsgIdStore, SqlStreamRegistry
 
 if TYPE_CHECKING:
-    from xihe.agent.app import App
     from xihe.agent.tasks import Task
 
 log = logging.getLogger("xihe.wecom")
@@ -53,8 +54,6 @@ log = logging.getLogger("xihe.wecom")
 APP_PREFIX = "wecom:app:"
 AIBOT_PREFIX = "wecom:aibot:"
 RESPONSE_URL_TTL = timedelta(hours=1)  # WeCom: a response_url may be used once within an hour
-SERVICE = "wecom_gateway"
-LONGCONN_SERVICE = "wecom_longconn"
 
 
 class ProgressThrottle:
@@ -84,9 +83,10 @@ class ProgressThrottle:
 class Gateway:
     """The WeCom channel of one replica: inbox, worker pool, app client, streams and senders."""
 
-    def __init__(self, app: App, settings: WeComSettings, cfg: WeComConfig) -> None:
-        deps = app.deps
-        self.app = app
+    def __init__(
+        self, deps: Deps, session: Callable[[], Session], settings: WeComSettings, cfg: WeComConfig
+    ) -> None:
+        self.session = session  # the bot's Session (built after the features are installed)
         self.deps = deps
         self.settings = settings
         self.cfg = cfg
@@ -195,7 +195,7 @@ class Gateway:
                     reply = "I can only read text messages. Try /help."
                 else:
                     try:
-                        reply = self.app.session.handle(
+                        reply = self.session().handle(
                             Inbound(
                                 user=message.user,
                                 conversation=message.conversation,
@@ -326,37 +326,63 @@ class Gateway:
 # ---- the feature interface -----------------------------------------------------------------------
 
 
-def install(app: App) -> None:
-    """Build the gateway when wecom.yaml exists; missing secrets leave the channel off and /readyz not ready."""
-    cfg = app.settings.section("wecom")
-    if cfg is None:
-        return
+@dataclass
+class WeCom:
+    """The channel of one app: the gateway, and the long connection in websocket mode."""
+
+    gateway: Gateway
+    conn: LongConnection | None = None
+
+
+def channel(app: Runtime) -> WeCom | None:
+    """This app's WeCom channel, or None when it is off."""
+    found = app.state("wecom")
+    return found if isinstance(found, WeCom) else None
+
+
+def install(ctx: Context) -> Installed:
+    """The gateway when wecom.yaml exists; missing secrets leave the channel off and /readyz not ready."""
+    cfg = ctx.settings.section("wecom")
+    if cfg is None or ctx.offline:
+        return Installed()
+    deps = ctx.deps
     try:
-        settings = resolve_settings(cfg, os.environ, str(app.settings.directory / "wecom.yaml"))
+        settings = resolve_settings(cfg, os.environ, str(ctx.settings.directory / "wecom.yaml"))
     except ConfigErrors as exc:
         # the channel cannot work without its secrets: say so loudly, keep everything else serving,
         # and report not-ready (/readyz) so a load balancer sends WeCom's callbacks elsewhere
-        app.deps.services.setdefault("feature_problems", {})["wecom"] = str(exc).replace("\n", "; ")
         log.error("WeCom is configured but cannot start: %s", exc)
-        return
+        return Installed(problems={"wecom": str(exc).replace("\n", "; ")})
     for secret in (settings.token, settings.aes_key, settings.secret):
-        app.deps.redactor.add(secret)
+        deps.redactor.add(secret)
     if settings.aibot is not None:
-        app.deps.redactor.add(settings.aibot.token)
-        app.deps.redactor.add(settings.aibot.aes_key)
-    gateway = Gateway(app, settings, cfg)
-    app.deps.services[SERVICE] = gateway
-    app.deps.senders[APP_PREFIX] = gateway.send_app
-    app.deps.senders[AIBOT_PREFIX] = gateway.send_aibot
-    app.agent.step_listeners.append(gateway.on_step)
+        deps.redactor.add(settings.aibot.token)
+        deps.redactor.add(settings.aibot.aes_key)
+    gateway = Gateway(deps, ctx.session, settings, cfg)
+    wecom = WeCom(gateway)
+    senders: dict[str, Notify] = {APP_PREFIX: gateway.send_app, AIBOT_PREFIX: gateway.send_aibot}
     if settings.aibot is not None and settings.aibot.long_connection is not None:
-        _install_long_connection(app, gateway, settings.aibot)
+        wecom.conn, senders[AIBOT_PREFIX] = _long_connection(deps, gateway, settings.aibot)
+    every = max(1.0, ctx.settings.core.store.lease_seconds / 2)
+    return Installed(
+        senders=senders,
+        hooks=Hooks(step_listeners=(gateway.on_step,)),
+        # reclaim queued messages of dead replicas, at half the lease
+        jobs=[Job("wecom_reclaim", reclaim, every)],
+        routes=[routes],
+        startup=[startup],
+        shutdown=[shutdown],
+        state=wecom,
+    )
 
 
-def _install_long_connection(app: App, gateway: Gateway, bot: AibotSettings) -> None:
-    """AI bot over the long connection: pushed messages enter the same inbox and worker path."""
+FEATURE = Feature("wecom", Section("wecom.yaml", "wecom", WeComConfig), install)
+
+
+def _long_connection(deps: Deps, gateway: Gateway, bot: AibotSettings) -> tuple[LongConnection, Notify]:
+    """AI bot over the long connection: pushed messages enter the same inbox and worker path; returns
+    the connection and the sender of late results."""
     assert bot.long_connection is not None
-    deps = app.deps
     deps.redactor.add(bot.long_connection.secret)
     conn = LongConnection(bot.long_connection, deps.engine, holder=deps.holder, clock=deps.clock)
     streams = PushingStreams(deps.engine, timedelta(seconds=bot.stream_ttl_seconds), conn.deliver)
@@ -385,15 +411,15 @@ def _install_long_connection(app: App, gateway: Gateway, bot: AibotSettings) -> 
         count("sent")
 
     gateway.aibot_fallback = send_late
-    deps.senders[AIBOT_PREFIX] = send_late
-    deps.services[LONGCONN_SERVICE] = conn
+    return conn, send_late
 
 
-def routes(app: App) -> list[BaseRoute]:
+def routes(app: Runtime) -> list[BaseRoute]:
     """/wecom/callback and /wecom/aibot (as configured; none when the channel could not start)."""
-    gateway: Gateway | None = app.deps.services.get(SERVICE)
-    if gateway is None:
+    wecom = channel(app)
+    if wecom is None:
         return []
+    gateway = wecom.gateway
     settings = gateway.settings
     if settings.aibot is not None and not settings.aibot.callbacks:
         settings = dataclasses.replace(settings, aibot=None)  # websocket mode: no /wecom/aibot
@@ -409,33 +435,25 @@ def routes(app: App) -> list[BaseRoute]:
     )
 
 
-def jobs(app: App) -> list[Job]:
-    """Reclaim queued messages of dead replicas, at half the lease."""
-    if SERVICE not in app.deps.services:
-        return []
-    every = max(1.0, app.settings.core.store.lease_seconds / 2)
-    return [Job("wecom_reclaim", "xihe.agent.wecom.feature:reclaim", every)]
-
-
-def reclaim(app: App) -> None:
+def reclaim(app: Runtime) -> None:
     """Job: see Gateway.reclaim."""
-    gateway: Gateway | None = app.deps.services.get(SERVICE)
-    if gateway is not None:
-        gateway.reclaim()
+    wecom = channel(app)
+    if wecom is not None:
+        wecom.gateway.reclaim()
 
 
-def startup(app: App) -> None:
+def startup(app: Runtime) -> None:
     """Server lifespan start: open the AI bot's long connection (in websocket mode)."""
-    conn: LongConnection | None = app.deps.services.get(LONGCONN_SERVICE)
-    if conn is not None:
-        conn.start()
+    wecom = channel(app)
+    if wecom is not None and wecom.conn is not None:
+        wecom.conn.start()
 
 
-def shutdown(app: App) -> None:
+def shutdown(app: Runtime) -> None:
     """Server lifespan end: stop the workers and hand queued messages over, then the connection."""
-    gateway: Gateway | None = app.deps.services.get(SERVICE)
-    if gateway is not None:
-        gateway.stop()
-    conn: LongConnection | None = app.deps.services.get(LONGCONN_SERVICE)
-    if conn is not None:
-        conn.stop()
+    wecom = channel(app)
+    if wecom is None:
+        return
+    wecom.gateway.stop()
+    if wecom.conn is not None:
+        wecom.conn.stop()

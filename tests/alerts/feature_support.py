@@ -107,7 +107,7 @@ def alerts_app(tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, sinks: Sinks)
 
 def svc(app: App) -> AlertService:
     """The alert service of a bot."""
-    service = app.deps.services["alerts"]
+    service = app.deps.alerts
     assert isinstance(service, AlertService)
     return service
 

@@ -4,7 +4,7 @@
 
 It builds the app from CONFIG_DIR on a FakeClock starting at START_ISO and answers `@@ready`.
 Then, for every line `step K ISO` it sets its clock to ISO, feeds the events of step K from
-EVENTS.jsonl (lines `{"step": K, "event": {...}}`) to `services["alerts"]`, runs the alerts_flush
+EVENTS.jsonl (lines `{"step": K, "event": {...}}`) to `deps.alerts`, runs the alerts_flush
 and alerts_deliver jobs the way the scheduler does, and answers `@@done K <job errors so far>`.
 `quit` ends it. Protocol lines start with `@@`; everything else (logs) goes to stderr.
 """
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     clock = FakeClock(datetime.fromisoformat(start))
     app = build_app(Path(config_dir), clock=clock, database_url=db_url, holder=holder)
     jobs = {j.id: j for j in all_jobs(app)}
-    alerts = app.deps.services["alerts"]
+    alerts = app.deps.alerts
     registry = app.deps.metrics.registry
     print("@@ready", flush=True)
     for command in sys.stdin:

@@ -239,7 +239,7 @@ def test_send_wecom_alert_waits_for_confirm_then_lands_in_the_robot_sink(
 
 def test_without_alerts_yaml_nothing_is_installed(make_app: MakeApp) -> None:
     app = make_app(with_llm=False)
-    assert "alerts" not in app.deps.services and "send_wecom_alert" not in app.registry
+    assert app.deps.alerts is None and "send_wecom_alert" not in app.registry
     assert "Unknown command /maint" in app.session.handle(Inbound("dave", "c", "/maint"))
 
 

@@ -79,7 +79,7 @@ class ScanBot:
         return result
 
     def records(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.app.deps.services["alerts"].records.rows()
+        rows: list[dict[str, Any]] = self.app.deps.alerts.records.rows()
         return [r for r in rows if r["kind"] == "decision"]
 
     def requests(self, part: str) -> int:
@@ -210,7 +210,7 @@ def test_the_bots_own_run_is_not_reported_twice_and_stops_are_not_reported(
     assert "Started **broken_sync**" in bot.say("alice", "/confirm")
     long = bot.sim.run_directly("long_sync")
     bot.sim.advance(300)  # broken_sync has failed; the poller has not looked yet
-    bot.app.deps.services["dolphin"].client.stop(ETL, long.id)
+    bot.app.deps.dolphin.client.stop(ETL, long.id)
     bot.sim.advance(30)
     (own,) = bot.sim.instances_of("broken_sync")
     assert own.state == "FAILURE" and bot.sim.instances[long.id].state == "STOP"
@@ -298,8 +298,8 @@ def test_a_claim_left_by_a_dead_replica_lapses(
     bot = scan_bot(sqlite_url, scan={**SCAN_ON, "lease_seconds": 120})
     cron = bot.sim.run_directly("order_sync")
     bot.sim.advance(300)
-    inst = bot.app.deps.services["dolphin"].client.get_instance(ETL, cron.id)
-    scanner = bot.app.deps.services["alerts_scan"]
+    inst = bot.app.deps.dolphin.client.get_instance(ETL, cron.id)
+    scanner = bot.app.state("alerts")
     assert isinstance(scanner, Scanner)
     dead = type(scanner.marks)(bot.app.deps.engine, "dead-replica")
     lease = timedelta(seconds=120)
@@ -312,6 +312,6 @@ def test_a_claim_left_by_a_dead_replica_lapses(
 def test_the_scan_is_off_by_default_and_needs_project_names(scan_bot: ScanBots, sqlite_url: str) -> None:
     bot = scan_bot(sqlite_url)
     assert "alerts_scan" not in {j.id for j in all_jobs(bot.app)}
-    assert "alerts_scan" not in bot.app.deps.services and scan_failed_runs(bot.app) is None
+    assert bot.app.state("alerts") is None and scan_failed_runs(bot.app) is None
     with pytest.raises(ConfigError, match="scan"):
         scan_bot(sqlite_url, scan={"enabled": True})

@@ -75,7 +75,7 @@ class Bot:
         return self.app.session.handle(Inbound(user, conversation or f"cli:{user}", text, "cli"))
 
     def watch(self, key: str) -> Watch | None:
-        svc: Any = self.app.deps.services["dolphin"]
+        svc: Any = self.app.deps.dolphin
         found: Watch | None = svc.watches.get(key)
         return found
 

@@ -88,7 +88,7 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
     llm.add(call("trigger_dolphinscheduler", workflow="坏任务", dates="2026-11-30"), say("started"))
     bot = bot_for("3.2")
     alerts = RecordingAlerts()
-    bot.app.deps.services.setdefault("alerts", alerts)
+    bot.app.deps.alerts = alerts  # the alerts feature is off in this bot
     ask = bot.say("alice", "backfill 坏任务 for 2026-11-30")
     assert "is a write on test" in ask
     assert "backfill business date / 业务日期 2026-11-30 → scheduleTime 2026-11-30" in ask  # offset 0
@@ -123,7 +123,7 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
         f"→ rerun the failed tasks of broken_sync instance {inst.id} for 2026-11-30, now FAILURE" in rerun_ask
     )
     assert "Rerunning the failed tasks of **broken_sync**" in bot.say("alice", "/confirm")
-    keys = [w.key for w in bot.app.deps.services["dolphin"].watches.active()]
+    keys = [w.key for w in bot.app.deps.dolphin.watches.active()]
     assert len(keys) == 1
     bot.poll_until_done(keys[0])
     (success,) = bot.messages("cli:alice", "✅")
@@ -208,7 +208,7 @@ def test_production_workflow_needs_an_approver(bot_for: Callable[..., Bot]) -> N
 def test_stop_a_long_run_reports_stop_without_alert(bot_for: Callable[..., Bot]) -> None:
     bot = bot_for("3.3", with_llm=False)
     alerts = RecordingAlerts()
-    bot.app.deps.services.setdefault("alerts", alerts)
+    bot.app.deps.alerts = alerts  # the alerts feature is off in this bot
     bot.say("alice", "/run long_sync")
     assert "Started **long_sync**" in bot.say("alice", "/confirm")
     (start,) = bot.sim.starts
@@ -257,7 +257,7 @@ def test_failure_reaches_the_wecom_robot_through_the_real_alert_pipeline(
     bot.say("alice", "/confirm")
     bot.poll_until_done("1:tool:1:0")
     (inst,) = bot.sim.instances_of("broken_sync")
-    (record,) = bot.app.deps.services["alerts"].records.rows()
+    (record,) = bot.app.deps.alerts.records.rows()
     # retried and still failed: tier P2, summarised when its window ends
     assert (record["instance_id"], record["task"], record["tier"]) == (inst.id, "load", "P2")
     run_jobs(bot.app)
@@ -276,7 +276,7 @@ def test_jobs_sync_names_and_poll_through_the_scheduler(bot_for: Callable[..., B
     jobs = {j.id: j for j in all_jobs(bot.app)}
     assert {"ds_poll", "ds_catalog_sync"} <= set(jobs)
     run_job(bot.app, jobs["ds_catalog_sync"])
-    names = {e.name for e in bot.app.deps.services["dolphin"].catalog.entries()}
+    names = {e.name for e in bot.app.deps.dolphin.catalog.entries()}
     assert {"order_sync", "legacy_export", "dw_sales"} <= names
     bot.say("alice", "/run long_sync 昨天")
     bot.say("alice", "/confirm")
@@ -298,7 +298,7 @@ def test_a_restarted_bot_reports_the_run_another_process_started(
     second = make_bot(tmp_path / "restarted", first.sim, first.sim.clock, f"sqlite:///{tmp_path / 'xihe.db'}")
     first.sim.advance(60)
     poll_watches(second.app)
-    second.app.deps.services["dolphin"].client.stop(1000000000001, first.sim.instances_of("long_sync")[0].id)
+    second.app.deps.dolphin.client.stop(1000000000001, first.sim.instances_of("long_sync")[0].id)
     second.poll_until_done("1:tool:1:0")
     assert second.messages("cli:alice", "⏹️") and first.messages("cli:alice", "⏹️") == []
 
@@ -310,5 +310,5 @@ def test_without_credentials_the_feature_stays_off(
     assert "trigger_dolphinscheduler" in on.app.registry
     monkeypatch.delenv("XIHE_DS_TOKEN")  # dolphin.yaml names it, but it is not set
     off = make_bot(tmp_path / "off", on.sim, on.sim.clock, f"sqlite:///{tmp_path / 'off.db'}")
-    assert "trigger_dolphinscheduler" not in off.app.registry and "dolphin" not in off.app.deps.services
+    assert "trigger_dolphinscheduler" not in off.app.registry and off.app.deps.dolphin is None
     assert off.say("alice", "/run order_sync 昨天").startswith("Unknown command /run")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_config
+from xihe.agent.app import load_config
 from xihe.agent.errors import ConfigError, ConfigErrors
 from xihe.config.dolphin import credentials, load_dolphin
-from xihe.config.load import load_dir
 from xihe.config.workflows import WorkflowsConfig
 from xihe.integrations.dolphinscheduler.factory import client_from_config
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
@@ -74,7 +74,7 @@ def test_negative_biz_date_offset_names_file_line_and_key(tmp_path: Path) -> Non
         "workflows:\n  - name: a\n    project: etl\n    biz_date_offset: -1\n", encoding="utf-8"
     )
     with pytest.raises(ConfigErrors) as err:
-        load_dir(cfg)
+        load_config(cfg)
     assert (
         "workflows.yaml:4: workflows[name=a].biz_date_offset: Input should be greater than or equal to 0"
         in str(err.value)

@@ -94,7 +94,7 @@ def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
                 sim.advance(15)
                 poll_watches(app)
             (instance,) = sim.instances_of("long_sync")
-            watch = app.deps.services["dolphin"].watches.get("1:tool:1:0")
+            watch = app.deps.dolphin.watches.get("1:tool:1:0")
             assert watch is not None and list(watch.instance_ids) == [instance.id]
             assert len(sim.starts) == 1
             app.deps.engine.dispose()
@@ -160,7 +160,7 @@ def test_kill_before_the_start_reached_ds_is_told_with_the_retry_not_done(
         app = build_app(
             cfg, clock=sim.clock, database_url=db, holder="poller", notify=lambda c, t: sent.append((c, t))
         )
-        watch = app.deps.services["dolphin"].watches.get("1:tool:1:0")
+        watch = app.deps.dolphin.watches.get("1:tool:1:0")
         assert watch is not None
         for _ in range(80):  # past the discovery timeout (one hour)
             sim.advance(60)

@@ -20,7 +20,7 @@ FAILING_RANGE = "2026-11-28..2026-11-30"  # daily_backfill fails on 2026-11-29 (
 
 
 def _active_key(bot: Bot) -> str:
-    (watch,) = bot.app.deps.services["dolphin"].watches.active()
+    (watch,) = bot.app.deps.dolphin.watches.active()
     return str(watch.key)
 
 
@@ -102,7 +102,7 @@ def test_expired_token_tells_the_conversation_once_and_how_to_fix_it(
 
     bot.sim.tokens[bot.sim.token] = bot.sim.clock() + timedelta(days=30)  # renewed in DS
     (inst,) = bot.sim.instances_of("long_sync")
-    bot.app.deps.services["dolphin"].client.stop(1000000000001, inst.id)
+    bot.app.deps.dolphin.client.stop(1000000000001, inst.id)
     bot.poll_until_done("1:tool:1:0")
     assert bot.messages("cli:alice", "⏹️")
     assert len([m for m in bot.messages("cli:alice", "⚠️") if "credentials" in m]) == 1

@@ -51,7 +51,7 @@ def test_a_rerun_to_success_clears_the_failure(bot_for: Callable[..., Bot], llm:
     bot.say("alice", f"/rerun {inst.id}")
     bot.say("alice", "/confirm")
     rerun_task = max(t.id for t in bot.app.deps.tasks.recent(owner="alice"))
-    (key,) = [w.key for w in bot.app.deps.services["dolphin"].watches.active()]
+    (key,) = [w.key for w in bot.app.deps.dolphin.watches.active()]
     bot.poll_until_done(key)
     rerun = bot.app.deps.tasks.get(rerun_task)
     assert rerun.runs == (inst.id,) and rerun.shown_status == "done"  # "run SUCCESS" needs no warning
@@ -90,7 +90,7 @@ def test_rerun_or_stop_of_an_ended_run_says_so_without_asking(
     assert "/confirm" not in stop and bot.app.deps.pending.open_for(user_id="alice") == []
     assert "/confirm" in bot.say("alice", f"/rerun {inst.id}")  # a FAILURE run can be rerun: asks as usual
     bot.say("alice", "/confirm")
-    (key,) = [w.key for w in bot.app.deps.services["dolphin"].watches.active()]
+    (key,) = [w.key for w in bot.app.deps.dolphin.watches.active()]
     bot.poll_until_done(key)
     again = bot.say("alice", f"/rerun {inst.id}")
     assert again == f"Not run: instance {inst.id} already ended SUCCESS; only a FAILURE run can be rerun"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pytest
 import tenacity
@@ -44,6 +45,13 @@ def app(make_lt: Callable[..., App]) -> App:
     return make_lt()
 
 
+@dataclass
+class Dolphin:
+    """What the evidence check reads of the DolphinScheduler service: its client."""
+
+    client: DolphinClient
+
+
 def _ctx(app: App, user: str = "alice") -> ToolContext:
     task = app.deps.tasks.create(kind="chat", owner=user, conversation="c", goal="g", now=app.deps.clock())
     return ToolContext(app.deps, task.id, "tool:9:0", user, "c", app.deps.clock())
@@ -53,9 +61,7 @@ def test_a_dolphin_instance_must_exist_and_be_success(app: App, sim: DolphinSimu
     ctx = _ctx(app)
     with pytest.raises(ToolFailed, match="not configured"):
         check({"kind": "dolphin_instance", "project_code": ETL, "instance_id": 1}, ctx)
-    app.deps.services["dolphin"] = DolphinClient(
-        sim.url, token=sim.token, wait=tenacity.wait_none(), timeout=5
-    )
+    app.deps.dolphin = Dolphin(DolphinClient(sim.url, token=sim.token, wait=tenacity.wait_none(), timeout=5))
     good = sim.run_directly("order_sync")
     bad = sim.run_directly("broken_sync")
     with pytest.raises(ToolFailed, match="RUNNING_EXECUTION, not SUCCESS"):

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from xihe.agent.app import load_config
 from xihe.agent.cli.main import build_parser, cmd_serve
-from xihe.config.load import load_dir
 
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
@@ -64,7 +64,7 @@ def k8s(name: str) -> dict[str, Any]:
 
 def env_names_in(config_dir: Path) -> set[str]:
     """Every environment variable the config names through an *_env key (enabled parts only)."""
-    settings = load_dir(config_dir)
+    settings = load_config(config_dir)
     names = {settings.core.llm.api_key_env}
     wecom = settings.section("wecom")
     if wecom is not None and wecom.enabled:

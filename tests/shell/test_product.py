@@ -209,11 +209,11 @@ def test_hot_reload_keeps_the_last_good_whitelist(shell_app: Callable[..., App],
     path = app.settings.directory / "shell.yaml"
     path.write_text(config_text(workspace).replace("name: ls\n", "name: ls\n    bogus_key: 1\n"))
     reload_job(app)
-    assert "ls" in app.deps.services["shell"].whitelist.entries
+    assert "ls" in app.deps.shell.whitelist.entries
     assert "reload failed" in ask(app, "/help") and "bogus_key" in ask(app, "/help")
     path.write_text(config_text(workspace).replace("name: ls\n", "name: list_dir\n"))
     reload_job(app)
-    entries = app.deps.services["shell"].whitelist.entries
+    entries = app.deps.shell.whitelist.entries
     assert "list_dir" in entries and "ls" not in entries
     assert "list_dir" in json.dumps(app.registry.get("run_shell_command").schema())
     assert "reload failed" not in ask(app, "/help")

@@ -96,7 +96,9 @@ def start_bot(
 
 
 def longconn(app: App) -> LongConnection:
-    conn = app.deps.services[wecom_feature.LONGCONN_SERVICE]
+    wecom = wecom_feature.channel(app)
+    assert wecom is not None
+    conn = wecom.conn
     assert isinstance(conn, LongConnection)
     return conn
 

@@ -1,6 +1,6 @@
 """The DolphinScheduler service of one bot process, and the lookups every DS tool shares.
 
-`DolphinService` lives in `deps.services["dolphin"]` (built by `xihe.agent.dolphin.feature`): the REST
+`DolphinService` is `deps.dolphin` (built by `xihe.agent.dolphin.feature`): the REST
 client for tools and commands, a second client used only by the poll job (its requests are
 counted in `metrics.ds_polls`), the SQL watch and catalog stores and the poll policy.
 
@@ -76,9 +76,16 @@ def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None 
     )
 
 
+def service_of(deps: Deps) -> DolphinService | None:
+    """The configured service, or None when DolphinScheduler is off."""
+    return deps.dolphin if isinstance(deps.dolphin, DolphinService) else None
+
+
 def service(deps: Deps) -> DolphinService:
     """The configured service, or ToolFailed saying DolphinScheduler is not configured."""
-    svc: DolphinService = deps.service("dolphin")
+    svc = service_of(deps)
+    if svc is None:
+        raise ToolFailed("dolphin is not configured on this bot")
     return svc
 
 

@@ -45,15 +45,14 @@ def _dolphin(ev: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     project, instance = ev.get("project_code"), ev.get("instance_id")
     if not project or not instance:
         raise ToolFailed("dolphin_instance evidence needs project_code and instance_id")
-    service = ctx.deps.services.get("dolphin")
-    client = getattr(service, "client", service)
-    if client is None or not hasattr(client, "get_instance"):
+    service = ctx.deps.dolphin
+    if service is None:
         raise ToolFailed(
             "DolphinScheduler is not configured on this bot, so a DS instance cannot be checked; "
             "the item stays open"
         )
     try:
-        inst = client.get_instance(int(project), int(instance))
+        inst = service.client.get_instance(int(project), int(instance))
     except IntegrationError as exc:
         raise ToolFailed(f"DolphinScheduler instance {instance} could not be checked: {exc}") from None
     state = str(getattr(inst, "state", ""))
