@@ -104,7 +104,10 @@ def install(ctx: Context) -> Installed:
         tools=[tool],
         services=Services(
             alerts=AlertService(
-                ctx.deps, cfg, ctx.settings.workflows, production=ctx.settings.access.production_environments()
+                ctx.deps,
+                cfg,
+                ctx.settings.workflows,
+                production=ctx.settings.access.production_environments(),
             )
         ),
         commands={"maint": _maint},

@@ -366,7 +366,7 @@ def _events(
 class Scanner:
     """The scan of one bot process: its own DS client (requests counted), project codes, counters.
 
-    Lives in `deps.services["alerts_scan"]` when `scan.enabled`; the `alerts_scan` job calls `run`.
+    The alerts feature keeps one (its `Installed.state`) when `scan.enabled`; the `alerts_scan` job calls `run`.
     """
 
     def __init__(self, deps: Deps, cfg: Scan, workflows: WorkflowsConfig) -> None:

@@ -1,4 +1,4 @@
-"""The alert pipeline of one bot process, over the shared SQL stores: what `app.deps.services["alerts"]` is.
+"""The alert pipeline of one bot process, over the shared SQL stores: what `deps.alerts` is.
 
     feed(events)          the watcher and the webhook hand over FailureEvents → records (why each went where)
     tick()                the "flush alert windows" job: held messages and ended windows → outbox
