@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from xihe.agent.commands import Command
-from xihe.agent.errors import ConfigError, TaskStateError
 from xihe.agent.deps import Services
+from xihe.agent.errors import ConfigError, TaskStateError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Catalog, Lang, lang_for, say

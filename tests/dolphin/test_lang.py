@@ -20,7 +20,7 @@ def _talk(bot: Bot, llm: ScriptedLLM, conv: str, text: str, answer: str) -> None
 
 
 def _key(bot: Bot) -> str:
-    (key,) = [w.key for w in bot.app.deps.services["dolphin"].watches.active()]
+    (key,) = [w.key for w in bot.app.deps.dolphin.watches.active()]
     return key
 
 
