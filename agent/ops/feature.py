@@ -36,7 +36,6 @@ from xihe.config.ops import OpsConfig
 log = logging.getLogger("xihe.ops")
 
 
-
 def ops_config(app: Runtime | Context) -> OpsConfig:
     """ops.yaml, or its defaults when the file is absent."""
     cfg = app.settings.section("ops")
