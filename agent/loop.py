@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 from xihe.agent.audit import AuditEvent
 from xihe.agent.budget import TokenCounter
 from xihe.agent.canonical import canonical_json, sha256_text
-from xihe.agent.confirm import Pause, Refusal, Release, audit_gate, settle
+from xihe.agent.confirm import CLOSED, Pause, Refusal, Release, audit_gate, settle
 from xihe.agent.context import Block, ContextTooLarge, build, for_api, labelled, trim
 from xihe.agent.deps import Deps
 from xihe.agent.errors import BotError, LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
@@ -155,7 +155,7 @@ class Hooks:
 DENIED: Catalog = {"denied": {"en": "Refused: {reason}.", "zh": "已拒绝：{reason}。"}}
 
 # a call that a person's or the gate's decision kept from running (not a tool that broke)
-REFUSALS = frozenset({"denied", "expired", "cancelled", "rejected", "precondition"})
+REFUSALS = frozenset({"denied", "precondition", *CLOSED})
 
 
 class Agent:

@@ -9,10 +9,7 @@ from xihe.agent.alerts.event import AlertEvent
 from xihe.agent.alerts.maintenance import MaintenanceBook
 from xihe.agent.alerts.model import Reason, Tier
 from xihe.config.workflows import Workflow, WorkflowsConfig
-from xihe.integrations.dolphinscheduler.states import TASK_SUCCEEDED
-
-_STOPS = frozenset({"STOP", "READY_STOP"})
-_PAUSES = frozenset({"PAUSE", "READY_PAUSE"})
+from xihe.integrations.dolphinscheduler.states import PAUSING, STOPPING, TASK_SUCCEEDED
 
 
 def idempotency_key(event: AlertEvent) -> str:
@@ -34,7 +31,7 @@ def _not_final(event: AlertEvent) -> tuple[Reason, str] | None:
                 f"attempt {event.retry_times} of {event.max_retry_times} retries failed",
             )
         return None
-    if state in _STOPS:
+    if state in STOPPING:
         return Reason.USER_STOP, f"{what} {state}"
     if state == "KILL":
         if (
@@ -42,7 +39,7 @@ def _not_final(event: AlertEvent) -> tuple[Reason, str] | None:
         ):  # a stop, or the failure strategy after another task failed: the workflow event decides
             return Reason.KILLED, f"{what} attempt killed"
         return Reason.USER_STOP, f"{what} KILL"
-    if state in _PAUSES:
+    if state in PAUSING:
         return Reason.USER_PAUSE, f"{what} {state}"
     if state == "NEED_FAULT_TOLERANCE":
         return Reason.FAILOVER_PENDING, "worker failover: the task is resubmitted elsewhere"

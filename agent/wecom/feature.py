@@ -1,10 +1,10 @@
 """WeCom chat gateway: callbacks in, answers out, through the one Session every channel uses.
 
-A verified callback is recorded in the shared inbox (durable MsgId de-duplication) and queued for
-a bounded pool of worker threads, so the HTTP answer goes back at once; a worker claims the message
-(exactly one replica does), runs `session.handle` and answers through the app message API
-(markdown, split at 2,048 bytes) or, for the AI bot, the message's stream (response_url as the
-fallback). Late results (another user's /approve, a resumed task, an expired confirmation, a DS
+The Gateway is WeCom's `xihe.agent.channels.Channel`: a verified callback is recorded in the shared
+inbox (durable MsgId de-duplication) and queued for the channel's worker pool, so the HTTP answer
+goes back at once; a worker claims the message (exactly one replica does), runs `session.handle`
+and the Gateway answers through the app message API (markdown, split at 2,048 bytes) or, for the AI
+bot, the message's stream (response_url as the fallback). Late results (another user's /approve, a resumed task, an expired confirmation, a DS
 run that ended) reach the conversation through `deps.senders`; progress notes (`deps.Progress`)
 are throttled per task, final messages never are.
 
@@ -22,22 +22,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import queue
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from datetime import timedelta
 
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
+from xihe.agent.channels import Channel
 from xihe.agent.deps import Deps, Notify, Progress
 from xihe.agent.errors import ConfigErrors, WeComError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.loop import Hooks
-from xihe.agent.session import Inbound, Session
+from xihe.agent.session import Session
 from xihe.config.wecom import AibotSettings, WeComConfig, WeComSettings, resolve_settings
 from xihe.integrations.wecom.aibot import ResponseUrlClient
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
@@ -46,9 +43,6 @@ from xihe.integrations.wecom.longconn import Intake, LongConnection, PushingStre
 from xihe.integrations.wecom.routes import wecom_routes
 from xihe.integrations.wecom.store import SqlMsgIdStore, SqlStreamRegistry
 
-if TYPE_CHECKING:
-    from xihe.agent.tasks import Task
-
 log = logging.getLogger("xihe.wecom")
 
 APP_PREFIX = "wecom:app:"
@@ -56,41 +50,23 @@ AIBOT_PREFIX = "wecom:aibot:"
 RESPONSE_URL_TTL = timedelta(hours=1)  # WeCom: a response_url may be used once within an hour
 
 
-class ProgressThrottle:
-    """At most one progress note per (conversation, task) per `interval`; thread-safe."""
-
-    def __init__(self, interval: float, clock: Callable[[], datetime]) -> None:
-        self.interval = timedelta(seconds=interval)
-        self.clock = clock
-        self._last: dict[tuple[str, int | None], datetime] = {}
-        self._lock = threading.Lock()
-
-    def allow(self, conversation: str, task_id: int | None) -> bool:
-        """True when a note for this task may go now (and records that it went)."""
-        now = self.clock()
-        key = (conversation, task_id)
-        with self._lock:
-            last = self._last.get(key)
-            if last is not None and now - last < self.interval:
-                return False
-            self._last[key] = now
-            if len(self._last) > 10000:  # forget old tasks
-                cutoff = now - max(self.interval * 10, timedelta(minutes=10))
-                self._last = {k: t for k, t in self._last.items() if t >= cutoff}
-            return True
-
-
-class Gateway:
-    """The WeCom channel of one replica: inbox, worker pool, app client, streams and senders."""
+class Gateway(Channel[InboundMessage]):
+    """The WeCom channel of one replica: the shared inbox and workers, app client, streams and senders."""
 
     def __init__(
         self, deps: Deps, session: Callable[[], Session], settings: WeComSettings, cfg: WeComConfig
     ) -> None:
-        self.session = session  # the bot's Session (built after the features are installed)
-        self.deps = deps
+        super().__init__(
+            "wecom",
+            deps,
+            SqlMsgIdStore(deps.engine),
+            lambda inbound: session().handle(inbound),  # the bot's Session is built after the features
+            workers=settings.workers,
+            queue_size=settings.queue_size,
+            progress_interval=settings.progress_interval_seconds,
+        )
         self.settings = settings
         self.cfg = cfg
-        self.inbox = SqlMsgIdStore(deps.engine)
         ttl = settings.aibot.stream_ttl_seconds if settings.aibot else 360
         self.streams = SqlStreamRegistry(deps.engine, timedelta(seconds=ttl))
         self.client: AppClient | None = None
@@ -105,20 +81,8 @@ class Gateway:
             )
         prefix = settings.aibot.response_url_prefix if settings.aibot else ""
         self.responder = ResponseUrlClient(prefix, timeout=settings.http_timeout_seconds) if prefix else None
-        self.throttle = ProgressThrottle(settings.progress_interval_seconds, deps.clock)
-        self.queue: queue.Queue[str] = queue.Queue(maxsize=settings.queue_size)
-        self._threads: list[threading.Thread] = []
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._conv_locks: dict[str, threading.Lock] = {}
-        self.busy = 0  # messages being handled right now in this replica
         # AI-bot answers that found no open stream and no response_url (the long connection sets it)
         self.aibot_fallback: Callable[[str, str], None] | None = None
-
-    @property
-    def lease(self) -> timedelta:
-        """How long a queued message stays ours before another replica may take it."""
-        return timedelta(seconds=self.deps.settings.core.store.lease_seconds)
 
     # ---- intake (runs in the request: must be quick) -------------------------------------------
 
@@ -127,102 +91,15 @@ class Gateway:
         await run_in_threadpool(self.accept, message)
 
     def accept(self, message: InboundMessage) -> None:
-        """Record the message as queued for this replica and wake a worker; never does the work itself."""
-        now = self.deps.clock()
+        """An AI-bot message first binds its stream to the conversation; then it is queued."""
         if message.channel == CHANNEL_AIBOT and message.stream_id:
             self.streams.attach(message.stream_id, message.conversation, message.response_url)
-        self.inbox.enqueue(message, self.deps.holder, now, self.lease)
-        self._offer(message.dedupe_key)
-
-    def _offer(self, key: str) -> None:
-        self.start()
-        try:
-            self.queue.put_nowait(key)
-        except queue.Full:
-            # the message is safe in the inbox; any replica's reclaim job takes it once it has room
-            self.inbox.release_one(key, self.deps.clock())
-            log.warning("wecom queue full; message left in the inbox", extra={"key": key})
-        self.deps.metrics.queue.labels("wecom_memory").set(self.queue.qsize())
+        super().accept(message)
 
     def on_reject(self, path: str, outcome: Rejected) -> None:
         """Count refused callbacks (their reason is already logged by the routes)."""
         channel = CHANNEL_AIBOT if path.endswith("aibot") else CHANNEL_APP
         self.deps.metrics.messages.labels(channel, f"rejected_{outcome.status}").inc()
-
-    # ---- workers -------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start the worker threads once."""
-        with self._lock:
-            if self._threads or self._stopping.is_set():
-                return
-            for i in range(self.settings.workers):
-                t = threading.Thread(target=self._work, name=f"wecom-worker-{i}", daemon=True)
-                t.start()
-                self._threads.append(t)
-
-    def _work(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                key = self.queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if self._stopping.is_set():
-                break  # left queued in the inbox; shutdown hands it to the other replicas
-            try:
-                message = self.inbox.claim(key, self.deps.holder, self.deps.clock())
-                if message is not None:
-                    self.handle(message)
-                    self.inbox.done(key, self.deps.clock())
-            except Exception:
-                log.exception("wecom worker failed", extra={"key": key})
-
-    def _conversation_lock(self, conversation: str) -> threading.Lock:
-        with self._lock:
-            return self._conv_locks.setdefault(conversation, threading.Lock())
-
-    def handle(self, message: InboundMessage) -> None:
-        """Run one message through the session and send the answer (one conversation at a time)."""
-        started = time.monotonic()
-        metrics = self.deps.metrics
-        kind = "command" if message.text.lstrip().startswith("/") else "chat"
-        metrics.messages.labels(message.channel, kind).inc()
-        with self._lock:
-            self.busy += 1
-        try:
-            with self._conversation_lock(message.conversation):
-                if not message.text.strip():
-                    reply = "I can only read text messages. Try /help."
-                else:
-                    try:
-                        reply = self.session().handle(
-                            Inbound(
-                                user=message.user,
-                                conversation=message.conversation,
-                                text=message.text,
-                                channel="wecom",
-                            )
-                        )
-                    except Exception:
-                        log.exception("wecom message failed", extra={"key": message.dedupe_key})
-                        reply = "Sorry, handling your message failed; the error is logged."
-                self.answer(message, reply)
-        finally:
-            with self._lock:
-                self.busy -= 1
-            elapsed = time.monotonic() - started
-            metrics.latency.labels(message.channel).observe(elapsed)
-            recent = self.deps.tasks.recent(conversation=message.conversation, limit=1)
-            log.info(
-                "wecom message handled",
-                extra={
-                    "key": message.dedupe_key,
-                    "user": message.user,
-                    "channel": message.channel,
-                    "task_id": recent[0].id if recent else None,
-                    "seconds": round(elapsed, 3),
-                },
-            )
 
     def answer(self, message: InboundMessage, text: str) -> None:
         """The reply to `message`: app markdown, or the message's stream (response_url when it is gone)."""
@@ -236,15 +113,9 @@ class Gateway:
 
     # ---- senders (late results and progress) ---------------------------------------------------
 
-    def _throttled(self, conversation: str, text: str) -> bool:
-        if isinstance(text, Progress) and not self.throttle.allow(conversation, text.task_id):
-            self.deps.metrics.messages.labels("wecom", "progress_dropped").inc()
-            return True
-        return False
-
     def send_app(self, conversation: str, text: str) -> None:
         """deps.senders['wecom:app:']: conversation `wecom:app:<agent>:<user>`."""
-        if self._throttled(conversation, text):
+        if self.throttled(conversation, text):
             return
         user = conversation[len(APP_PREFIX) :].split(":", 1)[-1]
         self._send_app(user, str(text))
@@ -263,7 +134,7 @@ class Gateway:
 
     def send_aibot(self, conversation: str, text: str) -> None:
         """deps.senders['wecom:aibot:']: progress into the open stream; other texts via response_url."""
-        if self._throttled(conversation, text):
+        if self.throttled(conversation, text):
             return
         now = self.deps.clock()
         if isinstance(text, Progress):
@@ -290,37 +161,6 @@ class Gateway:
             return False
         self.deps.metrics.messages.labels("wecom_aibot", "sent").inc()
         return True
-
-    def on_step(self, task: Task, step_key: str, tool: str) -> None:
-        """Agent step listener: a WeCom task that runs for a while says which step it is on."""
-        if not task.conversation.startswith(("wecom:",)):
-            return
-        if self.deps.clock() - task.created_at < self.throttle.interval:
-            return  # quick tasks just answer
-        try:
-            self.deps.notify(task.conversation, Progress(f"⏳ task {task.id}: running `{tool}`…", task.id))
-        except Exception:
-            log.exception("progress message failed", extra={"task_id": task.id})
-
-    # ---- background ----------------------------------------------------------------------------
-
-    def reclaim(self) -> None:
-        """Take over queued messages of replicas that died (their lease lapsed)."""
-        room = self.queue.maxsize - self.queue.qsize()
-        if room > 0:
-            for key in self.inbox.reclaim(self.deps.holder, self.deps.clock(), self.lease, limit=room):
-                self._offer(key)
-        self.deps.metrics.queue.labels("wecom_inbox").set(self.inbox.queued())
-
-    def stop(self, grace: float = 20.0) -> None:
-        """Stop taking messages, wait up to `grace` s for those being handled, hand the rest over."""
-        self._stopping.set()
-        deadline = time.monotonic() + grace
-        for t in self._threads:
-            t.join(timeout=max(0.0, deadline - time.monotonic()))
-        handed = self.inbox.release(self.deps.holder, self.deps.clock())
-        if handed:
-            log.info("wecom: %d queued message(s) handed to other replicas", handed)
 
 
 # ---- the feature interface -----------------------------------------------------------------------

@@ -18,6 +18,10 @@ TASK_FAILED = frozenset({"FAILURE", "KILL", "NEED_FAULT_TOLERANCE"})
 TASK_SUCCEEDED = frozenset({"SUCCESS", "FORCED_SUCCESS"})
 TASK_RUNNING = frozenset({"SUBMITTED_SUCCESS", "RUNNING_EXECUTION", "DELAY_EXECUTION", "DISPATCH"})
 
+# Stopped or paused by someone, or on the way there (workflow and task alike: KILL is a task's own).
+STOPPING = frozenset({"STOP", "READY_STOP"})
+PAUSING = frozenset({"PAUSE", "READY_PAUSE"})
+
 # Every state name either enum knows; anything else in an event is an error.
 KNOWN_STATES = WORKFLOW_TERMINAL | WORKFLOW_RUNNING | TASK_TERMINAL | TASK_RUNNING
 

@@ -30,19 +30,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, and_, delete, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
 from xihe.agent.errors import WeComError
 from xihe.agent.redact import excerpt
-from xihe.agent.schema import wecom_ws_lease, wecom_ws_outbox
 from xihe.config.wecom import LongConnectionSettings
 from xihe.integrations.wecom.aibot import STREAM_MAX_BYTES, AibotPayload, Stream, clip_utf8
 from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, InboundMessage, MsgIdStore
 from xihe.integrations.wecom.store import SqlStreamRegistry
+from xihe.integrations.wecom.ws_store import WsLease, WsOutbox
 
 log = logging.getLogger("xihe.wecom.longconn")
 
@@ -103,116 +102,6 @@ def send_msg_frame(chatid: str, content: str) -> dict[str, Any]:
         "markdown": {"content": clip_utf8(content, STREAM_MAX_BYTES)},
     }
     return make_frame(SEND, new_req_id(SEND), body)
-
-
-# ---- durable state: the holder lease and the outbox ---------------------------------------------
-
-
-class WsLease:
-    """Who holds the bot's connection: a conditional UPDATE on one row, safe with several replicas."""
-
-    def __init__(self, engine: Engine, name: str) -> None:
-        self.engine = engine
-        self.name = name
-
-    def acquire(self, holder: str, now: datetime, ttl: timedelta) -> bool:
-        """Take or renew the lease when it is ours or has lapsed; True when we hold it until now + ttl."""
-        row = {"name": self.name, "holder": "", "expires_at": now - timedelta(seconds=1), "acquired_at": now}
-        stmt: Any
-        if self.engine.dialect.name == "postgresql":
-            stmt = postgresql.insert(wecom_ws_lease).values(**row).on_conflict_do_nothing()
-        else:
-            stmt = sqlite.insert(wecom_ws_lease).values(**row).on_conflict_do_nothing()
-        with self.engine.begin() as conn:
-            conn.execute(stmt)  # the row exists from now on; who holds it is decided below
-        free = or_(wecom_ws_lease.c.holder == holder, wecom_ws_lease.c.expires_at < now)
-        with self.engine.begin() as conn:
-            took = conn.execute(
-                update(wecom_ws_lease)
-                .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder != holder, free))
-                .values(holder=holder, expires_at=now + ttl, acquired_at=now)
-            ).rowcount
-            if took:
-                return True
-            return bool(
-                conn.execute(
-                    update(wecom_ws_lease)
-                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
-                    .values(expires_at=now + ttl)
-                ).rowcount
-            )
-
-    def renew(self, holder: str, now: datetime, ttl: timedelta) -> bool:
-        """Extend our lease; False when it is no longer ours (another replica took over)."""
-        with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(wecom_ws_lease)
-                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
-                    .values(expires_at=now + ttl)
-                ).rowcount
-            )
-
-    def release(self, holder: str, now: datetime) -> bool:
-        """Let another replica take over at once (graceful stop)."""
-        with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(wecom_ws_lease)
-                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
-                    .values(expires_at=now - timedelta(seconds=1))
-                ).rowcount
-            )
-
-    def holder(self, now: datetime) -> str | None:
-        """The replica holding a live lease, if any."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(wecom_ws_lease.c.holder, wecom_ws_lease.c.expires_at).where(
-                    wecom_ws_lease.c.name == self.name
-                )
-            ).first()
-        return str(row.holder) if row is not None and row.expires_at >= now else None
-
-
-class WsOutbox:
-    """Frames waiting for the replica that holds the connection; sent in insertion order."""
-
-    def __init__(self, engine: Engine, name: str) -> None:
-        self.engine = engine
-        self.name = name
-
-    def put(self, frame: dict[str, Any], now: datetime) -> None:
-        """Leave a frame for the holder."""
-        with self.engine.begin() as conn:
-            conn.execute(insert(wecom_ws_outbox).values(name=self.name, frame=frame, created_at=now))
-
-    def pending(self, limit: int = 50) -> list[tuple[int, dict[str, Any]]]:
-        """The oldest unsent frames."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(wecom_ws_outbox.c.id, wecom_ws_outbox.c.frame)
-                .where(and_(wecom_ws_outbox.c.name == self.name, wecom_ws_outbox.c.sent_at.is_(None)))
-                .order_by(wecom_ws_outbox.c.id)
-                .limit(limit)
-            ).all()
-        return [(int(r.id), dict(r.frame)) for r in rows]
-
-    def mark_sent(self, row_id: int, now: datetime) -> None:
-        """The frame went out."""
-        with self.engine.begin() as conn:
-            conn.execute(update(wecom_ws_outbox).where(wecom_ws_outbox.c.id == row_id).values(sent_at=now))
-
-    def prune(self, before: datetime) -> int:
-        """Forget frames sent before `before`."""
-        with self.engine.begin() as conn:
-            return int(
-                conn.execute(
-                    delete(wecom_ws_outbox).where(
-                        and_(wecom_ws_outbox.c.name == self.name, wecom_ws_outbox.c.sent_at < before)
-                    )
-                ).rowcount
-            )
 
 
 # ---- streams that push their updates over the connection ----------------------------------------

@@ -27,7 +27,7 @@ from xihe.integrations.dolphinscheduler.client import StartOutcomeUnknown
 from xihe.integrations.dolphinscheduler.dag import tasks_total
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import make_marker
-from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
+from xihe.integrations.dolphinscheduler.states import STOPPING, TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
 from xihe.tools.dolphin.messages import action_reply, failed_reply, status_reply
 from xihe.tools.dolphin.service import (
@@ -308,7 +308,7 @@ def stop(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
 def stop_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
     """After a crash: the stop was sent when the instance is stopping or stopped."""
     inst = locate(ctx.deps, args.instance_id, args.project)
-    if inst.state not in ("READY_STOP", "STOP"):
+    if inst.state not in STOPPING:
         return None
     return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
 
