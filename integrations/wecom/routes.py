@@ -2,7 +2,7 @@
 
 A POST is verified, decrypted and de-duplicated in a worker thread (so a flood of bad requests
 does not stall the event loop), handed to `dispatch`, and acknowledged at once with an empty 200;
-`dispatch` must only enqueue (the lead runs the work in the background). A rejection answers its
+`dispatch` must only enqueue (the channel runs the work in the background). A rejection answers its
 status and reason and dispatches nothing.
 """
 

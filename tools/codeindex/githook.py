@@ -1,6 +1,6 @@
 """Git push/merge webhooks (GitLab, GitHub): secret check and the changed paths, as pure functions.
 
-The HTTP endpoint (`POST /hooks/git`, the lead's server) calls `verify` then `parse`; after pulling the
+The HTTP endpoint (`POST /hooks/git`, served by the code feature) calls `verify` then `parse`; after pulling the
 work tree it hands `event.paths()` to `service.reindex_changed`. Missed events are covered by the
 full reconcile at start-up.
 """

@@ -7,7 +7,7 @@
     Unknown(query, closest)    nothing plausible; show the closest names
 
 `sync_catalog()` is what the name-sync job runs: it reads every definition's code and release state
-from DolphinScheduler; the lead persists the result through a `CatalogStore`.
+from DolphinScheduler; the DolphinScheduler feature persists the result through a `CatalogStore`.
 """
 
 from __future__ import annotations

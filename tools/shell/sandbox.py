@@ -144,7 +144,7 @@ class ShellRunner:
 
     @property
     def unsandboxed(self) -> bool:
-        """True when the admin opted out of sandboxing; the lead shows this in /help."""
+        """True when the admin opted out of sandboxing; /help says so."""
         return self.backend.name == "none"
 
     def status(self) -> SandboxStatus:

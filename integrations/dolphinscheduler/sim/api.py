@@ -1,6 +1,6 @@
 """DolphinSimulator: the simulated master (`model.py`) behind a loopback DolphinScheduler HTTP API.
 
-Follows /work/shared/reference/dolphinscheduler-api.md §14 (and the §15 corrections): form
+Follows DolphinScheduler's REST API as it behaves on the wire (3.1-3.3): form
 parameters, the `{code,msg,data}` envelope with business errors under HTTP 200, 401 with an empty
 body, the per-version paths, parameters, start answers and error codes, log paging with a header
 on the first page and `lineNum=1` past EOF. Faults (5xx, slow answers, dropped requests) are
