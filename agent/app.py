@@ -42,7 +42,9 @@ from xihe.tools import read_artifact
 log = logging.getLogger("xihe")
 
 # the spine's own tool: artifacts belong to every task
-ARTIFACTS = Feature("artifacts", None, lambda ctx: Installed(tools=[read_artifact.SPEC]))
+ARTIFACTS = Feature(
+    "artifacts", None, lambda ctx: Installed(tools=[read_artifact.SPEC]), (read_artifact.SPEC.name,)
+)
 
 # the one explicit list, in install order (commands, help lines and hooks keep this order)
 FEATURES: tuple[Feature, ...] = (ARTIFACTS, WEB, SHELL, ALERTS, CODE, DOLPHIN, WECOM, OPS, LONGTASK)
@@ -51,6 +53,11 @@ FEATURES: tuple[Feature, ...] = (ARTIFACTS, WEB, SHELL, ALERTS, CODE, DOLPHIN, W
 def sections(features: tuple[Feature, ...] = FEATURES) -> list[Section]:
     """The config sections the features declare (what `load_dir` accepts beside the core files)."""
     return [f.section for f in features if f.section is not None]
+
+
+def declared_tools(features: tuple[Feature, ...] = FEATURES) -> list[str]:
+    """Every tool name the features may add (valid in the config even while its feature is off)."""
+    return [name for f in features for name in f.tools]
 
 
 def load_config(directory: str | Path, features: tuple[Feature, ...] = FEATURES) -> Settings:
@@ -69,7 +76,7 @@ def check_config(
 def offline_registry(settings: Settings, features: tuple[Feature, ...] = FEATURES) -> Registry:
     """The registry the model would receive, built over an in-memory store with nothing opened."""
     ctx = Context(settings, offline_deps(settings), model=settings.core.llm.model, offline=True)
-    return build_tools(settings, merge(f.install(ctx) for f in features).tools)
+    return build_tools(settings, merge(f.install(ctx) for f in features).tools, declared_tools(features))
 
 
 @dataclass
@@ -141,7 +148,7 @@ def build_app(
     parts = [(f.name, f.install(ctx)) for f in features]
     installed = merge(part for _name, part in parts)
     deps.provide(installed.services, installed.senders)
-    registry = build_tools(settings, installed.tools)
+    registry = build_tools(settings, installed.tools, declared_tools(features))
     agent = Agent(deps, registry, llm, installed.hooks)
     session = Session(
         agent,

@@ -106,11 +106,13 @@ class Installed:
 
 @dataclass(frozen=True)
 class Feature:
-    """A feature: its name, its config section (None: no file of its own) and how it installs."""
+    """A feature: its name, its config section (None: no file of its own), how it installs, and the
+    names of the tools it adds when it is on (names in access.yaml stay valid while it is off)."""
 
     name: str
     section: Section | None
     install: Callable[[Context], Installed]
+    tools: tuple[str, ...] = ()
 
 
 def merge(parts: Iterable[Installed]) -> Installed:

@@ -3,13 +3,15 @@
 One function builds it for `build_app`, `xihe tools` and `xihe config check` alike: the features'
 tools (each built from its section by `install`; the app passes them in) and the plugins, filtered
 by `xihe.yaml tools`. Tool names in `xihe.yaml tools`, `access.yaml roles.*.tools` and `longtask.yaml
-memory.fact_tools` must name a tool that exists; a feature that is off (its file absent, or its
-credentials unset) still counts, so switching DolphinScheduler off does not break access.yaml.
+memory.fact_tools` must name a tool that exists; a tool a feature declares (`Feature.tools`) still
+counts while the feature is off (its file absent, or its credentials unset), so switching
+DolphinScheduler off does not break access.yaml.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import create_engine
@@ -25,31 +27,6 @@ from xihe.agent.registry import Registry, ToolSpec, build_registry
 from xihe.agent.tasks import TaskStore
 from xihe.config.load import Settings, problem_at
 from xihe.config.semantic import did_you_mean
-
-# tools a feature adds when it is on, by the file that turns it on (pinned against the real specs by
-# tests/test_tool_snapshot.py, so a new feature tool that is missing here fails a test)
-FEATURE_TOOLS: dict[str, tuple[str, ...]] = {
-    "shell.yaml": ("run_shell_command",),
-    "alerts.yaml": ("send_wecom_alert",),
-    "code.yaml": ("search_code", "get_code_context"),
-    "dolphin.yaml": (
-        "trigger_dolphinscheduler",
-        "query_ds_task_status",
-        "ds_failed_tasks",
-        "rerun_failed",
-        "stop_run",
-    ),
-    "longtask.yaml": (
-        "plan_view",
-        "plan_add",
-        "plan_claim",
-        "plan_complete",
-        "plan_fail",
-        "plan_revise",
-        "remember",
-        "recall",
-    ),
-}
 
 
 def load_plugins(settings: Settings) -> list[ToolSpec]:
@@ -85,9 +62,12 @@ def _is_glob(pattern: str) -> bool:
     return any(ch in pattern for ch in "*?[")
 
 
-def name_problems(settings: Settings, specs: list[ToolSpec]) -> list[ConfigError]:
-    """Tool names in xihe.yaml, access.yaml and longtask.yaml that name no tool."""
-    known = sorted({s.name for s in specs} | {n for names in FEATURE_TOOLS.values() for n in names})
+def name_problems(
+    settings: Settings, specs: list[ToolSpec], declared: Iterable[str] = ()
+) -> list[ConfigError]:
+    """Tool names in xihe.yaml, access.yaml and longtask.yaml that name no tool (`declared`: the names
+    features add when they are on, which stay valid while a feature is off)."""
+    known = sorted({s.name for s in specs} | set(declared))
     places: list[tuple[str, tuple[Any, ...], list[str]]] = [("xihe.yaml", ("tools",), settings.core.tools)]
     for role_name, role in settings.access.roles.items():
         places.append(("access.yaml", ("roles", role_name, "tools"), role.tools))
@@ -105,11 +85,11 @@ def name_problems(settings: Settings, specs: list[ToolSpec]) -> list[ConfigError
     return errors
 
 
-def build_tools(settings: Settings, feature_specs: list[ToolSpec]) -> Registry:
+def build_tools(settings: Settings, feature_specs: list[ToolSpec], declared: Iterable[str] = ()) -> Registry:
     """The registry the model's schemas come from: the features' tools and the plugins, filtered by
-    `xihe.yaml tools`; ConfigErrors for names that match no tool."""
+    `xihe.yaml tools`; ConfigErrors for names that match no tool (or no `declared` feature tool)."""
     specs = [*feature_specs, *load_plugins(settings)]
-    errors = name_problems(settings, specs)
+    errors = name_problems(settings, specs, declared)
     if errors:
         raise ConfigErrors(errors)
     present = {s.name for s in specs}

@@ -37,6 +37,7 @@ from xihe.agent.help import HelpEntry
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
 from xihe.tools.dolphin.service import DolphinService
+from xihe.tools.send_wecom_alert import NAME as TOOL_NAME
 from xihe.tools.send_wecom_alert import make_spec
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("alerts", Section("alerts.yaml", "alerts", AlertsConfig), install)
+FEATURE = Feature("alerts", Section("alerts.yaml", "alerts", AlertsConfig), install, (TOOL_NAME,))
 
 
 def flush_windows(app: Runtime) -> None:

@@ -300,7 +300,7 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("code", Section("code.yaml", "code", CodeConfig), install)
+FEATURE = Feature("code", Section("code.yaml", "code", CodeConfig), install, CODE_TOOLS)
 
 
 def reconcile_job(app: Runtime) -> None:

@@ -94,7 +94,8 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("dolphin", Section("dolphin.yaml", "dolphin", DolphinConfig), install)
+DS_TOOLS = ("trigger_dolphinscheduler", "query_ds_task_status", "ds_failed_tasks", "rerun_failed", "stop_run")
+FEATURE = Feature("dolphin", Section("dolphin.yaml", "dolphin", DolphinConfig), install, DS_TOOLS)
 
 
 # ---- commands --------------------------------------------------------------------------------

@@ -244,7 +244,11 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("longtask", Section("longtask.yaml", "longtask", LongTaskConfig), install)
+LONGTASK_TOOLS = (
+    *("plan_view", "plan_add", "plan_claim", "plan_complete", "plan_fail", "plan_revise"),
+    *("remember", "recall"),
+)
+FEATURE = Feature("longtask", Section("longtask.yaml", "longtask", LongTaskConfig), install, LONGTASK_TOOLS)
 
 
 def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command) -> str:

@@ -273,7 +273,7 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("shell", Section("shell.yaml", "shell", ShellConfig), install)
+FEATURE = Feature("shell", Section("shell.yaml", "shell", ShellConfig), install, (TOOL,))
 
 
 def reload_job(app: Runtime) -> None:
