@@ -159,12 +159,12 @@ def test_backfill_one_date_and_a_natural_date(stack: Stack) -> None:
     stack.wait_posted(r"^✅ daily_backfill instance \d+ for 2026-11-27 ended SUCCESS")
     started = stack.run("/run flaky_sync 昨天")
     # ${system.biz.date} = scheduleTime - 1 day: yesterday's data is scheduleTime today
-    days = re.search(r"business date / 业务日期 (\S+) → scheduleTime (\S+):", started)
+    days = re.search(r"business date / 业务日期 (\S+) → scheduleTime ([0-9-]+)", started)  # zh: 昨天
     assert days is not None, started
     biz, schedule = days.groups()
     assert (date.fromisoformat(schedule) - date.fromisoformat(biz)).days == 1
-    # a task that failed once and succeeded on retry is no failure
-    stack.wait_posted(rf"^✅ flaky_sync instance \d+ for {biz} \(scheduleTime {schedule}\) ended SUCCESS")
+    # a task that failed once and succeeded on retry is no failure (told in Chinese: the run was asked for 昨天)
+    stack.wait_posted(rf"^✅ flaky_sync 实例 \d+（业务日期 {biz} \(scheduleTime {schedule}\)），已结束：成功")
     assert not [m for m in stack.posted() if m.startswith("❌ flaky_sync")]
 
 
