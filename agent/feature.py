@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from xihe.agent.deps import Deps, Notify, Services
 from xihe.agent.help import HelpEntry
-from xihe.agent.loop import Agent, Hooks
+from xihe.agent.hooks import Hooks
+from xihe.agent.loop import Agent
 from xihe.agent.registry import Registry, ToolSpec
 from xihe.config.settings import Section, Settings
 

@@ -21,7 +21,7 @@ from xihe.agent.deps import Services
 from xihe.agent.feature import Context, Feature, Installed, Job, merge
 from xihe.agent.gate import Who
 from xihe.agent.help import HelpEntry
-from xihe.agent.loop import Hooks
+from xihe.agent.hooks import Hooks
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.scheduler import all_jobs
 from xihe.agent.session import Inbound, Session
@@ -147,7 +147,7 @@ def test_an_extra_feature_is_merged_into_the_agent_session_registry_and_jobs(tmp
     )
     assert [c.deps for c in seen] == [app.deps] and not seen[0].offline
     assert "echo_back" in app.registry and "read_artifact" in app.registry
-    assert app.agent.stop_notes[-1] is _note
+    assert app.agent.hooks.stop_notes[-1] is _note
     assert app.session.handle(Inbound("alice", "cli:alice", "/ping")) == "pong"
     helped = app.session.handle(Inbound("alice", "cli:alice", "/help"))
     assert "/ping" in helped and helped.endswith("Extra: all good.")

@@ -33,7 +33,7 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Services
 from xihe.agent.errors import ToolFailed
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
-from xihe.agent.loop import Hooks
+from xihe.agent.hooks import Hooks
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
 from xihe.config.code import CodeConfig

@@ -20,7 +20,7 @@ from xihe.agent.budget import counter_for
 from xihe.agent.context import PRIORITY, Block
 from xihe.agent.feature import Context, Feature, Installed, Section
 from xihe.agent.help import HelpEntry
-from xihe.agent.loop import ContextBudget, Hooks
+from xihe.agent.hooks import ContextBudget, Hooks
 from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
 from xihe.agent.tasks import Task

@@ -33,7 +33,7 @@ from xihe.agent.channels import Channel
 from xihe.agent.deps import Deps, Notify, Progress
 from xihe.agent.errors import ConfigErrors, WeComError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
-from xihe.agent.loop import Hooks
+from xihe.agent.hooks import Hooks
 from xihe.agent.session import Session
 from xihe.config.wecom import AibotSettings, WeComConfig, WeComSettings, resolve_settings
 from xihe.integrations.wecom.aibot import ResponseUrlClient
