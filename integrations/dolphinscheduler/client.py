@@ -305,13 +305,13 @@ class DolphinClient:
             newest = max((v for c, v in self._dags if c == code), default=0)
             if not version or version > newest:
                 path = f"/projects/{project_code}/{profile.definitions}/{code}"
-                dag = dag_of(self._call("GET", path) or {}, profile.version)
+                dag = dag_of(self._call("GET", path) or {}, profile.dag_keys)
                 self._dags[(code, dag.version)] = dag
                 if not version or dag.version == version:
                     self._dags[key] = dag
             if key not in self._dags:  # an older version than the definition's current one
                 detail = self._call("GET", f"/projects/{project_code}/{profile.instances}/{inst.id}") or {}
-                self._dags[key] = dag_of(detail.get("dagData") or {}, profile.version)
+                self._dags[key] = dag_of(detail.get("dagData") or {}, profile.dag_keys)
         return len(self._dags[key].task_codes)
 
     # ---- start and find ---------------------------------------------------------------------------

@@ -17,12 +17,6 @@ from xihe.agent.errors import DolphinError
 if TYPE_CHECKING:
     from xihe.integrations.dolphinscheduler.models import Instance, TaskRun
 
-DAG_KEYS = {
-    "3.1": ("processDefinition", "processTaskRelationList"),
-    "3.2": ("processDefinition", "processTaskRelationList"),
-    "3.3": ("workflowDefinition", "workflowTaskRelationList"),
-}
-
 
 @dataclass(frozen=True)
 class Dag:
@@ -32,9 +26,9 @@ class Dag:
     task_codes: frozenset[int]
 
 
-def dag_of(data: dict[str, Any], version: str) -> Dag:
-    """Read a DagData object of API `version` (3.1, 3.2, 3.3)."""
-    definition_key, relations_key = DAG_KEYS[version]
+def dag_of(data: dict[str, Any], keys: tuple[str, str]) -> Dag:
+    """Read a DagData object whose definition and relation list sit under `keys` (`Profile.dag_keys`)."""
+    definition_key, relations_key = keys
     definition = data.get(definition_key) or {}
     codes = {int(r["postTaskCode"]) for r in data.get(relations_key) or [] if r.get("postTaskCode")}
     if not codes:  # a definition without relations: fall back to its task definitions

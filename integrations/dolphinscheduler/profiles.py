@@ -1,4 +1,6 @@
-"""API profiles: where DolphinScheduler 3.1, 3.2 and 3.3 differ in paths, parameters and fields.
+"""API profiles: where DolphinScheduler 3.1, 3.2 and 3.3 differ in paths, parameters, fields and
+behaviour. Code outside this folder asks a profile what it can do (`start_is_asynchronous`), never
+which version it is, so a new version is one more profile here (plus the probe in client.py).
 
 3.1 and 3.2 use the `process-*` names; 3.3 renamed them to `workflow-*` (PR #16515). The start
 response differs too: 3.1 returns null, 3.2 a trigger code, 3.3 a list of instance ids.
@@ -30,55 +32,64 @@ class Profile:
     sends_timeout: bool
     has_execution_order: bool
     start_returns: Literal["null", "trigger", "ids"]
+    dag_keys: tuple[str, str]  # DagData's definition and task-relation keys
+
+    @property
+    def start_is_asynchronous(self) -> bool:
+        """The start answer carries no instance id: the master creates the run later (3.1, 3.2)."""
+        return self.start_returns != "ids"
 
 
 PROFILES: dict[str, Profile] = {
     "3.1": Profile(
-        "3.1",
-        "process-definition",
-        "process-instances",
-        "start-process-instance",
-        "processDefinitionCode",
-        "processInstancePriority",
-        "processDefineCode",
-        "processInstanceId",
-        "processDefinitionCode",
-        "processInstanceId",
-        "processInstanceState",
-        True,
-        False,
-        "null",
+        version="3.1",
+        definitions="process-definition",
+        instances="process-instances",
+        start_path="start-process-instance",
+        start_code_param="processDefinitionCode",
+        priority_param="processInstancePriority",
+        list_definition_filter="processDefineCode",
+        instance_id_param="processInstanceId",
+        instance_definition_field="processDefinitionCode",
+        task_instance_field="processInstanceId",
+        tasks_state_key="processInstanceState",
+        sends_timeout=True,
+        has_execution_order=False,
+        start_returns="null",
+        dag_keys=("processDefinition", "processTaskRelationList"),
     ),
     "3.2": Profile(
-        "3.2",
-        "process-definition",
-        "process-instances",
-        "start-process-instance",
-        "processDefinitionCode",
-        "processInstancePriority",
-        "processDefineCode",
-        "processInstanceId",
-        "processDefinitionCode",
-        "processInstanceId",
-        "processInstanceState",
-        True,
-        True,
-        "trigger",
+        version="3.2",
+        definitions="process-definition",
+        instances="process-instances",
+        start_path="start-process-instance",
+        start_code_param="processDefinitionCode",
+        priority_param="processInstancePriority",
+        list_definition_filter="processDefineCode",
+        instance_id_param="processInstanceId",
+        instance_definition_field="processDefinitionCode",
+        task_instance_field="processInstanceId",
+        tasks_state_key="processInstanceState",
+        sends_timeout=True,
+        has_execution_order=True,
+        start_returns="trigger",
+        dag_keys=("processDefinition", "processTaskRelationList"),
     ),
     "3.3": Profile(
-        "3.3",
-        "workflow-definition",
-        "workflow-instances",
-        "start-workflow-instance",
-        "workflowDefinitionCode",
-        "workflowInstancePriority",
-        "workflowDefinitionCode",
-        "workflowInstanceId",
-        "workflowDefinitionCode",
-        "workflowInstanceId",
-        "workflowInstanceState",
-        False,
-        True,
-        "ids",
+        version="3.3",
+        definitions="workflow-definition",
+        instances="workflow-instances",
+        start_path="start-workflow-instance",
+        start_code_param="workflowDefinitionCode",
+        priority_param="workflowInstancePriority",
+        list_definition_filter="workflowDefinitionCode",
+        instance_id_param="workflowInstanceId",
+        instance_definition_field="workflowDefinitionCode",
+        task_instance_field="workflowInstanceId",
+        tasks_state_key="workflowInstanceState",
+        sends_timeout=False,
+        has_execution_order=True,
+        start_returns="ids",
+        dag_keys=("workflowDefinition", "workflowTaskRelationList"),
     ),
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.dolphin.conftest import ETL, ORDER_SYNC, client_for
 from xihe.integrations.dolphinscheduler.client import DolphinClient
 from xihe.integrations.dolphinscheduler.dag import dag_of
+from xihe.integrations.dolphinscheduler.profiles import PROFILES
 from xihe.integrations.dolphinscheduler.runs import start_workflow
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.tools.dolphin.names import CatalogEntry
@@ -54,6 +55,6 @@ def test_dag_keys_follow_the_version() -> None:
     old = {"processDefinition": {"version": 4}, "processTaskRelationList": relations}
     new = {"workflowDefinition": {"version": 4}, "workflowTaskRelationList": relations}
     for version, data in (("3.1", old), ("3.2", old), ("3.3", new)):
-        dag = dag_of(data, version)
+        dag = dag_of(data, PROFILES[version].dag_keys)
         assert (dag.version, dag.task_codes) == (4, frozenset({1, 2}))
-    assert dag_of(new, "3.2").task_codes == frozenset()  # 3.3 names are not read as 3.2's
+    assert dag_of(new, PROFILES["3.2"].dag_keys).task_codes == frozenset()  # 3.3 names are not read as 3.2's

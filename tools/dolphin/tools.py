@@ -180,7 +180,7 @@ def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None
     plan = _plan(args, ctx.deps, asked)
     marker = make_marker(ctx.task_id, ctx.step_key)
     found = find_started(svc.client, plan.entry, marker, asked)
-    if not found and svc.client.profile.version != "3.3":
+    if not found and svc.client.profile.start_is_asynchronous:
         # 3.1/3.2 create the instance asynchronously: "not found yet" may be a start the master has not
         # consumed. Starting again could make two runs, so watch for the marker instead (the poller
         # reports "not found" after the discovery timeout, and the user can start it again then).
