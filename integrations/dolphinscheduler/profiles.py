@@ -8,7 +8,7 @@ response differs too: 3.1 returns null, 3.2 a trigger code, 3.3 a list of instan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Version = Literal["3.1", "3.2", "3.3"]
@@ -40,40 +40,28 @@ class Profile:
         return self.start_returns != "ids"
 
 
+_V31 = Profile(
+    version="3.1",
+    definitions="process-definition",
+    instances="process-instances",
+    start_path="start-process-instance",
+    start_code_param="processDefinitionCode",
+    priority_param="processInstancePriority",
+    list_definition_filter="processDefineCode",
+    instance_id_param="processInstanceId",
+    instance_definition_field="processDefinitionCode",
+    task_instance_field="processInstanceId",
+    tasks_state_key="processInstanceState",
+    sends_timeout=True,
+    has_execution_order=False,
+    start_returns="null",
+    dag_keys=("processDefinition", "processTaskRelationList"),
+)
+
 PROFILES: dict[str, Profile] = {
-    "3.1": Profile(
-        version="3.1",
-        definitions="process-definition",
-        instances="process-instances",
-        start_path="start-process-instance",
-        start_code_param="processDefinitionCode",
-        priority_param="processInstancePriority",
-        list_definition_filter="processDefineCode",
-        instance_id_param="processInstanceId",
-        instance_definition_field="processDefinitionCode",
-        task_instance_field="processInstanceId",
-        tasks_state_key="processInstanceState",
-        sends_timeout=True,
-        has_execution_order=False,
-        start_returns="null",
-        dag_keys=("processDefinition", "processTaskRelationList"),
-    ),
-    "3.2": Profile(
-        version="3.2",
-        definitions="process-definition",
-        instances="process-instances",
-        start_path="start-process-instance",
-        start_code_param="processDefinitionCode",
-        priority_param="processInstancePriority",
-        list_definition_filter="processDefineCode",
-        instance_id_param="processInstanceId",
-        instance_definition_field="processDefinitionCode",
-        task_instance_field="processInstanceId",
-        tasks_state_key="processInstanceState",
-        sends_timeout=True,
-        has_execution_order=True,
-        start_returns="trigger",
-        dag_keys=("processDefinition", "processTaskRelationList"),
+    "3.1": _V31,
+    "3.2": replace(  # 3.2 sends an execution order and answers a start with a trigger code
+        _V31, version="3.2", has_execution_order=True, start_returns="trigger"
     ),
     "3.3": Profile(
         version="3.3",
