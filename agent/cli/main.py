@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from xihe.agent.errors import BotError, ConfigError
-from xihe.agent.tasks import TaskStatus
 
 
 def _app(args: argparse.Namespace) -> Any:
@@ -93,6 +92,7 @@ def cmd_task_resume(args: argparse.Namespace) -> int:
     app = _app(args)
     task = app.deps.tasks.get(args.id)
     from xihe.agent.holder import holder_is_dead
+    from xihe.agent.tasks import TaskStatus
 
     take_over = args.force or holder_is_dead(task.lease_owner)
     outcome = app.agent.resume(args.id, take_over=take_over)
