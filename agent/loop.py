@@ -396,7 +396,7 @@ class Agent:
         )
         if isinstance(decision, Deny):
             audit_gate(deps, run.task, key, call, "deny", decision.reason, environment)
-            lang = self._lang(run.task)
+            lang = self.lang(run.task)
             run.refusal = say(DENIED, "denied", lang, reason=decision.text(lang))
             return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)
         step = frontier(
@@ -428,7 +428,7 @@ class Agent:
                 call,
                 decision,
                 environment,
-                self._lang(run.task),
+                self.lang(run.task),
                 bound=confirmation_key(key, prior),
                 unsure=prior.error,
             )
@@ -442,7 +442,7 @@ class Agent:
                 if why_not:
                     return self._refuse(run, key, name, f"NOT EXECUTED: {why_not}", kind="precondition")
             settled = settle(
-                deps, run.task, key, call, decision, environment, self._lang(run.task), bound=bound
+                deps, run.task, key, call, decision, environment, self.lang(run.task), bound=bound
             )
         else:
             settled = Release()
@@ -519,12 +519,12 @@ class Agent:
             except ValueError:
                 data = result.body
             try:
-                return spec.summarize(data, self._lang(run.task))
+                return spec.summarize(data, self.lang(run.task))
             except (ValueError, TypeError, KeyError):
                 pass
-        return for_people(result.body, self._lang(run.task))
+        return for_people(result.body, self.lang(run.task))
 
-    def _lang(self, task: Task) -> Lang:
+    def lang(self, task: Task) -> Lang:
         """The language people in this task's conversation write in (as agent.session.reply_lang)."""
         tasks = self.deps.tasks
         return lang_for(

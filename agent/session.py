@@ -113,7 +113,7 @@ class Session:
             return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel).reply
         handler = self.commands.get(command.name)
         if handler is None:
-            return f"Unknown command /{command.name}. Try /help."
+            return say(CONFIRM, "unknown", reply_lang(self, msg), name=command.name)
         self.deps.audit.record(
             AuditEvent(
                 at=self.deps.clock(),
@@ -129,7 +129,13 @@ class Session:
         try:
             return handler(self, who, msg, command)
         except BotError as exc:
-            return f"/{command.name} failed: {self.deps.redactor.text(str(exc))}"
+            return say(
+                CONFIRM,
+                "failed",
+                reply_lang(self, msg),
+                name=command.name,
+                error=self.deps.redactor.text(str(exc)),
+            )
 
     def _after_resume(self, who: Who, msg: Inbound, command: Command, resumed: list[Outcome]) -> str | None:
         """A /confirm that may have been meant for the task just resumed: never confirm something else by it."""
@@ -137,7 +143,7 @@ class Session:
         if not command.args:
             others = pending.open_for(user_id=who.user, conversation=msg.conversation)
             ids = ", ".join(str(p.id) for p in others)
-            return f"Also waiting for your confirmation: {ids}; say which: /confirm ID." if others else ""
+            return say(CONFIRM, "also_waiting", reply_lang(self, msg), ids=ids) if others else ""
         action = pending.get(int(command.args[0])) if command.args[0].isdigit() else None
         return "" if action is not None and action.task_id in {o.task_id for o in resumed} else None
 
@@ -150,19 +156,20 @@ class Session:
 
 def _pick(session: Session, who: Who, msg: Inbound, cmd: Command, verb: str) -> PendingAction | str:
     pending = session.deps.pending
+    lang = reply_lang(session, msg)
     if cmd.args:
         if not cmd.args[0].isdigit():
-            return f"/{verb} takes a numeric action id, not {cmd.args[0]!r}."
+            return say(CONFIRM, "not_numeric", lang, verb=verb, arg=repr(cmd.args[0]))
         action = pending.get(int(cmd.args[0]))
         if action is None:
-            return f"There is no pending action {cmd.args[0]}."
+            return say(CONFIRM, "no_action", lang, id=cmd.args[0])
         return action
     mine = pending.open_for(user_id=who.user, conversation=msg.conversation)
     if not mine:
-        return f"Nothing is waiting for your /{verb} in this conversation."
+        return say(CONFIRM, "nothing", lang, verb=verb)
     if len(mine) > 1:
         ids = ", ".join(str(p.id) for p in mine)
-        return f"Several actions are waiting ({ids}); say which: /{verb} ID."
+        return say(CONFIRM, "several", lang, verb=verb, ids=ids)
     return mine[0]
 
 
@@ -194,20 +201,19 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if isinstance(action, str):
         return action
     now = deps.clock()
+    lang = reply_lang(session, msg)
     if expired(action, now):
         deps.pending.expire(action.id, now)
         session.agent.resume(action.task_id)
         at = show(action.expires_at, deps.settings.core.timezone, seconds=False)
-        return f"Action {action.id} expired at {at}; nothing was run."
+        return say(CONFIRM, "expired", lang, id=action.id, at=at)
     if action.user_id != who.user or action.conversation != msg.conversation:
-        return f"Action {action.id} is not waiting for your confirmation here."
+        return say(CONFIRM, "not_here", lang, id=action.id)
     if not session.agent.hold(action.task_id):
-        return (
-            f"Task {action.task_id} is being worked on elsewhere; try `/confirm {action.id}` again shortly."
-        )
+        return say(CONFIRM, "busy", lang, id=action.id, task=action.task_id)
     if not deps.pending.confirm(action.id, who.user, msg.conversation, now):
         deps.tasks.release(action.task_id, deps.holder)
-        return f"Action {action.id} is {action.status}; it cannot be confirmed again."
+        return say(CONFIRM, "again", lang, id=action.id, status=action.status)
     deps.audit.record(
         AuditEvent(
             at=now,
@@ -226,17 +232,17 @@ def _confirm(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
 
 def _approve(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if not cmd.args or not cmd.args[0].isdigit():
-        return "/approve needs the numeric action id, e.g. /approve 12."
+        return say(CONFIRM, "id_usage", reply_lang(session, msg), verb="approve")
     return approvals.approve(
-        session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0])
+        session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0]), reply_lang(session, msg)
     ).message
 
 
 def _reject(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if not cmd.args or not cmd.args[0].isdigit():
-        return "/reject needs the numeric action id, e.g. /reject 12."
+        return say(CONFIRM, "id_usage", reply_lang(session, msg), verb="reject")
     return approvals.reject(
-        session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0])
+        session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0]), reply_lang(session, msg)
     ).message
 
 
@@ -292,6 +298,48 @@ def _cancel_task(session: Session, who: Who, task_id: int, lang: Lang) -> str:
     deps.tasks.update(task.id, now, status=TaskStatus.CANCELLED, reply="Cancelled by its owner.")
     return say(CANCEL, "task_done", lang, id=task.id)
 
+
+CONFIRM: Catalog = {
+    "unknown": {"en": "Unknown command /{name}. Try /help.", "zh": "没有 /{name} 这个命令。试试 /help。"},
+    "failed": {"en": "/{name} failed: {error}", "zh": "/{name} 失败：{error}"},
+    "also_waiting": {
+        "en": "Also waiting for your confirmation: {ids}; say which: /confirm ID.",
+        "zh": "还有操作在等你确认：{ids}；请说明是哪个：/confirm 编号。",
+    },
+    "id_usage": {
+        "en": "/{verb} needs the numeric action id, e.g. /{verb} 12.",
+        "zh": "/{verb} 需要数字操作编号，例如 /{verb} 12。",
+    },
+    "not_numeric": {
+        "en": "/{verb} takes a numeric action id, not {arg}.",
+        "zh": "/{verb} 需要数字操作编号，而不是 {arg}。",
+    },
+    "no_action": {"en": "There is no pending action {id}.", "zh": "没有待处理的操作 {id}。"},
+    "nothing": {
+        "en": "Nothing is waiting for your /{verb} in this conversation.",
+        "zh": "这个对话里没有等你 /{verb} 的操作。",
+    },
+    "several": {
+        "en": "Several actions are waiting ({ids}); say which: /{verb} ID.",
+        "zh": "有多个操作在等待（{ids}）；请说明是哪个：/{verb} 编号。",
+    },
+    "expired": {
+        "en": "Action {id} expired at {at}; nothing was run.",
+        "zh": "操作 {id} 已于 {at} 过期，没有执行任何操作。",
+    },
+    "not_here": {
+        "en": "Action {id} is not waiting for your confirmation here.",
+        "zh": "操作 {id} 不是在这里等你确认的。",
+    },
+    "busy": {
+        "en": "Task {task} is being worked on elsewhere; try `/confirm {id}` again shortly.",
+        "zh": "任务 {task} 正在别处处理，请稍后再 `/confirm {id}`。",
+    },
+    "again": {
+        "en": "Action {id} is {status}; it cannot be confirmed again.",
+        "zh": "操作 {id} 已是 {status} 状态，不能再次确认。",
+    },
+}
 
 CANCEL: Catalog = {
     "task_usage": {"en": "Say which task: /cancel task 7.", "zh": "请说明是哪个任务：/cancel task 7。"},

@@ -56,3 +56,24 @@ def test_a_chinese_name_in_an_english_sentence_leaves_it_english() -> None:
     assert lang_of("backfill 坏任务 for 2026-11-30") == "en"  # the workflow's alias, not the user's language
     assert lang_of("把 order_sync 补跑一下") == "zh"  # an identifier is not an English word
     assert lang_of("/run 订单同步 昨天") == "zh"
+
+
+def test_confirm_approve_and_reject_answer_each_person_in_their_language(
+    make_app: MakeApp, llm: ScriptedLLM
+) -> None:
+    notes: list[tuple[str, str]] = []
+    app = make_app(notify=lambda conv, text: notes.append((conv, text)))
+    # a Chinese requester, an English approver
+    llm.add(call("write_note", note="上线", environment="prod"))
+    ask(app, "bob", "在生产环境写一条备注", "zh")
+    assert ask(app, "bob", "/confirm 9", "zh") == "没有待处理的操作 9。"
+    assert ask(app, "bob", "/approve 1", "zh").startswith("未批准：")  # one's own write
+    assert ask(app, "carol", "/approve x", "ops") == "/approve needs the numeric action id, e.g. /approve 12."
+    assert ask(app, "carol", "/approve 1", "ops") == "Approved action 1; it runs once bob confirms in chat."
+    assert notes[-1] == ("zh", "carol 批准了操作 1；你 /confirm 1 之后执行。")  # the requester's language
+    # an English requester, a Chinese approver who rejects
+    llm.add(call("write_note", note="release", environment="prod"), say("Not written."))
+    ask(app, "bob", "write a release note on prod", "en")
+    assert ask(app, "carol", "/reject 2 驳回", "运维") == "已驳回操作 2，没有执行任何操作。"
+    assert notes[-1][0] == "en" and notes[-1][1].startswith("carol rejected action 2. ")
+    assert ask(app, "bob", "/nosuch 看看", "zh") == "没有 /nosuch 这个命令。试试 /help。"

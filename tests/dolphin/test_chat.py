@@ -311,4 +311,5 @@ def test_without_credentials_the_feature_stays_off(
     monkeypatch.delenv("XIHE_DS_TOKEN")  # dolphin.yaml names it, but it is not set
     off = make_bot(tmp_path / "off", on.sim, on.sim.clock, f"sqlite:///{tmp_path / 'off.db'}")
     assert "trigger_dolphinscheduler" not in off.app.registry and off.app.deps.dolphin is None
-    assert off.say("alice", "/run order_sync 昨天").startswith("Unknown command /run")
+    assert off.say("alice", "/run order_sync 昨天").startswith("没有 /run 这个命令")  # a Chinese message
+    assert off.say("alice", "/run order_sync yesterday").startswith("Unknown command /run")
