@@ -63,7 +63,7 @@ class ToolSpec:
     secret_args: frozenset[str] = field(default_factory=frozenset)
     # how an explicit command shows the result to people, in their language (zh/en)
     summarize: Callable[[Any, Lang], str] | None = None
-    explain: Callable[[Any, Deps], str] | None = None  # what the call would do, shown when asking to confirm
+    explain: Callable[[Any, Deps, Lang], str] | None = None  # what the call would do, in the asker's language
     # why this call cannot succeed right now (e.g. the run already ended), checked before asking to confirm
     precheck: Callable[[Any, Deps], str | None] | None = None
 

@@ -47,8 +47,8 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     assert "会写入生产环境 prod" in ask and "/confirm" in ask
     # the prompt says what the words resolve to, so the yes (and the approver's) is informed
     assert (
-        "→ start order_sync (project etl, code 2000000000001) on prod, "
-        "backfill business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02\n"
+        "→ 在 prod 启动 order_sync（项目 etl，编号 2000000000001），"
+        "补数 business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02\n"
     ) in ask
     assert bot.sim.starts == []  # nothing runs before the yes
     waiting = bot.say("bob", f"/confirm {ask_id(ask)}")

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
 from xihe.agent.errors import DolphinError, ToolFailed
+from xihe.agent.i18n import Lang, say
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.timefmt import show
 from xihe.integrations.dolphinscheduler.client import StartOutcomeUnknown
@@ -29,7 +30,7 @@ from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import make_marker
 from xihe.integrations.dolphinscheduler.states import STOPPING, TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
-from xihe.tools.dolphin.messages import action_reply, failed_reply, status_reply
+from xihe.tools.dolphin.messages import DS, action_reply, failed_reply, state_text, status_reply
 from xihe.tools.dolphin.service import (
     environment_of_instance,
     environment_of_workflow,
@@ -158,12 +159,22 @@ def _instance_environment(args: InstanceArgs, deps: Deps) -> str:
         raise ToolFailed(f"cannot read instance {args.instance_id} from DolphinScheduler: {exc}") from exc
 
 
-def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps], str]:
-    def explain(args: InstanceArgs, deps: Deps) -> str:
+def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps, Lang], str]:
+    """What a rerun or stop would do (`verb`: a DS catalog key), for the confirmation prompt."""
+
+    def explain(args: InstanceArgs, deps: Deps, lang: Lang) -> str:
         inst = locate(deps, args.instance_id, args.project)
         info = _instance_info(deps, inst)
-        when = f" for {info['business_date']}" if info["business_date"] else ""
-        return f"{verb} {info['workflow']} instance {inst.id}{when}, now {inst.state}"
+        when = say(DS, "explain_for", lang, date=info["business_date"]) if info["business_date"] else ""
+        return say(
+            DS,
+            verb,
+            lang,
+            workflow=info["workflow"],
+            id=inst.id,
+            when=when,
+            state=state_text(inst.state, lang),
+        )
 
     return explain
 
@@ -290,7 +301,7 @@ RERUN = ToolSpec(
     environment_of=_instance_environment,
     lookup=rerun_lookup,
     summarize=action_reply,
-    explain=_explain_instance("rerun the failed tasks of"),
+    explain=_explain_instance("explain_rerun"),
     precheck=rerun_precheck,
 )
 
@@ -322,6 +333,6 @@ STOP = ToolSpec(
     environment_of=_instance_environment,
     lookup=stop_lookup,
     summarize=action_reply,
-    explain=_explain_instance("stop"),
+    explain=_explain_instance("explain_stop"),
     precheck=stop_precheck,
 )

@@ -41,6 +41,23 @@ STATES: Catalog = {  # DolphinScheduler states as people read them (English keep
 }
 
 DS: Catalog = {
+    # what a write would do, in the confirmation prompt and on /pending
+    "explain_start": {
+        "en": "start {workflow} (project {project}, code {code}) on {environment}",
+        "zh": "在 {environment} 启动 {workflow}（项目 {project}，编号 {code}）",
+    },
+    "no_environment": {"en": "no environment", "zh": "未指定环境"},
+    "explain_now": {"en": ", one normal run now", "zh": "，现在正常运行一次"},
+    "explain_backfill": {"en": ", backfill {label}", "zh": "，补数 {label}"},
+    "explain_for": {"en": " for {date}", "zh": "（{date}）"},
+    "explain_rerun": {
+        "en": "rerun the failed tasks of {workflow} instance {id}{when}, now {state}",
+        "zh": "重跑 {workflow} 实例 {id}{when} 的失败任务，当前 {state}",
+    },
+    "explain_stop": {
+        "en": "stop {workflow} instance {id}{when}, now {state}",
+        "zh": "停止 {workflow} 实例 {id}{when}，当前 {state}",
+    },
     # /run
     "started": {"en": "Started", "zh": "已启动"},
     "already_started": {"en": "Already started (found by its marker)", "zh": "已经启动过（按标记找到）"},

@@ -22,13 +22,14 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
 from xihe.agent.errors import TaskStateError, ToolFailed
+from xihe.agent.i18n import Lang, say
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.integrations.dolphinscheduler.client import DefinitionOffline
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
 from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
-from xihe.tools.dolphin.messages import trigger_reply
+from xihe.tools.dolphin.messages import DS, trigger_reply
 from xihe.tools.dolphin.names import CatalogEntry
 from xihe.tools.dolphin.service import (
     environment_of_workflow,
@@ -92,14 +93,15 @@ def _trigger_environment(args: TriggerArgs, deps: Deps) -> str:
     return _plan(args, deps, deps.clock()).environment
 
 
-def explain_trigger(args: TriggerArgs, deps: Deps) -> str:
+def explain_trigger(args: TriggerArgs, deps: Deps, lang: Lang) -> str:
     """What a trigger would start, for the confirmation prompt."""
     plan = _plan(args, deps, deps.clock())
     e = plan.entry
-    what = f"start {e.name} (project {e.project}, code {e.code}) on {plan.environment or 'no environment'}"
+    where = plan.environment or say(DS, "no_environment", lang)
+    what = say(DS, "explain_start", lang, workflow=e.name, project=e.project, code=e.code, environment=where)
     if not plan.dates:
-        return what + ", one normal run now"
-    return what + f", backfill {backfill_label(plan.dates, plan.offset)}"
+        return what + say(DS, "explain_now", lang)
+    return what + say(DS, "explain_backfill", lang, label=backfill_label(plan.dates, plan.offset))
 
 
 def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
