@@ -125,6 +125,6 @@ def test_fakes_up_serves_a_backfill_from_chat(tmp_path: Path) -> None:
         out = chat(root, "把订单同步任务补跑一下昨天的\n/confirm\n确认操作是在哪里绑定到用户的？\n")
     finally:
         assert "fakes down" in stop_fakes(proc)
-    assert "start order_sync" in out  # the confirmation, from the real gate
+    assert "在 test 启动 order_sync" in out  # the confirmation, from the real gate, in the message's language
     assert '"status": "started"' in out  # the simulator took the start
     assert "[Tool Result: search_code]" in out and '"hits"' in out  # the index was built at start-up
