@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO, write_config
+from tests.child_env import pythonpath
+from tests.conftest import write_config
 from xihe.agent.db import make_engine
 from xihe.agent.pending import PendingStore
 from xihe.agent.tasks import TaskStore
@@ -58,7 +59,7 @@ class Bot:
         self.cfg = write_config(tmp_path / "cfg", llm_url=llm.base_url)
         (self.cfg / "shell.yaml").write_text(shell_yaml(self.journal, with_check=with_check))
         self.db = f"sqlite:///{tmp_path / 'xihe.db'}"
-        self.env = {**os.environ, "XIHE_DATABASE_URL": self.db, "PYTHONPATH": str(REPO)}
+        self.env = {**os.environ, "XIHE_DATABASE_URL": self.db, "PYTHONPATH": pythonpath()}
         self.cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(self.cfg)]
 
     def start(self, crash_at: str | None = None) -> subprocess.Popen[str]:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, write_config
+from tests.child_env import pythonpath
+from tests.conftest import write_config
 from xihe.agent.db import make_engine
 from xihe.agent.tasks import TaskStore
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
@@ -42,7 +43,7 @@ def test_kill_during_step_k_then_resume(tmp_path: Path, llm: ScriptedLLM, k: int
     llm.add(*[call("effect_step", step=i) for i in range(1, STEPS + 1)], say("all five done"))
     cfg = write_config(tmp_path / "cfg", llm_url=llm.base_url)
     db = f"sqlite:///{tmp_path / 'xihe.db'}"
-    env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_TEST_BLOCK_STEP": str(k)}
+    env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": pythonpath(), "XIHE_TEST_BLOCK_STEP": str(k)}
     if after_effect:
         env["XIHE_TEST_BLOCK_AFTER_EFFECT"] = "1"
     cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]

@@ -25,7 +25,6 @@ from typing import Any
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock, utc_now
 from xihe.agent.demo.environment import (
-    PACKAGE_ROOT,
     ROBOT_KEY,
     ROBOT_KEY_PROD,
     running_fakes,
@@ -221,7 +220,7 @@ def scene_crash(d: Demo) -> None:
         call("run_shell_command", command="git_log", args={"count": 3, "path": "agent"}),
         slow(call("search_code", query="resume first unfinished step", k=3), 60),
     )
-    env = {**os.environ, "XIHE_DATABASE_URL": d.db, "PYTHONPATH": str(PACKAGE_ROOT)}
+    env = {**os.environ, "XIHE_DATABASE_URL": d.db}  # the same xihe as this process (PYTHONPATH kept)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -247,7 +246,7 @@ def scene_crash(d: Demo) -> None:
     asked = len(d.llm.requests)
     proc.stdin.write("看看 agent 目录最近的提交，再找一下恢复任务的代码\n")
     proc.stdin.flush()
-    task_id = _wait_for_model_turn(d, asked + 2)
+    task_id = _wait_for_model_turn(d, asked + 2, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     d.clock.now = max(d.clock.now, utc_now())
@@ -263,10 +262,13 @@ def scene_crash(d: Demo) -> None:
     d.say("alice", f"/task {task_id}", conversation="cli:alice-crash")
 
 
-def _wait_for_model_turn(d: Demo, requests: int, timeout: float = 60) -> int:
+def _wait_for_model_turn(d: Demo, requests: int, proc: subprocess.Popen[str], timeout: float = 60) -> int:
     """Wait until the model server has received `requests` requests in all (process synchronisation)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            said = proc.stdout.read() if proc.stdout else ""
+            raise RuntimeError(f"the demo chat process ended early (exit {proc.returncode}):\n{said[-2000:]}")
         if len(d.llm.requests) >= requests:
             tasks = d.bot().deps.tasks.recent(conversation="cli:alice-crash", limit=1)
             if tasks:

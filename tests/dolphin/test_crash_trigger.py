@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.child_env import pythonpath
 from tests.dolphin.conftest import seed
 from tests.dolphin.support import write_ds_config
 from xihe.agent.app import build_app
@@ -51,7 +51,7 @@ def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
     try:
         cfg = write_ds_config(tmp_path / "cfg", sim, llm_url=llm.base_url)
         db = f"sqlite:///{tmp_path / 'xihe.db'}"
-        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
+        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": pythonpath(), "XIHE_DS_TOKEN": sim.token}
         cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]
         sim.slow("/executors/start-", 120)  # accept the start, then hold the answer
         proc = subprocess.Popen(
@@ -126,7 +126,7 @@ def test_kill_before_the_start_reached_ds_is_told_with_the_retry_not_done(
     try:
         cfg = write_ds_config(tmp_path / "cfg", sim, llm_url=llm.base_url)
         db = f"sqlite:///{tmp_path / 'xihe.db'}"
-        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
+        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": pythonpath(), "XIHE_DS_TOKEN": sim.token}
         cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]
         sim.drop("/executors/start-", 30)  # the start never reaches DS: the bot dies first
         proc = subprocess.Popen(
@@ -187,7 +187,7 @@ def test_kill_after_a_rerun_reached_a_slow_master_resumes_without_a_second_rerun
         assert failed.state == "FAILURE"
         cfg = write_ds_config(tmp_path / "cfg", sim)
         db = f"sqlite:///{tmp_path / 'xihe.db'}"
-        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), "XIHE_DS_TOKEN": sim.token}
+        env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": pythonpath(), "XIHE_DS_TOKEN": sim.token}
         cli = [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg)]
         sim.slow_master(300)  # the master takes the command minutes later; DS shows FAILURE until then
         sim.slow("/executors/execute", 30)  # DS has the command; the bot dies before the answer

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.child_env import pythonpath
 from tests.dolphin.conftest import BAD_HOST, seed
 from tests.dolphin.support import write_ds_config
 from tests.serve.harness import Replica, wait_until
@@ -97,7 +97,7 @@ class Stack:
         db = f"sqlite:///{workdir / 'xihe.db'}"
         env = {"XIHE_DS_TOKEN": self.sim.token}
         self.serve = Replica(cfg, db, workdir, "serve", env).wait_ready()
-        full_env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": str(REPO), **env}
+        full_env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": pythonpath(), **env}
         self.chat = Chat(cfg, full_env, workdir)
 
     def _run_pump(self) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import requests
 import yaml
 
+from tests.child_env import pythonpath
 from tests.conftest import REPO, write_config
 from xihe.agent.clock import utc_now
 from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
@@ -88,7 +89,7 @@ class Replica:
             **os.environ,
             **WECOM_ENV,
             "XIHE_DATABASE_URL": db_url,
-            "PYTHONPATH": str(REPO),
+            "PYTHONPATH": pythonpath(),
             **(env or {}),
         }
         self._log = self.log_path.open("w")

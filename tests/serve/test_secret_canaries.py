@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.child_env import pythonpath
 from tests.codeindex.conftest import ORDERS_PY, git
 from tests.conftest import REPO
 from tests.serve.harness import AGENT_ID, Replica, free_port, wait_until
@@ -227,7 +228,7 @@ def test_no_canary_reaches_any_output(tmp_path: Path) -> None:
         finally:
             bot.terminate()
 
-    cli_env = {**env, "PYTHONPATH": str(REPO)}
+    cli_env = {**env, "PYTHONPATH": pythonpath()}
     cli = {}
     for args in (
         ["audit", "search", "--json"],

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.child_env import pythonpath
 from tests.shell.conftest import PYTHON, bwrap_works
 from xihe.tools.shell.cgroup import Support, host_support
 
@@ -125,7 +126,7 @@ def run_bot(mode: str, config: str, scenario: str, cgroup_procs: tuple[str, ...]
         for path in cgroup_procs:
             Path(path).write_text("0")
 
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": pythonpath(), "PYTHONDONTWRITEBYTECODE": "1"}
     out = subprocess.run(
         cmd,
         input=json.dumps({"config": config, "scenario": scenario}),
