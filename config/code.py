@@ -99,8 +99,8 @@ class RetrievalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     candidates: int = Field(default=50, description="top-N taken from each of BM25 and vectors before fusion")
-    # vector_weight, name_weight, identifier_weight and bridge_weight are what `xihe eval search --learn`
-    # chose on the dev split of the held-out sets (React Native 0.71.19, APScheduler 3.10.4); README has
+    # vector_weight, name_weight, identifier_weight, bridge_weight and test_penalty are what
+    # `xihe eval search --learn` chose on the dev split of the held-out sets (React Native 0.71.19, APScheduler 3.10.4); README has
     # the test-split figures
     fusion: Literal["linear", "rrf"] = Field(
         default="linear",
@@ -114,7 +114,7 @@ class RetrievalConfig(BaseModel):
         default=1.5, ge=0, description="BM25 weight of an English term bridged from Chinese"
     )
     name_weight: float = Field(
-        default=0.5,
+        default=0.25,
         ge=0,
         description="weight of the name-field BM25 score (qualified name, file name) in linear fusion",
     )
@@ -129,9 +129,10 @@ class RetrievalConfig(BaseModel):
         "question's other words (else the dictionary's first sense)",
     )
     test_penalty: float = Field(
-        default=0.0,
+        default=0.6,
         ge=0,
-        description="subtracted from the fused score of test code (tests/, test_*.py, *Test.java, *.test.js)",
+        description="subtracted from the fused score of test code (tests/, test_*.py, *Test.java, *.test.js), "
+        "unless the question names tests or a symbol",
     )
     min_bm25_score: float = Field(
         default=6.0,

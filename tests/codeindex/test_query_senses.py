@@ -29,6 +29,15 @@ public class Layout {
 }
 """
 
+# where the repository itself says what rtl abbreviates: beside "left" and "right"
+RTL_SWAP_JAVA = """package demo;
+
+public class RtlSwap {
+    /** In a RTL layout the left edge is the end and the right edge the start. */
+    public int swapLeftAndRightInRTL(int edge) { return -edge; }
+}
+"""
+
 JOBS_PY = '''
 def run_job(job):
     """Run the job now and record that it ran."""
@@ -48,10 +57,10 @@ def test_acronyms_of_consecutive_words() -> None:
 
 
 def test_a_question_reaches_the_identifier_its_words_abbreviate(make_repo, cfg, embedder) -> None:
-    repo = make_repo({"src/I18nUtil.java": RTL_JAVA})
+    repo = make_repo({"src/I18nUtil.java": RTL_JAVA, "src/RtlSwap.java": RTL_SWAP_JAVA})
     idx, _ = index_repo(repo, cfg, embedder=embedder)
     terms = idx.query_plan("force right-to-left layout").terms
-    assert terms["rtl"] == 1.0
+    assert terms["rtl"] == 2.0  # it stands for "right" and "left"
     with_it = idx.bm25.scores(terms)
     without = idx.bm25.scores({t: w for t, w in terms.items() if t != "rtl"})
     slot = {u.qualname: i for i, u in enumerate(idx.units) if u is not None}
@@ -109,8 +118,8 @@ def test_test_code_is_recognised_by_directory_or_file_name() -> None:
 def test_the_test_penalty_moves_test_code_below_implementation() -> None:
     bm = np.asarray([2.0, 1.9, 0.0], np.float32)  # slot 0 is a test, slot 1 the implementation
     vec = np.asarray([0.5, 0.5, 0.1], np.float32)
-    r = RetrievalConfig(name_weight=0.0)
+    r = RetrievalConfig(name_weight=0.0, test_penalty=0.0)
     assert [i for i, _ in fuse(bm, vec, None, r, "hybrid", lambda i: i == 0)][:2] == [0, 1]  # off
     on = r.model_copy(update={"test_penalty": 0.3})
     assert [i for i, _ in fuse(bm, vec, None, on, "hybrid", lambda i: i == 0)][:2] == [1, 0]
-    assert CodeConfig().retrieval.test_penalty == 0.0
+    assert CodeConfig().retrieval.test_penalty == 0.6  # learned on the dev split

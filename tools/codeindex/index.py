@@ -441,7 +441,7 @@ class CodeIndex:
         bm_all = self.bm25.scores(toks) if mode in {"hybrid", "bm25"} else None
         vec_all = self.vector_scores(text) if mode in {"hybrid", "vector"} else None
         names_all = self.names.scores(toks) if mode == "hybrid" and r.name_weight > 0 else None
-        ranked = fuse(bm_all, vec_all, names_all, r, mode, self.is_test)
+        ranked = fuse(bm_all, vec_all, names_all, r, mode, None if q.tests else self.is_test)
         bm = top_slots(bm_all, 1, positive=True) if bm_all is not None else []
         vec = top_slots(vec_all, 1) if vec_all is not None else []
         bm_s = {i: float(bm_all[i]) for i, _ in ranked[:k]} if bm_all is not None else {}

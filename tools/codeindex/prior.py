@@ -2,8 +2,9 @@
 
 "Where do we retry a failed job" means the implementation; a test exercising it repeats its words
 (names, calls, asserts) and often outranks it. Test units lose `RetrievalConfig.test_penalty` from their
-fused score (learned on the dev split of the held-out sets with the other fusion weights); an exact
-symbol search is decided by BM25 and names and still finds a test by its name.
+fused score (learned on the dev split of the held-out sets with the other fusion weights), except for a
+question that names tests ("tests that a paused job...") or a symbol (`get_next_fire_time`): those
+ask for the places that say it, tests included (`QueryPlan.tests`, query.py).
 """
 
 from __future__ import annotations

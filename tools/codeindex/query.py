@@ -7,7 +7,9 @@
 - Chinese words are kept (Chinese comments match them) and bridged to English terms the
   repository actually uses (`CjkBridge.weighted`);
 - the embedded text is the English part of the question plus the bridged terms (the static model
-  knows no Chinese).
+  knows no Chinese);
+- a question that mentions tests ("where do we test retries", "tests that a job is paused") asks for
+  test code, so the prior against test code (prior.py) is not applied to it.
 """
 
 from __future__ import annotations
@@ -55,16 +57,29 @@ QUESTION_WORDS = frozenset(
         "handled",
     ]
 )
+# words that say the asker wants test code (any case, whole words)
+TEST_WORDS = frozenset(
+    ["test", "tests", "testing", "tested", "unittest", "unittests", "testcase", "spec", "specs"]
+)
+# how much an acronym must share units with the words it abbreviates (mean Ochiai); measured on the
+# held-out sets, real abbreviations (rtl for right-to-left) score 0.3 and over, chance initials below 0.25
+ACRONYM_EVIDENCE = 0.3
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 @dataclass(frozen=True)
 class QueryPlan:
-    """BM25 terms with weights, and the text to embed."""
+    """BM25 terms with weights, the text to embed, and whether the question asks for test code."""
 
     terms: dict[str, float]
     text: str
+    tests: bool = False
+
+
+def asks_for_tests(query: str) -> bool:
+    """Whether the question names tests ("test", "tests", "spec"...) as a word of its own."""
+    return any(w.lower() in TEST_WORDS for w in _WORD.findall(query))
 
 
 def is_identifier(word: str) -> bool:
@@ -73,7 +88,12 @@ def is_identifier(word: str) -> bool:
 
 
 def acronyms(query: str, shortest: int = 3, longest: int = 5) -> list[str]:
-    """Initials of every run of `shortest`..`longest` consecutive plain words ("right to left" -> rtl).
+    """Initials of every run of `shortest`..`longest` consecutive plain words ("right to left" -> rtl)."""
+    return list(dict.fromkeys(a for a, _ in acronym_sources(query, shortest, longest)))
+
+
+def acronym_sources(query: str, shortest: int = 3, longest: int = 5) -> list[tuple[str, list[str]]]:
+    """Each acronym of `acronyms` with the words it abbreviates.
 
     Question words and identifiers typed in the question end a run: they abbreviate nothing.
     """
@@ -87,8 +107,26 @@ def acronyms(query: str, shortest: int = 3, longest: int = 5) -> list[str]:
     for words in runs:
         for n in range(shortest, longest + 1):
             for i in range(len(words) - n + 1):
-                out.append("".join(w[0] for w in words[i : i + n]).lower())
-    return list(dict.fromkeys(out))
+                out.append(("".join(w[0] for w in words[i : i + n]).lower(), words[i : i + n]))
+    return out
+
+
+def abbreviation_weight(
+    acronym: str, words: list[str], tokenizer: Tokenizer, postings: Callable[[str], np.ndarray]
+) -> float:
+    """The weight of `acronym` as short for `words`: how many content words it stands for, or 0.
+
+    Initials of any three words are often some token ("clear all cookies" -> cac, "check whether the"
+    -> cwt); a real abbreviation shares units with its words (rtl in swapLeftAndRightInRTL, beside
+    "right" and "left"): the mean Ochiai overlap with the words' tokens must reach ACRONYM_EVIDENCE.
+    A backed acronym weighs as much as the words it replaces (rtl: right + left = 2), since a unit
+    naming it (forceRTL) says all of them at once.
+    """
+    content = list(dict.fromkeys(t for w in words for t in tokenizer.tokens(w)))
+    if not content:
+        return 0.0
+    backed = cooccurrence(acronym, content, tokenizer, postings) / len(content) >= ACRONYM_EVIDENCE
+    return float(len(content)) if backed else 0.0
 
 
 def cooccurrence(
@@ -132,9 +170,13 @@ def plan(
         weight = cfg.identifier_weight if is_identifier(word) else 1.0
         for tok in tokenizer.tokens(word):
             terms[tok] = max(terms.get(tok, 0.0), weight)
-    for acronym in acronyms(query):
-        if known(acronym):
-            terms[acronym] = max(terms.get(acronym, 0.0), 1.0)
+    for acronym, words in acronym_sources(query):
+        if not known(acronym):
+            continue
+        # without postings (no index to ask) an acronym the repository has is taken at weight 1
+        weight = 1.0 if postings is None else abbreviation_weight(acronym, words, tokenizer, postings)
+        if weight:
+            terms[acronym] = max(terms.get(acronym, 0.0), weight)
     text = " ".join(english) if dropped and english else query
     if has_cjk(query):
         words = tokenizer.cjk_words(query)
@@ -159,4 +201,5 @@ def plan(
                     terms[tok] = max(terms.get(tok, 0.0), cfg.bridge_weight * weight)
             # the best known term of each word (weight 1) is what the vector side is given
             text = " ".join([*english, *(w for w, wt in bridged.items() if wt >= 1.0)]) or query
-    return QueryPlan(terms, text)
+    named = any(is_identifier(w) for w in english)
+    return QueryPlan(terms, text, asks_for_tests(query) or named)
