@@ -125,7 +125,8 @@ def approve(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en") -
         try:
             outcome = agent.resume(action.task_id)
         except BotError as exc:
-            return ActionResult(True, say(TEXT, "approved_resume_failed", lang, id=action.id, error=exc))
+            error = deps.redactor.text(exc.said(lang))
+            return ActionResult(True, say(TEXT, "approved_resume_failed", lang, id=action.id, error=error))
         deps.notify(action.conversation, outcome.reply)
         return ActionResult(True, say(TEXT, "approved_ran", lang, id=action.id, reply=outcome.reply))
     deps.notify(
@@ -161,7 +162,7 @@ def reject(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en") ->
         outcome = agent.resume(action.task_id)
         tail = outcome.reply
     except BotError as exc:
-        tail = say(TEXT, "resume_failed", requester, error=exc)
+        tail = say(TEXT, "resume_failed", requester, error=deps.redactor.text(exc.said(requester)))
     deps.notify(
         action.conversation,
         say(TEXT, "rejected_notice", requester, user=viewer.user, id=action.id, tail=tail),

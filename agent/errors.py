@@ -17,13 +17,33 @@
 Handle by fault: a model mistake goes back to the model; an upstream failure is retried only when
 `retryable` is true; anything else is our bug and is raised. Exceptions carry fields; `__init__`
 never logs or sends anything. Messages never contain secrets (adapters redact before raising).
+
+str() of an error is English (the model, the audit and the logs read it). An error people may read
+also carries `text`, the same message from a catalog (`xihe.agent.i18n.Text`), which `said(lang)`
+renders in their language: a tool error is built from one, an outside service's error may be given
+one by the tool that saw it (`explained`).
 """
 
 from __future__ import annotations
 
+from typing import Self
+
+from xihe.agent.i18n import Lang, Text
+
 
 class BotError(Exception):
     """Root of every error xihe raises on purpose."""
+
+    text: Text | None = None  # the message for people, from a catalog; None = only the English str()
+
+    def said(self, lang: Lang) -> str:
+        """The message in `lang` (the English str() when it has no catalog text)."""
+        return self.text.in_(lang) if self.text is not None else str(self)
+
+    def explained(self, text: Text) -> Self:
+        """This error, told to people as `text` (its English str() is unchanged)."""
+        self.text = text
+        return self
 
 
 class ConfigError(BotError, ValueError):
@@ -51,7 +71,15 @@ class ConfigErrors(ConfigError):
 
 
 class ToolError(BotError):
-    """A signal raised inside a tool call; the loop decides who sees it."""
+    """A signal raised inside a tool call; the loop decides who sees it.
+
+    The message is a string (English only) or a catalog `Text` (English for the model, any
+    language for people)."""
+
+    def __init__(self, message: str | Text = "") -> None:
+        if isinstance(message, Text):
+            self.text = message
+        super().__init__(str(message))
 
 
 class ToolRetry(ToolError):

@@ -17,10 +17,12 @@ from xihe.agent.canonical import canonical_json, sha256_text
 from xihe.agent.context import cut, labelled, render_output
 from xihe.agent.crashpoint import crash_point
 from xihe.agent.deps import Deps
-from xihe.agent.errors import IntegrationError, ToolError
+from xihe.agent.errors import BotError, IntegrationError, ToolError
 from xihe.agent.frontier import INTERRUPTED, UNCERTAIN, interrupted
+from xihe.agent.i18n import Text, text
 from xihe.agent.registry import ParsedCall, ToolContext
 from xihe.agent.tasks import StepStatus, Task, TaskStep
+from xihe.agent.user_text import FAILURES, integration_failure, outcome
 
 PREVIEW_INPUT = 2000
 
@@ -34,6 +36,7 @@ class StepResult:
     body: str  # the result itself (a command's reply is made from it)
     reused: bool = False
     error: str | None = None
+    said: Text | None = None  # a failure for people, in any language (None: only the English body)
 
 
 def external_ids(value: Any) -> dict[str, Any] | None:
@@ -231,14 +234,19 @@ class Executor:
     ) -> StepResult:
         deps, spec = self.deps, call.spec
         now = deps.clock()
+        people: str | Text
         if internal:
             message = f"internal error in {spec.name}: {type(exc).__name__}"
+            people = text(FAILURES, "internal", tool=spec.name, error=type(exc).__name__)
         elif isinstance(exc, IntegrationError):
             message = f"{exc.service} error: {deps.redactor.text(str(exc))}" + (
                 " (temporary; may be retried)" if exc.retryable else ""
             )
+            why = exc.text if exc.text is not None else deps.redactor.text(str(exc))
+            people = integration_failure(exc.service, why, retryable=exc.retryable)
         else:
             message = deps.redactor.text(str(exc))
+            people = exc.text if isinstance(exc, BotError) and exc.text is not None else message
         shown = labelled(spec.name, f"ERROR: {message}")
         deps.metrics.tool_calls.labels(spec.name, "internal_error" if internal else "failed").inc()
         audit = AuditEvent(
@@ -257,4 +265,6 @@ class Executor:
             state_after="running",
         )
         deps.tasks.finish_step(begun, StepStatus.FAILED, now, output_text=shown, error=message, audit=audit)
-        return StepResult(shown, ok=False, body=f"ERROR: {message}", error=message)
+        return StepResult(
+            shown, ok=False, body=f"ERROR: {message}", error=message, said=outcome("ERROR", people)
+        )

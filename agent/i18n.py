@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 Lang = Literal["en", "zh"]
@@ -48,3 +49,41 @@ def say(catalog: Catalog, key: str, lang: Lang, **values: object) -> str:
     """The `key` message in `lang` (English when the catalog lacks that language), filled with `values`."""
     entry = catalog[key]
     return (entry.get(lang) or entry["en"]).format(**values)
+
+
+@dataclass(frozen=True, eq=False)
+class Text:
+    """A catalog message with its values, said later in whichever language is asked: English for the
+    model and the audit (`str()`), the conversation's language for people (`in_(lang)`). A value that
+    is itself a `Text` is said in the same language; a tuple of values is a list (`a; b` / `a；b`)."""
+
+    catalog: Catalog
+    key: str
+    values: Mapping[str, object] = field(default_factory=dict)
+
+    def in_(self, lang: Lang) -> str:
+        """The message in `lang`."""
+        return say(self.catalog, self.key, lang, **{k: _said(v, lang) for k, v in self.values.items()})
+
+    def __str__(self) -> str:
+        return self.in_("en")
+
+
+def text(catalog: Catalog, key: str, **values: object) -> Text:
+    """The `key` message of `catalog` with `values`, to be said later (see `Text`)."""
+    if key not in catalog:
+        raise KeyError(f"no message {key!r} in the catalog")
+    return Text(catalog, key, values)
+
+
+def said(message: str | Text, lang: Lang) -> str:
+    """A message in `lang`: a `Text` in that language, a plain string as it is."""
+    return message.in_(lang) if isinstance(message, Text) else message
+
+
+def _said(value: object, lang: Lang) -> object:
+    if isinstance(value, Text):
+        return value.in_(lang)
+    if isinstance(value, tuple):
+        return ("；" if lang == "zh" else "; ").join(str(_said(v, lang)) for v in value)
+    return value

@@ -43,13 +43,13 @@ from xihe.agent.frontier import (
 )
 from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify, interrupted
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import Catalog, Lang, lang_for, say
+from xihe.agent.i18n import Catalog, Lang, Text, lang_for, say
 from xihe.agent.llm import LLMClient
 from xihe.agent.recovery import RunState, with_recovery
 from xihe.agent.registry import ParsedCall, Registry
 from xihe.agent.request import Requests
 from xihe.agent.tasks import StepStatus, Task, TaskStatus, TaskStep
-from xihe.agent.user_text import for_people
+from xihe.agent.user_text import for_people, outcome
 
 log = logging.getLogger("xihe.loop")
 
@@ -389,7 +389,8 @@ class Agent:
             environment = call.spec.environment(call.args, deps)
         except ToolError as exc:  # it cannot say where it would act (e.g. an unknown workflow): nothing runs
             run.invalid += isinstance(exc, ToolRetry)
-            return self._refuse(run, key, name, f"ERROR: {exc}", kind="invalid_args")
+            said = outcome("ERROR", exc.text if exc.text is not None else str(exc))
+            return self._refuse(run, key, name, f"ERROR: {exc}", kind="invalid_args", said=said)
         risk = call.spec.risk_for(call.args, deps)
         decision = decide(
             name, risk, environment, run.who, deps.settings.access, call.spec.scope(call.args, deps)
@@ -440,7 +441,10 @@ class Agent:
                 except ToolError:
                     why_not = None  # cannot tell now: the tool itself will say after the yes
                 if why_not:
-                    return self._refuse(run, key, name, f"NOT EXECUTED: {why_not}", kind="precondition")
+                    said = outcome("NOT EXECUTED", why_not)
+                    return self._refuse(
+                        run, key, name, f"NOT EXECUTED: {why_not}", kind="precondition", said=said
+                    )
             settled = settle(
                 deps, run.task, key, call, decision, environment, self.lang(run.task), bound=bound
             )
@@ -472,7 +476,15 @@ class Agent:
         return any(s.id > step.id for k, s in run.latest.items() if k != step.step_key)
 
     def _refuse(
-        self, run: _Run, key: str, name: str, message: str, *, kind: str, audited: bool = False
+        self,
+        run: _Run,
+        key: str,
+        name: str,
+        message: str,
+        *,
+        kind: str,
+        audited: bool = False,
+        said: Text | None = None,
     ) -> StepResult:
         now = self.deps.clock()
         self.deps.metrics.tool_calls.labels(name, kind).inc()
@@ -502,7 +514,7 @@ class Agent:
             audit=audit,
             outcome="refused" if kind in REFUSALS else "failed",
         )
-        return StepResult(shown, ok=False, body=message, error=message)
+        return StepResult(shown, ok=False, body=message, error=message, said=said)
 
     def _command_reply(self, last: tuple[str, StepResult] | None, run: _Run) -> str:
         """A command's one result for people: the gate's refusal, the tool's summary of a success, else
@@ -522,7 +534,10 @@ class Agent:
                 return spec.summarize(data, self.lang(run.task))
             except (ValueError, TypeError, KeyError):
                 pass
-        return for_people(result.body, self.lang(run.task))
+        lang = self.lang(run.task)
+        if not result.ok and result.said is not None:  # the failure from its catalog, in their language
+            return for_people(self.deps.redactor.text(result.said.in_(lang)), lang)
+        return for_people(result.body, lang)
 
     def lang(self, task: Task) -> Lang:
         """The language people in this task's conversation write in (as agent.session.reply_lang)."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from xihe.agent.errors import ConfigError, ToolRetry
-from xihe.agent.i18n import Lang
+from xihe.agent.i18n import Lang, Text
 
 if TYPE_CHECKING:
     from xihe.agent.deps import Deps
@@ -65,7 +65,7 @@ class ToolSpec:
     summarize: Callable[[Any, Lang], str] | None = None
     explain: Callable[[Any, Deps, Lang], str] | None = None  # what the call would do, in the asker's language
     # why this call cannot succeed right now (e.g. the run already ended), checked before asking to confirm
-    precheck: Callable[[Any, Deps], str | None] | None = None
+    precheck: Callable[[Any, Deps], str | Text | None] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The function schema exactly as the model receives it."""

@@ -129,13 +129,9 @@ class Session:
         try:
             return handler(self, who, msg, command)
         except BotError as exc:
-            return say(
-                CONFIRM,
-                "failed",
-                reply_lang(self, msg),
-                name=command.name,
-                error=self.deps.redactor.text(str(exc)),
-            )
+            lang = reply_lang(self, msg)
+            error = self.deps.redactor.text(exc.said(lang))
+            return say(CONFIRM, "failed", lang, name=command.name, error=error)
 
     def _after_resume(self, who: Who, msg: Inbound, command: Command, resumed: list[Outcome]) -> str | None:
         """A /confirm that may have been meant for the task just resumed: never confirm something else by it."""

@@ -3,6 +3,9 @@
 Tool results speak to the model ("…; tell the user nothing was done", "Ask the user which one they
 mean and call again…"). When a command's result goes straight to a person (no model in between),
 `for_people` drops those instructions and names the outcome in the user's language.
+
+A failed step also carries its message as a catalog `Text` (`outcome`), so a command's reply says
+the failure itself in the user's language, while the model and the audit keep the English.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, Text, say, text
 
 PREFIXES: Catalog = {
     "NOT EXECUTED": {"en": "Not run", "zh": "没有执行"},
@@ -19,6 +22,20 @@ PREFIXES: Catalog = {
     "DENIED": {"en": "Refused", "zh": "已拒绝"},
     "ERROR": {"en": "Failed", "zh": "失败"},
 }
+OUTCOME: Catalog = {"said": {"en": "{word}: {message}", "zh": "{word}：{message}"}}
+FAILURES: Catalog = {  # what the executor says about a tool that did not finish
+    "integration": {
+        "en": "{service} error: {message}{temporary}",
+        "zh": "{service} 出错：{message}{temporary}",
+    },
+    "told": {"en": "{message}{temporary}", "zh": "{message}{temporary}"},
+    "temporary": {"en": " (temporary; may be retried)", "zh": "（临时问题，可以重试）"},
+    "internal": {
+        "en": "internal error in {tool}: {error}",
+        "zh": "{tool} 内部出错：{error}",
+    },
+}
+SERVICES = {"dolphinscheduler": "DolphinScheduler", "wecom": "WeCom", "llm": "LLM", "smtp": "SMTP"}
 WHICH_ONE: Catalog = {"q": {"en": "Which one do you mean?", "zh": "你指的是哪一个？"}}
 
 ASK_WHICH = re.compile(r"\s*Ask the user which one they mean\b[^.]*\.?", re.I)
@@ -37,6 +54,21 @@ def for_people(text: str, lang: Lang = "en") -> str:
         word = say(PREFIXES, found.group(1), lang)
         out = f"{word}{'：' if lang == 'zh' else ': '}{out[found.end() :]}"
     return out
+
+
+def outcome(prefix: str, message: str | Text) -> Text:
+    """A failed step's message for people: `prefix` (ERROR, NOT EXECUTED...) as an outcome word."""
+    return text(OUTCOME, "said", word=text(PREFIXES, prefix), message=message)
+
+
+def integration_failure(service: str, message: str | Text, *, retryable: bool) -> Text:
+    """An outside service's failure for people: its raw message after the service's product name, or
+    the explanation a tool gave it (a `Text`, which names the service itself)."""
+    temporary = text(FAILURES, "temporary") if retryable else ""
+    if isinstance(message, Text):
+        return text(FAILURES, "told", message=message, temporary=temporary)
+    name = SERVICES.get(service, service)
+    return text(FAILURES, "integration", service=name, message=message, temporary=temporary)
 
 
 def readable_args(data: dict[str, Any]) -> str:

@@ -162,11 +162,12 @@ def test_run_command_backfills_a_range_without_the_model(
 
 def test_names_that_cannot_run_are_refused_before_asking(bot_for: Callable[..., Bot]) -> None:
     bot = bot_for("3.3", with_llm=False)
-    ambiguous = bot.say("alice", "/run sync 昨天")
+    ambiguous = bot.say("alice", "/run sync yesterday")
     assert "'sync' matches several workflows" in ambiguous and "order_sync (project etl)" in ambiguous
-    unknown = bot.say("alice", "/run order_export 昨天")
+    assert ambiguous.endswith("Which one do you mean?") and "Ask the user" not in ambiguous
+    unknown = bot.say("alice", "/run order_export yesterday")
     assert "no workflow called 'order_export'" in unknown and "Closest names:" in unknown
-    offline = bot.say("alice", "/run legacy_export 昨天")
+    offline = bot.say("alice", "/run legacy_export yesterday")
     assert "legacy_export" in offline and "OFFLINE" in offline and "release it" in offline
     future = bot.say("alice", "/run long_sync 2030-01-01")
     assert "in the future" in future
@@ -181,11 +182,11 @@ def test_a_new_workflow_is_found_by_resyncing_the_catalog(
     bot_for: Callable[..., Bot], clock: FakeClock
 ) -> None:
     bot = bot_for("3.3", with_llm=False)
-    assert "no workflow called 'brand_new'" in bot.say("alice", "/run brand_new 昨天")
+    assert "没有叫“brand_new”的工作流" in bot.say("alice", "/run brand_new 昨天")
     from xihe.integrations.dolphinscheduler.sim import SimDefinition
 
     bot.sim.projects[1000000000001].definitions.append(SimDefinition("brand_new", 2000000000099))
-    assert "no workflow called 'brand_new'" in bot.say("alice", "/run brand_new 昨天")  # synced seconds ago
+    assert "没有叫“brand_new”的工作流" in bot.say("alice", "/run brand_new 昨天")  # synced seconds ago
     clock.advance(61)
     ask = bot.say("bob", "/run brand_new 昨天")  # not in workflows.yaml: treated as production
     assert "会写入生产环境 prod" in ask

@@ -29,6 +29,8 @@ from zoneinfo import ZoneInfo
 import dateparser
 
 from xihe.agent.errors import ToolRetry
+from xihe.agent.i18n import Catalog
+from xihe.agent.i18n import text as i18n_text
 from xihe.integrations.dolphinscheduler.schedule import MAX_DATES
 
 _RANGE = re.compile(
@@ -63,12 +65,47 @@ _EN_WEEKDAY = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun"
 _WEEK_OFFSET = {"上上": -2, "上": -1, "本": 0, "这": 0, "下": 1, None: 0}
 
 
-class DateError(ToolRetry):
-    """A date phrase that cannot be used for a backfill; `reason` names the input."""
+DATES: Catalog = {  # why a date phrase cannot be used; English for the model, zh/en for people
+    "invalid": {
+        "en": "'{text}': {part} is not a valid date ({error})",
+        "zh": "“{text}”：{part} 不是有效的日期（{error}）",
+    },
+    "unreadable": {
+        "en": "could not read a date from '{text}' (try 2026-12-01, 昨天 or 12月1日到3日)",
+        "zh": "无法从“{text}”读出日期（试试 2026-12-01、昨天 或 12月1日到3日）",
+    },
+    "none": {
+        "en": "no date given (try 2026-12-01, 昨天 or 12月1日到3日)",
+        "zh": "没有给出日期（试试 2026-12-01、昨天 或 12月1日到3日）",
+    },
+    "backwards": {
+        "en": "'{text}': the range ends ({end}) before it starts ({start})",
+        "zh": "“{text}”：范围的结束日期（{end}）早于开始日期（{start}）",
+    },
+    "range_too_many": {
+        "en": "'{text}' covers {count} dates; DolphinScheduler backfills at most {limit}",
+        "zh": "“{text}”包含 {count} 个日期；DolphinScheduler 一次最多补数 {limit} 个",
+    },
+    "list_too_many": {
+        "en": "'{text}' names {count} dates; DolphinScheduler backfills at most {limit}",
+        "zh": "“{text}”列出了 {count} 个日期；DolphinScheduler 一次最多补数 {limit} 个",
+    },
+    "future": {
+        "en": "'{text}' includes {day}, which is in the future (today is {today} in {zone}); only past "
+        "dates can be backfilled",
+        "zh": "“{text}”包含 {day}，这是将来的日期（{zone} 的今天是 {today}）；只能补过去的日期",
+    },
+}
 
-    def __init__(self, text: str, reason: str) -> None:
-        self.text, self.reason = text, reason
-        super().__init__(reason)
+
+class DateError(ToolRetry):
+    """A date phrase that cannot be used for a backfill; `reason` (English) names the input, the
+    error's `text` says the same in people's language."""
+
+    def __init__(self, text: str, key: str, **values: object) -> None:
+        message = i18n_text(DATES, key, text=text, **values)
+        self.phrase, self.reason = text, str(message)
+        super().__init__(message)
 
 
 def _zone(tz: str | tzinfo) -> tzinfo:
@@ -135,9 +172,9 @@ def _read(text: str, part: str, today: date, local_now: datetime, zone: tzinfo, 
     try:
         value = _one(part, today, local_now, zone, left)
     except ValueError as exc:  # e.g. 2月30日
-        raise DateError(text, f"'{text}': {part} is not a valid date ({exc})") from None
+        raise DateError(text, "invalid", part=part, error=exc) from None
     if value is None:
-        raise DateError(text, f"could not read a date from '{text}' (try 2026-12-01, 昨天 or 12月1日到3日)")
+        raise DateError(text, "unreadable")
     return value
 
 
@@ -159,18 +196,16 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
     today = local_now.date()
     s = _normalise(text)
     if not s:
-        raise DateError(text, "no date given (try 2026-12-01, 昨天 or 12月1日到3日)")
+        raise DateError(text, "none")
     dates: list[date] = []
     if rng := _split_range(s):
         start = _read(text, rng[0], today, local_now, zone, None)
         end = _read(text, rng[1], today, local_now, zone, start)
         if end < start:
-            raise DateError(text, f"'{text}': the range ends ({end}) before it starts ({start})")
+            raise DateError(text, "backwards", end=end, start=start)
         count = (end - start).days + 1
         if count > MAX_DATES:
-            raise DateError(
-                text, f"'{text}' covers {count} dates; DolphinScheduler backfills at most {MAX_DATES}"
-            )
+            raise DateError(text, "range_too_many", count=count, limit=MAX_DATES)
         dates = [start + timedelta(days=i) for i in range(count)]
     else:
         parts = [p for p in _LIST_SEP.split(s) if p]
@@ -181,16 +216,10 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
             left = value
     dates = sorted(set(dates))
     if len(dates) > MAX_DATES:
-        raise DateError(
-            text, f"'{text}' names {len(dates)} dates; DolphinScheduler backfills at most {MAX_DATES}"
-        )
+        raise DateError(text, "list_too_many", count=len(dates), limit=MAX_DATES)
     future = [d for d in dates if d > today]
     if future:
-        raise DateError(
-            text,
-            f"'{text}' includes {future[0].isoformat()}, which is in the future "
-            f"(today is {today.isoformat()} in {zone}); only past dates can be backfilled",
-        )
+        raise DateError(text, "future", day=future[0].isoformat(), today=today.isoformat(), zone=zone)
     return dates
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
 from xihe.agent.errors import DolphinError, ToolFailed
-from xihe.agent.i18n import Lang, say
+from xihe.agent.i18n import Lang, Text, say
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.timefmt import show
 from xihe.integrations.dolphinscheduler.client import StartOutcomeUnknown
@@ -30,12 +30,14 @@ from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import make_marker
 from xihe.integrations.dolphinscheduler.states import STOPPING, TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
+from xihe.tools.dolphin.failures import ds_state, explained, fail, raw_or_told
 from xihe.tools.dolphin.messages import DS, action_reply, failed_reply, state_text, status_reply
 from xihe.tools.dolphin.service import (
     environment_of_instance,
     environment_of_workflow,
     locate,
     service,
+    told,
     workflow_of,
 )
 from xihe.tools.dolphin.watch import Watch, reopen_for_rerun
@@ -46,6 +48,11 @@ from xihe.tools.dolphin.watch import Watch, reopen_for_rerun
 class InstanceArgs(BaseModel):
     instance_id: int = Field(gt=0, description="workflow instance id, e.g. 101")
     project: str = Field("", description="DolphinScheduler project; empty = find it")
+
+
+def _instance_arg(args: InstanceArgs) -> str:
+    """The argument a DolphinScheduler error about this call concerns."""
+    return f"instance_id {args.instance_id}"
 
 
 def _short_state(state: str) -> str:
@@ -100,7 +107,7 @@ STATUS = ToolSpec(
     name="query_ds_task_status",
     description="State, task progress and duration of one DolphinScheduler workflow instance.",
     args=InstanceArgs,
-    run=query_status,
+    run=told(query_status, _instance_arg),
     risk="read",
     summarize=status_reply,
 )
@@ -143,7 +150,7 @@ FAILED = ToolSpec(
     name="ds_failed_tasks",
     description="Failed tasks of a DolphinScheduler run: worker host, retry counts and log tail of each.",
     args=FailedArgs,
-    run=failed_tasks,
+    run=told(failed_tasks, _instance_arg),
     risk="read",
     summarize=failed_reply,
 )
@@ -156,7 +163,8 @@ def _instance_environment(args: InstanceArgs, deps: Deps) -> str:
     try:
         return environment_of_instance(deps, args.instance_id, args.project)
     except DolphinError as exc:
-        raise ToolFailed(f"cannot read instance {args.instance_id} from DolphinScheduler: {exc}") from exc
+        error = raw_or_told(explained(exc, service(deps).config, f"instance_id {args.instance_id}"))
+        raise ToolFailed(fail("instance_unreadable", id=args.instance_id, error=error)) from exc
 
 
 def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps, Lang], str]:
@@ -179,24 +187,19 @@ def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps, Lang], str]:
     return explain
 
 
-def rerun_precheck(args: InstanceArgs, deps: Deps) -> str | None:
+def rerun_precheck(args: InstanceArgs, deps: Deps) -> Text | None:
     """Only a FAILURE run can be rerun from its failed tasks: say so before asking for a yes."""
     inst = locate(deps, args.instance_id, args.project)
     if inst.state == "FAILURE":
         return None
-    if is_terminal(inst.state):
-        return f"instance {inst.id} already ended {inst.state}; only a FAILURE run can be rerun"
-    return f"instance {inst.id} is still {inst.state}; it can be rerun once it has failed"
+    key = "rerun_ended" if is_terminal(inst.state) else "rerun_running"
+    return fail(key, id=inst.id, state=ds_state(inst.state))
 
 
-def stop_precheck(args: InstanceArgs, deps: Deps) -> str | None:
+def stop_precheck(args: InstanceArgs, deps: Deps) -> Text | None:
     """A run that already ended has nothing to stop: say so before asking for a yes."""
     inst = locate(deps, args.instance_id, args.project)
-    return (
-        f"instance {inst.id} already ended {inst.state}; there is nothing to stop"
-        if is_terminal(inst.state)
-        else None
-    )
+    return fail("stop_ended", id=inst.id, state=ds_state(inst.state)) if is_terminal(inst.state) else None
 
 
 def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[Watch | None, Watch]:
@@ -251,9 +254,7 @@ def rerun(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
     svc = service(ctx.deps)
     inst = locate(ctx.deps, args.instance_id, args.project)
     if inst.state != "FAILURE":
-        raise ToolFailed(
-            f"instance {inst.id} is {inst.state}; only a FAILURE run can be rerun from its failed tasks"
-        )
+        raise ToolFailed(fail("rerun_not_failed", id=inst.id, state=ds_state(inst.state)))
     code = svc.instance_projects[inst.id]
     before, watch = _follow_rerun(ctx, inst, code)
     try:
@@ -296,13 +297,13 @@ RERUN = ToolSpec(
     name="rerun_failed",
     description="Rerun a failed DolphinScheduler workflow instance from its failed tasks (same instance id).",
     args=InstanceArgs,
-    run=rerun,
+    run=told(rerun, _instance_arg),
     risk="write",
     environment_of=_instance_environment,
     lookup=rerun_lookup,
     summarize=action_reply,
     explain=_explain_instance("explain_rerun"),
-    precheck=rerun_precheck,
+    precheck=told(rerun_precheck, _instance_arg),
 )
 
 
@@ -311,7 +312,7 @@ def stop(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
     svc = service(ctx.deps)
     inst = locate(ctx.deps, args.instance_id, args.project)
     if is_terminal(inst.state):
-        raise ToolFailed(f"instance {inst.id} already ended {inst.state}; there is nothing to stop")
+        raise ToolFailed(fail("stop_ended", id=inst.id, state=ds_state(inst.state)))
     svc.client.stop(svc.instance_projects[inst.id], inst.id)
     return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
 
@@ -328,11 +329,11 @@ STOP = ToolSpec(
     name="stop_run",
     description="Stop a running DolphinScheduler workflow instance.",
     args=InstanceArgs,
-    run=stop,
+    run=told(stop, _instance_arg),
     risk="write",
     environment_of=_instance_environment,
     lookup=stop_lookup,
     summarize=action_reply,
     explain=_explain_instance("explain_stop"),
-    precheck=stop_precheck,
+    precheck=told(stop_precheck, _instance_arg),
 )

@@ -13,17 +13,19 @@ production (the strictest gate), because a wrong guess there must err on the sid
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from xihe.agent.errors import DolphinError, ToolFailed
+from xihe.agent.registry import ToolContext
 from xihe.config.dolphin import DolphinConfig
 from xihe.config.load import Settings
 from xihe.integrations.dolphinscheduler.client import DolphinClient
 from xihe.integrations.dolphinscheduler.factory import client_from_config
 from xihe.integrations.dolphinscheduler.models import Instance
+from xihe.tools.dolphin.failures import explained, fail, labels, raw_or_told, release_state
 from xihe.tools.dolphin.names import (
     Ambiguous,
     CatalogEntry,
@@ -42,6 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("xihe.dolphin")
 
+A = TypeVar("A")
+C = TypeVar("C")
+R = TypeVar("R")
 RESYNC_AFTER = timedelta(seconds=60)  # an unknown/offline name triggers a fresh sync at most this often
 NOT_HERE_CODES = frozenset({50001, 50003, 10018})  # instance/definition/project not in this project
 
@@ -85,8 +90,24 @@ def service(deps: Deps) -> DolphinService:
     """The configured service, or ToolFailed saying DolphinScheduler is not configured."""
     svc = service_of(deps)
     if svc is None:
-        raise ToolFailed("dolphin is not configured on this bot")
+        raise ToolFailed(fail("not_configured"))
     return svc
+
+
+def told(fn: Callable[[A, C], R], argument: Callable[[A], str]) -> Callable[[A, C], R]:
+    """`fn` (a tool's run, precheck or explain) whose DolphinScheduler errors are told to people
+    (`failures.explained`), naming the argument they concern; the error and its English are unchanged."""
+
+    def wrapper(args: A, ctx: C) -> R:
+        try:
+            return fn(args, ctx)
+        except DolphinError as exc:
+            deps = ctx.deps if isinstance(ctx, ToolContext) else ctx
+            svc = service_of(deps)  # type: ignore[arg-type]
+            explained(exc, svc.config if svc else None, argument(args))
+            raise
+
+    return wrapper
 
 
 # ---- the name catalog ------------------------------------------------------------------------
@@ -107,11 +128,8 @@ def catalog(svc: DolphinService, now: datetime) -> list[CatalogEntry]:
     try:
         return sync(svc, now)
     except DolphinError as exc:
-        raise ToolFailed(f"cannot read the workflow list from DolphinScheduler: {exc}") from exc
-
-
-def _label(e: CatalogEntry) -> str:
-    return f"{e.name} (project {e.project}{'' if e.online else ', ' + e.release_state.lower()})"
+        error = raw_or_told(explained(exc, svc.config, "workflow list"))
+        raise ToolFailed(fail("catalog_unreadable", error=error)) from exc
 
 
 def resolve_workflow(deps: Deps, name: str, project: str = "") -> CatalogEntry:
@@ -126,20 +144,18 @@ def resolve_workflow(deps: Deps, name: str, project: str = "") -> CatalogEntry:
             result = resolve(name, sync(svc, now), aliases, project=project or None)
         except DolphinError as exc:
             log.warning("catalog resync failed: %s", exc)
-    where = f" in project {project}" if project else ""
+    where = fail("in_project", project=project) if project else ""
     if isinstance(result, Resolved):
         return result.entry
     if isinstance(result, Offline):
-        raise ToolFailed(f"cannot run it: {result.reason}")
+        e = result.entry
+        state = release_state(e)
+        raise ToolFailed(fail("offline", workflow=e.name, project=e.project, code=e.code, state=state))
     if isinstance(result, Ambiguous):
-        options = "; ".join(_label(e) for e in result.candidates)
-        raise ToolFailed(
-            f"'{name}' matches several workflows{where}: {options}. Ask the user which one they mean "
-            "and call again with that exact name (and project)."
-        )
-    closest = "; ".join(_label(e) for e in result.closest)
-    hint = f" Closest names: {closest}." if closest else ""
-    raise ToolFailed(f"no workflow called '{name}'{where} in DolphinScheduler.{hint}")
+        options = labels(result.candidates)
+        raise ToolFailed(fail("ambiguous", name=name, where=where, options=options))
+    hint = fail("closest", names=labels(result.closest)) if result.closest else ""
+    raise ToolFailed(fail("unknown", name=name, where=where, hint=hint))
 
 
 def environment_of_workflow(settings: Settings, project: str, name: str) -> str:
@@ -163,7 +179,8 @@ def project_code_of(deps: Deps, project: str) -> int:
     try:
         return svc.client.project_code(project)
     except DolphinError as exc:
-        raise ToolFailed(f"no DolphinScheduler project called '{project}' ({exc})") from exc
+        error = raw_or_told(explained(exc, svc.config, f"project {project!r}"))
+        raise ToolFailed(fail("no_project", project=project, error=error)) from exc
 
 
 def locate(deps: Deps, instance_id: int, project: str = "") -> Instance:
@@ -185,11 +202,12 @@ def locate(deps: Deps, instance_id: int, project: str = "") -> Instance:
         except DolphinError as exc:
             if exc.code in NOT_HERE_CODES:
                 continue
+            explained(exc, svc.config, f"instance_id {instance_id}")
             raise
         svc.instance_projects[instance_id] = code
         return inst
-    where = f"project {project}" if project else "any project the bot can see"
-    raise ToolFailed(f"there is no workflow instance {instance_id} in {where}")
+    where = fail("project", project=project) if project else fail("any_project")
+    raise ToolFailed(fail("no_instance", id=instance_id, where=where))
 
 
 def workflow_of(deps: Deps, inst: Instance) -> CatalogEntry | None:

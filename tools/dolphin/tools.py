@@ -28,6 +28,7 @@ from xihe.integrations.dolphinscheduler.client import DefinitionOffline
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
+from xihe.tools.dolphin.failures import fail
 from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
 from xihe.tools.dolphin.messages import DS, trigger_reply
 from xihe.tools.dolphin.names import CatalogEntry
@@ -35,6 +36,7 @@ from xihe.tools.dolphin.service import (
     environment_of_workflow,
     resolve_workflow,
     service,
+    told,
 )
 from xihe.tools.dolphin.watch import watch_from_start
 
@@ -77,6 +79,11 @@ def _plan(args: TriggerArgs, deps: Deps, now: datetime) -> Plan:
     days = tuple(parse_dates(args.dates, now, tz)) if args.dates.strip() else ()
     offset = deps.settings.workflows.biz_date_offset(entry.project, entry.name)
     return Plan(entry, days, environment_of_workflow(deps.settings, entry.project, entry.name), offset)
+
+
+def _workflow_arg(args: TriggerArgs) -> str:
+    """The argument a DolphinScheduler error about this call concerns."""
+    return f"workflow {args.workflow!r}"
 
 
 def _asked_at(ctx: ToolContext) -> datetime:
@@ -167,10 +174,7 @@ def trigger(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any]:
             failure_strategy=cfg.failure_strategy,
         )
     except DefinitionOffline as exc:
-        raise ToolFailed(
-            f"DolphinScheduler refused to start {plan.entry.name}: it is not online (DS {exc.code}). "
-            "Release it in DolphinScheduler first."
-        ) from exc
+        raise ToolFailed(fail("start_offline", workflow=plan.entry.name, code=exc.code)) from exc
     _watch(ctx, plan, out)
     return _started(plan, out, "start_uncertain" if out.uncertain else "started")
 
@@ -212,7 +216,7 @@ TRIGGER = ToolSpec(
         "relative dates. Returns the instance id(s); the bot reports the final state later."
     ),
     args=TriggerArgs,
-    run=trigger,
+    run=told(trigger, _workflow_arg),
     risk="write",
     environment_of=_trigger_environment,
     lookup=trigger_lookup,
