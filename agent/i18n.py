@@ -45,10 +45,12 @@ def lang_for(text: str, earlier: Callable[[], Iterable[str]]) -> Lang:
     return next((lang for lang in map(lang_of, earlier()) if lang is not None), "en")
 
 
-def say(catalog: Catalog, key: str, lang: Lang, **values: object) -> str:
-    """The `key` message in `lang` (English when the catalog lacks that language), filled with `values`."""
+def say(catalog: Catalog, key: str, lang: Lang, /, **values: object) -> str:
+    """The `key` message in `lang` (English when the catalog lacks that language), filled with `values`
+    (a `Text` value said in `lang` too)."""
     entry = catalog[key]
-    return (entry.get(lang) or entry["en"]).format(**values)
+    shown = {k: v.in_(lang) if isinstance(v, Text) else v for k, v in values.items()}
+    return (entry.get(lang) or entry["en"]).format(**shown)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +71,7 @@ class Text:
         return self.in_("en")
 
 
-def text(catalog: Catalog, key: str, **values: object) -> Text:
+def text(catalog: Catalog, key: str, /, **values: object) -> Text:
     """The `key` message of `catalog` with `values`, to be said later (see `Text`)."""
     if key not in catalog:
         raise KeyError(f"no message {key!r} in the catalog")

@@ -309,7 +309,7 @@ def _sh(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
                 detail=detail,
             )
         )
-        return refusal_text(exc.code, exc.values, reason, lang)
+        return refusal_text(exc.code, exc.values, exc.problem, lang)
     args: dict[str, object] = {
         "command": match.entry.name,
         "args": dict(match.values),

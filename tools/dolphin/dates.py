@@ -102,7 +102,7 @@ class DateError(ToolRetry):
     """A date phrase that cannot be used for a backfill; `reason` (English) names the input, the
     error's `text` says the same in people's language."""
 
-    def __init__(self, text: str, key: str, **values: object) -> None:
+    def __init__(self, text: str, key: str, /, **values: object) -> None:
         message = i18n_text(DATES, key, text=text, **values)
         self.phrase, self.reason = text, str(message)
         super().__init__(message)

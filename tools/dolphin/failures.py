@@ -104,7 +104,7 @@ FAILS: Catalog = {
 DS_ERROR = re.compile(r"DS error -?\d+: (?P<msg>.*)$", re.S)
 
 
-def fail(key: str, **values: object) -> Text:
+def fail(key: str, /, **values: object) -> Text:
     """The `key` failure with its values."""
     return text(FAILS, key, **values)
 

@@ -1,9 +1,9 @@
 """What people read about `/sh`, in the conversation's language (zh and en).
 
 A refusal is a code with values (REASONS): its English text is `ShellRefused.reason`, which the
-model, the audit and `xihe shell check` read; `refusal_text` renders it for people. Where a refusal
-quotes a finer problem of one argument (the closest entry's mismatch), that problem stays in
-English inside the translated sentence. A run's result keeps its English text for the model;
+model, the audit and `xihe shell check` read; `refusal_text` renders it for people. The finer
+problem a refusal quotes (the closest entry's mismatch, a bad value) is a catalog text too
+(tools/shell/problems.py), said in the same language. A run's result keeps its English text for the model;
 `result_for_people` restates its first line (exit code, time, sandbox) and the full-output note.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, Text, said, say
 
 REASONS: Catalog = {
     "line_too_long": {
@@ -76,14 +76,9 @@ SH: Catalog = {
 }
 
 
-def reason(code: str, values: Mapping[str, object]) -> str:
-    """A refusal's English text (for the model, the audit and `xihe shell check`)."""
-    return say(REASONS, code, "en", **values)
-
-
-def refusal_text(code: str, values: Mapping[str, object], english: str, lang: Lang) -> str:
-    """`/sh`'s reply to a refused line; a refusal without a code keeps its English reason."""
-    shown = say(REASONS, code, lang, **values) if code in REASONS else english
+def refusal_text(code: str, values: Mapping[str, object], reason: str | Text, lang: Lang) -> str:
+    """`/sh`'s reply to a refused line: its headline `code`, else its `reason` (from a catalog or English)."""
+    shown = say(REASONS, code, lang, **values) if code in REASONS else said(reason, lang)
     return say(SH, "refused", lang, reason=shown)
 
 

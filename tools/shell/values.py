@@ -12,6 +12,7 @@ import unicodedata
 from pathlib import Path, PurePosixPath
 
 from xihe.config.shell import ArgSpec, dangerous_env
+from xihe.tools.shell.problems import problem
 
 SHELL_CHARS = frozenset(";&|`$<>")
 GLOB_CHARS = frozenset("*?[]{}~")
@@ -28,7 +29,12 @@ CONFUSABLES = {
 
 
 class BadValue(ValueError):
-    """A value failed validation; str() is the problem without the argument's name."""
+    """A value failed validation; str() is the problem without the argument's name (English), `text`
+    the same problem for people in their language (tools/shell/problems.py)."""
+
+    def __init__(self, key: str, /, **values: object) -> None:
+        self.text = problem(key, **values)
+        super().__init__(str(self.text))
 
 
 def _char_name(ch: str) -> str:
@@ -41,17 +47,17 @@ def check_invisible(value: str) -> None:
     for ch in value:
         cat = unicodedata.category(ch)
         if ch == "\x00":
-            raise BadValue("contains a NUL byte")
+            raise BadValue("nul")
         if ch in "\n\r\x0b\x0c\x85\u2028\u2029":
-            raise BadValue(f"contains a line break {_char_name(ch)}")
+            raise BadValue("line_break", char=_char_name(ch))
         if cat == "Cc":
-            raise BadValue(f"contains the control character {_char_name(ch)}")
+            raise BadValue("control", char=_char_name(ch))
         if cat in ("Cf", "Co", "Cs", "Cn"):
             # bidi overrides, right-to-left marks, zero-width joiners, private use: text that reads
             # differently from what runs
-            raise BadValue(f"contains the invisible or bidirectional character {_char_name(ch)}")
+            raise BadValue("invisible", char=_char_name(ch))
         if cat.startswith("Z") and ch != " ":
-            raise BadValue(f"contains the unusual space {_char_name(ch)}")
+            raise BadValue("space", char=_char_name(ch))
 
 
 def check_characters(value: str, spec: ArgSpec) -> None:
@@ -62,73 +68,71 @@ def check_characters(value: str, spec: ArgSpec) -> None:
         if ord(ch) > 127:
             folded = unicodedata.normalize("NFKC", ch)
             if not spec.unicode_ok:
-                raise BadValue(
-                    f"contains the non-ASCII character {_char_name(ch)}; only ASCII is allowed here"
-                )
+                raise BadValue("non_ascii", char=_char_name(ch))
             if ch in CONFUSABLES:
-                raise BadValue(f"contains {_char_name(ch)}, a look-alike of {CONFUSABLES[ch]!r}")
+                raise BadValue("look_alike", char=_char_name(ch), of=repr(CONFUSABLES[ch]))
             if any(c in SENSITIVE_ASCII for c in folded) or cat == "Pd":
-                raise BadValue(f"contains {_char_name(ch)}, a look-alike of {folded!r}")
+                raise BadValue("look_alike", char=_char_name(ch), of=repr(folded))
     for ch in value:
         if ch in SHELL_CHARS and not spec.allow_shell_chars:
-            raise BadValue(f"contains the shell metacharacter {ch!r}")
+            raise BadValue("shell_char", char=repr(ch))
         if ch in GLOB_CHARS and not spec.allow_glob:
-            raise BadValue(f"contains the glob character {ch!r}; no globbing here")
+            raise BadValue("glob_char", char=repr(ch))
 
 
 def _common(value: str, spec: ArgSpec) -> None:
     """Checks every string value gets: length, characters, option and environment look."""
     if len(value) > spec.max_length:
-        raise BadValue(f"is {len(value)} characters long; the limit is {spec.max_length}")
+        raise BadValue("too_long", length=len(value), limit=spec.max_length)
     if value == "":
-        raise BadValue("is empty")
+        raise BadValue("empty")
     check_characters(value, spec)
     if value.lstrip().startswith("-"):
-        raise BadValue(f"starts with '-' and would be read as an option: {value[:40]!r}")
+        raise BadValue("option", value=repr(value[:40]))
     m = ENV_ASSIGNMENT.match(value)
     if m and dangerous_env(m.group(1)):
-        raise BadValue(f"looks like an environment assignment ({m.group(1)}=...)")
+        raise BadValue("env", name=m.group(1))
 
 
 def check_enum(value: object, spec: ArgSpec) -> str:
     """An exact member of `choices`."""
     if not isinstance(value, str):
-        raise BadValue(f"must be a string, one of: {', '.join(spec.choices)}")
+        raise BadValue("enum_type", choices=", ".join(spec.choices))
     _common(value, spec)
     if value not in spec.choices:
-        raise BadValue(f"{value!r} is not one of: {', '.join(spec.choices)}")
+        raise BadValue("not_choice", value=repr(value), choices=", ".join(spec.choices))
     return value
 
 
 def check_integer(value: object, spec: ArgSpec) -> str:
     """A decimal integer within [min, max]."""
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise BadValue("must be an integer")
+        raise BadValue("integer_type")
     text = str(value)
     if len(text) > 19 or not INTEGER.match(text):
-        raise BadValue(f"{text[:40]!r} is not a decimal integer")
+        raise BadValue("not_integer", value=repr(text[:40]))
     number = int(text)
     assert spec.min is not None and spec.max is not None  # guaranteed by ArgSpec validation
     if not spec.min <= number <= spec.max:
-        raise BadValue(f"{number} is outside {spec.min}..{spec.max}")
+        raise BadValue("out_of_range", number=number, min=spec.min, max=spec.max)
     return str(number)
 
 
 def check_string(value: object, spec: ArgSpec) -> str:
     """A string the whole of which matches `pattern`."""
     if not isinstance(value, str):
-        raise BadValue("must be a string")
+        raise BadValue("string_type")
     _common(value, spec)
     assert spec.pattern is not None
     if not re.fullmatch(spec.pattern, value):
-        raise BadValue(f"{value[:60]!r} does not match the pattern {spec.pattern}")
+        raise BadValue("pattern", value=repr(value[:60]), pattern=spec.pattern)
     return value
 
 
 def check_text(value: object, spec: ArgSpec) -> str:
     """Free text passed as one argv item; never an option."""
     if not isinstance(value, str):
-        raise BadValue("must be a string")
+        raise BadValue("string_type")
     _common(value, spec)
     return value
 
@@ -136,29 +140,29 @@ def check_text(value: object, spec: ArgSpec) -> str:
 def check_path(value: object, spec: ArgSpec, root: Path) -> str:
     """A path that stays inside `root` after resolving symlinks; returned absolute and resolved."""
     if not isinstance(value, str):
-        raise BadValue("must be a string path")
+        raise BadValue("path_type")
     _common(value, spec)
     if "\\" in value:
-        raise BadValue("contains a backslash")
+        raise BadValue("backslash")
     pure = PurePosixPath(value)
     if ".." in pure.parts:
-        raise BadValue(f"contains '..': {value!r} (path traversal)")
+        raise BadValue("traversal", value=repr(value))
     real_root = root.resolve()
     candidate = Path(value) if pure.is_absolute() else real_root / value
     if pure.is_absolute() and not (candidate.is_relative_to(root) or candidate.is_relative_to(real_root)):
-        raise BadValue(f"{value!r} is outside the workspace {root}")
+        raise BadValue("outside", value=repr(value), root=root)
     try:
         resolved = candidate.resolve(strict=False)
     except (OSError, RuntimeError) as exc:  # symlink loops
-        raise BadValue(f"cannot be resolved: {exc.__class__.__name__}") from None
+        raise BadValue("unresolvable", error=exc.__class__.__name__) from None
     if not resolved.is_relative_to(real_root):
-        raise BadValue(f"{value!r} leads outside the workspace through a symlink")
+        raise BadValue("symlink", value=repr(value))
     if spec.must_exist and not resolved.exists():
-        raise BadValue(f"{value!r} does not exist in the workspace")
+        raise BadValue("missing_path", value=repr(value))
     if spec.kind == "dir" and resolved.exists() and not resolved.is_dir():
-        raise BadValue(f"{value!r} is not a directory")
+        raise BadValue("not_dir", value=repr(value))
     if spec.kind == "file" and resolved.exists() and not resolved.is_file():
-        raise BadValue(f"{value!r} is not a regular file")
+        raise BadValue("not_file", value=repr(value))
     return str(resolved)
 
 
@@ -173,5 +177,5 @@ def check_value(value: object, spec: ArgSpec, root: Path | None) -> str:
     if spec.type == "text":
         return check_text(value, spec)
     if root is None:
-        raise BadValue("has no workspace root configured")
+        raise BadValue("no_root")
     return check_path(value, spec, root)

@@ -14,36 +14,46 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from xihe.agent.errors import ToolRetry
+from xihe.agent.i18n import Text, text
 from xihe.config.shell import FLAGS_MARKER, PLACEHOLDER, Entry, ShellConfig
 from xihe.tools.shell import messages
+from xihe.tools.shell.problems import problem
 from xihe.tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
 
 
 class ShellRefused(ToolRetry):
-    """A request that does not match the whitelist; `reason` names the entry and argument.
+    """A request that does not match the whitelist; `reason` (English) names the entry and argument.
 
-    `code` and `values` say the same for people in their language (tools/shell/messages.py).
+    The error's `text` says the same for people in their language; a refusal of a `/sh` line also
+    has its headline's `code` and `values` (tools/shell/messages.py REASONS).
     """
 
     def __init__(
         self,
-        reason: str,
+        reason: str | Text,
         *,
         entry: str | None = None,
         argument: str | None = None,
         code: str = "",
         values: Mapping[str, object] | None = None,
     ) -> None:
-        self.reason, self.entry, self.argument = reason, entry, argument
-        self.code, self.values = code, dict(values or {})
         super().__init__(reason)
+        self.reason, self.entry, self.argument = str(reason), entry, argument
+        self.code, self.values = code, dict(values or {})
 
     @classmethod
     def coded(
         cls, code: str, *, entry: str | None = None, argument: str | None = None, **values: object
     ) -> ShellRefused:
-        """A refusal whose English reason is the `code` message filled with `values`."""
-        return cls(messages.reason(code, values), entry=entry, argument=argument, code=code, values=values)
+        """A refusal whose reason is the `code` message filled with `values`."""
+        return cls(
+            text(messages.REASONS, code, **values), entry=entry, argument=argument, code=code, values=values
+        )
+
+    @property
+    def problem(self) -> str | Text:
+        """The reason, from its catalog when it has one (to quote inside another message)."""
+        return self.text if self.text is not None else self.reason
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,7 @@ def _part_text(p: Lit | Slot) -> str:
 @dataclass(frozen=True)
 class _Fail:
     depth: int  # tokens matched before failing; a structural match that failed validation is deepest
-    reason: str
+    reason: str | Text
     argument: str | None
 
 
@@ -149,9 +159,10 @@ class Whitelist:
         if name in self.entries:
             return self.entries[name]
         close = self._closest_name(name)
-        hint = f"; did you mean {close!r}?" if close else ""
+        hint = problem("did_you_mean", name=repr(close)) if close else ""
+        available = ", ".join(self.entries)
         raise ShellRefused(
-            f"{name[:60]!r} is not a whitelisted command{hint} Available: {', '.join(self.entries)}",
+            problem("not_command", name=repr(name[:60]), hint=hint, available=available),
             entry=close,
             argument="command",
         )
@@ -171,40 +182,32 @@ class Whitelist:
         try:
             return check_value(value, entry.args[arg], self.root_for(entry, arg))
         except BadValue as exc:
-            raise ShellRefused(
-                f"entry {entry.name!r}: argument {arg!r} {exc}", entry=entry.name, argument=arg
-            ) from None
+            why = problem("bad_argument", entry=repr(entry.name), arg=repr(arg), problem=exc.text)
+            raise ShellRefused(why, entry=entry.name, argument=arg) from None
 
     def from_args(self, command: str, args: Mapping[str, object], flags: Iterable[str] = ()) -> Match:
         """The model's form: entry name plus typed arguments -> validated argv."""
         if not isinstance(command, str):
-            raise ShellRefused("command must be an entry name (a string)", argument="command")
+            raise ShellRefused(problem("command_type"), argument="command")
         entry = self.get(command)
         if not isinstance(args, Mapping):
-            raise ShellRefused(
-                "args must be an object of argument name -> value", entry=entry.name, argument="args"
-            )
+            raise ShellRefused(problem("args_type"), entry=entry.name, argument="args")
         for key in args:
             if key not in entry.args:
                 m = ENV_ASSIGNMENT.match(f"{key}=")
-                what = (
-                    "an environment variable; the environment is fixed by the whitelist"
-                    if (m and key.isupper())
-                    else "not an argument of this entry"
+                what = problem("an_env" if (m and key.isupper()) else "not_its_argument")
+                takes = ", ".join(entry.args) or problem("nothing")
+                why = problem(
+                    "not_argument", entry=repr(entry.name), key=repr(str(key)[:40]), what=what, takes=takes
                 )
-                raise ShellRefused(
-                    f"entry {entry.name!r}: {str(key)[:40]!r} is {what}; it takes: {', '.join(entry.args) or 'nothing'}",
-                    entry=entry.name,
-                    argument=str(key),
-                )
+                raise ShellRefused(why, entry=entry.name, argument=str(key))
         values = {k: self._value(entry, k, v) for k, v in args.items() if v is not None}
         for name, spec in entry.args.items():
             if spec.required and name not in values:
-                raise ShellRefused(
-                    f"entry {entry.name!r}: missing argument {name!r} ({spec.description})",
-                    entry=entry.name,
-                    argument=name,
+                why = problem(
+                    "missing_argument", entry=repr(entry.name), name=repr(name), description=spec.description
                 )
+                raise ShellRefused(why, entry=entry.name, argument=name)
         flag_list = self._flags(entry, flags)
         return self._render(entry, values, flag_list)
 
@@ -212,18 +215,14 @@ class Whitelist:
         out: list[str] = []
         for f in flags:
             if not isinstance(f, str) or f not in entry.flags:
-                allowed = ", ".join(entry.flags) or "none"
-                raise ShellRefused(
-                    f"entry {entry.name!r}: flag {str(f)[:40]!r} is not among the allowed flags ({allowed})",
-                    entry=entry.name,
-                    argument="flags",
+                allowed = ", ".join(entry.flags) or problem("none")
+                why = problem(
+                    "flag_not_allowed", entry=repr(entry.name), flag=repr(str(f)[:40]), allowed=allowed
                 )
+                raise ShellRefused(why, entry=entry.name, argument="flags")
             if f in out:
-                raise ShellRefused(
-                    f"entry {entry.name!r}: flag {f!r} given twice in flags",
-                    entry=entry.name,
-                    argument="flags",
-                )
+                why = problem("flag_twice", entry=repr(entry.name), flag=repr(f))
+                raise ShellRefused(why, entry=entry.name, argument="flags")
             out.append(f)
         return tuple(out)
 
@@ -257,12 +256,9 @@ class Whitelist:
         argv = self.render_values(entry, values, flags)
         total = sum(len(a) + 1 for a in argv)
         if total > self.config.max_argv_chars:
-            raise ShellRefused(
-                f"entry {entry.name!r}: the command line would be {total} characters; the limit is "
-                f"{self.config.max_argv_chars}",
-                entry=entry.name,
-                argument="argv",
-            )
+            limit = self.config.max_argv_chars
+            why = problem("argv_too_long", entry=repr(entry.name), total=total, limit=limit)
+            raise ShellRefused(why, entry=entry.name, argument="argv")
         return Match(entry=entry, argv=tuple(argv), values=dict(values), flags=flags)
 
     # ---- the chat form -------------------------------------------------------------------------
@@ -293,9 +289,9 @@ class Whitelist:
             name = tokens[0].split("=", 1)[0]
             raise ShellRefused.coded("env_assignment", argument=name, name=name)
         for n, tok in enumerate(tokens):
-            problem = _screen(tok)
-            if problem:
-                raise ShellRefused(f"argv[{n}] {problem}", argument=f"argv[{n}]")
+            bad = _screen(tok)
+            if bad is not None:
+                raise ShellRefused(problem("token", n=n, problem=bad), argument=f"argv[{n}]")
         matches: list[Match] = []
         fails: dict[str, _Fail] = {}
         for entry in self.entries.values():
@@ -331,7 +327,7 @@ class Whitelist:
         try:
             return self.from_args(entry.name, values, flag_list)
         except ShellRefused as exc:
-            return _Fail(len(tokens) + 1, exc.reason, exc.argument)
+            return _Fail(len(tokens) + 1, exc.problem, exc.argument)
 
 
 def _unquoted_operator(line: str) -> str | None:
@@ -378,8 +374,9 @@ def _walk(
         if j == len(tokens):
             return dict(captured), list(flags)
         extra = tokens[j]
-        hint = f" (allowed flags: {', '.join(entry.flags)})" if entry.flags else ""
-        return _Fail(j, f"unexpected extra argument {extra[:60]!r} at argv[{j}]{hint}", _token_arg(extra, j))
+        hint = problem("allowed_flags", flags=", ".join(entry.flags)) if entry.flags else ""
+        why = problem("extra", token=repr(extra[:60]), n=j, hint=hint)
+        return _Fail(j, why, _token_arg(extra, j))
     item = items[i]
     if isinstance(item, Flags):
         best: _Fail | None = None
@@ -395,11 +392,9 @@ def _walk(
             else:
                 # a dash token the rest of the template stumbles on right away is a disallowed flag
                 if k < len(tokens) and tokens[k].startswith("-") and best.depth <= k + 1:
-                    return _Fail(
-                        k + 1,
-                        f"flag {tokens[k][:60]!r} is not among the allowed flags ({', '.join(entry.flags)})",
-                        "flags",
-                    )
+                    flags_text = ", ".join(entry.flags)
+                    why = problem("flag_here", flag=repr(tokens[k][:60]), flags=flags_text)
+                    return _Fail(k + 1, why, "flags")
                 return best
     if isinstance(item, Group):
         with_group = _walk_seq(entry, item.items, items, i, tokens, j, captured, flags)
@@ -412,14 +407,14 @@ def _walk(
     if j >= len(tokens):
         return _Fail(
             j,
-            f"missing {_expect(item, entry)} at argv[{j}]",
+            problem("missing", expected=_expect(item, entry), n=j),
             item.arg if isinstance(item, Slot) else f"argv[{j}]",
         )
     value = _part_match(item, tokens[j])
     if value is None:
         return _Fail(
             j,
-            f"expected {_expect(item, entry)} at argv[{j}], got {tokens[j][:60]!r}",
+            problem("expected", expected=_expect(item, entry), n=j, token=repr(tokens[j][:60])),
             item.arg if isinstance(item, Slot) else _token_arg(tokens[j], j),
         )
     if isinstance(item, Slot):
@@ -443,14 +438,14 @@ def _walk_seq(
         if j + n >= len(tokens):
             return _Fail(
                 j + n,
-                f"missing {_expect(p, entry)} at argv[{j + n}]",
+                problem("missing", expected=_expect(p, entry), n=j + n),
                 p.arg if isinstance(p, Slot) else f"argv[{j + n}]",
             )
         value = _part_match(p, tokens[j + n])
         if value is None:
             return _Fail(
                 j + n,
-                f"expected {_expect(p, entry)} at argv[{j + n}], got {tokens[j + n][:60]!r}",
+                problem("expected", expected=_expect(p, entry), n=j + n, token=repr(tokens[j + n][:60])),
                 p.arg if isinstance(p, Slot) else _token_arg(tokens[j + n], j + n),
             )
         if isinstance(p, Slot):
@@ -463,10 +458,10 @@ def _token_arg(token: str, position: int) -> str:
     return f"argv[{position}]"
 
 
-def _screen(token: str) -> str | None:
+def _screen(token: str) -> Text | None:
     """Characters no token may hold anywhere (NUL, controls, bidi, invisible), or None."""
     try:
         check_invisible(token)
     except BadValue as exc:
-        return str(exc)
+        return exc.text
     return None
