@@ -43,13 +43,13 @@ from xihe.agent.frontier import (
 )
 from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify, interrupted
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import Catalog, Lang, Text, lang_for, say
+from xihe.agent.i18n import Catalog, Lang, Text, lang_for, say, text
 from xihe.agent.llm import LLMClient
 from xihe.agent.recovery import RunState, with_recovery
 from xihe.agent.registry import ParsedCall, Registry
 from xihe.agent.request import Requests
 from xihe.agent.tasks import StepStatus, Task, TaskStatus, TaskStep
-from xihe.agent.user_text import for_people, outcome
+from xihe.agent.user_text import STOPS, for_people, outcome
 
 log = logging.getLogger("xihe.loop")
 
@@ -109,9 +109,13 @@ class Agent:
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
         """A new task for a free-text message."""
         if self.llm is None:
-            return Outcome(
-                0, TaskStatus.FAILED, "No model is configured, so I can only run commands. Try /help."
+            lang = lang_for(
+                text,
+                lambda: [
+                    t.goal for t in self.deps.tasks.recent(conversation=conversation, kind="chat", limit=5)
+                ],
             )
+            return Outcome(0, TaskStatus.FAILED, say(STOPS, "no_model", lang))
         task = self._create("chat", who, conversation, text, channel)
         return self._drive(task)
 
@@ -214,21 +218,18 @@ class Agent:
         deps = self.deps
         ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
         if not deps.tasks.claim(task.id, deps.holder, deps.clock(), ttl):
-            return Outcome(task.id, "busy", f"Task {task.id} is being worked on elsewhere.")
+            return Outcome(task.id, "busy", say(STOPS, "busy", self.lang(task), task=task.id))
         try:
             outcome = self._walk(
                 _Run(task, identify(task.owner, deps.settings.access), deps.tasks.latest(task.id))
             )
         except LLMError as exc:
-            outcome = self._finish(
-                task,
-                TaskStatus.FAILED,
-                f"The model endpoint failed ({exc}). Task {task.id} is saved; "
-                f"`xihe task resume {task.id}` continues it.",
-                error=str(exc),
+            reply = say(
+                STOPS, "llm_failed", self.lang(task), error=deps.redactor.text(str(exc)), task=task.id
             )
+            outcome = self._finish(task, TaskStatus.FAILED, reply, error=str(exc))
         except (ContextOverflow, ContextTooLarge) as exc:
-            outcome = self._stop(task, f"the request does not fit the model's context: {exc}")
+            outcome = self._stop(task, text(STOPS, "too_large", error=str(exc)))
         finally:
             deps.tasks.release(task.id, deps.holder)
         return outcome
@@ -246,7 +247,7 @@ class Agent:
             messages.append(message)
             calls = message.get("tool_calls") or []
             if not calls:
-                reply = message.get("content") or "(no answer)"
+                reply = message.get("content") or say(STOPS, "no_answer", self.lang(run.task))
                 complaint = self._complaint(run, reply)
                 if complaint is not None and not run.rechecked:
                     run.rechecked = True  # one chance to fix the answer, then it is marked
@@ -269,33 +270,21 @@ class Agent:
                 if run.recovery.stopped:
                     return self._stop(run.task, run.recovery.stopped)
             if run.invalid > loop.max_arg_retries:
-                return self._finish(
-                    run.task,
-                    TaskStatus.FAILED,
-                    "I stopped: the model kept producing tool calls that could "
-                    f"not be executed ({run.invalid} invalid). Task {run.task.id} has the details.",
-                    error="too many invalid tool calls",
-                )
+                reply = say(STOPS, "invalid_calls", self.lang(run.task), n=run.invalid, task=run.task.id)
+                return self._finish(run.task, TaskStatus.FAILED, reply, error="too many invalid tool calls")
+        reply = say(STOPS, "turns", self.lang(run.task), n=loop.max_turns, task=run.task.id)
         return self._finish(
-            run.task,
-            TaskStatus.FAILED,
-            f"I stopped after {loop.max_turns} model turns without finishing. "
-            f"Task {run.task.id} has what was done so far." + self._notes(run.task),
-            error="turn limit reached",
+            run.task, TaskStatus.FAILED, reply + self._notes(run.task), error="turn limit reached"
         )
 
     def _notes(self, task: Task) -> str:
         notes = [n for n in (note(task) for note in self.hooks.stop_notes) if n]
         return "".join(f"\n\n{n}" for n in notes)
 
-    def _stop(self, task: Task, reason: str) -> Outcome:
-        """End an unfinished task with the reason and what is still open."""
-        return self._finish(
-            task,
-            TaskStatus.FAILED,
-            f"I stopped: {reason}. Task {task.id} keeps what was done so far." + self._notes(task),
-            error=reason,
-        )
+    def _stop(self, task: Task, reason: Text) -> Outcome:
+        """End an unfinished task with the reason (said in the task's language) and what is still open."""
+        reply = say(STOPS, "stopped", self.lang(task), reason=reason, task=task.id)
+        return self._finish(task, TaskStatus.FAILED, reply + self._notes(task), error=str(reason))
 
     def _model_turn(self, run: _Run, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         key = f"llm:{turn}"
@@ -522,7 +511,7 @@ class Agent:
         if run.refusal is not None:
             return run.refusal
         if last is None:
-            return "(no answer)"
+            return say(STOPS, "no_answer", self.lang(run.task))
         tool, result = last
         spec = self.registry.specs.get(tool)
         if result.ok and spec is not None and spec.summarize is not None:

@@ -24,7 +24,26 @@ from typing import Any, cast
 from tenacity import RetryCallState, wait_exponential
 
 from xihe.agent.errors import IntegrationError, OutcomeUnknown, ToolFailed
+from xihe.agent.i18n import Catalog, Text, text
 from xihe.agent.registry import ToolContext, ToolSpec
+
+TIMEOUTS: Catalog = {  # English for the model and the audit; zh for people reading a command's reply
+    "timed_out": {"en": "{tool} timed out ({error})", "zh": "{tool} 超时（{error}）"},
+    "unknown_write": {
+        "en": "{what}. It is a write that may or may not have taken effect, and it has no way to look that "
+        "up, so it was NOT retried. The outcome is unknown: do not report it as done; ask the user to check.",
+        "zh": "{what}。这是一个写操作，可能已经生效也可能没有，而且无法查证，所以没有重试。结果未知：请检查一下。",
+    },
+    "gave_up": {
+        "en": "{what}; gave up after {n} attempt(s) within this call's limit ({attempts} attempts, {seconds}s).",
+        "zh": "{what}；在这次调用的限制（{attempts} 次、{seconds} 秒）内尝试了 {n} 次后放弃。",
+    },
+    "budget_used": {
+        "en": "the retry budget of task {task} is used up (last: {tool} timed out after {n} attempt(s))",
+        "zh": "任务 {task} 的重试额度已用完（最后一次：{tool} 尝试 {n} 次后超时）",
+    },
+    "budget": {"en": "{what}; not retried: {stopped}.", "zh": "{what}；没有重试：{stopped}。"},
+}
 
 
 @dataclass(frozen=True)
@@ -40,7 +59,7 @@ class RetryPolicy:
 class RunState:
     """Shared with the loop for one drive of a task: set when the retry budget ran out."""
 
-    stopped: str | None = None
+    stopped: Text | None = None
     retries: int = 0
     waits: list[float] | None = None
 
@@ -73,33 +92,25 @@ def with_recovery(
                 if not is_timeout(exc):
                     raise
                 last = exc
-            what = f"{spec.name} timed out ({_describe(last)})"
+            what = text(TIMEOUTS, "timed_out", tool=spec.name, error=_describe(last))
             if spec.risk_for(args, deps) == "write":
                 try:
                     if spec.lookup is None:
                         raise OutcomeUnknown("no lookup")
                     found = spec.lookup(args, ctx)
                 except OutcomeUnknown:
-                    raise ToolFailed(
-                        f"{what}. It is a write that may or may not have taken effect, and it has no way to "
-                        "look that up, so it was NOT retried. The outcome is unknown: do not report it as "
-                        "done; ask the user to check."
-                    ) from None
+                    raise ToolFailed(text(TIMEOUTS, "unknown_write", what=what)) from None
                 if found is not None:  # it happened: that is the result, never a second write
                     return found
             wait = float(backoff(cast(RetryCallState, _Attempt(attempt))))
             if attempt >= policy.attempts or monotonic() - started + wait > policy.call_limit_seconds:
-                raise ToolFailed(
-                    f"{what}; gave up after {attempt} attempt(s) within this call's limit "
-                    f"({policy.attempts} attempts, {policy.call_limit_seconds:g}s)."
-                ) from None
+                limit = f"{policy.call_limit_seconds:g}"
+                why = text(TIMEOUTS, "gave_up", what=what, n=attempt, attempts=policy.attempts, seconds=limit)
+                raise ToolFailed(why) from None
             left = deps.tasks.spend_retry(ctx.task_id, deps.clock())
             if left is None:
-                state.stopped = (
-                    f"the retry budget of task {ctx.task_id} is used up "
-                    f"(last: {spec.name} timed out after {attempt} attempt(s))"
-                )
-                raise ToolFailed(f"{what}; not retried: {state.stopped}.") from None
+                state.stopped = text(TIMEOUTS, "budget_used", task=ctx.task_id, tool=spec.name, n=attempt)
+                raise ToolFailed(text(TIMEOUTS, "budget", what=what, stopped=state.stopped)) from None
             state.retries += 1
             if state.waits is not None:
                 state.waits.append(wait)

@@ -35,6 +35,35 @@ FAILURES: Catalog = {  # what the executor says about a tool that did not finish
         "zh": "{tool} 内部出错：{error}",
     },
 }
+STOPS: Catalog = {  # how the loop tells people a task ended without the model's answer
+    "no_model": {
+        "en": "No model is configured, so I can only run commands. Try /help.",
+        "zh": "没有配置模型，所以我只能执行命令。试试 /help。",
+    },
+    "busy": {"en": "Task {task} is being worked on elsewhere.", "zh": "任务 {task} 正在别处处理。"},
+    "llm_failed": {
+        "en": "The model endpoint failed ({error}). Task {task} is saved; `xihe task resume {task}` continues it.",
+        "zh": "模型接口出错（{error}）。任务 {task} 已保存；`xihe task resume {task}` 可以继续它。",
+    },
+    "stopped": {
+        "en": "I stopped: {reason}. Task {task} keeps what was done so far.",
+        "zh": "我停下了：{reason}。任务 {task} 保留了目前做完的部分。",
+    },
+    "too_large": {
+        "en": "the request does not fit the model's context: {error}",
+        "zh": "请求超出了模型的上下文长度：{error}",
+    },
+    "invalid_calls": {
+        "en": "I stopped: the model kept producing tool calls that could not be executed ({n} invalid). "
+        "Task {task} has the details.",
+        "zh": "我停下了：模型一直给出无法执行的工具调用（{n} 次无效）。详情见任务 {task}。",
+    },
+    "turns": {
+        "en": "I stopped after {n} model turns without finishing. Task {task} has what was done so far.",
+        "zh": "模型回合达到 {n} 次仍未完成，我停下了。任务 {task} 保留了目前做完的部分。",
+    },
+    "no_answer": {"en": "(no answer)", "zh": "（没有回答）"},
+}
 SERVICES = {"dolphinscheduler": "DolphinScheduler", "wecom": "WeCom", "llm": "LLM", "smtp": "SMTP"}
 WHICH_ONE: Catalog = {"q": {"en": "Which one do you mean?", "zh": "你指的是哪一个？"}}
 

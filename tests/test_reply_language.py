@@ -77,3 +77,15 @@ def test_confirm_approve_and_reject_answer_each_person_in_their_language(
     assert ask(app, "carol", "/reject 2 驳回", "运维") == "已驳回操作 2，没有执行任何操作。"
     assert notes[-1][0] == "en" and notes[-1][1].startswith("carol rejected action 2. ")
     assert ask(app, "bob", "/nosuch 看看", "zh") == "没有 /nosuch 这个命令。试试 /help。"
+
+
+def test_a_task_the_loop_stops_is_explained_in_the_language(make_app: MakeApp, llm: ScriptedLLM) -> None:
+    app = make_app([call("echo", text=str(i)) for i in range(3)] * 2, overrides={"loop": {"max_turns": 3}})
+    zh = ask(app, "alice", "一直循环下去吧", "zh")
+    assert zh == "模型回合达到 3 次仍未完成，我停下了。任务 1 保留了目前做完的部分。"
+    en = ask(app, "alice", "loop forever please", "en")
+    assert en == "I stopped after 3 model turns without finishing. Task 2 has what was done so far."
+    assert app.deps.tasks.get(1).error == "turn limit reached"
+    without = make_app(with_llm=False)
+    assert ask(without, "alice", "现在怎么样？", "zh") == "没有配置模型，所以我只能执行命令。试试 /help。"
+    assert ask(without, "alice", "what is up?", "en").startswith("No model is configured")

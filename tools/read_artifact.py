@@ -5,7 +5,13 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from xihe.agent.errors import ToolFailed
+from xihe.agent.i18n import Catalog, text
 from xihe.agent.registry import ToolContext, ToolSpec
+
+FAILS: Catalog = {
+    "missing": {"en": "there is no artifact {id}", "zh": "没有附件 {id}"},
+    "not_yours": {"en": "artifact {id} belongs to another user", "zh": "附件 {id} 属于另一个用户"},
+}
 
 
 class Args(BaseModel):
@@ -19,15 +25,15 @@ class Args(BaseModel):
 def run(args: Args, ctx: ToolContext) -> str:
     found = ctx.deps.artifacts.get(args.artifact_id)
     if found is None:
-        raise ToolFailed(f"there is no artifact {args.artifact_id!r}")
+        raise ToolFailed(text(FAILS, "missing", id=repr(args.artifact_id)))
     ref, content, owner = found
     if owner and owner != ctx.user:
-        raise ToolFailed(f"artifact {args.artifact_id} belongs to another user")
-    text = content.decode("utf-8", "replace")
-    chunk = text[args.offset : args.offset + args.length]
+        raise ToolFailed(text(FAILS, "not_yours", id=args.artifact_id))
+    whole = content.decode("utf-8", "replace")
+    chunk = whole[args.offset : args.offset + args.length]
     end = args.offset + len(chunk)
-    more = f" ({len(text) - end} more characters after offset {end})" if end < len(text) else " (end)"
-    return f"artifact {ref.id} sha256 {ref.sha256[:16]} characters {args.offset}-{end} of {len(text)}{more}:\n{chunk}"
+    more = f" ({len(whole) - end} more characters after offset {end})" if end < len(whole) else " (end)"
+    return f"artifact {ref.id} sha256 {ref.sha256[:16]} characters {args.offset}-{end} of {len(whole)}{more}:\n{chunk}"
 
 
 SPEC = ToolSpec(

@@ -15,10 +15,14 @@ from pydantic import BaseModel, Field, create_model, field_validator
 
 from xihe.agent.deps import AlertSink
 from xihe.agent.errors import ToolFailed
-from xihe.agent.i18n import Lang
+from xihe.agent.i18n import Catalog, Lang, text
 from xihe.agent.registry import ToolContext, ToolSpec
 
 NAME = "send_wecom_alert"
+FAILS: Catalog = {
+    "not_configured": {"en": "alerts is not configured on this bot", "zh": "这个机器人没有配置告警"},
+    "vanished": {"en": "outbox row {key} vanished", "zh": "发件箱里的记录 {key} 不见了"},
+}
 USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
 
@@ -29,7 +33,7 @@ def manual_key(ident: str, channel: str, mentions: tuple[str, ...]) -> str:
 
 def _alerts(ctx: ToolContext) -> AlertSink:
     if ctx.deps.alerts is None:
-        raise ToolFailed("alerts is not configured on this bot")
+        raise ToolFailed(text(FAILS, "not_configured"))
     return ctx.deps.alerts
 
 
@@ -65,7 +69,7 @@ def _key(args: Any, ctx: ToolContext) -> str:
 def _result(key: str, ctx: ToolContext) -> dict[str, Any]:
     row = _alerts(ctx).outbox.get(key)
     if row is None:
-        raise ToolFailed(f"outbox row {key} vanished")
+        raise ToolFailed(text(FAILS, "vanished", key=key))
     status = f"sent via {row.sent_via}" if row.status == "sent" else "queued for the outbox sender"
     return {"outbox_key": key, "channel": row.channel, "status": status}
 

@@ -34,6 +34,7 @@ from xihe.agent.deps import Services
 from xihe.agent.errors import ToolFailed
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.hooks import Hooks
+from xihe.agent.i18n import Catalog, lang_for, say, text
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
 from xihe.config.code import CodeConfig
@@ -49,6 +50,21 @@ CODE_TOOLS = ("search_code", "get_code_context")
 WHOLE_ROUNDS = 2  # rounds given back whole; older ones are summarised
 SUMMARY_ROUNDS = 6
 ROUND_CHARS = 6000
+TEXTS: Catalog = {  # what people may read about code search (English is also what the model reads)
+    "no_repos": {
+        "en": "no repositories are configured for code search (code.yaml `repos`)",
+        "zh": "代码搜索没有配置任何仓库（code.yaml 的 `repos`）",
+    },
+    "building": {
+        "en": "the code index is still being built; try again in a minute",
+        "zh": "代码索引还在建立中，请一分钟后再试",
+    },
+    "unverified": {"en": " (unverified)", "zh": "（未核实）"},
+    "unverified_list": {
+        "en": "⚠️ Unverified: not found in the indexed repository: {items}",
+        "zh": "⚠️ 未核实：在已索引的仓库里找不到：{items}",
+    },
+}
 _HEADER = re.compile(r"^## File: (\S+) \(lines (\d+)-(\d+)\) (\w+) (\S+)", re.M)
 
 
@@ -84,9 +100,9 @@ def live(deps: Deps) -> LiveIndexes | None:
 def _need(deps: Deps) -> LiveIndexes:
     indexes = live(deps)
     if indexes is None or not indexes.repos:
-        raise ToolFailed("no repositories are configured for code search (code.yaml `repos`)")
+        raise ToolFailed(text(TEXTS, "no_repos"))
     if not indexes.ready:
-        raise ToolFailed("the code index is still being built; try again in a minute")
+        raise ToolFailed(text(TEXTS, "building"))
     return indexes
 
 
@@ -150,14 +166,19 @@ class CodeAnswerCheck:
     def mark(self, task: Task, reply: str) -> str:
         """Annotate the citations that still do not exist as unverified."""
         missing = self._missing(task, reply)
+        tasks = self.deps.tasks
+        lang = lang_for(
+            task.goal,
+            lambda: [t.goal for t in tasks.recent(conversation=task.conversation, kind="chat", limit=5)],
+        )
         for item in missing:
             word = item.split(": ")[-1]
             pos = reply.find(word)
             if pos >= 0:
                 end = pos + len(word) + (reply[pos + len(word) : pos + len(word) + 1] == "`")
-                reply = reply[:end] + " (unverified)" + reply[end:]
+                reply = reply[:end] + say(TEXTS, "unverified", lang) + reply[end:]
         if missing:
-            reply += "\n\n⚠️ Unverified: not found in the indexed repository: " + ", ".join(missing)
+            reply += "\n\n" + say(TEXTS, "unverified_list", lang, items=", ".join(missing))
         return reply
 
 

@@ -110,6 +110,24 @@ def test_answer_citing_a_missing_path_goes_back_once_then_is_marked(
     llm.assert_consumed()
 
 
+def test_the_mark_on_an_unverified_citation_follows_the_language(
+    code_app: Callable[[], App], llm: ScriptedLLM
+) -> None:
+    app = code_app()
+    llm.add(
+        call("get_code_context", question="退款是怎么做的？"),
+        say("退款在 `shop/payments.py`（`refund_payment`）。"),
+        say("退款在 `shop/payments.py`。"),
+    )
+    reply = ask(app, "退款是怎么做的？")
+    assert "shop/payments.py`（未核实）" in reply
+    assert reply.endswith("⚠️ 未核实：在已索引的仓库里找不到：shop/payments.py")
+    assert "Unverified" not in reply
+    check = llm.messages[2][-1]["content"]  # the model is told in English
+    assert check.startswith("[Answer check] Your answer cites")
+    llm.assert_consumed()
+
+
 def test_a_fixed_answer_after_the_check_is_not_marked(code_app: Callable[[], App], llm: ScriptedLLM) -> None:
     app = code_app()
     llm.add(

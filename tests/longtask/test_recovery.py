@@ -46,6 +46,24 @@ def test_when_the_retry_budget_runs_out_the_task_stops_with_the_reason(
     llm.assert_consumed()
 
 
+def test_a_chinese_request_that_runs_out_of_retries_is_told_why_in_chinese(
+    make_lt: Callable[..., App], llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    app = make_lt(
+        [call("order_query", order_id="A3003")], longtask={"recovery": {"retry_budget": 1, "attempts": 5}}
+    )
+    set_countdown("order-timeouts", 5)
+    reply = app.session.handle(Inbound("alice", "c1", "帮我查一下订单 A3003"))
+    assert reply.startswith("我停下了：任务 1 的重试额度已用完（最后一次：order_query 尝试 2 次后超时）。")
+    assert reply.endswith("任务 1 保留了目前做完的部分。") and "stopped" not in reply
+    (event,) = [e for e in app.deps.audit.search(kind="tool_call") if e["tool"] == "order_query"]
+    assert event["reason"].endswith(
+        "; not retried: the retry budget of task 1 is used up (last: order_query "
+        "timed out after 2 attempt(s))."
+    )  # the audit and the model read English
+    assert "retry budget of task 1 is used up" in (app.deps.tasks.get(1).error or "")
+
+
 def test_a_timed_out_write_is_looked_up_before_any_retry(
     make_lt: Callable[..., App], llm: ScriptedLLM
 ) -> None:
