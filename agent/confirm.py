@@ -24,12 +24,12 @@ from xihe.agent.deps import Deps
 from xihe.agent.errors import ToolError
 from xihe.agent.frontier import UNCERTAIN
 from xihe.agent.gate import Confirm
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, Text, say, text
 from xihe.agent.pending import PendingAction, expired
 from xihe.agent.pending_view import approvers_for
 from xihe.agent.registry import ParsedCall
 from xihe.agent.tasks import Task, TaskStatus
-from xihe.agent.user_text import readable_args
+from xihe.agent.user_text import outcome, readable_args
 
 ASK: Catalog = {
     "reply": {
@@ -42,6 +42,27 @@ ASK: Catalog = {
         "zh": "你已确认；正在等待审批：审批人（{approvers}）发送 `/approve {id}` 后执行。",
     },
     "why": {"en": "⚠️ {reason}.", "zh": "⚠️ {reason}。"},
+    "interrupted": {
+        "en": "⚠️ Task {task}: `{tool}` {args} was interrupted ({why}).\n{meaning}It may or may not have happened, "
+        "and it was NOT run again. Please check; reply `/confirm {id}` within {ttl} minutes to run it again "
+        "with the same arguments, or `/cancel {id}`.",
+        "zh": "⚠️ 任务 {task}：`{tool}` {args} 被中断了（{why}）。\n{meaning}它可能已经发生，也可能没有，而且没有再次执行。"
+        "请检查一下；在 {ttl} 分钟内回复 `/confirm {id}` 用同样的参数再执行一次，或回复 `/cancel {id}`。",
+    },
+}
+CLOSED_TEXT: Catalog = {  # why a call did not run after its confirmation was closed (English: the model's)
+    "closed": {
+        "en": "the confirmation was {status}; tell the user nothing was done.",
+        "zh": "确认{status}，什么都没有执行。",
+    },
+    "closed_unsure": {
+        "en": "the confirmation was {status}. An earlier attempt was interrupted and may or may not have "
+        "taken effect; tell the user the outcome is unknown.",
+        "zh": "确认{status}。之前的一次尝试被中断了，可能已经生效也可能没有：结果未知。",
+    },
+    "expired": {"en": "expired", "zh": "已过期"},
+    "cancelled": {"en": "cancelled", "zh": "已取消"},
+    "rejected": {"en": "rejected", "zh": "被驳回"},
 }
 
 CLOSED = ("expired", "cancelled", "rejected")  # an answer that runs nothing
@@ -54,10 +75,12 @@ class Release:
 
 @dataclass(frozen=True)
 class Refusal:
-    """The confirmation was closed (`kind`: expired, cancelled, rejected); `message` is for the model."""
+    """The confirmation was closed (`kind`: expired, cancelled, rejected); `message` is for the model,
+    `said` the same for people."""
 
     kind: str
     message: str
+    said: Text | None = None
 
 
 @dataclass(frozen=True)
@@ -108,13 +131,10 @@ def settle(
         deps.pending.expire(pending.id, now)
         pending = deps.pending.get(pending.id) or pending
     if pending.status in CLOSED:
-        return Refusal(
-            pending.status,
-            f"NOT RUN AGAIN: the confirmation was {pending.status}. An earlier attempt was interrupted and "
-            "may or may not have taken effect; tell the user the outcome is unknown."
-            if unsure
-            else f"NOT EXECUTED: the confirmation was {pending.status}; tell the user nothing was done.",
-        )
+        status = text(CLOSED_TEXT, pending.status)
+        why = text(CLOSED_TEXT, "closed_unsure" if unsure else "closed", status=status)
+        prefix = "NOT RUN AGAIN" if unsure else "NOT EXECUTED"
+        return Refusal(pending.status, f"{prefix}: {why}", outcome(prefix, why))
     if pending.status == "executed":
         return Release()  # consumed, then the process stopped before this attempt's `running` row
     if pending.released and deps.pending.consume(pending.id, digest, now):
@@ -149,11 +169,17 @@ def prompt(
         return say(ASK, "approver", lang, id=pending.id, approvers=names)
     if unsure:
         why = deps.redactor.text(unsure.removeprefix(UNCERTAIN).split(";")[0].strip())
-        return (
-            f"⚠️ Task {task.id}: `{call.spec.name}` {args_text} was interrupted ({why}).\n{meaning}"
-            "It may or may not have happened, and it was NOT run again. Please check; "
-            f"reply `/confirm {pending.id}` within {minutes} minutes to run it again with the same "
-            f"arguments, or `/cancel {pending.id}`."
+        return say(
+            ASK,
+            "interrupted",
+            lang,
+            task=task.id,
+            tool=call.spec.name,
+            args=args_text,
+            why=why,
+            meaning=meaning,
+            id=pending.id,
+            ttl=minutes,
         )
     why = say(ASK, "why", lang, reason=decision.text(lang))
     return f"{why}\n`{call.spec.name}` {args_text}\n{meaning}" + say(

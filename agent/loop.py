@@ -440,7 +440,7 @@ class Agent:
         else:
             settled = Release()
         if isinstance(settled, Refusal):
-            return self._refuse(run, key, name, settled.message, kind=settled.kind)
+            return self._refuse(run, key, name, settled.message, kind=settled.kind, said=settled.said)
         if isinstance(settled, Pause):
             return settled
         if isinstance(decision, Allow):

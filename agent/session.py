@@ -272,7 +272,7 @@ def _cancel(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         action.task_id,
         now,
         status=TaskStatus.CANCELLED,
-        reply=f"Action {action.id} cancelled; nothing was run.",
+        reply=say(CANCEL, "action_done", lang, id=action.id),
     )
     return say(CANCEL, "action_done", lang, id=action.id)
 
@@ -291,7 +291,7 @@ def _cancel_task(session: Session, who: Who, task_id: int, lang: Lang) -> str:
     for action in deps.pending.open_for(statuses=LIVE):
         if action.task_id == task.id:
             deps.pending.close(action.id, "cancelled", now, by=who.user)
-    deps.tasks.update(task.id, now, status=TaskStatus.CANCELLED, reply="Cancelled by its owner.")
+    deps.tasks.update(task.id, now, status=TaskStatus.CANCELLED, reply=say(CANCEL, "by_owner", lang))
     return say(CANCEL, "task_done", lang, id=task.id)
 
 
@@ -356,6 +356,7 @@ CANCEL: Catalog = {
     "not_your_task": {"en": "Task {id} is not yours to cancel.", "zh": "任务 {id} 不是你的，不能取消。"},
     "task_finished": {"en": "Task {id} is already {status}.", "zh": "任务 {id} 已经是 {status} 状态。"},
     "task_done": {"en": "Task {id} cancelled.", "zh": "任务 {id} 已取消。"},
+    "by_owner": {"en": "Cancelled by its owner.", "zh": "已被创建者取消。"},
 }
 
 PENDING: Catalog = {

@@ -156,3 +156,19 @@ def test_the_model_still_reads_the_english_failure(bot_for: Callable[..., Bot], 
     assert event["reason"] == (
         "ERROR: no workflow called 'brand_new' in DolphinScheduler. Closest names: broken_sync (project etl)."
     )
+
+
+def test_a_rejected_run_tells_the_requester_in_their_language(
+    bot_for: Callable[..., Bot], llm: ScriptedLLM
+) -> None:
+    bot = bot_for("3.3")
+    llm.add(say("好的"))
+    bot.say("bob", "你好，我要跑一下订单同步", "zh")
+    bot.say("bob", "/run order_sync 昨天", "zh")
+    bot.say("bob", "/confirm", "zh")
+    assert bot.say("carol", "/reject 1", "ops") == "Rejected action 1; nothing was run."
+    told = bot.messages("zh")[-1]
+    assert told == "carol 驳回了操作 1。没有执行：确认被驳回，什么都没有执行。"
+    assert bot.sim.starts == []
+    step = bot.app.deps.tasks.latest(2)["tool:1:0"]  # the model-facing record stays English
+    assert step.error == "NOT EXECUTED: the confirmation was rejected; tell the user nothing was done."
