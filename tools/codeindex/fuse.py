@@ -27,21 +27,25 @@ def linear(
     weight: float = 1.0,
     names: dict[int, float] | None = None,
     name_weight: float = 0.0,
+    multi: dict[int, float] | None = None,
+    multi_weight: float = 0.0,
 ) -> list[tuple[int, float]]:
-    """Score fusion: bm25/max(bm25) + weight * cosine (+ name_weight * names/max(names)); best first.
+    """Score fusion: bm25/max(bm25) + weight * cosine (+ name_weight * names/max(names)
+    + multi_weight * multilingual cosine); best first.
 
     Measured on the stdlib benchmark this beat RRF (which let the weaker vector list push good
     keyword hits down); each dict must hold its score for every candidate.
     """
     top = max(bm25.values(), default=0.0) or 1.0
     name_top = (max(names.values(), default=0.0) or 1.0) if names else 1.0
-    keys = list(dict.fromkeys([*bm25, *cosine, *(names or {})]))
+    keys = list(dict.fromkeys([*bm25, *cosine, *(names or {}), *(multi or {})]))
     scored = [
         (
             i,
             bm25.get(i, 0.0) / top
             + weight * cosine.get(i, 0.0)
-            + (name_weight * names.get(i, 0.0) / name_top if names else 0.0),
+            + (name_weight * names.get(i, 0.0) / name_top if names else 0.0)
+            + (multi_weight * multi.get(i, 0.0) if multi else 0.0),
         )
         for i in keys
     ]

@@ -25,10 +25,11 @@ from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fuse import linear, rrf
+from xihe.tools.codeindex.multilingual import Multilingual, MultilingualVectors
 from xihe.tools.codeindex.prior import is_test_path
 from xihe.tools.codeindex.query import QueryPlan, plan
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
-from xihe.tools.codeindex.tokens import Tokenizer, split_identifier
+from xihe.tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
 from xihe.tools.codeindex.units import CodeUnit, Parsers, units_for_file
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
@@ -181,6 +182,10 @@ class CodeIndex:
         self._sent_groups: tuple[np.ndarray, np.ndarray] | None = None
         # the wordllama model's query vectors without loading it (qvec.py); None for other embedders
         self.query_vectors = QueryVectors(embedder.dim) if isinstance(embedder, WordLlamaEmbedder) else None
+        # the multilingual channel (multilingual.py), when code.yaml turns it on
+        self.multi = (
+            MultilingualVectors(Multilingual(self.directory.parent)) if cfg.embedding.multilingual else None
+        )
         self.commit: str | None = None
         self.dirty: list[str] = []  # paths that differed from `commit` when indexed
         self.built_at: float = 0.0
@@ -218,6 +223,8 @@ class CodeIndex:
         self.names = Bm25Index()
         self.vectors = np.zeros((0, 0), np.float32)
         self._set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
+        if self.multi is not None:
+            self.multi = MultilingualVectors(self.multi.model)
         if isinstance(self.embedder, WordLlamaEmbedder):
             self.query_vectors = QueryVectors(self.embedder.dim)
             files = model_files(self.embedder.dim)
@@ -260,6 +267,8 @@ class CodeIndex:
         return stats
 
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
+        if not units and not owners:
+            return  # nothing changed: the query-word table is not rebuilt (a search's reconcile)
         base = len(self.units)
         self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in units])
         self.names.add([self.tokenizer.tokens(name_text(u)) for u in units])
@@ -276,6 +285,8 @@ class CodeIndex:
             sentences = self._append_sentences(units, base, progress)
             if self.query_vectors is not None and isinstance(self.embedder, WordLlamaEmbedder):
                 self.query_vectors.add(table_words([*texts, *sentences]), self.embedder)
+        if self.multi is not None:
+            self.multi.append(units, [u.text for u in units])
         # the search text is only needed to build rows; dropping it keeps memory and reloads equal
         self.units.extend(_without_text(u) for u in units)
         slot = base
@@ -393,6 +404,8 @@ class CodeIndex:
         self.names.compact(keep)
         if self.vectors.size:
             self.vectors = self.vectors[keep]
+        if self.multi is not None:
+            self.multi.compact(keep)
         if len(self.sent_owner):
             live = np.asarray([self.units[int(o)] is not None for o in self.sent_owner], dtype=bool)
             owner = np.asarray([remap[int(o)] for o in self.sent_owner[live]], dtype=np.int64)
@@ -433,6 +446,14 @@ class CodeIndex:
         sims[~self.bm25.alive] = -np.inf
         return sims
 
+    def multilingual_scores(self, query: str) -> tuple[np.ndarray | None, float]:
+        """The multilingual channel's cosine per slot for `query` and its weight for the query's language."""
+        r = self.cfg.retrieval
+        weight = r.multilingual_weight_zh if has_cjk(query) else r.multilingual_weight
+        if self.multi is None or weight <= 0 or not len(self.units):
+            return None, 0.0
+        return self.multi.scores(query, self.bm25.alive), weight
+
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> SearchResult:
         """Rank units for `query`; mode is hybrid, bm25 or vector."""
         r = self.cfg.retrieval
@@ -441,7 +462,9 @@ class CodeIndex:
         bm_all = self.bm25.scores(toks) if mode in {"hybrid", "bm25"} else None
         vec_all = self.vector_scores(text) if mode in {"hybrid", "vector"} else None
         names_all = self.names.scores(toks) if mode == "hybrid" and r.name_weight > 0 else None
-        ranked = fuse(bm_all, vec_all, names_all, r, mode, None if q.tests else self.is_test)
+        multi, multi_weight = self.multilingual_scores(query) if mode == "hybrid" else (None, 0.0)
+        prior = None if q.tests else self.is_test
+        ranked = fuse(bm_all, vec_all, names_all, r, mode, prior, multi, multi_weight)
         bm = top_slots(bm_all, 1, positive=True) if bm_all is not None else []
         vec = top_slots(vec_all, 1) if vec_all is not None else []
         bm_s = {i: float(bm_all[i]) for i, _ in ranked[:k]} if bm_all is not None else {}
@@ -515,6 +538,8 @@ class CodeIndex:
         np.save(tmp / "sent_owner.npy", self.sent_owner)
         if self.query_vectors is not None:
             self.query_vectors.save(tmp)
+        if self.multi is not None:
+            self.multi.save(tmp)
         lines, size = self._write_units(tmp / "units.jsonl")
         meta = {
             "version": INDEX_VERSION,
@@ -522,6 +547,7 @@ class CodeIndex:
             "commit": self.commit,
             "dirty": self.dirty,
             "embedder": self.embedder.name if self.embedder is not None else None,
+            "multilingual": self.multi.model.name if self.multi is not None else None,
             "doc_sentences": self.cfg.embedding.doc_sentences,
             "walk": self.cfg.walk.model_dump(),
             "built_at": self.built_at,
@@ -580,7 +606,11 @@ class CodeIndex:
         ):
             return None
         idx = cls(root, directory, cfg, embedder, reranker=reranker)
+        if meta.get("multilingual") != (idx.multi.model.name if idx.multi is not None else None):
+            return None  # the channel was switched on or off, or the model changed: build again
         idx.bm25 = Bm25Index.load(Path(directory))
+        if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
+            return None
         idx.names = Bm25Index.load(Path(directory), "names")
         idx.vectors = np.load(Path(directory) / "vectors.npy")
         if idx.query_vectors is not None:
@@ -614,12 +644,14 @@ def fuse(
     r: RetrievalConfig,
     mode: str = "hybrid",
     is_test: Callable[[int], bool] | None = None,
+    multi: np.ndarray | None = None,
+    multi_weight: float = 0.0,
 ) -> list[tuple[int, float]]:
-    """One ranking from every slot's keyword, vector and name-field scores, best first.
+    """One ranking from every slot's keyword, vector, name-field and multilingual scores, best first.
 
     Candidates are the top `r.candidates` of each list; linear fusion scores them as
-    bm25/max + vector_weight * cosine + name_weight * names/max, less `r.test_penalty` for a slot
-    `is_test` says is test code (prior.py).
+    bm25/max + vector_weight * cosine + name_weight * names/max + multi_weight * multilingual cosine,
+    less `r.test_penalty` for a slot `is_test` says is test code (prior.py).
     """
     bm = top_slots(bm_all, r.candidates, positive=True) if bm_all is not None else []
     vec = top_slots(vec_all, r.candidates) if vec_all is not None else []
@@ -630,7 +662,11 @@ def fuse(
     if r.fusion == "rrf" or bm_all is None or vec_all is None:
         return rrf([[i for i, _ in bm], [i for i, _ in vec]], r.rrf_k, [r.bm25_weight, r.vector_weight])
     nm = top_slots(names_all, r.candidates, positive=True) if names_all is not None else []
-    cands = list(dict.fromkeys([i for i, _ in bm] + [i for i, _ in vec] + [i for i, _ in nm]))
+    use_multi = multi is not None and multi_weight > 0
+    ml = top_slots(multi, r.candidates) if multi is not None and use_multi else []
+    cands = list(
+        dict.fromkeys([i for i, _ in bm] + [i for i, _ in vec] + [i for i, _ in nm] + [i for i, _ in ml])
+    )
     names = {i: float(names_all[i]) for i in cands} if names_all is not None else None
     ranked = linear(
         {i: float(bm_all[i]) for i in cands},
@@ -638,6 +674,8 @@ def fuse(
         r.vector_weight,
         names,
         r.name_weight,
+        {i: float(multi[i]) for i in cands} if multi is not None and use_multi else None,
+        multi_weight,
     )
     if is_test is None or not r.test_penalty:
         return ranked

@@ -3,7 +3,9 @@
 The objective is the mean, over sets and over the hand-written groups (English, Chinese), of dev
 MRR@10, among the grid points whose docstring-query MRR@10 is, in every set, no more than
 DOCSTRING_SLACK below that of the current settings: hand-written questions may improve, docstring
-queries may not regress (a gain in one repository does not pay for a loss in another).
+queries may not regress (a gain in one repository does not pay for a loss in another). The
+multilingual channel's weights (one for English questions, one for questions with Chinese) are
+learned after the others, on a grid of their own, from the point chosen.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from xihe.config.code import RetrievalConfig
 from xihe.tools.codeindex.index import CodeIndex, fuse
 from xihe.tools.codeindex.question import GROUPS, Question
+from xihe.tools.codeindex.tokens import has_cjk
 
 DOCSTRING_SLACK = 0.005
 HAND_WRITTEN = ("manual", "manual-zh")
@@ -27,6 +30,12 @@ GRID: dict[str, tuple[float, ...]] = {
     "bridge_weight": (0.5, 1.0, 1.5),
     "test_penalty": (0.0, 0.3, 0.6, 1.0),
 }
+MULTI_GRID: dict[str, tuple[float, ...]] = {
+    "multilingual_weight": (0.0, 0.25, 0.5, 1.0, 1.5, 2.0),
+    "multilingual_weight_zh": (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0),
+}
+Vectors = dict[tuple[str, str], tuple[np.ndarray | None, np.ndarray | None]]
+Score = tuple[float, float, tuple[float, ...]]
 
 
 def _rank(ranked: list[tuple[int, float]], idx: CodeIndex, q: Question) -> int | None:
@@ -51,45 +60,66 @@ def objective(ranks: dict[str, list[tuple[str, int | None]]], groups: Sequence[s
 def learn(
     sets: Sequence[tuple[str, CodeIndex, list[Question]]], base: RetrievalConfig, split: str = "dev"
 ) -> dict[str, Any]:
-    """The GRID point with the best objective on `split`, its score, and the score of `base`."""
-    vectors: dict[tuple[str, str], np.ndarray | None] = {}
+    """The GRID point (then the MULTI_GRID point) with the best objective on `split`, its score, and the
+    score of `base`."""
+    vectors: Vectors = {}
     for name, idx, qs in sets:
         for q in qs:
             if q.split == split:
-                vectors[(name, q.text)] = idx.vector_scores(idx.query_plan(q.text).text)
-    results = []
-    keys = list(GRID)
+                multi = idx.multi.scores(q.text, idx.bm25.alive) if idx.multi is not None else None
+                vectors[(name, q.text)] = (idx.vector_scores(idx.query_plan(q.text).text), multi)
     saved = [idx.cfg for _, idx, _ in sets]
     try:
-        for point in itertools.product(*(GRID[k] for k in keys)):
-            cfg = base.model_copy(update=dict(zip(keys, point, strict=True)))
-            results.append((_score(sets, cfg, split, vectors), dict(zip(keys, point, strict=True))))
         base_score = _score(sets, base, split, vectors)
+        floors = [d - DOCSTRING_SLACK for d in base_score[2]]
+        best_score, best = _best(sets, base, split, vectors, GRID, floors, base_score)
+        if any(idx.multi is not None for _, idx, _ in sets):
+            best_score, multi_weights = _best(
+                sets, base.model_copy(update=best), split, vectors, MULTI_GRID, floors, best_score
+            )
+            best = best | multi_weights
     finally:
         for (_, idx, _), cfg_before in zip(sets, saved, strict=True):
             idx.cfg = cfg_before
-    floors = [d - DOCSTRING_SLACK for d in base_score[2]]
-    feasible = [r for r in results if all(d >= f for d, f in zip(r[0][2], floors, strict=True))]
-    feasible = feasible or [(base_score, {k: getattr(base, k) for k in keys})]
-    # ties go to the first grid point (the grid lists each weight's smaller values first)
-    (best_score, best_doc, _), best = max(feasible, key=lambda p: p[0][0])
     return {
         "split": split,
         "weights": best,
-        "hand_written_mrr": round(best_score, 4),
-        "docstring_mrr": round(best_doc, 4),
+        "hand_written_mrr": round(best_score[0], 4),
+        "docstring_mrr": round(best_score[1], 4),
         "hand_written_mrr_with_defaults": round(base_score[0], 4),
         "docstring_mrr_with_defaults": round(base_score[1], 4),
-        "grid": {k: list(v) for k, v in GRID.items()},
+        "grid": {k: list(v) for k, v in (GRID | MULTI_GRID).items()},
     }
+
+
+def _best(
+    sets: Sequence[tuple[str, CodeIndex, list[Question]]],
+    base: RetrievalConfig,
+    split: str,
+    vectors: Vectors,
+    grid: dict[str, tuple[float, ...]],
+    floors: list[float],
+    start: Score,
+) -> tuple[Score, dict[str, float]]:
+    """The `grid` point (over `base`) with the best hand-written objective whose docstring MRR is at
+    least its floor in every set; `base`'s own values (scored `start`) when no point qualifies."""
+    keys = list(grid)
+    results = []
+    for point in itertools.product(*(grid[k] for k in keys)):
+        cfg = base.model_copy(update=dict(zip(keys, point, strict=True)))
+        results.append((_score(sets, cfg, split, vectors), dict(zip(keys, point, strict=True))))
+    feasible = [r for r in results if all(d >= f for d, f in zip(r[0][2], floors, strict=True))]
+    feasible = feasible or [(start, {k: getattr(base, k) for k in keys})]
+    # ties go to the first grid point (the grid lists each weight's smaller values first)
+    return max(feasible, key=lambda p: p[0][0])
 
 
 def _score(
     sets: Sequence[tuple[str, CodeIndex, list[Question]]],
     cfg: RetrievalConfig,
     split: str,
-    vectors: dict[tuple[str, str], np.ndarray | None],
-) -> tuple[float, float, tuple[float, ...]]:
+    vectors: Vectors,
+) -> Score:
     """(hand-written objective, docstring MRR@10 mean over sets, per set) on `split` with `cfg`."""
     ranks: dict[str, list[tuple[str, int | None]]] = {}
     for name, idx, qs in sets:
@@ -101,7 +131,9 @@ def _score(
             qp = idx.query_plan(q.text)
             names = idx.names.scores(qp.terms) if cfg.name_weight > 0 else None
             prior = None if qp.tests else idx.is_test
-            ranked = fuse(idx.bm25.scores(qp.terms), vectors[(name, q.text)], names, cfg, "hybrid", prior)
+            vec, multi = vectors[(name, q.text)]
+            weight = cfg.multilingual_weight_zh if has_cjk(q.text) else cfg.multilingual_weight
+            ranked = fuse(idx.bm25.scores(qp.terms), vec, names, cfg, "hybrid", prior, multi, weight)
             rows.append((q.group, _rank(ranked, idx, q)))
     per_set = tuple(objective({name: rows}, ("docstring",)) for name, rows in ranks.items())
     return objective(ranks, HAND_WRITTEN), objective(ranks, ("docstring",)), per_set

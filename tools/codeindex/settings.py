@@ -4,7 +4,9 @@ Validating `code.yaml` means importing pydantic and building the config models (
 search). `xihe index` and `xihe search` validate it as usual and then write what they validated to
 `<index_dir>/<repo-key>.config.json` together with the sha1 of the YAML text. A later search whose
 `code.yaml` is byte-for-byte the same reads that snapshot instead; any other text (or no snapshot)
-takes the validating path, which reports errors as always and writes a new snapshot.
+takes the validating path, which reports errors as always and writes a new snapshot. A snapshot also
+records the sha1 of `config/code.py` (the models it was validated by): after an upgrade that adds a
+setting, the old snapshot lacks it and is not used.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ if TYPE_CHECKING:
     from xihe.config.code import CodeConfig
 
 SUFFIX = ".config.json"
+# xihe/tools/codeindex/settings.py -> xihe/config/code.py (installed, or the repository's config/code.py)
+MODELS = Path(__file__).resolve().parents[2] / "config" / "code.py"
+
+
+def _schema() -> str:
+    """The sha1 of the config models' source (empty when it cannot be read: no snapshot then)."""
+    try:
+        return hashlib.sha1(MODELS.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 class Settings:
@@ -78,6 +90,8 @@ def cached(config_dir: str | Path, repo: Path) -> CodeConfig | None:
         return None
     if not isinstance(snap, dict) or snap.get("sha1") != sha or not isinstance(snap.get("config"), dict):
         return None
+    if not snap.get("schema") or snap.get("schema") != _schema():
+        return None
     if snap["config"].get("index_dir") != index_dir:
         return None
     # the duck type holds every field CodeConfig has, so the index code reads it the same way
@@ -90,7 +104,7 @@ def remember(config_dir: str | Path, repo: Path, cfg: CodeConfig) -> None:
     if found is None or found[1] != cfg.index_dir:
         return
     target = _snapshot(cfg.index_dir, repo)
-    body = json.dumps({"sha1": found[0], "config": cfg.model_dump(mode="json")})
+    body = json.dumps({"sha1": found[0], "schema": _schema(), "config": cfg.model_dump(mode="json")})
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists() and target.read_text(encoding="utf-8") == body:
