@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xihe.config.code import RetrievalConfig
 from xihe.tools.codeindex.heldout import Question
-from xihe.tools.codeindex.learn import DOCSTRING_SLACK, GRID, learn, objective
+from xihe.tools.codeindex.learn import DOCSTRING_SLACK, GRID, keeps_docstrings, learn, objective
 from xihe.tools.codeindex.service import index_repo
 
 TIMERS_PY = '''
@@ -33,6 +33,13 @@ def test_objective_averages_groups_not_questions() -> None:
     # a: docstring 1.0, manual 0.0; b: manual 0.5 -> mean of the three groups present
     assert objective(ranks) == (1.0 + 0.0 + 0.5) / 3
     assert objective(ranks, ("manual",)) == 0.25
+
+
+def test_a_docstring_gain_in_one_set_does_not_pay_for_a_loss_in_another() -> None:
+    before = (0.95, 0.95)
+    assert not keeps_docstrings((1.0, 0.90), before)  # the mean rose, one set lost 0.05
+    assert keeps_docstrings((0.95 - DOCSTRING_SLACK, 0.99), before)
+    assert GRID["test_penalty"][0] == 0.0  # the test-code prior is learned too, "off" among the choices
 
 
 def test_learn_picks_a_grid_point_on_dev_without_losing_docstring_queries(make_repo, cfg, embedder) -> None:

@@ -57,6 +57,11 @@ def objective(ranks: dict[str, list[tuple[str, int | None]]], groups: Sequence[s
     return float(np.mean(means)) if means else 0.0
 
 
+def keeps_docstrings(per_set: Sequence[float], before: Sequence[float]) -> bool:
+    """Whether every set's docstring MRR@10 stays within DOCSTRING_SLACK of what it was `before`."""
+    return all(d >= b - DOCSTRING_SLACK for d, b in zip(per_set, before, strict=True))
+
+
 def learn(
     sets: Sequence[tuple[str, CodeIndex, list[Question]]], base: RetrievalConfig, split: str = "dev"
 ) -> dict[str, Any]:
@@ -71,11 +76,11 @@ def learn(
     saved = [idx.cfg for _, idx, _ in sets]
     try:
         base_score = _score(sets, base, split, vectors)
-        floors = [d - DOCSTRING_SLACK for d in base_score[2]]
-        best_score, best = _best(sets, base, split, vectors, GRID, floors, base_score)
+        before = base_score[2]
+        best_score, best = _best(sets, base, split, vectors, GRID, before, base_score)
         if any(idx.multi is not None for _, idx, _ in sets):
             best_score, multi_weights = _best(
-                sets, base.model_copy(update=best), split, vectors, MULTI_GRID, floors, best_score
+                sets, base.model_copy(update=best), split, vectors, MULTI_GRID, before, best_score
             )
             best = best | multi_weights
     finally:
@@ -98,17 +103,17 @@ def _best(
     split: str,
     vectors: Vectors,
     grid: dict[str, tuple[float, ...]],
-    floors: list[float],
+    before: Sequence[float],
     start: Score,
 ) -> tuple[Score, dict[str, float]]:
-    """The `grid` point (over `base`) with the best hand-written objective whose docstring MRR is at
-    least its floor in every set; `base`'s own values (scored `start`) when no point qualifies."""
+    """The `grid` point (over `base`) with the best hand-written objective that `keeps_docstrings` of
+    every set (`before`); `base`'s own values (scored `start`) when no point qualifies."""
     keys = list(grid)
     results = []
     for point in itertools.product(*(grid[k] for k in keys)):
         cfg = base.model_copy(update=dict(zip(keys, point, strict=True)))
         results.append((_score(sets, cfg, split, vectors), dict(zip(keys, point, strict=True))))
-    feasible = [r for r in results if all(d >= f for d, f in zip(r[0][2], floors, strict=True))]
+    feasible = [r for r in results if keeps_docstrings(r[0][2], before)]
     feasible = feasible or [(start, {k: getattr(base, k) for k in keys})]
     # ties go to the first grid point (the grid lists each weight's smaller values first)
     return max(feasible, key=lambda p: p[0][0])
