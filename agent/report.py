@@ -5,12 +5,15 @@ Chat shows them in the conversation's language (REPORT); the CLI and `--json` ke
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from xihe.agent.deps import Deps
+from xihe.agent.frontier import INTERRUPTED
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.tasks import StepStatus, Task
 from xihe.agent.timefmt import show
+from xihe.agent.user_text import readable_args
 
 REPORT: Catalog = {
     "head": {
@@ -26,8 +29,9 @@ REPORT: Catalog = {
         "zh": "- {step} #{attempt} {status} {tool}（{took}）",
     },
     "ms": {"en": "{ms} ms", "zh": "{ms} 毫秒"},
-    "input": {"en": " input={text}", "zh": " 输入={text}"},
-    "step_error": {"en": " error={text}", "zh": " 错误={text}"},
+    "input": {"en": " input: {text}", "zh": " 输入：{text}"},
+    "step_error": {"en": " error: {text}", "zh": " 错误：{text}"},
+    "interrupted": {"en": "the process stopped during this step", "zh": "进程在这一步中途停止"},
     "error": {"en": "error: {text}", "zh": "错误：{text}"},
     "line": {"en": "- #{id} {status} {kind}: {goal}", "zh": "- #{id} {status} {kind}：{goal}"},
     "line_runs": {
@@ -55,6 +59,23 @@ def _word(value: str, lang: Lang) -> str:
     if value.startswith("run "):
         return say(REPORT, "run_state", lang, state=value.removeprefix("run "))
     return say(WORDS, value, lang) if value in WORDS else value
+
+
+def readable_input(preview: str) -> str:
+    """A step's stored argument preview as `key: value · key: value`; as stored when it is not a
+    whole JSON object (a long preview is cut off)."""
+    try:
+        data = json.loads(preview)
+    except ValueError:
+        return preview
+    if not isinstance(data, dict):
+        return preview
+    shown = {k: v for k, v in data.items() if v not in ([], {})}
+    return readable_args(shown).replace("\n", " · ") or preview
+
+
+def _step_error(error: str, lang: Lang) -> str:
+    return say(REPORT, "interrupted", lang) if error == INTERRUPTED else error
 
 
 def status_text(task: Task, lang: Lang = "en") -> str:
@@ -142,9 +163,9 @@ def task_report(deps: Deps, task_id: int, lang: Lang = "en") -> str:
             took=took,
         )
         if s.input_preview:
-            line += say(REPORT, "input", lang, text=s.input_preview[:120])
+            line += say(REPORT, "input", lang, text=readable_input(s.input_preview)[:120])
         if s.error:
-            line += say(REPORT, "step_error", lang, text=s.error[:160])
+            line += say(REPORT, "step_error", lang, text=_step_error(s.error, lang)[:160])
         lines.append(line)
     if task.error:
         lines.append(say(REPORT, "error", lang, text=task.error))

@@ -40,6 +40,7 @@ def test_tasks_and_task_n_speak_the_conversations_language(make_app: MakeApp, ll
     task_zh = ask(app, "alice", "/task 1", "zh")
     assert task_zh.startswith("任务 #1") and "创建于" in task_zh and "当前步骤" in task_zh
     assert "created" not in task_zh and "current step" not in task_zh
+    assert "输入：reason: 磁盘满了" in task_zh and '{"reason"' not in task_zh  # arguments read as text
     llm.add(call("echo", text="hi"), say("done"))
     ask(app, "alice", "echo hi please", "en")
     tasks_en = ask(app, "alice", "/tasks", "en")
@@ -89,3 +90,16 @@ def test_a_task_the_loop_stops_is_explained_in_the_language(make_app: MakeApp, l
     without = make_app(with_llm=False)
     assert ask(without, "alice", "现在怎么样？", "zh") == "没有配置模型，所以我只能执行命令。试试 /help。"
     assert ask(without, "alice", "what is up?", "en").startswith("No model is configured")
+
+
+def test_a_step_the_process_died_in_reads_in_the_conversations_language(
+    make_app: MakeApp, llm: ScriptedLLM
+) -> None:
+    from xihe.agent.frontier import INTERRUPTED
+
+    app = make_app()
+    llm.add(say("好的"))
+    ask(app, "alice", "随便聊聊", "zh")
+    app.deps.tasks.record(1, "tool:9:0", "echo", "failed", app.deps.clock(), error=INTERRUPTED)
+    assert "错误：进程在这一步中途停止" in ask(app, "alice", "/task 1", "zh")
+    assert "error: the process stopped during this step" in ask(app, "alice", "/task 1 please", "en")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,8 +19,13 @@ DATA = {
 
 
 def test_the_wheel_ships_the_data_files_without_packaging_warnings(tmp_path):
+    src = tmp_path / "src"  # a copy: building in the checkout would leave build/ there, stale files and all
+    for folder in ("agent", "tools", "integrations", "config"):
+        shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(src)],
         capture_output=True,
         text=True,
         check=True,
