@@ -116,10 +116,12 @@ class RetrievalConfig(BaseModel):
     bm25_weight: float = Field(default=1.0, description="weight of the BM25 list in rrf fusion")
     vector_weight: float = Field(default=3.0, description="weight of the vector score (linear) or list (rrf)")
     multilingual_weight: float = Field(
-        default=0.5, ge=0, description="weight of the multilingual cosine for English questions (linear)"
+        default=0.25, ge=0, description="weight of the multilingual cosine for English questions (linear)"
     )
     multilingual_weight_zh: float = Field(
-        default=0.5, ge=0, description="weight of the multilingual cosine for questions with Chinese (linear)"
+        default=0.25,
+        ge=0,
+        description="weight of the multilingual cosine for questions with Chinese (linear)",
     )
     cjk_bridge: bool = Field(default=True, description="add English terms for Chinese words of a question")
     bridge_weight: float = Field(

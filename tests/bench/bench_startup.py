@@ -3,7 +3,10 @@
 Run: python -m tests.bench.bench_startup [--runs 10]
 Each command runs as a fresh process (what a user waits for), against a bare `python -c pass` in the
 same run as the baseline, so the report shows both the absolute medians (targets: `--help` ≤ 0.25 s,
-`search` ≤ 0.4 s) and how much xihe adds to the interpreter's own start-up.
+`search` ≤ 0.4 s) and how much xihe adds to the interpreter's own start-up. The index is built with the
+shipped `config/code.yaml`; the report says which channels it holds (the multilingual one is on by
+default and its question vector is part of every search) and times the same search on a copy indexed
+with the channel switched off, in the same run.
 """
 
 from __future__ import annotations
@@ -38,36 +41,56 @@ def _median_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -
     return round(statistics.median(times), 3), round(statistics.median(cpu), 3)
 
 
+def _search_setup(tmp: Path, name: str, multilingual: bool, env: dict[str, str]) -> tuple[Path, list[str]]:
+    """A copy of xihe's agent/ folder indexed with the shipped code.yaml (the channel on or off)."""
+    repo = tmp / name
+    shutil.copytree(ROOT / "agent", repo / "agent", ignore=shutil.ignore_patterns("__pycache__"))
+    config = tmp / f"config-{name}"
+    config.mkdir()
+    text = (ROOT / "config" / "code.yaml").read_text(encoding="utf-8")
+    if not multilingual:
+        switched = text.replace("\n  multilingual: true ", "\n  multilingual: false")
+        assert switched != text, "config/code.yaml no longer has `  multilingual: true`"
+        text = switched
+    (config / "code.yaml").write_text(text, encoding="utf-8")
+    args = ["--config", str(config)]
+    subprocess.run(
+        [*XIHE, *args, "index", "--quiet", "--repo", str(repo)],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return repo, args
+
+
 def run(runs: int) -> dict[str, object]:
-    """Build a small index of xihe's own agent/ folder, then time the three commands."""
+    """Index xihe's own agent/ folder (with and without the multilingual channel), then time the commands."""
     env = dict(os.environ)  # PYTHONPATH (a worktree's root) is kept: the xihe being measured
     with tempfile.TemporaryDirectory(prefix="xihe-bench-startup-") as tmp:
-        repo = Path(tmp) / "repo"
-        shutil.copytree(ROOT / "agent", repo / "agent", ignore=shutil.ignore_patterns("__pycache__"))
-        config = ["--config", str(ROOT / "config")]
-        subprocess.run(
-            [*XIHE, *config, "index", "--quiet", "--repo", str(repo)],
-            cwd=repo,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
+        repo, config = _search_setup(Path(tmp), "repo", True, env)
+        meta = json.loads(next((repo / "var" / "index").glob("*/meta.json")).read_text(encoding="utf-8"))
+        plain, plain_config = _search_setup(Path(tmp), "plain", False, env)
         (bare, bare_cpu) = _median_seconds([sys.executable, "-c", "pass"], runs, repo, env)
         (help_s, help_cpu) = _median_seconds([*XIHE, "--help"], runs, repo, env)
+        question = "resume the first unfinished step"
         (search, search_cpu) = _median_seconds(
-            [*XIHE, *config, "search", "--repo", str(repo), "resume the first unfinished step"],
-            runs,
-            repo,
-            env,
+            [*XIHE, *config, "search", "--repo", str(repo), question], runs, repo, env
+        )
+        (plain_s, plain_cpu) = _median_seconds(
+            [*XIHE, *plain_config, "search", "--repo", str(plain), question], runs, plain, env
         )
     return {
         "runs": runs,
+        "index_channels": {"embedder": meta["embedder"], "multilingual": meta.get("multilingual")},
         "python_bare_s": bare,
         "xihe_help_s": help_s,
         "xihe_search_s": search,
+        "xihe_search_without_multilingual_s": plain_s,
         "python_bare_cpu_s": bare_cpu,
         "xihe_help_cpu_s": help_cpu,
         "xihe_search_cpu_s": search_cpu,
+        "xihe_search_without_multilingual_cpu_s": plain_cpu,
         "help_target_s": 0.25,
         "search_target_s": 0.4,
         "help_over_bare": round(help_s / bare, 1),

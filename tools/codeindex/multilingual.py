@@ -147,16 +147,26 @@ class Multilingual:
 
     def query(self, text: str) -> np.ndarray:
         """The normalised float32 vector of a question (the unpacked copy when there is one)."""
+        with self._blas(1):
+            return self._query_vector(text)
+
+    def cosines(self, rows: np.ndarray, text: str) -> np.ndarray:
+        """`rows` (float32, normalised) times the question's vector, on one BLAS thread: the product of
+        16k x 512 rows with one vector took 2.8 ms so and 8 ms multi-threaded on a busy 2-core machine."""
+        with self._blas(1):
+            out: np.ndarray = rows @ self._query_vector(text)
+            return out
+
+    def _query_vector(self, text: str) -> np.ndarray:
         if self._query is None and self._model is None:
             self._query = QueryEncoder.open(self._unpacked, self._pkg)
             if self._query is None:  # an index built elsewhere: unpack now, quick from the next search on
                 self._unpack()
                 self._query = QueryEncoder.open(self._unpacked, self._pkg)
-        with self._blas(1):
-            if self._query is not None:
-                return self._query.encode(text)
-            out: np.ndarray = self._package().encode([text])[0]
-            return out
+        if self._query is not None:
+            return self._query.encode(text)
+        out: np.ndarray = self._package().encode([text])[0]
+        return out
 
 
 class MultilingualVectors:
@@ -184,7 +194,7 @@ class MultilingualVectors:
         """Cosine of every slot with the question (-inf for dead slots)."""
         if self._as32 is None:
             self._as32 = self.vectors.astype(np.float32)
-        sims: np.ndarray = self._as32 @ self.model.query(question)
+        sims = self.model.cosines(self._as32, question)
         sims[~alive[: len(sims)]] = -np.inf
         return sims
 
