@@ -353,7 +353,7 @@ class Agent:
             call = self.registry.parse(name, raw, max_bytes=loop.max_args_bytes)
         except ToolRetry as exc:
             run.invalid += 1
-            return self._refuse(run, key, name, str(exc), kind="invalid_args")
+            return self._refuse(run, key, name, str(exc), kind="invalid_args", said=exc.text)
         run.tool_calls += 1
         if run.tool_calls > loop.max_tool_calls:
             return self._refuse(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from xihe.agent.errors import ConfigError, ToolRetry
-from xihe.agent.i18n import Lang, Text
+from xihe.agent.i18n import Catalog, Lang, Text, text
 
 if TYPE_CHECKING:
     from xihe.agent.deps import Deps
@@ -102,12 +102,20 @@ class ParsedCall:
     data: dict[str, Any]
 
 
-def _describe_validation(name: str, exc: ValidationError) -> str:
+INVALID: Catalog = {  # English for the model; a command's reply says it in the conversation's language
+    "invalid": {
+        "en": "Invalid arguments for {tool}: {problems}. Fix them and call again.",
+        "zh": "{tool} 的参数无效：{problems}。",
+    },
+}
+
+
+def _describe_validation(name: str, exc: ValidationError) -> Text:
     parts = []
     for err in exc.errors(include_url=False):
         where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
         parts.append(f"`{where}`: {err['msg']}")
-    return f"Invalid arguments for {name}: " + "; ".join(parts) + ". Fix them and call again."
+    return text(INVALID, "invalid", tool=name, problems="; ".join(parts))
 
 
 class Registry:

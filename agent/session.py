@@ -412,6 +412,7 @@ def _tasks(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
 TASK: Catalog = {
     "usage": {"en": "/task needs a task id, e.g. /task 12.", "zh": "/task 需要任务编号，例如 /task 12。"},
     "not_yours": {"en": "Task {id} belongs to someone else.", "zh": "任务 {id} 属于别人。"},
+    "missing": {"en": "There is no task {id}.", "zh": "没有任务 {id}。"},
 }
 
 
@@ -421,7 +422,10 @@ def _task(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     lang = reply_lang(session, msg)
     if not cmd.args or not cmd.args[0].isdigit():
         return say(TASK, "usage", lang)
-    task = session.deps.tasks.get(int(cmd.args[0]))
+    try:
+        task = session.deps.tasks.get(int(cmd.args[0]))
+    except TaskStateError:
+        return say(TASK, "missing", lang, id=cmd.args[0])
     if task.owner != who.user and not any(
         session.deps.settings.access.roles.get(r, None) and session.deps.settings.access.roles[r].approver
         for r in who.roles

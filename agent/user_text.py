@@ -69,6 +69,7 @@ WHICH_ONE: Catalog = {"q": {"en": "Which one do you mean?", "zh": "你指的是�
 
 ASK_WHICH = re.compile(r"\s*Ask the user which one they mean\b[^.]*\.?", re.I)
 TELL = re.compile(r"\b(?:tell|inform) the user (?:that )?", re.I)
+FIX = re.compile(r"\s*Fix them and call again\.", re.I)
 PREFIX = re.compile(r"^(NOT EXECUTED|NOT RUN AGAIN|DENIED|ERROR):\s*")
 
 
@@ -77,7 +78,7 @@ def for_people(text: str, lang: Lang = "en") -> str:
     out = text.strip()
     if ASK_WHICH.search(out):
         out = ASK_WHICH.sub("", out).rstrip() + " " + say(WHICH_ONE, "q", lang)
-    out = TELL.sub("", out)
+    out = FIX.sub("", TELL.sub("", out))
     found = PREFIX.match(out)
     if found:
         word = say(PREFIXES, found.group(1), lang)

@@ -47,6 +47,8 @@ def test_tasks_and_task_n_speak_the_conversations_language(make_app: MakeApp, ll
     assert "- #2 done chat: echo hi please" in tasks_en
     task_en = ask(app, "alice", "/task 2", "en")
     assert task_en.startswith("Task #2 [done] chat by alice: echo hi please") and "current step:" in task_en
+    assert ask(app, "alice", "/task 99", "zh") == "没有任务 99。"
+    assert ask(app, "alice", "/task 99", "en") == "There is no task 99."
     assert "你" not in ask(app, "bob", "/tasks", "new") and "no tasks" in ask(app, "bob", "/tasks", "new")
     assert "还没有任务" in ask(app, "bob", "/tasks 看看", "新")
 

@@ -56,6 +56,15 @@ def test_names_and_dates_that_cannot_run(bot_for: Callable[..., Bot], llm: Scrip
     assert bot.say("alice", "/status 999999", "en") == (
         "Failed: there is no workflow instance 999999 in any project the bot can see"
     )
+    assert bot.say("alice", "/status 0", "zh") == (
+        "query_ds_task_status 的参数无效：`instance_id`: Input should be greater than 0。"
+    )
+    assert bot.say("alice", "/status 0", "en") == (
+        "Invalid arguments for query_ds_task_status: `instance_id`: Input should be greater than 0."
+    )
+    assert bot.say("alice", "/status 101 nosuch", "zh").startswith(
+        "失败：DolphinScheduler 里没有叫“nosuch”的项目（"
+    )
     assert bot.sim.starts == []
 
 

@@ -89,10 +89,6 @@ FAILS: Catalog = {
         "en": "DolphinScheduler answered error {code} ({argument}): {message}",
         "zh": "DolphinScheduler 返回错误 {code}（{argument}）：{message}",
     },
-    "api_failed": {
-        "en": "DolphinScheduler failed ({argument}): {message}",
-        "zh": "DolphinScheduler 出错（{argument}）：{message}",
-    },
     "auth": {
         "en": "DolphinScheduler rejects the bot's credentials (HTTP 401: token missing or expired, or the "
         "user is disabled), so nothing was done. To fix it, {fix}.",
@@ -139,8 +135,9 @@ def release_state(e: CatalogEntry) -> Text | str:
 
 
 def explained(exc: DolphinError, cfg: DolphinConfig | None, argument: str) -> DolphinError:
-    """`exc` told to people: rejected credentials with the fix, else DS's code and message with the
-    argument of the call it concerned (`workflow 'order_sync'`, `instance_id 123`)."""
+    """`exc` told to people: rejected credentials with the fix, or DS's error code and message with the
+    argument of the call it concerned (`workflow 'order_sync'`, `instance_id 123`); any other failure
+    (a timeout, an HTTP 5xx) as it is."""
     if isinstance(exc, DolphinAuthError):
         if cfg is not None and cfg.token_env:
             fix = text(DS, "fix_token", env=cfg.token_env)
@@ -152,11 +149,11 @@ def explained(exc: DolphinError, cfg: DolphinConfig | None, argument: str) -> Do
     found = DS_ERROR.search(str(exc))
     if exc.code is not None and found is not None:
         return exc.explained(fail("api_error", code=exc.code, argument=argument, message=found["msg"]))
-    return exc.explained(fail("api_failed", argument=argument, message=str(exc)))
+    return exc  # a transport failure: its own text says what failed
 
 
 def raw_or_told(exc: DolphinError) -> Text:
     """`exc` as a value inside another message: its raw English text where the model reads it, its
-    explanation (`explained`) in Chinese."""
+    explanation (`explained`), when it has one, in Chinese."""
     people = exc.text if exc.text is not None else str(exc)
     return Text({"e": {"en": "{raw}", "zh": "{people}"}}, "e", {"raw": str(exc), "people": people})
