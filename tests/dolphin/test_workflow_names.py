@@ -92,7 +92,7 @@ def test_close_fuzzy_candidates_are_ambiguous() -> None:
 def test_offline_is_refused_with_a_reason(query: str) -> None:
     result = resolve(query, CATALOG, ALIASES)
     assert isinstance(result, Offline) and result.entry.code == 6
-    assert "OFFLINE" in result.reason and "legacy_export" in result.reason
+    assert result.entry.name == "legacy_export" and result.entry.release_state == "OFFLINE"
     assert isinstance(resolve(query, CATALOG, ALIASES, require_online=False), Resolved)
 
 

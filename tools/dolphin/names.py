@@ -69,14 +69,6 @@ class Offline:
 
     entry: CatalogEntry
 
-    @property
-    def reason(self) -> str:
-        """Refusal text for the user."""
-        return (
-            f"workflow {self.entry.name} (project {self.entry.project}, code {self.entry.code}) is "
-            f"{self.entry.release_state or 'not online'}; release it in DolphinScheduler before running it"
-        )
-
 
 @dataclass(frozen=True)
 class Ambiguous:
