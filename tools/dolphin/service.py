@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("xihe.dolphin")
 
 A = TypeVar("A")
-C = TypeVar("C")
+C = TypeVar("C", ToolContext, "Deps")  # a run's context, or the deps of a precheck
 R = TypeVar("R")
 RESYNC_AFTER = timedelta(seconds=60)  # an unknown/offline name triggers a fresh sync at most this often
 NOT_HERE_CODES = frozenset({50001, 50003, 10018})  # instance/definition/project not in this project
@@ -95,7 +95,7 @@ def service(deps: Deps) -> DolphinService:
 
 
 def told(fn: Callable[[A, C], R], argument: Callable[[A], str]) -> Callable[[A, C], R]:
-    """`fn` (a tool's run, precheck or explain) whose DolphinScheduler errors are told to people
+    """`fn` (a tool's run or precheck) whose DolphinScheduler errors are told to people
     (`failures.explained`), naming the argument they concern; the error and its English are unchanged."""
 
     def wrapper(args: A, ctx: C) -> R:
@@ -103,7 +103,7 @@ def told(fn: Callable[[A, C], R], argument: Callable[[A], str]) -> Callable[[A, 
             return fn(args, ctx)
         except DolphinError as exc:
             deps = ctx.deps if isinstance(ctx, ToolContext) else ctx
-            svc = service_of(deps)  # type: ignore[arg-type]
+            svc = service_of(deps)
             explained(exc, svc.config if svc else None, argument(args))
             raise
 
