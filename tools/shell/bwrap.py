@@ -32,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from xihe.agent.errors import ToolFailed
+from xihe.agent.i18n import text
 from xihe.config.shell import Limits
 from xihe.tools.shell import uids
 from xihe.tools.shell.cgroup import Cgroups, CommandCgroup, host_support
@@ -44,6 +45,7 @@ from xihe.tools.shell.execute import (
     limits_preexec,
     throwaway_copy,
 )
+from xihe.tools.shell.messages import SH
 
 log = logging.getLogger(__name__)
 
@@ -295,9 +297,8 @@ class BwrapSandbox:
                         group = self.cgroups.create(plan.limits.memory_mb << 20, plan.limits.processes)
                     except OSError as exc:
                         if self.cgroup_mode == "required":
-                            raise ToolFailed(
-                                f"refusing to run {plan.entry!r}: cannot create its cgroup: {exc}"
-                            ) from None
+                            why = text(SH, "no_cgroup", entry=repr(plan.entry), error=exc)
+                            raise ToolFailed(why) from None
                         log.warning("%s runs with per-process limits only: no cgroup (%s)", plan.entry, exc)
                 if plan.writable is not None:
                     owner = uid if self.root else None

@@ -73,6 +73,23 @@ SH: Catalog = {
         "zh": "$ {entry}：被 {by}（{limit}）终止，耗时 {seconds} 秒［沙箱：{sandbox}］",
     },
     "artifact": {"en": "(full output: artifact {ref})", "zh": "（完整输出：附件 {ref}）"},
+    # the sandbox cannot run a matched command
+    "no_sandbox": {
+        "en": "refusing to run {entry}: sandbox {sandbox} is not available on this host (install bubblewrap, "
+        "start Docker, or have an admin set sandbox: none)",
+        "zh": "拒绝执行 {entry}：这台主机上没有可用的沙箱 {sandbox}（请安装 bubblewrap、启动 Docker，"
+        "或请管理员设置 sandbox: none）",
+    },
+    "uids_busy": {
+        "en": "all {count} sandbox uids ({first}..{last}) are in use by running commands; try again when one "
+        "finishes (or widen run_as_uids in shell.yaml)",
+        "zh": "{count} 个沙箱 uid（{first}..{last}）都被正在运行的命令占用；请等其中一个结束后再试"
+        "（或在 shell.yaml 里扩大 run_as_uids）",
+    },
+    "no_cgroup": {
+        "en": "refusing to run {entry}: cannot create its cgroup: {error}",
+        "zh": "拒绝执行 {entry}：无法为它创建 cgroup：{error}",
+    },
 }
 
 

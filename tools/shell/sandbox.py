@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Protocol
 
 from xihe.agent.errors import ToolFailed
+from xihe.agent.i18n import text
 from xihe.config.shell import ShellConfig
 from xihe.tools.shell.bwrap import BwrapSandbox
 from xihe.tools.shell.capture import TempArtifacts
 from xihe.tools.shell.docker import DockerSandbox
 from xihe.tools.shell.execute import RunPlan, SaveArtifact, ShellResult, execute, plan_for, throwaway_copy
+from xihe.tools.shell.messages import SH
 from xihe.tools.shell.whitelist import Match
 
 __all__ = ["BwrapSandbox", "DockerSandbox", "RunPlan", "ShellResult", "ShellRunner", "plan_for"]
@@ -166,8 +168,6 @@ class ShellRunner:
     def run(self, match: Match, save_artifact: SaveArtifact | None = None) -> ShellResult:
         """Run one matched command (artifact callback per call if given); ToolFailed when no sandbox."""
         if not self.backend.available():
-            raise ToolFailed(
-                f"refusing to run {match.entry.name!r}: sandbox {self.backend.name!r} is not available on this host "
-                "(install bubblewrap, start Docker, or have an admin set sandbox: none)"
-            )
+            why = text(SH, "no_sandbox", entry=repr(match.entry.name), sandbox=repr(self.backend.name))
+            raise ToolFailed(why)
         return self.backend.run(plan_for(match, self.config), save_artifact or self.save_artifact)

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from xihe.agent.errors import ToolFailed
+from xihe.agent.i18n import text
+from xihe.tools.shell.messages import SH
 
 _lock = threading.Lock()
 _in_use: set[int] = set()
@@ -25,10 +27,7 @@ def acquire(first: int, count: int) -> int:
             if uid not in _in_use:
                 _in_use.add(uid)
                 return uid
-    raise ToolFailed(
-        f"all {count} sandbox uids ({first}..{first + count - 1}) are in use by running commands; "
-        "try again when one finishes (or widen run_as_uids in shell.yaml)"
-    )
+    raise ToolFailed(text(SH, "uids_busy", count=count, first=first, last=first + count - 1))
 
 
 def release(uid: int) -> None:
