@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from xihe.tools.codeindex import inherit
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
@@ -36,10 +37,11 @@ from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.config.code import CodeConfig, RetrievalConfig
 
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 COMPACT_RATIO = 0.3  # compact when this share of slots is dead
+Owner = tuple[str, str, int]  # (path, sha1, unit count) of a parsed file
 
 
 @dataclass
@@ -269,11 +271,12 @@ class CodeIndex:
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         if not units and not owners:
             return  # nothing changed: the query-word table is not rebuilt (a search's reconcile)
-        base = len(self.units)
-        self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in units])
+        base, units = len(self.units), inherit.resolve(units, self.live_units)
+        views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
+        self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in views])
         self.names.add([self.tokenizer.tokens(name_text(u)) for u in units])
         if self.embedder is not None:
-            texts = [embed_text(u, u.text) for u in units]
+            texts = [embed_text(u, u.text) for u in views]
             batch = 2048
             chunks = [str(i) for i in range(0, len(texts), batch)]
             rows = [
@@ -282,11 +285,11 @@ class CodeIndex:
             ]
             vecs = np.concatenate(rows) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
             self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
-            sentences = self._append_sentences(units, base, progress)
+            sentences = self._append_sentences(views, base, progress)
             if self.query_vectors is not None and isinstance(self.embedder, WordLlamaEmbedder):
                 self.query_vectors.add(table_words([*texts, *sentences]), self.embedder)
         if self.multi is not None:
-            self.multi.append(units, [u.text for u in units])
+            self.multi.append(views, [u.text for u in units])
         # the search text is only needed to build rows; dropping it keeps memory and reloads equal
         self.units.extend(_without_text(u) for u in units)
         slot = base
@@ -360,10 +363,31 @@ class CodeIndex:
                 stats.changed.append(rel)
         new_units: list[CodeUnit] = []
         owners: list[tuple[str, str, int]] = []
-        for rel in to_add:
+        self._reparse(to_add, stats, new_units, owners)
+        # files whose inherited docs the changed ones alter (inherit.py) are re-indexed with them
+        stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
+        self._reparse(sorted(stale), stats, new_units, owners, force=True)
+        self._append(new_units, owners, no_progress)
+        stats.units_added = len(new_units)
+        dead = sum(1 for u in self.units if u is None)
+        if self.units and dead / len(self.units) > COMPACT_RATIO:
+            self.compact()
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def _reparse(
+        self,
+        paths: list[str],
+        stats: UpdateStats,
+        new: list[CodeUnit],
+        owners: list[Owner],
+        force: bool = False,
+    ) -> None:
+        """Parse `paths` into `new` and `owners`, dropping their old slots; unchanged files skipped unless `force`."""
+        for rel in paths:
             parsed = self._parse(rel)
             old = self.files.get(rel)
-            if parsed is not None and old is not None and old.sha1 == parsed[0]:
+            if parsed is not None and old is not None and old.sha1 == parsed[0] and not force:
                 continue  # same content: nothing to do
             stats.units_removed += self._drop(rel)
             stats.changed.append(rel)
@@ -372,15 +396,8 @@ class CodeIndex:
                 continue
             sha, units = parsed
             owners.append((rel, sha, len(units)))
-            new_units.extend(units)
+            new.extend(units)
             stats.files_indexed += 1
-        self._append(new_units, owners, no_progress)
-        stats.units_added = len(new_units)
-        dead = sum(1 for u in self.units if u is None)
-        if self.units and dead / len(self.units) > COMPACT_RATIO:
-            self.compact()
-        stats.seconds = time.perf_counter() - t0
-        return stats
 
     def reconcile(self) -> UpdateStats:
         """Compare every file's hash with the index and fix any difference (start-up safety net)."""
@@ -431,6 +448,11 @@ class CodeIndex:
         u = self.units[slot]
         return u is not None and is_test_path(u.path)
 
+    def inherits(self, slot: int) -> bool:
+        """Whether the unit in `slot` is searched by a doc inherited from the method it overrides."""
+        u = self.units[slot]
+        return u is not None and bool(u.inherited_doc)
+
     def vector_scores(self, text: str) -> np.ndarray | None:
         """Cosine of every slot with the text's embedding (-inf for dead slots); None without vectors."""
         if self.embedder is None or not self.vectors.size:
@@ -464,7 +486,7 @@ class CodeIndex:
         names_all = self.names.scores(toks) if mode == "hybrid" and r.name_weight > 0 else None
         multi, multi_weight = self.multilingual_scores(query) if mode == "hybrid" else (None, 0.0)
         prior = None if q.tests else self.is_test
-        ranked = fuse(bm_all, vec_all, names_all, r, mode, prior, multi, multi_weight)
+        ranked = fuse(bm_all, vec_all, names_all, r, mode, prior, multi, multi_weight, self.inherits)
         bm = top_slots(bm_all, 1, positive=True) if bm_all is not None else []
         vec = top_slots(vec_all, 1) if vec_all is not None else []
         bm_s = {i: float(bm_all[i]) for i, _ in ranked[:k]} if bm_all is not None else {}
@@ -646,12 +668,14 @@ def fuse(
     is_test: Callable[[int], bool] | None = None,
     multi: np.ndarray | None = None,
     multi_weight: float = 0.0,
+    inherits: Callable[[int], bool] | None = None,
 ) -> list[tuple[int, float]]:
     """One ranking from every slot's keyword, vector, name-field and multilingual scores, best first.
 
     Candidates are the top `r.candidates` of each list; linear fusion scores them as
     bm25/max + vector_weight * cosine + name_weight * names/max + multi_weight * multilingual cosine,
-    less `r.test_penalty` for a slot `is_test` says is test code (prior.py).
+    less `r.test_penalty` for a slot `is_test` says is test code (prior.py) and `inherit.PENALTY` for
+    one searched by an inherited doc (`inherits`).
     """
     bm = top_slots(bm_all, r.candidates, positive=True) if bm_all is not None else []
     vec = top_slots(vec_all, r.candidates) if vec_all is not None else []
@@ -677,9 +701,18 @@ def fuse(
         {i: float(multi[i]) for i in cands} if multi is not None and use_multi else None,
         multi_weight,
     )
-    if is_test is None or not r.test_penalty:
+    test = is_test if is_test is not None and r.test_penalty else None
+    if test is None and inherits is None:
         return ranked
-    ranked = [(i, s - r.test_penalty if is_test(i) else s) for i, s in ranked]
+    ranked = [
+        (
+            i,
+            s
+            - (r.test_penalty if test and test(i) else 0.0)
+            - (inherit.PENALTY if inherits and inherits(i) else 0.0),
+        )
+        for i, s in ranked
+    ]
     return sorted(ranked, key=lambda p: -p[1])
 
 

@@ -138,7 +138,9 @@ def _score(
             prior = None if qp.tests else idx.is_test
             vec, multi = vectors[(name, q.text)]
             weight = cfg.multilingual_weight_zh if has_cjk(q.text) else cfg.multilingual_weight
-            ranked = fuse(idx.bm25.scores(qp.terms), vec, names, cfg, "hybrid", prior, multi, weight)
+            ranked = fuse(
+                idx.bm25.scores(qp.terms), vec, names, cfg, "hybrid", prior, multi, weight, idx.inherits
+            )
             rows.append((q.group, _rank(ranked, idx, q)))
     per_set = tuple(objective({name: rows}, ("docstring",)) for name, rows in ranks.items())
     return objective(ranks, HAND_WRITTEN), objective(ranks, ("docstring",)), per_set

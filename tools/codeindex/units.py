@@ -29,10 +29,12 @@ class CodeUnit:
     identifiers: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     text: str = field(default="", compare=False)  # the text searched by BM25 (not persisted twice)
+    inherited_doc: str = ""  # the doc it is searched by, from the method it overrides (inherit.py)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (the index persists units this way)."""
-        return {
+        inherited = {"inherited_doc": self.inherited_doc} if self.inherited_doc else {}
+        return inherited | {
             "path": self.path,
             "start": self.start,
             "end": self.end,
@@ -61,6 +63,7 @@ class CodeUnit:
             doc=data.get("doc", ""),
             identifiers=tuple(data.get("identifiers", ())),
             calls=tuple(data.get("calls", ())),
+            inherited_doc=data.get("inherited_doc", ""),
         )
 
 
