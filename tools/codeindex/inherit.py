@@ -31,6 +31,7 @@ INHERIT_TAG = "{@inheritDoc}"
 _JAVA_DECL = re.compile(r"\b(?:class|interface|enum|record)\s+[A-Za-z_$][\w$]*")
 _JAVA_CLAUSE = re.compile(r"\b(extends|implements|permits)\b")
 _WORD = re.compile(r"[\w$]+")
+_OPEN = re.compile(r"([\w$]+)\s*\(")
 _NOT_IMPLEMENTED = frozenset({"NotImplementedError", "UnsupportedOperationException"})
 
 
@@ -98,7 +99,7 @@ def bases_of(cls: CodeUnit) -> tuple[str, ...]:
 
 def arity(method: CodeUnit) -> int | None:
     """A Java method's parameter count from its signature; None when it cannot be read."""
-    m = re.search(rf"\b{re.escape(method.name)}\s*\(", method.signature)
+    m = next((c for c in _OPEN.finditer(method.signature) if c.group(1) == method.name), None)
     if m is None:
         return None
     depth, start = 1, m.end()
@@ -152,27 +153,44 @@ class Supertypes:
                 self.by_qual[(u.path, u.qualname)] = u
             elif u.kind == "method":
                 self.methods.setdefault((u.path, u.qualname), []).append(u)
+        self._bases: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def bases(self, cls: CodeUnit) -> tuple[str, ...]:
+        """`bases_of(cls)`, read once per class."""
+        key = (cls.path, cls.qualname)
+        if key not in self._bases:
+            self._bases[key] = bases_of(cls)
+        return self._bases[key]
+
+    def _matches(self, method: CodeUnit, candidates: Sequence[CodeUnit]) -> str:
+        """The doc of the first declaration-only candidate with `method`'s arity (Java), or ''."""
+        n = arity(method) if method.lang == "java" and candidates else None
+        for m in candidates:
+            if own_doc(m) and declaration_only(m) and (n is None or arity(m) in {n, None}):
+                return own_doc(m)
+        return ""
 
     def overridden_doc(self, method: CodeUnit) -> str:
-        """The doc of the nearest documented method `method` overrides, or ''."""
+        """The doc of the nearest documented declaration `method` overrides or implements, or ''."""
         owner = self.by_qual.get((method.path, method.qualname.rsplit(".", 1)[0]))
         if owner is None:
             return ""
-        n = arity(method) if method.lang == "java" else None
         seen = {(owner.path, owner.qualname)}
         level = [owner]
         for _ in range(DEPTH):
             nxt: list[CodeUnit] = []
             for cls in level:
-                for base in bases_of(cls):
+                for base in self.bases(cls):
                     for sup in self.classes.get(base, ()):
                         key = (sup.path, sup.qualname)
                         if key in seen or sup.lang != method.lang:
                             continue
                         seen.add(key)
-                        for m in self.methods.get((sup.path, f"{sup.qualname}.{method.name}"), ()):
-                            if own_doc(m) and declaration_only(m) and (n is None or arity(m) in {n, None}):
-                                return own_doc(m)
+                        doc = self._matches(
+                            method, self.methods.get((sup.path, f"{sup.qualname}.{method.name}"), [])
+                        )
+                        if doc:
+                            return doc
                         nxt.append(sup)
             level = nxt
             if not level:
