@@ -72,6 +72,13 @@ def test_question_words_go_and_what_is_asked_about_stays() -> None:
     assert not q.tests
 
 
+def test_a_language_the_question_names_is_not_searched_for() -> None:
+    known = {"send", "headers", "java", "javascript", "js"}.__contains__
+    q = plan("send headers from JavaScript to Java", Tokenizer(), CjkBridge(), known, RetrievalConfig())
+    assert set(q.terms) == {"send", "header"} and q.text == "send headers from to"
+    assert "js" not in plan("a js timer", Tokenizer(), CjkBridge(), known, RetrievalConfig()).terms
+
+
 def test_a_question_that_names_tests_or_symbols_keeps_test_code() -> None:
     assert asks_for_tests("where do we test retries") and asks_for_tests("Tests that a job is paused")
     assert not asks_for_tests("where do we retry a failed task")

@@ -1,6 +1,7 @@
 """Query understanding: a question becomes weighted BM25 terms and the text that is embedded.
 
-- question words and filler ("where do we", "how is ... handled") are dropped;
+- question words and filler ("where do we", "how is ... handled") are dropped, and so are language
+  names ("from javascript": the caller's side, not the answer's);
 - identifiers typed in the question (`retryTask`, `get_due_jobs`, `HTTPServer`) weigh more;
 - three to five consecutive words also ask for their initials when the repository has that token
   ("force right-to-left layout" -> `rtl`, as in forceRTL; "time to live" -> `ttl`);
@@ -27,8 +28,12 @@ from xihe.tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.config.code import RetrievalConfig
 
+# a language a question names says where the caller is ("call a javascript function from java",
+# "report a javascript error to the native side"), not which file answers: dropped like question
+# words (dev split: React Native hand-written MRR@10 0.589 -> 0.646, docstring queries unchanged)
+LANGUAGE_NAMES = frozenset(["java", "javascript", "js", "python"])
 # question words and filler an engineer types around what they look for; STOP_WORDS has the rest
-QUESTION_WORDS = frozenset(
+QUESTION_WORDS = LANGUAGE_NAMES | frozenset(
     [
         "we",
         "our",
