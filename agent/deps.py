@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from xihe.agent.artifacts import ArtifactStore
 from xihe.agent.audit import SqlAuditSink
 from xihe.agent.clock import Clock
+from xihe.agent.i18n import Lang, lang_for
 from xihe.agent.metrics import Metrics
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import Redactor
@@ -129,6 +130,15 @@ class Deps(Services):
         for f in fields(Services):
             setattr(self, f.name, getattr(services, f.name))
         self.senders = dict(senders)
+
+    def lang(self, text: str, conversation: str) -> Lang:
+        """The language to answer `text` in: its own, else that of the user's last free-text message
+        in `conversation`, else the configured `language`."""
+        return lang_for(
+            text,
+            lambda: [t.goal for t in self.tasks.recent(conversation=conversation, kind="chat", limit=5)],
+            self.settings.core.language,
+        )
 
     def notify(self, conversation: str, text: str) -> None:
         """Post to a conversation through the channel that owns its id prefix (e.g. 'wecom:app:')."""

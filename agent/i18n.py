@@ -34,15 +34,15 @@ def lang_of(text: str) -> Lang | None:
     return None
 
 
-def lang_for(text: str, earlier: Callable[[], Iterable[str]]) -> Lang:
+def lang_for(text: str, earlier: Callable[[], Iterable[str]], default: Lang = "en") -> Lang:
     """The language of `text`, else of the latest `earlier()` message that has one (read only when
-    needed: most messages name their language themselves); English by default."""
+    needed: most messages name their language themselves), else `default`."""
     found = lang_of(text)
     if found == "en" and text.lstrip().startswith("/"):
         found = None  # a command's Latin arguments (`/sh git log`) are names, not English; Chinese ones are
     if found is not None:
         return found
-    return next((lang for lang in map(lang_of, earlier()) if lang is not None), "en")
+    return next((lang for lang in map(lang_of, earlier()) if lang is not None), default)
 
 
 def say(catalog: Catalog, key: str, lang: Lang, /, **values: object) -> str:

@@ -43,7 +43,7 @@ from xihe.agent.frontier import (
 )
 from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify, interrupted
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import Catalog, Lang, Text, lang_for, say, text
+from xihe.agent.i18n import Catalog, Lang, Text, say, text
 from xihe.agent.llm import LLMClient
 from xihe.agent.recovery import RunState, with_recovery
 from xihe.agent.registry import ParsedCall, Registry
@@ -109,12 +109,7 @@ class Agent:
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
         """A new task for a free-text message."""
         if self.llm is None:
-            lang = lang_for(
-                text,
-                lambda: [
-                    t.goal for t in self.deps.tasks.recent(conversation=conversation, kind="chat", limit=5)
-                ],
-            )
+            lang = self.deps.lang(text, conversation)
             return Outcome(0, TaskStatus.FAILED, say(STOPS, "no_model", lang))
         task = self._create("chat", who, conversation, text, channel)
         return self._drive(task)
@@ -530,11 +525,7 @@ class Agent:
 
     def lang(self, task: Task) -> Lang:
         """The language people in this task's conversation write in (as agent.session.reply_lang)."""
-        tasks = self.deps.tasks
-        return lang_for(
-            task.goal,
-            lambda: [t.goal for t in tasks.recent(conversation=task.conversation, kind="chat", limit=5)],
-        )
+        return self.deps.lang(task.goal, task.conversation)
 
     def _complaint(self, run: _Run, reply: str) -> str | None:
         for check in self.hooks.reply_checks:

@@ -17,7 +17,7 @@ from xihe.agent.errors import BotError, TaskStateError
 from xihe.agent.gate import Who, identify
 from xihe.agent.help import HelpEntry, entry
 from xihe.agent.help import render as render_help
-from xihe.agent.i18n import Catalog, Lang, lang_for, say
+from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.loop import Agent, Outcome
 from xihe.agent.pending import LIVE, PendingAction, expired
 from xihe.agent.tasks import FINISHED, TaskStatus
@@ -170,11 +170,8 @@ def _pick(session: Session, who: Who, msg: Inbound, cmd: Command, verb: str) -> 
 
 
 def reply_lang(session: Session, msg: Inbound) -> Lang:
-    """The language of this message, or else of the user's last free-text message in this conversation."""
-    tasks = session.deps.tasks
-    return lang_for(
-        msg.text, lambda: [t.goal for t in tasks.recent(conversation=msg.conversation, kind="chat", limit=5)]
-    )
+    """The language of this message, else of the user's last free-text message here, else the configured one."""
+    return session.deps.lang(msg.text, msg.conversation)
 
 
 def _help(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:

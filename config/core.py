@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -63,3 +65,8 @@ class CoreConfig(_Strict):
     )
     system_prompt: str = Field("", description="extra rules appended to the built-in system prompt")
     timezone: str = Field("Asia/Shanghai", description="timezone for dates shown to people")
+    language: Literal["en", "zh"] = Field(
+        "en",
+        description="the language of replies in a conversation that has not shown one yet "
+        "(an approver's bare `/approve 2`); a message in zh or en is answered in its own language",
+    )

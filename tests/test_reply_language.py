@@ -105,3 +105,23 @@ def test_a_step_the_process_died_in_reads_in_the_conversations_language(
     app.deps.tasks.record(1, "tool:9:0", "echo", "failed", app.deps.clock(), error=INTERRUPTED)
     assert "错误：进程在这一步中途停止" in ask(app, "alice", "/task 1", "zh")
     assert "error: the process stopped during this step" in ask(app, "alice", "/task 1 please", "en")
+
+
+def test_a_conversation_without_a_language_yet_gets_the_configured_one(
+    make_app: MakeApp, llm: ScriptedLLM
+) -> None:
+    app = make_app(overrides={"language": "zh"})
+    llm.add(call("write_note", note="release", environment="prod"))
+    ask(app, "bob", "write a release note on prod", "en")
+    # carol has written nothing in her conversation yet: the team's configured language
+    approved = ask(app, "carol", "/approve 1", "ops")
+    assert approved.startswith("已批准操作 1；") and "bob" in approved
+    assert ask(app, "dave", "/tasks", "d") == "你还没有任务。"
+    # a message that shows its language is answered in it, whatever the default
+    assert app.deps.lang("show me my tasks", "d2") == "en"
+    assert ask(app, "bob", "/tasks", "en").startswith("- #1")  # bob's conversation showed English
+    shipped = make_app()
+    assert (
+        shipped.deps.lang("/tasks", "fresh") == "en"
+        and ask(shipped, "dave", "/tasks", "d") == "You have no tasks yet."
+    )

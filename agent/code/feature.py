@@ -34,7 +34,7 @@ from xihe.agent.deps import Services
 from xihe.agent.errors import ToolFailed
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import Catalog, lang_for, say, text
+from xihe.agent.i18n import Catalog, say, text
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
 from xihe.config.code import CodeConfig
@@ -166,11 +166,7 @@ class CodeAnswerCheck:
     def mark(self, task: Task, reply: str) -> str:
         """Annotate the citations that still do not exist as unverified."""
         missing = self._missing(task, reply)
-        tasks = self.deps.tasks
-        lang = lang_for(
-            task.goal,
-            lambda: [t.goal for t in tasks.recent(conversation=task.conversation, kind="chat", limit=5)],
-        )
+        lang = self.deps.lang(task.goal, task.conversation)
         for item in missing:
             word = item.split(": ")[-1]
             pos = reply.find(word)

@@ -144,6 +144,7 @@ def write_config(cfg: Path, fakes: Fakes, *, db: str, repo: Path, index_dir: Pat
     core = _load(shipped / "xihe.yaml")
     core["llm"]["max_wait_seconds"] = 0
     core["store"]["url"] = db
+    core["language"] = "zh"  # the demo's team writes Chinese; an approver's bare /approve is answered so
     _dump(cfg / "xihe.yaml", core)
     _dump(cfg / "workflows.yaml", WORKFLOWS)
     dolphin = _load(shipped / "dolphin.yaml")

@@ -26,7 +26,7 @@ from xihe.agent.deps import Services
 from xihe.agent.errors import ConfigError, TaskStateError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.help import HelpEntry
-from xihe.agent.i18n import Catalog, Lang, lang_for, say
+from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.session import reply_lang
 from xihe.agent.tasks import TaskStatus
 from xihe.config.dolphin import DolphinConfig, credentials
@@ -147,9 +147,7 @@ def _lang(app: Runtime, w: Watch) -> Lang:
         goal = tasks.get(int(w.task_id)).goal
     except (ValueError, TaskStateError):
         goal = ""
-    return lang_for(
-        goal, lambda: [t.goal for t in tasks.recent(conversation=w.conversation, kind="chat", limit=5)]
-    )
+    return app.deps.lang(goal, w.conversation)
 
 
 def _hand_to_alerts(app: Runtime, events: list[FailureEvent]) -> None:
