@@ -24,7 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from xihe.agent.alerts.maintenance import MaintOff, MaintOn, parse_maint_command
+from xihe.agent.alerts.maintenance import MaintError, MaintOff, MaintOn, parse_maint_command
+from xihe.agent.alerts.messages import MAINT
 from xihe.agent.alerts.model import PUSHED, Reason
 from xihe.agent.alerts.scan import Scanner, ScanResult
 from xihe.agent.alerts.service import AlertService
@@ -34,6 +35,8 @@ from xihe.agent.deps import Services
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.gate import is_admin
 from xihe.agent.help import HelpEntry
+from xihe.agent.i18n import Lang, say
+from xihe.agent.session import reply_lang
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
 from xihe.tools.dolphin.service import DolphinService
@@ -204,28 +207,27 @@ def routes(app: Runtime) -> list[BaseRoute]:
 
 
 # ---- /maint --------------------------------------------------------------------------------------
-def _fmt(svc: AlertService, number: int, w: Any) -> str:
+def _fmt(svc: AlertService, number: int, w: Any, lang: Lang) -> str:
     tz = svc.pipeline.renderer.tz
-    return (
-        f"#{number} {w.scope} {show(w.start, tz, seconds=False)} – {show(w.end, tz, seconds=False)}"
-        f" by {w.created_by or w.source}"
+    start, end = show(w.start, tz, seconds=False), show(w.end, tz, seconds=False)
+    return say(
+        MAINT, "window", lang, n=number, scope=w.scope, start=start, end=end, who=w.created_by or w.source
     )
 
 
 def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     app_deps = session.deps
     svc = app_deps.alerts
+    lang = reply_lang(session, msg)
     if not isinstance(svc, AlertService):
-        return "Alerts are not configured on this bot."
+        return say(MAINT, "not_configured", lang)
     now = app_deps.clock()
     if not cmd.args:
         open_windows = svc.open_windows(now)
         yaml_names = [s.name for s in svc.config.maintenance]
-        lines = [_fmt(svc, n, w) for n, w in open_windows]
-        if not lines:
-            lines = ["No maintenance window is open."]
+        lines = [_fmt(svc, n, w, lang) for n, w in open_windows] or [say(MAINT, "none_open", lang)]
         if yaml_names:
-            lines.append("Scheduled in alerts.yaml: " + ", ".join(yaml_names))
+            lines.append(say(MAINT, "scheduled", lang, names=", ".join(yaml_names)))
         return "\n".join(lines)
     if not is_admin(who, app_deps.settings.access):
         app_deps.audit.record(
@@ -239,7 +241,8 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
                 reason="no admin role",
             )
         )
-        return f"/maint {cmd.args[0]} needs an admin role; {who.user} has {', '.join(who.roles) or 'none'}."
+        roles = ", ".join(who.roles) or say(MAINT, "no_roles", lang)
+        return say(MAINT, "needs_admin", lang, verb=cmd.args[0], user=who.user, roles=roles)
     number: int | None = None
     if cmd.args[0] == "off" and len(cmd.args) == 2 and cmd.args[1].lstrip("#").isdigit():
         number = int(cmd.args[1].lstrip("#"))
@@ -247,20 +250,17 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     else:
         try:
             parsed = parse_maint_command("/maint " + cmd.rest, now, who.user)
-        except ValueError as exc:
-            return str(exc)
+        except MaintError as exc:
+            return exc.message.in_(lang)
     change = svc.apply_maint(parsed, who.user, number)
     if change.opened:
         n, w = change.opened[0]
-        reply = f"Maintenance {_fmt(svc, n, w)} is on: alerts in scope are recorded, not pushed."
+        reply = say(MAINT, "on", lang, window=_fmt(svc, n, w, lang))
         p0 = svc.p0_covered(w)
         if p0:
-            where = " if they fail on that host" if w.scope.kind == "host" else ""
-            reply += (
-                f"\n⚠️ It covers P0 core workflow(s) {', '.join(p0)}: their failures will page nobody{where}"
-                " until it ends. When it ends, the alert channel gets the list of what it suppressed."
-            )
+            where = say(MAINT, "p0_host", lang) if w.scope.kind == "host" else ""
+            reply += "\n" + say(MAINT, "p0", lang, workflows=", ".join(p0), where=where)
         return reply
     if not change.closed:
-        return "No open maintenance window matched; nothing changed."
-    return f"Closed {len(change.closed)} maintenance window(s); alerts are pushed again."
+        return say(MAINT, "none_matched", lang)
+    return say(MAINT, "closed", lang, n=len(change.closed))

@@ -15,7 +15,10 @@ from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alerts.messages import MAINT
 from xihe.agent.cron import CronSpec
+from xihe.agent.i18n import Text
+from xihe.agent.i18n import text as text_
 from xihe.config.alerts import AlertsConfig
 
 ScopeKind = Literal["all", "project", "workflow", "host"]
@@ -227,6 +230,14 @@ class MaintOff:
     scope: MaintScope | None
 
 
+class MaintError(ValueError):
+    """A `/maint` argument that is wrong; `message` says so in any language (`str()` is English)."""
+
+    def __init__(self, message: Text) -> None:
+        super().__init__(str(message))
+        self.message = message
+
+
 _DURATION = re.compile(r"^(\d+)\s*(m|min|h|d)$", re.I)
 
 
@@ -239,26 +250,28 @@ def parse_scope(text: str) -> MaintScope:
     if sep and kind in ("project", "workflow", "host") and value:
         return MaintScope(kind, value)  # type: ignore[arg-type]
     if sep and kind in ("project", "workflow", "host"):
-        raise ValueError(f"scope {text!r} needs a value after ':'")
+        raise MaintError(text_(MAINT, "scope_value", scope=text))
     return MaintScope("workflow", text)
 
 
 def parse_maint_command(text: str, now: datetime, user: str) -> MaintOn | MaintOff:
-    """Parse `/maint on 30m [scope]` or `/maint off [scope]`; raise ValueError with a usage hint."""
-    usage = "usage: /maint on 30m|2h|1d [all|project:X|workflow:X|host:X]  or  /maint off [scope]"
+    """Parse `/maint on 30m [scope]` or `/maint off [scope]`; raise MaintError with a usage hint."""
+    usage = text_(MAINT, "usage")
     parts = text.split()
     if parts and parts[0] in ("/maint", "maint"):
         parts = parts[1:]
     if not parts or parts[0] not in ("on", "off"):
-        raise ValueError(usage)
+        raise MaintError(usage)
     if parts[0] == "off":
         return MaintOff(parse_scope(" ".join(parts[1:])) if len(parts) > 1 else None)
-    if len(parts) < 2 or not (m := _DURATION.match(parts[1])):
-        raise ValueError(usage)
+    if len(parts) < 2:
+        raise MaintError(usage)
+    if not (m := _DURATION.match(parts[1])):
+        raise MaintError(text_(MAINT, "bad_duration", duration=parts[1], usage=usage))
     amount, unit = int(m.group(1)), m.group(2).lower()
     minutes = amount * {"m": 1, "min": 1, "h": 60, "d": 1440}[unit]
     if not 1 <= minutes <= 7 * 1440:
-        raise ValueError("maintenance length must be between 1 minute and 7 days")
+        raise MaintError(text_(MAINT, "length", duration=parts[1]))
     scope = parse_scope(" ".join(parts[2:]))
     wid = f"chat:{user}:{int(now.timestamp())}:{scope}"
     return MaintOn(MaintenanceWindow(wid, now, now + timedelta(minutes=minutes), scope, "chat", user))

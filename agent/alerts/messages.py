@@ -1,0 +1,59 @@
+"""What `/maint` says, in English and Chinese (see `xihe.agent.i18n`)."""
+
+from __future__ import annotations
+
+from xihe.agent.i18n import Catalog
+
+MAINT: Catalog = {
+    "not_configured": {
+        "en": "Alerts are not configured on this bot.",
+        "zh": "这个机器人没有配置告警。",
+    },
+    "window": {
+        "en": "#{n} {scope} {start} – {end} by {who}",
+        "zh": "#{n} {scope} {start} – {end}（{who} 设置）",
+    },
+    "none_open": {"en": "No maintenance window is open.", "zh": "当前没有进行中的维护窗口。"},
+    "scheduled": {"en": "Scheduled in alerts.yaml: {names}", "zh": "alerts.yaml 中的定期窗口：{names}"},
+    "needs_admin": {
+        "en": "/maint {verb} needs an admin role; {user} has {roles}.",
+        "zh": "/maint {verb} 需要 admin 角色；{user} 的角色：{roles}。",
+    },
+    "no_roles": {"en": "none", "zh": "无"},
+    "on": {
+        "en": "Maintenance {window} is on: alerts in scope are recorded, not pushed.",
+        "zh": "维护窗口 {window}已开启：范围内的告警只记录，不推送。",
+    },
+    "p0": {
+        "en": "⚠️ It covers P0 core workflow(s) {workflows}: their failures will page nobody{where} until it "
+        "ends. When it ends, the alert channel gets the list of what it suppressed.",
+        "zh": "⚠️ 它覆盖了 P0 核心工作流 {workflows}：结束之前它们{where}失败不会通知任何人。"
+        "结束时告警群会收到被压下的告警清单。",
+    },
+    "p0_host": {"en": " if they fail on that host", "zh": "在该主机上"},
+    "none_matched": {
+        "en": "No open maintenance window matched; nothing changed.",
+        "zh": "没有匹配的进行中维护窗口，什么也没改。",
+    },
+    "closed": {
+        "en": "Closed {n} maintenance window(s); alerts are pushed again.",
+        "zh": "已关闭 {n} 个维护窗口；告警恢复推送。",
+    },
+    # errors of the command's arguments (maintenance.parse_maint_command)
+    "usage": {
+        "en": "usage: /maint on 30m|2h|1d [all|project:X|workflow:X|host:X]  or  /maint off [scope]",
+        "zh": "用法：/maint on 30m|2h|1d [all|project:X|workflow:X|host:X]  或  /maint off [范围]",
+    },
+    "bad_duration": {
+        "en": "{duration!r} is not a duration: {usage}",
+        "zh": "{duration!r} 不是时长：{usage}",
+    },
+    "length": {
+        "en": "maintenance length must be between 1 minute and 7 days (got {duration})",
+        "zh": "维护时长必须在 1 分钟到 7 天之间（收到 {duration}）",
+    },
+    "scope_value": {
+        "en": "scope {scope!r} needs a value after ':'",
+        "zh": "范围 {scope!r} 的 ':' 后面需要一个值",
+    },
+}
