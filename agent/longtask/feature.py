@@ -18,16 +18,20 @@ from typing import TYPE_CHECKING, Any
 
 from xihe.agent.budget import counter_for
 from xihe.agent.context import PRIORITY, Block
+from xihe.agent.errors import TaskStateError
 from xihe.agent.feature import Context, Feature, Installed, Section
 from xihe.agent.help import HelpEntry
 from xihe.agent.hooks import ContextBudget, Hooks
+from xihe.agent.i18n import Lang, Text, say
 from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
+from xihe.agent.session import reply_lang
 from xihe.agent.tasks import Task
 from xihe.agent.timefmt import show
 from xihe.config.longtask import LongTaskConfig
 from xihe.tools.longtask import memory_tools, plan_tools
 from xihe.tools.longtask.memory import MemoryStore
+from xihe.tools.longtask.messages import CHANGE, MEMORY, PLAN
 from xihe.tools.longtask.plans import OPEN, PlanStore, active_plan, open_count, render
 
 if TYPE_CHECKING:
@@ -153,7 +157,9 @@ class LongTasks:
         items = self.plans.items(plan)
         if not items:
             return None
-        return f"Plan (task {plan}), {open_count(items)} item(s) open:\n" + render(items, self.deps.clock())
+        lang = self.deps.lang(task.goal, task.conversation)
+        head = say(PLAN, "stop_note", lang, task=plan, open=open_count(items))
+        return head + "\n" + render(items, self.deps.clock(), lang)
 
 
 _ALL_DONE = re.compile(
@@ -204,7 +210,8 @@ class PlanClaims:
 
     def mark(self, task: Task, reply: str) -> str:
         note = self.lt.stop_note(task) or ""
-        return f"{reply}\n\n_Note: this answer claims more than the plan shows. {note}_"
+        lang = self.lt.deps.lang(task.goal, task.conversation)
+        return f"{reply}\n\n" + say(PLAN, "overclaim", lang, note=note)
 
 
 def install(ctx: Context) -> Installed:
@@ -236,8 +243,8 @@ def install(ctx: Context) -> Installed:
     return Installed(
         tools=lt.tools(),
         commands={
-            "plan": lambda s, who, msg, cmd: _plan_command(lt, who, msg, cmd),
-            "memory": lambda s, who, msg, cmd: _memory_command(lt, who, cmd),
+            "plan": lambda s, who, msg, cmd: _plan_command(lt, who, msg, cmd, reply_lang(s, msg)),
+            "memory": lambda s, who, msg, cmd: _memory_command(lt, who, cmd, reply_lang(s, msg)),
         },
         help=list(HELP),
         hooks=hooks,
@@ -251,53 +258,66 @@ LONGTASK_TOOLS = (
 FEATURE = Feature("longtask", Section("longtask.yaml", "longtask", LongTaskConfig), install, LONGTASK_TOOLS)
 
 
-def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command) -> str:
+def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command, lang: Lang) -> str:
     tasks = lt.deps.tasks
     if cmd.args and cmd.args[0].isdigit():
-        task = tasks.get(int(cmd.args[0]))
+        try:
+            task = tasks.get(int(cmd.args[0]))
+        except TaskStateError:
+            return say(PLAN, "no_task", lang, task=cmd.args[0])
         if task.owner != who.user:
-            return f"Task {task.id} belongs to someone else."
+            return say(PLAN, "not_yours", lang, task=task.id)
         plan = active_plan(lt.plans, tasks, task)
     else:
         mine = tasks.recent(owner=who.user, conversation=msg.conversation, limit=30)
         with_open = lt.plans.plans_with_open_items([t.id for t in mine])
         with_items = [t.id for t in mine if lt.plans.items(t.id)]
         if not with_open and not with_items:
-            return "No plan in this conversation yet."
+            return say(PLAN, "none_here", lang)
         plan = max(with_open) if with_open else max(with_items)
     items = lt.plans.items(plan)
     if not items:
-        return f"Task {plan} has no plan."
+        return say(PLAN, "no_plan", lang, task=plan)
     now = lt.deps.clock()
     goal = tasks.get(plan).goal
     lines = [
-        f"**Plan of task {plan}** — {goal[:100]}",
-        f"{open_count(items)} of {len(items)} item(s) open",
+        say(PLAN, "head", lang, task=plan, goal=goal[:100]),
+        say(PLAN, "open", lang, open=open_count(items), total=len(items)),
         "",
     ]
-    lines += [f"- {i.line(now)}" for i in items]
+    lines += [f"- {i.line(now, lang)}" for i in items]
     changes = [
         c for c in lt.plans.history(plan) if c.change in ("replaced", "dropped", "failed", "reclaimed")
     ]
     if changes:
-        lines += ["", "Changes:"]
+        tz = lt.deps.settings.core.timezone
+        lines += ["", say(PLAN, "changes", lang)]
         lines += [
-            f"- #{c.seq} {c.change} by {c.actor} at {show(c.at, lt.deps.settings.core.timezone, seconds=False)}"
-            + (f": {c.reason}" if c.reason else "")
+            "- "
+            + say(
+                PLAN,
+                "change",
+                lang,
+                seq=c.seq,
+                change=Text(CHANGE, c.change),
+                actor=c.actor,
+                at=show(c.at, tz, seconds=False),
+            )
+            + (say(PLAN, "change_reason", lang, reason=c.reason) if c.reason else "")
             for c in changes[-10:]
         ]
     return "\n".join(lines)
 
 
-def _memory_command(lt: LongTasks, who: Who, cmd: Command) -> str:
+def _memory_command(lt: LongTasks, who: Who, cmd: Command, lang: Lang) -> str:
+    tz = lt.deps.settings.core.timezone
     if cmd.rest.strip():
         history = lt.memory.history(who.user, cmd.rest)
         if not history:
-            return f"Nothing remembered under {cmd.rest.strip()!r}."
-        return "\n".join(
-            f"- {'(current) ' if f.current else ''}{f.line(lt.deps.settings.core.timezone)}" for f in history
-        )
+            return say(MEMORY, "nothing_under", lang, key=cmd.rest.strip())
+        current = say(MEMORY, "current", lang)
+        return "\n".join(f"- {current if f.current else ''}{f.line(tz, lang)}" for f in history)
     facts = lt.memory.facts(who.user)
     if not facts:
-        return "I remember nothing about you yet."
-    return "\n".join(f"- {f.line(lt.deps.settings.core.timezone)}" for f in facts)
+        return say(MEMORY, "nothing", lang)
+    return "\n".join(f"- {f.line(tz, lang)}" for f in facts)

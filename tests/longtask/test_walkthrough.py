@@ -81,7 +81,9 @@ def test_plan_keeps_the_goal_through_timeouts_and_completes_only_on_checked_evid
     assert changes == ["added", "added", "claimed", "completed", "claimed", "completed"]
 
     shown = app.session.handle(Inbound("alice", "c1", "/plan"))
-    assert "0 of 2 item(s) open" in shown and "evidence: " in shown
+    assert (
+        "2 项中有 0 项未完成" in shown and "- #1 [已完成] 核对A3003订单事实 — 证据：run_check exit 0" in shown
+    )
     assert "A3003:reason" in app.session.handle(Inbound("alice", "c1", "/memory"))
 
 

@@ -16,8 +16,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, insert, select, text, update
 
+from xihe.agent.i18n import Lang, say
 from xihe.agent.schema import memory
 from xihe.agent.timefmt import show
+from xihe.tools.longtask.messages import MEMORY
 
 MAX_KEY = 200
 MAX_VALUE = 2000
@@ -34,11 +36,10 @@ class Fact:
     current: bool
     updated_at: datetime
 
-    def line(self, tz: str = "UTC") -> str:
-        """How the model and /memory see it (the time in `tz`, with its offset)."""
-        return (
-            f"{self.key} = {self.value}  (source: {self.source}; {show(self.updated_at, tz, seconds=False)})"
-        )
+    def line(self, tz: str = "UTC", lang: Lang = "en") -> str:
+        """How the model (English) and /memory (in `lang`) see it (the time in `tz`, with its offset)."""
+        at = show(self.updated_at, tz, seconds=False)
+        return say(MEMORY, "fact", lang, key=self.key, value=self.value, source=self.source, at=at)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, exists, insert, or_, select, text, update
 
 from xihe.agent.errors import TaskStateError
+from xihe.agent.i18n import Lang, say
 from xihe.agent.schema import plan_change, plan_item
 from xihe.agent.tasks import FINISHED, Task, TaskStore
+from xihe.tools.longtask.messages import PLAN, STATUS
 
 STATUSES = ("pending", "in_progress", "completed", "failed", "cancelled")
 OPEN = ("pending", "in_progress")
@@ -53,19 +55,33 @@ class PlanItem:
     created_at: datetime
     updated_at: datetime
 
-    def line(self, now: datetime | None = None) -> str:
-        """One line for the model and for /plan."""
-        deps = f" (after {', '.join(f'#{d}' for d in self.depends_on)})" if self.depends_on else ""
+    def line(self, now: datetime | None = None, lang: Lang = "en") -> str:
+        """One line for the model (English) and for /plan (in `lang`)."""
+        after = ""
+        if self.depends_on:
+            after = say(PLAN, "after", lang, deps=", ".join(f"#{d}" for d in self.depends_on))
         who = ""
         if self.status == "in_progress" and self.owner:
             lapsed = now is not None and self.lease_expires_at is not None and self.lease_expires_at < now
-            who = f" [{self.owner}{', lease expired' if lapsed else ''}]"
+            who = say(PLAN, "owner_lapsed" if lapsed else "owner", lang, owner=self.owner)
         tail = ""
         if self.status == "completed" and self.evidence:
-            tail = f" — evidence: {self.evidence.get('summary') or self.evidence.get('kind')}"
+            evidence = self.evidence.get("summary") or self.evidence.get("kind")
+            tail = say(PLAN, "evidence", lang, evidence=evidence)
         elif self.status in ("failed", "cancelled") and self.reason:
-            tail = f" — {self.reason}"
-        return f"#{self.seq} [{self.status}] {self.description}{deps}{who}{tail}"
+            tail = say(PLAN, "reason", lang, reason=self.reason)
+        status = say(STATUS, self.status, lang) if self.status in STATUS else self.status
+        return say(
+            PLAN,
+            "item",
+            lang,
+            seq=self.seq,
+            status=status,
+            description=self.description,
+            after=after,
+            who=who,
+            tail=tail,
+        )
 
 
 @dataclass(frozen=True)
@@ -433,6 +449,6 @@ def open_count(items: list[PlanItem]) -> int:
     return sum(1 for i in items if i.status in OPEN)
 
 
-def render(items: list[PlanItem], now: datetime | None = None) -> str:
+def render(items: list[PlanItem], now: datetime | None = None, lang: Lang = "en") -> str:
     """The plan as lines, one per item."""
-    return "\n".join(i.line(now) for i in items)
+    return "\n".join(i.line(now, lang) for i in items)
