@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from xihe.config.code import RetrievalConfig
 from xihe.tools.codeindex.heldout import Question
-from xihe.tools.codeindex.learn import DOCSTRING_SLACK, GRID, keeps_docstrings, learn, objective
+from xihe.tools.codeindex.learn import (
+    DOCSTRING_SLACK,
+    GRID,
+    KeywordScores,
+    keeps_docstrings,
+    learn,
+    objective,
+)
 from xihe.tools.codeindex.service import index_repo
 
 TIMERS_PY = '''
@@ -64,3 +73,34 @@ def test_learn_picks_a_grid_point_on_dev_without_losing_docstring_queries(make_r
     assert out["docstring_mrr"] >= out["docstring_mrr_with_defaults"] - DOCSTRING_SLACK
     assert out["hand_written_mrr"] > out["hand_written_mrr_with_defaults"]
     assert out["weights"]["name_weight"] > 0  # only the name field can lift put_text here
+
+
+def test_keyword_scores_are_computed_once_per_distinct_plan(make_repo, cfg, embedder) -> None:
+    repo = make_repo({"clip.py": TIMERS_PY})
+    idx, _ = index_repo(repo, cfg, embedder=embedder, full=True)
+    real = idx.bm25.scores
+    calls: list[dict[str, float]] = []
+
+    def counted(terms):
+        calls.append(dict(terms))
+        return real(terms)
+
+    idx.bm25.scores = counted  # type: ignore[method-assign]
+    cache = KeywordScores()
+    plain = Question(
+        "copy text to the clipboard", (("clip.py", "ClipboardService.put_text"),), "manual", "dev"
+    )
+    for weight in GRID["identifier_weight"]:  # no identifier in the question: the same terms each time
+        r = idx.cfg.retrieval.model_copy(update={"identifier_weight": weight})
+        idx.cfg = idx.cfg.model_copy(update={"retrieval": r})
+        plan, bm, _ = cache.get("clip", idx, plain, r)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(bm, real(plan.terms))
+    named = Question("where is put_text", (("clip.py", "ClipboardService.put_text"),), "manual", "dev")
+    for weight in (1.0, 2.0):  # an identifier's weight changes the terms: scored again
+        r = idx.cfg.retrieval.model_copy(update={"identifier_weight": weight})
+        idx.cfg = idx.cfg.model_copy(update={"retrieval": r})
+        plan, bm, _ = cache.get("clip", idx, named, r)
+    assert len(calls) == 3
+    assert plan.terms["put_text"] == 2.0
+    np.testing.assert_array_equal(bm, real(plan.terms))

@@ -18,6 +18,7 @@ import numpy as np
 
 from xihe.config.code import RetrievalConfig
 from xihe.tools.codeindex.index import CodeIndex, fuse
+from xihe.tools.codeindex.query import QueryPlan
 from xihe.tools.codeindex.question import GROUPS, Question
 from xihe.tools.codeindex.tokens import has_cjk
 
@@ -36,6 +37,31 @@ MULTI_GRID: dict[str, tuple[float, ...]] = {
 }
 Vectors = dict[tuple[str, str], tuple[np.ndarray | None, np.ndarray | None]]
 Score = tuple[float, float, tuple[float, ...]]
+
+
+class KeywordScores:
+    """Each question's plan and its BM25 and name-field scores, computed once per distinct plan.
+
+    Only the identifier and bridge weights change a question's terms, and most questions have no
+    identifier and no Chinese: most grid points are scored by fusion alone.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple[str, str, float, float], QueryPlan] = {}
+        self._scores: dict[tuple[str, tuple[tuple[str, float], ...]], tuple[np.ndarray, np.ndarray]] = {}
+
+    def get(
+        self, name: str, idx: CodeIndex, q: Question, cfg: RetrievalConfig
+    ) -> tuple[QueryPlan, np.ndarray, np.ndarray]:
+        """The plan of `q` under `cfg` (set on `idx`) with its BM25 and name-field scores."""
+        pkey = (name, q.text, cfg.identifier_weight, cfg.bridge_weight)
+        qp = self._plans.get(pkey)
+        if qp is None:
+            qp = self._plans[pkey] = idx.query_plan(q.text)
+        skey = (name, tuple(sorted(qp.terms.items())))
+        if skey not in self._scores:
+            self._scores[skey] = (idx.bm25.scores(qp.terms), idx.names.scores(qp.terms))
+        return (qp, *self._scores[skey])
 
 
 def _rank(ranked: list[tuple[int, float]], idx: CodeIndex, q: Question) -> int | None:
@@ -68,6 +94,7 @@ def learn(
     """The GRID point (then the MULTI_GRID point) with the best objective on `split`, its score, and the
     score of `base`."""
     vectors: Vectors = {}
+    keyword = KeywordScores()
     for name, idx, qs in sets:
         for q in qs:
             if q.split == split:
@@ -75,12 +102,12 @@ def learn(
                 vectors[(name, q.text)] = (idx.vector_scores(idx.query_plan(q.text).text), multi)
     saved = [idx.cfg for _, idx, _ in sets]
     try:
-        base_score = _score(sets, base, split, vectors)
+        base_score = _score(sets, base, split, vectors, keyword)
         before = base_score[2]
-        best_score, best = _best(sets, base, split, vectors, GRID, before, base_score)
+        best_score, best = _best(sets, base, split, vectors, keyword, GRID, before, base_score)
         if any(idx.multi is not None for _, idx, _ in sets):
             best_score, multi_weights = _best(
-                sets, base.model_copy(update=best), split, vectors, MULTI_GRID, before, best_score
+                sets, base.model_copy(update=best), split, vectors, keyword, MULTI_GRID, before, best_score
             )
             best = best | multi_weights
     finally:
@@ -102,6 +129,7 @@ def _best(
     base: RetrievalConfig,
     split: str,
     vectors: Vectors,
+    keyword: KeywordScores,
     grid: dict[str, tuple[float, ...]],
     before: Sequence[float],
     start: Score,
@@ -112,7 +140,7 @@ def _best(
     results = []
     for point in itertools.product(*(grid[k] for k in keys)):
         cfg = base.model_copy(update=dict(zip(keys, point, strict=True)))
-        results.append((_score(sets, cfg, split, vectors), dict(zip(keys, point, strict=True))))
+        results.append((_score(sets, cfg, split, vectors, keyword), dict(zip(keys, point, strict=True))))
     feasible = [r for r in results if keeps_docstrings(r[0][2], before)]
     feasible = feasible or [(start, {k: getattr(base, k) for k in keys})]
     # ties go to the first grid point (the grid lists each weight's smaller values first)
@@ -124,6 +152,7 @@ def _score(
     cfg: RetrievalConfig,
     split: str,
     vectors: Vectors,
+    keyword: KeywordScores,
 ) -> Score:
     """(hand-written objective, docstring MRR@10 mean over sets, per set) on `split` with `cfg`."""
     ranks: dict[str, list[tuple[str, int | None]]] = {}
@@ -133,13 +162,20 @@ def _score(
         for q in qs:
             if q.split != split:
                 continue
-            qp = idx.query_plan(q.text)
-            names = idx.names.scores(qp.terms) if cfg.name_weight > 0 else None
+            qp, bm, names = keyword.get(name, idx, q, cfg)
             prior = None if qp.tests else idx.is_test
             vec, multi = vectors[(name, q.text)]
             weight = cfg.multilingual_weight_zh if has_cjk(q.text) else cfg.multilingual_weight
             ranked = fuse(
-                idx.bm25.scores(qp.terms), vec, names, cfg, "hybrid", prior, multi, weight, idx.inherits
+                bm,
+                vec,
+                names if cfg.name_weight > 0 else None,
+                cfg,
+                "hybrid",
+                prior,
+                multi,
+                weight,
+                idx.inherits,
             )
             rows.append((q.group, _rank(ranked, idx, q)))
     per_set = tuple(objective({name: rows}, ("docstring",)) for name, rows in ranks.items())
