@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from xihe.config.code import CodeConfig, EmbeddingConfig
-from xihe.tools.codeindex.index import CodeIndex, doc_sentences
+from xihe.tools.codeindex.fields import doc_sentences
+from xihe.tools.codeindex.index import CodeIndex
 from xihe.tools.codeindex.service import index_dir, index_repo, open_index
 
 SECOND = "Stale entries are evicted by a background sweeper thread."

@@ -8,7 +8,7 @@ import numpy as np
 from xihe.config.code import CodeConfig, RetrievalConfig
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
-from xihe.tools.codeindex.index import fuse
+from xihe.tools.codeindex.fuse import fuse
 from xihe.tools.codeindex.prior import is_test_path
 from xihe.tools.codeindex.query import acronyms, plan
 from xihe.tools.codeindex.service import index_repo

@@ -8,10 +8,7 @@ reclaims dead slots once they pile up.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -21,35 +18,27 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from xihe.tools.codeindex import inherit
+from xihe.tools.codeindex import inherit, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
-from xihe.tools.codeindex.fuse import linear, rrf
+from xihe.tools.codeindex.fields import bm25_text, doc_sentences, embed_text, name_text
+from xihe.tools.codeindex.fuse import fuse, top_slots
 from xihe.tools.codeindex.multilingual import Multilingual, MultilingualVectors
 from xihe.tools.codeindex.prior import is_test_path
 from xihe.tools.codeindex.query import QueryPlan, plan
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
+from xihe.tools.codeindex.store import FileRecord
 from xihe.tools.codeindex.tokens import Tokenizer, has_cjk, split_identifier
 from xihe.tools.codeindex.units import CodeUnit, Parsers, units_for_file
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
-    from xihe.config.code import CodeConfig, RetrievalConfig
+    from xihe.config.code import CodeConfig
 
-INDEX_VERSION = 6
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 COMPACT_RATIO = 0.3  # compact when this share of slots is dead
 Owner = tuple[str, str, int]  # (path, sha1, unit count) of a parsed file
-
-
-@dataclass
-class FileRecord:
-    """What the index knows about one file: its content hash and its slots."""
-
-    sha1: str
-    slots: list[int]
 
 
 @dataclass(frozen=True)
@@ -95,47 +84,6 @@ def normalise_path(rel: str) -> str:
 def sha1_of(text: str) -> str:
     """Content hash used to tell whether a file changed."""
     return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
-
-
-def embed_text(unit: CodeUnit, body: str = "") -> str:
-    """What is embedded per unit: the name's words and qualified name, then the doc (or signature).
-
-    Measured on the stdlib benchmark: adding the path, callee names or code to this text lowered
-    vector MRR@10 from 0.60 to 0.42 with the static wordllama model (averaging dilutes the doc).
-    """
-    words = " ".join(split_identifier(unit.qualname.replace(".", "_")))
-    if unit.kind in {"window", "module"}:
-        return f"{unit.path} {words}\n{unit.doc[:600] or body[:600]}"
-    return f"{words}\n{unit.doc[:600] or unit.signature}"
-
-
-def doc_sentences(doc: str, limit: int) -> list[str]:
-    """The first `limit` sentences of a doc comment (three words or more), each embedded on its own.
-
-    A static model averages its tokens, so one vector for a whole docstring blurs it; a question
-    usually restates one sentence. Measured on the stdlib benchmark (dev split of other modules):
-    max-pooling these with the name+doc vector lifted hybrid MRR@10 from 0.87 to 0.94 on docstring
-    queries and from 0.91 to 0.96 on queries made from a doc's second sentence.
-    """
-    if limit <= 0 or not doc:
-        return []
-    text = " ".join(doc.split())
-    out = [s for s in _SENTENCE_END.split(text) if len(s.split()) >= 3]
-    return [s[:300] for s in out[:limit]]
-
-
-def bm25_text(unit: CodeUnit) -> str:
-    """What BM25 indexes per unit: path and qualified name, doc, the unit's own code and callee names."""
-    return "\n".join([unit.path, unit.qualname, unit.signature, unit.doc, unit.text, " ".join(unit.calls)])
-
-
-def name_text(unit: CodeUnit) -> str:
-    """The name field: the unit's qualified name and its file's name (without the extension).
-
-    A question names what it looks for in words ("copy text to the clipboard"); those words in a
-    unit's name (ClipboardModule.setString) say more than the same words anywhere in its body.
-    """
-    return f"{unit.qualname} {unit.path.rsplit('/', 1)[-1].split('.', 1)[0]}"
 
 
 Progress = Callable[[Iterable[str], str, int], Iterable[str]]
@@ -192,7 +140,7 @@ class CodeIndex:
         self.dirty: list[str] = []  # paths that differed from `commit` when indexed
         self.built_at: float = 0.0
         # units.jsonl is append-only between compactions: (lines, bytes) of it that `meta.json` vouches for
-        self._units_on_disk: tuple[int, int] | None = None
+        self.units_on_disk: tuple[int, int] | None = None
 
     # ---- building -------------------------------------------------------------------------
 
@@ -224,7 +172,7 @@ class CodeIndex:
         self.bm25 = Bm25Index()
         self.names = Bm25Index()
         self.vectors = np.zeros((0, 0), np.float32)
-        self._set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
+        self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
         if self.multi is not None:
             self.multi = MultilingualVectors(self.multi.model)
         if isinstance(self.embedder, WordLlamaEmbedder):
@@ -319,10 +267,10 @@ class CodeIndex:
         vecs = np.concatenate(rows)
         if self.sent_vectors.size:
             vecs = np.concatenate([self.sent_vectors, vecs])
-        self._set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))
+        self.set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))
         return texts
 
-    def _set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None:
+    def set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None:
         self.sent_vectors, self.sent_owner = vectors, owner
         self._sent_groups = None
 
@@ -426,11 +374,11 @@ class CodeIndex:
         if len(self.sent_owner):
             live = np.asarray([self.units[int(o)] is not None for o in self.sent_owner], dtype=bool)
             owner = np.asarray([remap[int(o)] for o in self.sent_owner[live]], dtype=np.int64)
-            self._set_sentences(self.sent_vectors[live], owner)
+            self.set_sentences(self.sent_vectors[live], owner)
         self.units = [self.units[int(i)] for i in keep]
         for rec in self.files.values():
             rec.slots = [remap[s] for s in rec.slots]
-        self._units_on_disk = None  # renumbered: the next save rewrites units.jsonl
+        self.units_on_disk = None  # renumbered: the next save rewrites units.jsonl
 
     # ---- searching ------------------------------------------------------------------------
 
@@ -539,70 +487,11 @@ class CodeIndex:
                 return True
         return False
 
-    # ---- persistence ---------------------------------------------------------------------
+    # ---- persistence (store.py) ------------------------------------------------------------
 
     def save(self) -> None:
-        """Write the index atomically: a new directory is filled, then swapped in.
-
-        units.jsonl is append-only: when the saved file still matches the slot numbering (no compaction
-        since), it is hard-linked into the new directory and only the new units are appended. A dead
-        slot needs no rewrite (its `alive` flag is in bm25.npz), and `meta.json` records how many lines
-        and bytes are valid, so lines appended by a save that crashed before the swap are ignored.
-        """
-        tmp = self.directory.with_name(self.directory.name + f".tmp-{os.getpid()}")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-        self.bm25.save(tmp)
-        self.names.save(tmp, "names")
-        np.save(tmp / "vectors.npy", self.vectors)
-        np.save(tmp / "sent_vectors.npy", self.sent_vectors)
-        np.save(tmp / "sent_owner.npy", self.sent_owner)
-        if self.query_vectors is not None:
-            self.query_vectors.save(tmp)
-        if self.multi is not None:
-            self.multi.save(tmp)
-        lines, size = self._write_units(tmp / "units.jsonl")
-        meta = {
-            "version": INDEX_VERSION,
-            "root": str(self.root),
-            "commit": self.commit,
-            "dirty": self.dirty,
-            "embedder": self.embedder.name if self.embedder is not None else None,
-            "multilingual": self.multi.model.name if self.multi is not None else None,
-            "doc_sentences": self.cfg.embedding.doc_sentences,
-            "walk": self.cfg.walk.model_dump(),
-            "built_at": self.built_at,
-            "units_lines": lines,
-            "units_bytes": size,
-            "files": {p: {"sha1": r.sha1, "slots": r.slots} for p, r in self.files.items()},
-        }
-        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-        old = self.directory.with_name(self.directory.name + f".old-{os.getpid()}")
-        if self.directory.exists():
-            self.directory.rename(old)
-        tmp.rename(self.directory)
-        if old.exists():
-            shutil.rmtree(old)
-        self._units_on_disk = (lines, size)
-
-    def _write_units(self, target: Path) -> tuple[int, int]:
-        """Fill `target` (append to a hard link of the saved file when possible); (lines, bytes)."""
-        start, offset = 0, 0
-        saved = self.directory / "units.jsonl"
-        if self._units_on_disk is not None and self._units_on_disk[0] <= len(self.units) and saved.exists():
-            try:
-                os.link(saved, target)
-                start, offset = self._units_on_disk
-            except OSError:
-                start, offset = 0, 0
-        with open(target, "r+b" if start else "wb") as fh:
-            fh.truncate(offset)
-            fh.seek(offset)
-            for u in self.units[start:]:
-                line = "null" if u is None else json.dumps(u.to_json(), ensure_ascii=False)
-                fh.write(line.encode("utf-8") + b"\n")
-            return len(self.units), fh.tell()
+        """Write the index atomically under its directory (`store.save`)."""
+        store.save(self)
 
     @classmethod
     def load(
@@ -614,118 +503,8 @@ class CodeIndex:
         reranker: Reranker | None = None,
     ) -> CodeIndex | None:
         """The saved index, or None when missing or built with another version/embedder/walk config."""
-        try:
-            meta = json.loads((Path(directory) / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        want = embedder.name if embedder is not None else None
-        if (
-            meta.get("version") != INDEX_VERSION
-            or meta.get("embedder") != want
-            or meta.get("walk") != cfg.walk.model_dump()
-            or meta.get("doc_sentences") != cfg.embedding.doc_sentences
-            or meta.get("root") != str(Path(root).resolve())
-        ):
-            return None
         idx = cls(root, directory, cfg, embedder, reranker=reranker)
-        if meta.get("multilingual") != (idx.multi.model.name if idx.multi is not None else None):
-            return None  # the channel was switched on or off, or the model changed: build again
-        idx.bm25 = Bm25Index.load(Path(directory))
-        if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
-            return None
-        idx.names = Bm25Index.load(Path(directory), "names")
-        idx.vectors = np.load(Path(directory) / "vectors.npy")
-        if idx.query_vectors is not None:
-            idx.query_vectors = QueryVectors.load(Path(directory), idx.query_vectors.dim)
-        idx._set_sentences(
-            np.load(Path(directory) / "sent_vectors.npy"), np.load(Path(directory) / "sent_owner.npy")
-        )
-        lines = int(meta.get("units_lines", len(idx.bm25.alive)))
-        with open(Path(directory) / "units.jsonl", encoding="utf-8") as fh:
-            raw = [line for _, line in zip(range(lines), fh, strict=False)]
-        alive = idx.bm25.alive
-        idx.units = [
-            None if line.strip() == "null" or not alive[i] else CodeUnit.from_json(json.loads(line))
-            for i, line in enumerate(raw)
-        ]
-        if "units_bytes" in meta:
-            idx._units_on_disk = (lines, int(meta["units_bytes"]))
-        idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
-        idx.commit, idx.dirty, idx.built_at = (
-            meta.get("commit"),
-            list(meta.get("dirty", [])),
-            meta.get("built_at", 0.0),
-        )
-        return idx
-
-
-def fuse(
-    bm_all: np.ndarray | None,
-    vec_all: np.ndarray | None,
-    names_all: np.ndarray | None,
-    r: RetrievalConfig,
-    mode: str = "hybrid",
-    is_test: Callable[[int], bool] | None = None,
-    multi: np.ndarray | None = None,
-    multi_weight: float = 0.0,
-    inherits: Callable[[int], bool] | None = None,
-) -> list[tuple[int, float]]:
-    """One ranking from every slot's keyword, vector, name-field and multilingual scores, best first.
-
-    Candidates are the top `r.candidates` of each list; linear fusion scores them as
-    bm25/max + vector_weight * cosine + name_weight * names/max + multi_weight * multilingual cosine,
-    less `r.test_penalty` for a slot `is_test` says is test code (prior.py) and `inherit.PENALTY` for
-    one searched by an inherited doc (`inherits`).
-    """
-    bm = top_slots(bm_all, r.candidates, positive=True) if bm_all is not None else []
-    vec = top_slots(vec_all, r.candidates) if vec_all is not None else []
-    if mode == "bm25":
-        return bm
-    if mode == "vector":
-        return vec
-    if r.fusion == "rrf" or bm_all is None or vec_all is None:
-        return rrf([[i for i, _ in bm], [i for i, _ in vec]], r.rrf_k, [r.bm25_weight, r.vector_weight])
-    nm = top_slots(names_all, r.candidates, positive=True) if names_all is not None else []
-    use_multi = multi is not None and multi_weight > 0
-    ml = top_slots(multi, r.candidates) if multi is not None and use_multi else []
-    cands = list(
-        dict.fromkeys([i for i, _ in bm] + [i for i, _ in vec] + [i for i, _ in nm] + [i for i, _ in ml])
-    )
-    names = {i: float(names_all[i]) for i in cands} if names_all is not None else None
-    ranked = linear(
-        {i: float(bm_all[i]) for i in cands},
-        {i: float(vec_all[i]) for i in cands},
-        r.vector_weight,
-        names,
-        r.name_weight,
-        {i: float(multi[i]) for i in cands} if multi is not None and use_multi else None,
-        multi_weight,
-    )
-    test = is_test if is_test is not None and r.test_penalty else None
-    if test is None and inherits is None:
-        return ranked
-    ranked = [
-        (
-            i,
-            s
-            - (r.test_penalty if test and test(i) else 0.0)
-            - (inherit.PENALTY if inherits and inherits(i) else 0.0),
-        )
-        for i, s in ranked
-    ]
-    return sorted(ranked, key=lambda p: -p[1])
-
-
-def top_slots(scores: np.ndarray, n: int, positive: bool = False) -> list[tuple[int, float]]:
-    """The best `n` (slot, score) pairs, best first; finite (and positive) scores only."""
-    if not len(scores):
-        return []
-    n = min(n, len(scores))
-    cand = np.argpartition(-scores, n - 1)[:n]
-    cand = cand[np.argsort(-scores[cand], kind="stable")]
-    return [
-        (int(i), float(scores[i])) for i in cand if np.isfinite(scores[i]) and (scores[i] > 0 or not positive)
-    ]
+        return idx if store.load_into(idx) else None
 
 
 def _without_text(u: CodeUnit) -> CodeUnit:

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from xihe.config.code import RetrievalConfig
-from xihe.tools.codeindex.index import CodeIndex, fuse
+from xihe.tools.codeindex.fuse import fuse
+from xihe.tools.codeindex.index import CodeIndex
 from xihe.tools.codeindex.query import QueryPlan
 from xihe.tools.codeindex.question import GROUPS, Question
 from xihe.tools.codeindex.tokens import has_cjk

@@ -1,0 +1,172 @@
+"""An index's files on disk: written atomically (a new directory swapped in), units.jsonl append-only.
+
+meta.json records the index version, the models and walk settings it was built with, and every
+file's hash and slots; a saved index built with other settings is not loaded (it is built again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from xihe.tools.codeindex.bm25 import Bm25Index
+from xihe.tools.codeindex.qvec import QueryVectors
+from xihe.tools.codeindex.units import CodeUnit
+
+if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
+    from xihe.config.code import CodeConfig
+    from xihe.tools.codeindex.embed import Embedder
+    from xihe.tools.codeindex.multilingual import MultilingualVectors
+
+INDEX_VERSION = 6
+
+
+@dataclass
+class FileRecord:
+    """What the index knows about one file: its content hash and its slots."""
+
+    sha1: str
+    slots: list[int]
+
+
+class Stored(Protocol):
+    """What is saved of an index (`CodeIndex` has it all)."""
+
+    root: Path
+    directory: Path
+    cfg: CodeConfig
+    embedder: Embedder | None
+    bm25: Bm25Index
+    names: Bm25Index
+    vectors: np.ndarray
+    sent_vectors: np.ndarray
+    sent_owner: np.ndarray
+    query_vectors: QueryVectors | None
+    multi: MultilingualVectors | None
+    units: list[CodeUnit | None]
+    files: dict[str, FileRecord]
+    commit: str | None
+    dirty: list[str]
+    built_at: float
+    units_on_disk: tuple[int, int] | None
+
+    def set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None: ...
+
+
+def save(idx: Stored) -> None:
+    """Write the index atomically: a new directory is filled, then swapped in.
+
+    units.jsonl is append-only: when the saved file still matches the slot numbering (no compaction
+    since), it is hard-linked into the new directory and only the new units are appended. A dead
+    slot needs no rewrite (its `alive` flag is in bm25.npz), and `meta.json` records how many lines
+    and bytes are valid, so lines appended by a save that crashed before the swap are ignored.
+    """
+    tmp = idx.directory.with_name(idx.directory.name + f".tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    idx.bm25.save(tmp)
+    idx.names.save(tmp, "names")
+    np.save(tmp / "vectors.npy", idx.vectors)
+    np.save(tmp / "sent_vectors.npy", idx.sent_vectors)
+    np.save(tmp / "sent_owner.npy", idx.sent_owner)
+    if idx.query_vectors is not None:
+        idx.query_vectors.save(tmp)
+    if idx.multi is not None:
+        idx.multi.save(tmp)
+    lines, size = _write_units(idx, tmp / "units.jsonl")
+    meta = {
+        "version": INDEX_VERSION,
+        "root": str(idx.root),
+        "commit": idx.commit,
+        "dirty": idx.dirty,
+        "embedder": idx.embedder.name if idx.embedder is not None else None,
+        "multilingual": idx.multi.model.name if idx.multi is not None else None,
+        "doc_sentences": idx.cfg.embedding.doc_sentences,
+        "walk": idx.cfg.walk.model_dump(),
+        "built_at": idx.built_at,
+        "units_lines": lines,
+        "units_bytes": size,
+        "files": {p: {"sha1": r.sha1, "slots": r.slots} for p, r in idx.files.items()},
+    }
+    (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    old = idx.directory.with_name(idx.directory.name + f".old-{os.getpid()}")
+    if idx.directory.exists():
+        idx.directory.rename(old)
+    tmp.rename(idx.directory)
+    if old.exists():
+        shutil.rmtree(old)
+    idx.units_on_disk = (lines, size)
+
+
+def _write_units(idx: Stored, target: Path) -> tuple[int, int]:
+    """Fill `target` (append to a hard link of the saved file when possible); (lines, bytes)."""
+    start, offset = 0, 0
+    saved = idx.directory / "units.jsonl"
+    if idx.units_on_disk is not None and idx.units_on_disk[0] <= len(idx.units) and saved.exists():
+        try:
+            os.link(saved, target)
+            start, offset = idx.units_on_disk
+        except OSError:
+            start, offset = 0, 0
+    with open(target, "r+b" if start else "wb") as fh:
+        fh.truncate(offset)
+        fh.seek(offset)
+        for u in idx.units[start:]:
+            line = "null" if u is None else json.dumps(u.to_json(), ensure_ascii=False)
+            fh.write(line.encode("utf-8") + b"\n")
+        return len(idx.units), fh.tell()
+
+
+def load_into(idx: Stored) -> bool:
+    """Fill the new `idx` from its directory; False when nothing is saved there, or it was built with
+    another version, embedder, walk or doc-sentence config, or another multilingual model."""
+    directory, cfg, root = idx.directory, idx.cfg, idx.root
+    try:
+        meta = json.loads((Path(directory) / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    want = idx.embedder.name if idx.embedder is not None else None
+    if (
+        meta.get("version") != INDEX_VERSION
+        or meta.get("embedder") != want
+        or meta.get("walk") != cfg.walk.model_dump()
+        or meta.get("doc_sentences") != cfg.embedding.doc_sentences
+        or meta.get("root") != str(Path(root).resolve())
+    ):
+        return False
+    if meta.get("multilingual") != (idx.multi.model.name if idx.multi is not None else None):
+        return False  # the channel was switched on or off, or the model changed: build again
+    idx.bm25 = Bm25Index.load(Path(directory))
+    if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
+        return False
+    idx.names = Bm25Index.load(Path(directory), "names")
+    idx.vectors = np.load(Path(directory) / "vectors.npy")
+    if idx.query_vectors is not None:
+        idx.query_vectors = QueryVectors.load(Path(directory), idx.query_vectors.dim)
+    idx.set_sentences(
+        np.load(Path(directory) / "sent_vectors.npy"), np.load(Path(directory) / "sent_owner.npy")
+    )
+    lines = int(meta.get("units_lines", len(idx.bm25.alive)))
+    with open(Path(directory) / "units.jsonl", encoding="utf-8") as fh:
+        raw = [line for _, line in zip(range(lines), fh, strict=False)]
+    alive = idx.bm25.alive
+    idx.units = [
+        None if line.strip() == "null" or not alive[i] else CodeUnit.from_json(json.loads(line))
+        for i, line in enumerate(raw)
+    ]
+    if "units_bytes" in meta:
+        idx.units_on_disk = (lines, int(meta["units_bytes"]))
+    idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
+    idx.commit, idx.dirty, idx.built_at = (
+        meta.get("commit"),
+        list(meta.get("dirty", [])),
+        meta.get("built_at", 0.0),
+    )
+    return True
