@@ -1,10 +1,10 @@
 """DolphinScheduler integration: REST client (3.1-3.3), typed rows, run helpers."""
 
 from xihe.agent.errors import DolphinError
-from xihe.integrations.dolphinscheduler.client import (
+from xihe.integrations.dolphinscheduler.client import DolphinClient
+from xihe.integrations.dolphinscheduler.errors import (
     DefinitionOffline,
     DolphinAuthError,
-    DolphinClient,
     StartOutcomeUnknown,
     is_offline_error,
 )

@@ -1,6 +1,6 @@
 """API profiles: where DolphinScheduler 3.1, 3.2 and 3.3 differ in paths, parameters, fields and
 behaviour. Code outside this folder asks a profile what it can do (`start_is_asynchronous`), never
-which version it is, so a new version is one more profile here (plus the probe in client.py).
+which version it is, so a new version is one more profile here (plus the probe in transport.py).
 
 3.1 and 3.2 use the `process-*` names; 3.3 renamed them to `workflow-*` (PR #16515). The start
 response differs too: 3.1 returns null, 3.2 a trigger code, 3.3 a list of instance ids.

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
-from xihe.integrations.dolphinscheduler.client import DolphinClient, StartOutcomeUnknown
+from xihe.integrations.dolphinscheduler.client import DolphinClient
+from xihe.integrations.dolphinscheduler.errors import StartOutcomeUnknown
 from xihe.integrations.dolphinscheduler.models import Instance, detail_marker
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 

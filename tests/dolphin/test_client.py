@@ -22,7 +22,8 @@ from tests.dolphin.conftest import (
 )
 from xihe.agent.errors import DolphinError
 from xihe.integrations.dolphinscheduler import DefinitionOffline, DolphinAuthError, StartOutcomeUnknown
-from xihe.integrations.dolphinscheduler.client import DolphinClient, is_offline_error
+from xihe.integrations.dolphinscheduler.client import DolphinClient
+from xihe.integrations.dolphinscheduler.errors import is_offline_error
 from xihe.integrations.dolphinscheduler.runs import find_started, start_backfill, start_workflow
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
 from xihe.tools.dolphin.names import CatalogEntry

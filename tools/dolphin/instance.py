@@ -24,8 +24,8 @@ from xihe.agent.errors import DolphinError, ToolFailed
 from xihe.agent.i18n import Lang, Text, say
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.timefmt import show
-from xihe.integrations.dolphinscheduler.client import StartOutcomeUnknown
 from xihe.integrations.dolphinscheduler.dag import tasks_total
+from xihe.integrations.dolphinscheduler.errors import StartOutcomeUnknown
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import make_marker
 from xihe.integrations.dolphinscheduler.states import STOPPING, TASK_FAILED, TASK_SUCCEEDED, is_terminal

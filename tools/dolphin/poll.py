@@ -26,8 +26,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from xihe.agent.errors import DolphinError
-from xihe.integrations.dolphinscheduler.client import DolphinAuthError, DolphinClient
+from xihe.integrations.dolphinscheduler.client import DolphinClient
 from xihe.integrations.dolphinscheduler.dag import tasks_total
+from xihe.integrations.dolphinscheduler.errors import DolphinAuthError
 from xihe.integrations.dolphinscheduler.models import Instance, detail_marker
 from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
 from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal

@@ -24,7 +24,7 @@ from xihe.agent.deps import Deps
 from xihe.agent.errors import TaskStateError, ToolFailed
 from xihe.agent.i18n import Lang, say
 from xihe.agent.registry import ToolContext, ToolSpec
-from xihe.integrations.dolphinscheduler.client import DefinitionOffline
+from xihe.integrations.dolphinscheduler.errors import DefinitionOffline
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
