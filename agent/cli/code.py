@@ -43,7 +43,7 @@ def _config_and_repo(args: argparse.Namespace) -> tuple[Any, Path] | int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Build or incrementally update the index of a repository and print what was done."""
-    from xihe.tools.codeindex.index import no_progress, tqdm_progress
+    from xihe.tools.codeindex.progress import no_progress, tqdm_progress
     from xihe.tools.codeindex.service import index_repo
     from xihe.tools.codeindex.settings import remember
 
@@ -72,7 +72,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     search does not import pydantic.
     """
     from xihe.tools.codeindex.api import search_code
-    from xihe.tools.codeindex.index import no_progress
+    from xihe.tools.codeindex.progress import no_progress
     from xihe.tools.codeindex.service import index_repo
     from xihe.tools.codeindex.settings import cached, remember
 

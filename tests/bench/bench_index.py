@@ -25,7 +25,8 @@ from xihe.config.code import CodeConfig
 from xihe.tools.codeindex.embed import WordLlamaEmbedder
 from xihe.tools.codeindex.heldout import docstring_questions, fetch, hand_written, load_set
 from xihe.tools.codeindex.index import CodeIndex
-from xihe.tools.codeindex.units import Parsers, units_for_file
+from xihe.tools.codeindex.languages import Parsers
+from xihe.tools.codeindex.units import units_for_file
 from xihe.tools.codeindex.walk import read_source, walk_repo
 
 

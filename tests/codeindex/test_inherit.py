@@ -7,8 +7,9 @@ from pathlib import Path
 from tests.codeindex.conftest import git
 from xihe.tools.codeindex.index import CodeIndex
 from xihe.tools.codeindex.inherit import arity, bases_of
+from xihe.tools.codeindex.languages import Parsers
 from xihe.tools.codeindex.service import index_repo, open_index
-from xihe.tools.codeindex.units import CodeUnit, Parsers, parse_units
+from xihe.tools.codeindex.units import CodeUnit, parse_units
 
 TRANSPORT = """package net;
 

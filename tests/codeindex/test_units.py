@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from xihe.tools.codeindex.units import Parsers, units_for_file
+from xihe.tools.codeindex.languages import Parsers
+from xihe.tools.codeindex.units import units_for_file
 
 
 def by_qual(path: str, src: str) -> dict:

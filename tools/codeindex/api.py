@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from xihe.tools.codeindex.index import CodeIndex, Scored, normalise_path
-from xihe.tools.codeindex.units import EXTENSIONS
+from xihe.tools.codeindex.index import CodeIndex, normalise_path
+from xihe.tools.codeindex.languages import EXTENSIONS
+from xihe.tools.codeindex.search import Scored
 from xihe.tools.codeindex.walk import TEXT_EXTENSIONS, TEXT_NAMES, read_source
 
 NOTHING_FOUND = "No matching implementation in the repository"

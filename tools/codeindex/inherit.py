@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from xihe.tools.codeindex.units import CodeUnit, language_of
+from xihe.tools.codeindex.languages import language_of
+from xihe.tools.codeindex.units import CodeUnit
 
 LANGS = frozenset({"java", "python"})
 DEPTH = 4  # supertype levels searched

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from xihe.tools.codeindex import gitdiff
 from xihe.tools.codeindex.embed import Embedder, Reranker, make_embedder
-from xihe.tools.codeindex.index import CodeIndex, Progress, UpdateStats, no_progress
+from xihe.tools.codeindex.index import CodeIndex, UpdateStats
+from xihe.tools.codeindex.progress import Progress, no_progress
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.config.code import CodeConfig

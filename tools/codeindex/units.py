@@ -1,13 +1,19 @@
-"""Code units: functions, methods and classes parsed with tree-sitter; line windows for other files."""
+"""Code units: functions, methods and classes parsed with tree-sitter; line windows for other files.
+
+The tree walk is here: which nodes are units is each grammar's rule (languages.py), and a unit's
+documentation is read by doccomments.py.
+"""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
+
+from xihe.tools.codeindex.doccomments import leading_comments, module_doc, python_docstring
+from xihe.tools.codeindex.languages import LANGS, LangSpec, Parsers, language_of, node_text, unit_kind
 
 MAX_IDENTIFIERS = 200
 MAX_CALLS = 100
@@ -67,195 +73,14 @@ class CodeUnit:
         )
 
 
-@dataclass(frozen=True)
-class LangSpec:
-    """How one language's tree is read: which nodes are units, calls, identifiers and doc comments."""
-
-    name: str
-    load: Callable[[], Any]
-    classes: frozenset[str]
-    functions: frozenset[str]
-    calls: frozenset[str]
-    identifiers: frozenset[str]
-    body_fields: tuple[str, ...] = ("body",)
-
-
-def _py() -> Any:
-    import tree_sitter_python
-
-    return tree_sitter_python.language()
-
-
-def _java() -> Any:
-    import tree_sitter_java
-
-    return tree_sitter_java.language()
-
-
-def _go() -> Any:
-    import tree_sitter_go
-
-    return tree_sitter_go.language()
-
-
-def _js() -> Any:
-    import tree_sitter_javascript
-
-    return tree_sitter_javascript.language()
-
-
-def _ts() -> Any:
-    import tree_sitter_typescript
-
-    return tree_sitter_typescript.language_typescript()
-
-
-def _tsx() -> Any:
-    import tree_sitter_typescript
-
-    return tree_sitter_typescript.language_tsx()
-
-
-_JS_CLASSES = frozenset({"class_declaration", "class", "abstract_class_declaration", "interface_declaration"})
-_JS_FUNCS = frozenset(
-    {"function_declaration", "generator_function_declaration", "method_definition", "function_signature"}
-)
-_JS_IDS = frozenset({"identifier", "property_identifier", "type_identifier", "shorthand_property_identifier"})
-
-LANGS: dict[str, LangSpec] = {
-    "python": LangSpec(
-        "python",
-        _py,
-        frozenset({"class_definition"}),
-        frozenset({"function_definition"}),
-        frozenset({"call"}),
-        frozenset({"identifier"}),
-    ),
-    "java": LangSpec(
-        "java",
-        _java,
-        frozenset(
-            {
-                "class_declaration",
-                "interface_declaration",
-                "enum_declaration",
-                "record_declaration",
-                "annotation_type_declaration",
-            }
-        ),
-        frozenset({"method_declaration", "constructor_declaration"}),
-        frozenset({"method_invocation", "object_creation_expression"}),
-        frozenset({"identifier", "type_identifier"}),
-    ),
-    "go": LangSpec(
-        "go",
-        _go,
-        frozenset({"type_spec"}),
-        frozenset({"function_declaration", "method_declaration"}),
-        frozenset({"call_expression"}),
-        frozenset({"identifier", "field_identifier", "type_identifier", "package_identifier"}),
-    ),
-    "javascript": LangSpec(
-        "javascript", _js, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS
-    ),
-    "typescript": LangSpec(
-        "typescript", _ts, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS
-    ),
-    "tsx": LangSpec(
-        "tsx", _tsx, _JS_CLASSES, _JS_FUNCS, frozenset({"call_expression", "new_expression"}), _JS_IDS
-    ),
-}
-
-EXTENSIONS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".java": "java",
-    ".go": "go",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-}
-
-# JS/TS `const handler = (req) => {...}` and `foo = function () {}` are functions too
-_JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
-
-
-def language_of(path: str) -> str | None:
-    """The grammar name for a path, or None when the file is windowed."""
-    dot = path.rfind(".")
-    return EXTENSIONS.get(path[dot:].lower()) if dot >= 0 else None
-
-
-class Parsers:
-    """Tree-sitter parsers per language, created on first use (grammars come from the per-language wheels)."""
-
-    def __init__(self) -> None:
-        self._parsers: dict[str, Parser] = {}
-
-    def get(self, lang: str) -> Parser:
-        """The parser for `lang` (a key of LANGS)."""
-        parser = self._parsers.get(lang)
-        if parser is None:
-            parser = Parser(Language(LANGS[lang].load()))
-            self._parsers[lang] = parser
-        return parser
-
-
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
-
-
-def _clean_comment(raw: str) -> str:
-    """Strip comment markers from a doc comment block."""
-    lines = []
-    for line in raw.splitlines():
-        s = line.strip()
-        s = re.sub(r"^(/\*\*?|\*/|\*|//+|#)", "", s).strip()
-        s = re.sub(r"\*/$", "", s).strip()
-        if s:
-            lines.append(s)
-    return "\n".join(lines)
-
-
-def _clean_docstring(raw: str) -> str:
-    s = raw.strip()
-    s = re.sub(r"^[rRbBuUfF]*('''|\"\"\"|'|\")", "", s)
-    s = re.sub(r"('''|\"\"\"|'|\")$", "", s)
-    lines = [ln.strip() for ln in s.strip().splitlines()]
-    return "\n".join(lines).strip()
-
-
-def _leading_comments(node: Node) -> str:
-    """Doc comments directly above a declaration (Java/JS /** */, Go // blocks)."""
-    anchor = node
-    # the comment sits above `export ...` / annotations, not above the inner declaration
-    while anchor.parent is not None and anchor.parent.type in {"export_statement", "decorated_definition"}:
-        anchor = anchor.parent
-    comments: list[str] = []
-    prev = anchor.prev_named_sibling
-    line = anchor.start_point[0]
-    while prev is not None and prev.type in {"comment", "block_comment", "line_comment"}:
-        if prev.end_point[0] < line - 1:  # a blank line separates it: not this declaration's doc
-            break
-        comments.append(_text(prev))
-        line = prev.start_point[0]
-        prev = prev.prev_named_sibling
-    return _clean_comment("\n".join(reversed(comments)))
-
-
 def _name_of(node: Node, spec: LangSpec) -> str:
     name = node.child_by_field_name("name")
     if name is not None:
-        return _text(name)
+        return node_text(name)
     if node.type == "class":  # anonymous class expression assigned to a variable
         parent = node.parent
         if parent is not None and parent.type == "variable_declarator":
-            return _text(parent.child_by_field_name("name"))
+            return node_text(parent.child_by_field_name("name"))
     return ""
 
 
@@ -265,7 +90,7 @@ def _go_receiver(node: Node) -> str:
         return ""
     for sub in _iter(receiver):
         if sub.type == "type_identifier":
-            return _text(sub)
+            return node_text(sub)
     return ""
 
 
@@ -290,7 +115,9 @@ def _signature(node: Node, anchor: Node, src: bytes) -> str:
     """Declaration text up to the body: `def f(a, b) -> int`, `public void run(Job j)`."""
     if node.type == "type_spec":  # Go: `type Server struct`
         t = node.child_by_field_name("type")
-        return f"type {_text(node.child_by_field_name('name'))} {t.type.replace('_type', '') if t else ''}"
+        return (
+            f"type {node_text(node.child_by_field_name('name'))} {t.type.replace('_type', '') if t else ''}"
+        )
     start = node.start_byte
     body = _body(node)
     if node.type == "variable_declarator":
@@ -303,20 +130,6 @@ def _signature(node: Node, anchor: Node, src: bytes) -> str:
     return sig[:300]
 
 
-def _python_docstring(node: Node) -> str:
-    body = node.child_by_field_name("body")
-    if body is None or not body.named_children:
-        return ""
-    first = body.named_children[0]
-    if (
-        first.type == "expression_statement"
-        and first.named_children
-        and first.named_children[0].type == "string"
-    ):
-        return _clean_docstring(_text(first.named_children[0]))
-    return ""
-
-
 def _callee(call: Node) -> str:
     fn = call.child_by_field_name("function") or call.child_by_field_name("name")
     if call.type in {"object_creation_expression", "new_expression"}:
@@ -327,8 +140,8 @@ def _callee(call: Node) -> str:
     for fname in ("attribute", "field", "property"):
         last = fn.child_by_field_name(fname)
         if last is not None:
-            return _text(last)
-    text = _text(fn)
+            return node_text(last)
+    text = node_text(fn)
     return text.rsplit(".", 1)[-1] if len(text) < 80 else ""
 
 
@@ -342,29 +155,13 @@ def _collect(node: Node, spec: LangSpec, skip: set[int]) -> tuple[tuple[str, ...
         if n.id in skip and n is not node:
             continue
         if n.type in spec.identifiers and len(ids) < MAX_IDENTIFIERS:
-            ids.setdefault(_text(n), None)
+            ids.setdefault(node_text(n), None)
         elif n.type in spec.calls and len(calls) < MAX_CALLS:
             c = _callee(n)
             if c:
                 calls.setdefault(c, None)
         stack.extend(n.children)
     return tuple(ids), tuple(calls)
-
-
-def _unit_node(node: Node, spec: LangSpec) -> str | None:
-    """'class' / 'function' when the node is a unit, else None."""
-    if node.type in spec.classes:
-        if node.type == "type_spec":  # Go: only struct and interface types are worth a unit
-            t = node.child_by_field_name("type")
-            return "class" if t is not None and t.type in {"struct_type", "interface_type"} else None
-        return "class"
-    if node.type in spec.functions:
-        return "function"
-    if node.type == "variable_declarator" and spec.name in {"javascript", "typescript", "tsx"}:
-        value = node.child_by_field_name("value")
-        if value is not None and value.type in _JS_FUNCTION_VALUES:
-            return "function"
-    return None
 
 
 def parse_units(path: str, source: str, lang: str, parsers: Parsers) -> list[CodeUnit]:
@@ -379,7 +176,7 @@ def parse_units(path: str, source: str, lang: str, parsers: Parsers) -> list[Cod
     stack: list[tuple[Node, str, str | None]] = [(tree.root_node, "", None)]
     while stack:
         node, prefix, parent_kind = stack.pop()
-        kind = _unit_node(node, spec)
+        kind = unit_kind(node, spec)
         child_prefix, child_parent = prefix, parent_kind
         if kind is not None:
             name = _name_of(node, spec)
@@ -407,7 +204,7 @@ def parse_units(path: str, source: str, lang: str, parsers: Parsers) -> list[Cod
         if anchor.parent is not None and anchor.parent.type in {"decorated_definition", "export_statement"}:
             anchor = anchor.parent
         start, end = anchor.start_point[0] + 1, node.end_point[0] + 1
-        doc = _python_docstring(node) if lang == "python" else _leading_comments(anchor)
+        doc = python_docstring(node) if lang == "python" else leading_comments(anchor)
         ids, calls = _collect(node, spec, unit_ids)
         name = qual.rsplit(".", 1)[-1]
         if kind == "class":
@@ -463,13 +260,7 @@ def _module_header(path: str, lang: str, lines: list[str], units: list[CodeUnit]
         return None
     end = min(len(top), 120)
     text = "\n".join(top[:end])
-    doc = ""
-    if lang == "python":
-        m = re.match(r'\s*(?:#[^\n]*\n\s*)*[rRuU]?("""|\'\'\')(.*?)\1', text, re.S)
-        doc = m.group(2).strip() if m else ""
-    else:
-        m = re.match(r"\s*(/\*.*?\*/|(?://[^\n]*\n\s*)+)", text, re.S)
-        doc = _clean_comment(m.group(1)) if m else ""
+    doc = module_doc(text, lang)
     name = path.rsplit("/", 1)[-1]
     return CodeUnit(path, 1, end, "module", name, name, lang, "", doc[:2000], (), (), text)
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xihe.tools.codeindex.units import EXTENSIONS
+from xihe.tools.codeindex.languages import EXTENSIONS
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.config.code import WalkConfig
