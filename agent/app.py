@@ -31,7 +31,7 @@ from xihe.agent.redact import RedactingFilter, Redactor
 from xihe.agent.registry import Registry
 from xihe.agent.session import Session
 from xihe.agent.shell.feature import FEATURE as SHELL
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.agent.toolset import build_tools, offline_deps
 from xihe.agent.web.feature import FEATURE as WEB
 from xihe.agent.wecom.feature import FEATURE as WECOM

@@ -15,7 +15,7 @@ from xihe.agent.i18n import Lang, lang_for
 from xihe.agent.metrics import Metrics
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import Redactor
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.config.load import Settings
 
 Notify = Callable[[str, str], None]  # (conversation, markdown text): progress and late results

@@ -24,7 +24,7 @@ from xihe.agent.errors import ConfigError, ConfigErrors
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import Redactor
 from xihe.agent.registry import Registry, ToolSpec, build_registry
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.config.load import Settings, problem_at
 from xihe.config.semantic import did_you_mean
 

@@ -26,7 +26,7 @@ from tests.child_env import pythonpath
 from tests.conftest import write_config
 from xihe.agent.db import make_engine
 from xihe.agent.pending import PendingStore
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 PYTHON = os.path.realpath(sys.executable)

@@ -20,7 +20,7 @@ import pytest
 from tests.child_env import pythonpath
 from tests.conftest import write_config
 from xihe.agent.db import make_engine
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 STEPS = 5

@@ -9,7 +9,7 @@ import pytest
 from xihe.agent.clock import FakeClock
 from xihe.agent.db import make_engine, migrate
 from xihe.agent.pending import PendingAction, PendingStore, expired
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 
 T0 = FakeClock()()
 TTL = timedelta(minutes=15)

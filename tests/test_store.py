@@ -13,7 +13,7 @@ from xihe.agent.clock import FakeClock
 from xihe.agent.db import make_engine, migrate
 from xihe.agent.errors import TaskStateError
 from xihe.agent.pending import PendingStore
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from xihe.agent.alerts.render import Renderer
 from xihe.agent.alerts.state import InstanceState
 from xihe.agent.db import open_store_engine
 from xihe.agent.schema import pending_action
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.tools.dolphin.store import SqlWatchStore
 from xihe.tools.dolphin.watch import Watch
 

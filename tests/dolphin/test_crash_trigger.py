@@ -25,7 +25,7 @@ from xihe.agent.app import build_app
 from xihe.agent.clock import FakeClock, utc_now
 from xihe.agent.db import make_engine
 from xihe.agent.dolphin.feature import poll_watches
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.tools.dolphin.store import SqlWatchStore

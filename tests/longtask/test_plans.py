@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Engine
 
 from xihe.agent.db import open_store_engine
-from xihe.agent.tasks import TaskStore
+from xihe.agent.task_store import TaskStore
 from xihe.tools.longtask.plans import PlanError, PlanStore
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

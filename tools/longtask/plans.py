@@ -27,7 +27,8 @@ from sqlalchemy import Connection, Engine, and_, exists, insert, or_, select, te
 from xihe.agent.errors import TaskStateError
 from xihe.agent.i18n import Lang, say
 from xihe.agent.schema import plan_change, plan_item
-from xihe.agent.tasks import FINISHED, Task, TaskStore
+from xihe.agent.task_store import TaskStore
+from xihe.agent.tasks import FINISHED, Task
 from xihe.tools.longtask.messages import PLAN, STATUS
 
 STATUSES = ("pending", "in_progress", "completed", "failed", "cancelled")

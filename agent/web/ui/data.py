@@ -27,7 +27,8 @@ from xihe.agent.alerts.sql.records import SqlRecordSink
 from xihe.agent.alerts.sql.stores import SqlAlertStores
 from xihe.agent.deps import Deps
 from xihe.agent.schema import task
-from xihe.agent.tasks import FINISHED, StepStatus, Task, TaskStep, outcome_filter, task_of
+from xihe.agent.task_store import outcome_filter, task_of
+from xihe.agent.tasks import FINISHED, StepStatus, Task, TaskStep
 from xihe.agent.timefmt import show
 
 STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "refused", "done", "cancelled")

@@ -1,0 +1,259 @@
+"""Tasks in SQL: the `task` rows, their leases (one replica works a task at a time), and their steps.
+
+The step rows themselves are `xihe.agent.step_log.StepLog`, which `TaskStore` extends, so one store
+object keeps a task and its step log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, exists, insert, or_, select, update
+
+from xihe.agent.errors import TaskStateError
+from xihe.agent.holder import holder_is_dead
+from xihe.agent.schema import pending_action, task
+from xihe.agent.step_log import StepLog
+from xihe.agent.tasks import Task, TaskStatus
+
+FAILED_OUTCOMES = ("failed", "run FAILURE", "run KILL")
+
+
+def outcome_filter(name: str) -> Any:
+    """SQL condition for a status filter people use: `failed` also finds tasks whose action or run failed."""
+    if name == "failed":
+        return or_(task.c.status == TaskStatus.FAILED, task.c.outcome.in_(FAILED_OUTCOMES))
+    if name == "refused":
+        return task.c.outcome == "refused"
+    return task.c.status == name
+
+
+def task_of(row: Any) -> Task:
+    """A `task` row as a Task."""
+    values = {k: row._mapping[k] for k in Task.__dataclass_fields__}
+    values["runs"] = tuple(values["runs"] or ())
+    values["status"] = TaskStatus(values["status"])
+    return Task(**values)
+
+
+class TaskStore(StepLog):
+    """Tasks and steps in SQL (SQLite or PostgreSQL)."""
+
+    # ---- tasks
+    def create(
+        self,
+        *,
+        kind: str,
+        owner: str,
+        conversation: str,
+        goal: str,
+        now: datetime,
+        channel: str = "cli",
+        retry_budget: int = 0,
+        status: TaskStatus = TaskStatus.RUNNING,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> Task:
+        """Insert a new task and return it."""
+        with self.engine.begin() as conn:
+            new_id = conn.execute(
+                insert(task)
+                .values(
+                    kind=kind,
+                    status=status,
+                    owner=owner,
+                    conversation=conversation,
+                    channel=channel,
+                    goal=goal,
+                    retry_budget=retry_budget,
+                    lease_owner=lease_owner,
+                    lease_expires_at=lease_until,
+                    schema_version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+                .returning(task.c.id)
+            ).scalar_one()
+        return self.get(new_id)
+
+    def get(self, task_id: int) -> Task:
+        """The task, or TaskStateError naming the id."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(task).where(task.c.id == task_id)).first()
+        if row is None:
+            raise TaskStateError(f"task {task_id} does not exist")
+        return task_of(row)
+
+    def update(
+        self, task_id: int, now: datetime, *, expect: tuple[str, ...] | None = None, **values: Any
+    ) -> bool:
+        """Set columns (status, current_step, reply, error, ...); with `expect`, only from those statuses."""
+        q = update(task).where(task.c.id == task_id)
+        if expect:
+            q = q.where(task.c.status.in_(expect))
+        with self.engine.begin() as conn:
+            return conn.execute(q.values(updated_at=now, **values)).rowcount == 1
+
+    def set_outcome(self, task_id: int, outcome: str | None, now: datetime) -> None:
+        """What came of the task's last action or run (see `Task.shown_status`)."""
+        with self.engine.begin() as conn:
+            conn.execute(update(task).where(task.c.id == task_id).values(outcome=outcome, updated_at=now))
+
+    def add_runs(self, task_id: int, ids: Sequence[int], now: datetime) -> list[int]:
+        """Remember runs a step started, as soon as they are known (each once, in order); the new ones."""
+        with self.engine.begin() as conn:
+            row = conn.execute(select(task.c.runs).where(task.c.id == task_id)).first()
+            if row is None:
+                return []
+            known = list(row[0] or [])
+            new = [int(r) for r in ids if int(r) not in known]
+            if new:
+                conn.execute(
+                    update(task).where(task.c.id == task_id).values(runs=known + new, updated_at=now)
+                )
+            return new
+
+    def with_run(self, run_id: int, limit: int = 2000) -> list[Task]:
+        """Tasks whose steps started run `run_id`, newest first (among the newest `limit` with runs)."""
+        q = select(task).where(task.c.runs.is_not(None)).order_by(task.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [t for t in map(task_of, conn.execute(q)) if run_id in t.runs]
+
+    def recent(
+        self,
+        *,
+        owner: str | None = None,
+        conversation: str | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+        since: datetime | None = None,
+        limit: int = 20,
+    ) -> list[Task]:
+        """Newest first."""
+        q = select(task).order_by(task.c.id.desc()).limit(limit)
+        for col, val in (
+            (task.c.owner, owner),
+            (task.c.conversation, conversation),
+            (task.c.status, status),
+            (task.c.kind, kind),
+        ):
+            if val is not None:
+                q = q.where(col == val)
+        if since is not None:
+            q = q.where(task.c.created_at >= since)
+        with self.engine.connect() as conn:
+            return [task_of(r) for r in conn.execute(q)]
+
+    # ---- leases: one replica works a task at a time
+    def claim(self, task_id: int, holder: str, now: datetime, ttl: timedelta) -> bool:
+        """Take (or renew) the lease if it is free, expired or already ours."""
+        free = or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now, task.c.lease_owner == holder)
+        with self.engine.begin() as conn:
+            return (
+                conn.execute(
+                    update(task)
+                    .where(and_(task.c.id == task_id, free))
+                    .values(lease_owner=holder, lease_expires_at=now + ttl)
+                ).rowcount
+                == 1
+            )
+
+    def release(self, task_id: int, holder: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(task)
+                .where(and_(task.c.id == task_id, task.c.lease_owner == holder))
+                .values(lease_owner=None, lease_expires_at=None)
+            )
+
+    def renew_all(self, holder: str, now: datetime, ttl: timedelta) -> int:
+        """Extend every live lease `holder` has (it is alive, however long a step takes); how many."""
+        live = and_(task.c.lease_owner == holder, task.c.lease_expires_at >= now)
+        with self.engine.begin() as conn:
+            return int(conn.execute(update(task).where(live).values(lease_expires_at=now + ttl)).rowcount)
+
+    def release_all(self, holder: str) -> int:
+        """Give up every lease `holder` still has (shutdown), so another replica takes over at once."""
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    update(task)
+                    .where(task.c.lease_owner == holder)
+                    .values(lease_owner=None, lease_expires_at=None)
+                ).rowcount
+            )
+
+    def orphans(self, now: datetime, limit: int = 50, *, conversation: str | None = None) -> list[Task]:
+        """Tasks whose holder is gone (no lease, an expired one, or a dead local process) and that can go on.
+
+        That is a task left `running`, or one left `awaiting_confirmation` although its action was
+        confirmed (and approved where needed): the process died between the yes and the resume.
+        """
+        pa = pending_action.c
+        released = exists().where(
+            and_(
+                pa.task_id == task.c.id,
+                pa.status == "confirmed",
+                or_(pa.needs_approval.is_(False), pa.approved_by.is_not(None)),
+            )
+        )
+        q = (
+            select(task)
+            .where(
+                or_(
+                    task.c.status == TaskStatus.RUNNING,
+                    and_(task.c.status == TaskStatus.AWAITING_CONFIRMATION, released),
+                )
+            )
+            .order_by(task.c.id)
+            .limit(limit * 4)
+        )
+        if conversation is not None:
+            q = q.where(task.c.conversation == conversation)
+        with self.engine.connect() as conn:
+            rows = [task_of(r) for r in conn.execute(q)]
+        gone = [
+            t
+            for t in rows
+            if t.lease_owner is None
+            or (t.lease_expires_at and t.lease_expires_at < now)
+            or holder_is_dead(t.lease_owner)
+        ]
+        return gone[:limit]
+
+    def take(self, orphan: Task, holder: str, now: datetime, ttl: timedelta) -> bool:
+        """Compare-and-swap an orphan's lease from the holder we saw to `holder`: of two takers, one wins."""
+        same_owner = (
+            task.c.lease_owner.is_(None)
+            if orphan.lease_owner is None
+            else task.c.lease_owner == orphan.lease_owner
+        )
+        same_expiry = (
+            task.c.lease_expires_at.is_(None)
+            if orphan.lease_expires_at is None
+            else task.c.lease_expires_at == orphan.lease_expires_at
+        )
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(task)
+                    .where(
+                        and_(task.c.id == orphan.id, task.c.status == orphan.status, same_owner, same_expiry)
+                    )
+                    .values(lease_owner=holder, lease_expires_at=now + ttl)
+                ).rowcount
+            )
+
+    def spend_retry(self, task_id: int, now: datetime) -> int | None:
+        """Spend one unit of the task's stored retry budget; None when it is exhausted."""
+        with self.engine.begin() as conn:
+            ok = conn.execute(
+                update(task)
+                .where(and_(task.c.id == task_id, task.c.retry_budget > 0))
+                .values(retry_budget=task.c.retry_budget - 1, updated_at=now)
+            ).rowcount
+            if not ok:
+                return None
+            return int(conn.execute(select(task.c.retry_budget).where(task.c.id == task_id)).scalar_one())
