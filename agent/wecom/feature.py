@@ -39,9 +39,12 @@ from xihe.config.wecom import AibotSettings, WeComConfig, WeComSettings, resolve
 from xihe.integrations.wecom.aibot import ResponseUrlClient
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
 from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, CHANNEL_APP, InboundMessage, Rejected
-from xihe.integrations.wecom.longconn import Intake, LongConnection, PushingStreams, send_msg_frame
+from xihe.integrations.wecom.longconn import LongConnection
 from xihe.integrations.wecom.routes import wecom_routes
 from xihe.integrations.wecom.store import SqlMsgIdStore, SqlStreamRegistry
+from xihe.integrations.wecom.ws_frames import send_msg_frame
+from xihe.integrations.wecom.ws_intake import Intake
+from xihe.integrations.wecom.ws_streams import PushingStreams
 
 log = logging.getLogger("xihe.wecom")
 

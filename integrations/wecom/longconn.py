@@ -1,35 +1,27 @@
 """The AI bot's long connection (长连接): one WebSocket to WeCom, held by one replica at a time.
 
-Frames are JSON `{cmd, headers: {req_id}, body}` (WeCom's answers to our frames carry no `cmd`,
-only `headers.req_id`, `errcode` and `errmsg`). After `aibot_subscribe` (bot_id + secret) WeCom
-pushes `aibot_msg_callback` / `aibot_event_callback`; we answer a message with
-`aibot_respond_msg` stream frames on its req_id, an `enter_chat` with `aibot_respond_welcome_msg`,
-and reach a conversation later with `aibot_send_msg`. A `ping` goes every heartbeat. There is no
-message crypto on this channel (TLS only). WeCom keeps one connection per bot: a newer connection
-kicks the older one with a `disconnected_event`.
+The connection subscribes (`aibot_subscribe` with bot_id + secret), pings every heartbeat, hands
+pushed callbacks to `on_frame` (ws_intake.py), sends our frames (ws_frames.py) and reconnects with
+back-off. WeCom keeps one connection per bot: a newer connection kicks the older one with a
+`disconnected_event`.
 
 So that two replicas never kick each other, the connection is taken under a database lease
 (`wecom_ws_lease`), renewed on every heartbeat; a replica without it waits in standby and takes over
 once the lease lapses (the holder died) or is released (the holder stopped). Frames produced on a
 replica that does not hold the connection (a DS run finishing there, another user's /approve) go to
 `wecom_ws_outbox`, which the holder drains.
-
-Stream ids are `ws-<req_id>`, so any replica can turn a stream update into the right frame.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import Engine
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection
@@ -38,189 +30,25 @@ from websockets.sync.client import connect as ws_connect
 from xihe.agent.errors import WeComError
 from xihe.agent.redact import excerpt
 from xihe.config.wecom import LongConnectionSettings
-from xihe.integrations.wecom.aibot import STREAM_MAX_BYTES, AibotPayload, Stream, clip_utf8
-from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, InboundMessage, MsgIdStore
-from xihe.integrations.wecom.store import SqlStreamRegistry
+from xihe.integrations.wecom.ws_frames import (
+    EVENT_CALLBACK,
+    KICKED_EVENT,
+    MSG_CALLBACK,
+    PING,
+    SUBSCRIBE,
+    make_frame,
+    new_req_id,
+    parse_frame,
+)
 from xihe.integrations.wecom.ws_store import WsLease, WsOutbox
 
 log = logging.getLogger("xihe.wecom.longconn")
 
-SUBSCRIBE = "aibot_subscribe"
-PING = "ping"
-MSG_CALLBACK = "aibot_msg_callback"
-EVENT_CALLBACK = "aibot_event_callback"
-RESPOND = "aibot_respond_msg"
-RESPOND_WELCOME = "aibot_respond_welcome_msg"
-RESPOND_UPDATE = "aibot_respond_update_msg"
-SEND = "aibot_send_msg"
-KICKED_EVENT = "disconnected_event"
-
-WS_STREAM_PREFIX = "ws-"
-_STREAM_ID_MAX = 64  # wecom_stream.id
 MAX_MISSED_PINGS = 2  # then the connection counts as dead (as WeCom's SDK does)
 
 
 class SubscribeRefused(WeComError):
     """WeCom refused `aibot_subscribe` (wrong bot id or secret); the message never holds the secret."""
-
-
-def new_req_id(prefix: str) -> str:
-    """A req_id for a frame we start (WeCom's SDK prefixes it with the command)."""
-    return f"{prefix}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
-
-
-def make_frame(cmd: str, req_id: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One frame `{cmd, headers: {req_id}, body}`."""
-    frame: dict[str, Any] = {"cmd": cmd, "headers": {"req_id": req_id}}
-    if body is not None:
-        frame["body"] = body
-    return frame
-
-
-def stream_id_for(req_id: str) -> str:
-    """The stream id of the answer to the message pushed with `req_id`."""
-    sid = WS_STREAM_PREFIX + req_id
-    if len(sid) <= _STREAM_ID_MAX:
-        return sid
-    return "wh-" + hashlib.sha256(req_id.encode("utf-8")).hexdigest()[:40]
-
-
-def respond_frame(req_id: str, stream_id: str, content: str, finish: bool) -> dict[str, Any]:
-    """`aibot_respond_msg`: the full text so far of one streamed answer."""
-    body = {
-        "msgtype": "stream",
-        "stream": {"id": stream_id, "finish": finish, "content": clip_utf8(content, STREAM_MAX_BYTES)},
-    }
-    return make_frame(RESPOND, req_id, body)
-
-
-def send_msg_frame(chatid: str, content: str) -> dict[str, Any]:
-    """`aibot_send_msg`: a proactive markdown message to a chat (group chatid, or userid for 1:1)."""
-    body = {
-        "chatid": chatid,
-        "msgtype": "markdown",
-        "markdown": {"content": clip_utf8(content, STREAM_MAX_BYTES)},
-    }
-    return make_frame(SEND, new_req_id(SEND), body)
-
-
-# ---- streams that push their updates over the connection ----------------------------------------
-
-
-class PushingStreams(SqlStreamRegistry):
-    """The shared stream table, plus: every update of a `ws-` stream becomes an `aibot_respond_msg`."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        ttl: timedelta,
-        deliver: Callable[[dict[str, Any]], None],
-    ) -> None:
-        super().__init__(engine, ttl)
-        self.deliver = deliver
-        self._hashed: dict[str, str] = {}  # stream id -> req_id for req_ids too long to embed
-
-    def open_ws(self, msgid: str, req_id: str, now: datetime, content: str = "") -> Stream:
-        """Open (or find) the stream answering the message pushed with `req_id`."""
-        sid = stream_id_for(req_id)
-        if not sid.startswith(WS_STREAM_PREFIX):
-            self._hashed[sid] = req_id
-        return SqlStreamRegistry(self.engine, self.ttl, new_id=lambda: sid).open(msgid, now, content)
-
-    def req_id_of(self, stream_id: str) -> str | None:
-        """The req_id a stream answers, when it is a long-connection stream."""
-        if stream_id.startswith(WS_STREAM_PREFIX):
-            return stream_id[len(WS_STREAM_PREFIX) :]
-        return self._hashed.get(stream_id)
-
-    def update(self, stream_id: str, content: str, now: datetime, *, finish: bool = False) -> bool:
-        """Store the text so far and push it as a stream frame."""
-        if not super().update(stream_id, content, now, finish=finish):
-            return False
-        req_id = self.req_id_of(stream_id)
-        if req_id is not None:
-            self.deliver(respond_frame(req_id, stream_id, content, finish))
-        return True
-
-    def append(self, stream_id: str, text: str, now: datetime, *, finish: bool = False) -> bool:
-        """Add `text` to the stream's content and push it."""
-        stream = self.get(stream_id, now)
-        if stream is None:
-            return False
-        return self.update(stream_id, stream.content + text, now, finish=finish)
-
-
-# ---- intake: pushed frames -> the inbox and the worker path -------------------------------------
-
-
-class Intake:
-    """Turns pushed callbacks into inbox messages (durable msgid de-duplication across replicas)."""
-
-    def __init__(
-        self,
-        inbox: MsgIdStore,
-        streams: PushingStreams,
-        accept: Callable[[InboundMessage], None],
-        deliver: Callable[[dict[str, Any]], None],
-        clock: Callable[[], datetime],
-        *,
-        ack_text: str = "",
-        welcome_text: str = "",
-        count: Callable[[str], None] = lambda outcome: None,
-    ) -> None:
-        self.inbox = inbox
-        self.streams = streams
-        self.accept = accept
-        self.deliver = deliver
-        self.clock = clock
-        self.ack_text = ack_text
-        self.welcome_text = welcome_text
-        self.count = count
-
-    def on_frame(self, frame: dict[str, Any]) -> None:
-        """One `aibot_msg_callback` or `aibot_event_callback` (not the kick, which the connection handles)."""
-        req_id = str((frame.get("headers") or {}).get("req_id") or "")
-        try:
-            payload = AibotPayload.model_validate(frame.get("body") or {})
-        except ValidationError as exc:
-            log.warning(
-                "long connection: %s frame without a valid body (%d errors)",
-                frame.get("cmd"),
-                exc.error_count(),
-            )
-            self.count("invalid")
-            return
-        user = payload.sender.userid if payload.sender else ""
-        if not req_id or not user:
-            log.warning("long connection: frame without req_id or from.userid ignored")
-            self.count("invalid")
-            return
-        now = self.clock()
-        key = f"{CHANNEL_AIBOT}:{payload.msgid}"
-        if self.inbox.seen(key, now):
-            log.info("long connection: msgid seen before, not handled again", extra={"key": key})
-            self.count("duplicate")
-            return
-        if payload.msgtype == "event":
-            kind = payload.event.eventtype if payload.event else ""
-            if kind == "enter_chat" and self.welcome_text:
-                body = {"msgtype": "text", "text": {"content": self.welcome_text}}
-                self.deliver(make_frame(RESPOND_WELCOME, req_id, body))
-            self.count("event")
-            return
-        stream = self.streams.open_ws(payload.msgid, req_id, now, self.ack_text)
-        if self.ack_text:
-            self.deliver(respond_frame(req_id, stream.id, stream.content, False))
-        message = payload.inbound(user, now, stream.id)
-        try:
-            self.accept(message)
-        except Exception:
-            # WeCom may deliver it again; let that delivery run it
-            self.inbox.forget(key)
-            raise
-
-
-# ---- the connection --------------------------------------------------------------------------
 
 
 Connect = Callable[..., ClientConnection]
@@ -380,7 +208,7 @@ class LongConnection:
                         f"WeCom closed the connection during aibot_subscribe for bot {s.bot_id} "
                         f"(code {exc.rcvd.code if exc.rcvd else 'none'})"
                     ) from None
-                frame = _parse(raw)
+                frame = parse_frame(raw)
                 if frame is None or (frame.get("headers") or {}).get("req_id") != req_id:
                     continue
                 errcode = int(frame.get("errcode") or 0)
@@ -442,7 +270,7 @@ class LongConnection:
             ws.close()
 
     def _on_raw(self, raw: str | bytes) -> str:
-        frame = _parse(raw)
+        frame = parse_frame(raw)
         if frame is None:
             log.warning("wecom long connection: a frame that is not a JSON object was ignored")
             return ""
@@ -512,11 +340,3 @@ class LongConnection:
                 return
             self.outbox.mark_sent(row_id, now)
         self.outbox.prune(now - timedelta(days=1))
-
-
-def _parse(raw: str | bytes) -> dict[str, Any] | None:
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None

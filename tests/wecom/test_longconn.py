@@ -22,7 +22,9 @@ from xihe.agent.wecom import feature as wecom_feature
 from xihe.config.wecom import LongConnectionSettings, load_wecom, resolve_settings
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.integrations.wecom.fake_ws import FakeWeComWS
-from xihe.integrations.wecom.longconn import LongConnection, WsLease, stream_id_for
+from xihe.integrations.wecom.longconn import LongConnection
+from xihe.integrations.wecom.ws_frames import stream_id_for
+from xihe.integrations.wecom.ws_store import WsLease
 
 BOT_ID = "bot1"
 BOT_SECRET = "bot-secret-0123456789"
