@@ -16,7 +16,7 @@ from tree_sitter import Language, Node, Parser
 
 @dataclass(frozen=True)
 class LangSpec:
-    """How one language's tree is read: which nodes are units, calls, identifiers and doc comments."""
+    """How one language's tree is read: which nodes are units, calls and identifiers."""
 
     name: str
     load: Callable[[], Any]
@@ -24,7 +24,6 @@ class LangSpec:
     functions: frozenset[str]
     calls: frozenset[str]
     identifiers: frozenset[str]
-    body_fields: tuple[str, ...] = ("body",)
 
 
 def _py() -> Any:
