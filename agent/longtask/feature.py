@@ -32,7 +32,9 @@ from xihe.config.longtask import LongTaskConfig
 from xihe.tools.longtask import memory_tools, plan_tools
 from xihe.tools.longtask.memory import MemoryStore
 from xihe.tools.longtask.messages import CHANGE, MEMORY, PLAN
-from xihe.tools.longtask.plans import OPEN, PlanStore, active_plan, open_count, render
+from xihe.tools.longtask.plan_store import PlanStore
+from xihe.tools.longtask.plan_workers import active_plan
+from xihe.tools.longtask.plans import OPEN, open_count, render
 
 if TYPE_CHECKING:
     from xihe.agent.commands import Command

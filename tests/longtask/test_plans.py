@@ -10,7 +10,8 @@ from sqlalchemy import Engine
 
 from xihe.agent.db import open_store_engine
 from xihe.agent.task_store import TaskStore
-from xihe.tools.longtask.plans import PlanError, PlanStore
+from xihe.tools.longtask.plan_store import PlanStore
+from xihe.tools.longtask.plans import PlanError
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=15)

@@ -9,7 +9,7 @@ from tests.longtask.tools import drafts, set_countdown
 from xihe.agent.app import App
 from xihe.agent.session import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, fail, say
-from xihe.tools.longtask.plans import PlanStore
+from xihe.tools.longtask.plan_store import PlanStore
 
 
 def _calls(tmp_path: Path) -> int:

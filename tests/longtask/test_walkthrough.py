@@ -10,7 +10,7 @@ from xihe.agent.app import App
 from xihe.agent.canonical import sha256_text
 from xihe.agent.session import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
-from xihe.tools.longtask.plans import PlanStore
+from xihe.tools.longtask.plan_store import PlanStore
 
 GOAL = "A3003 尺寸不合适，帮我准备退货申请的核对记录"
 RECORD = (

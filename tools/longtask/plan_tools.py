@@ -17,15 +17,9 @@ from xihe.agent.errors import ToolFailed
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.timefmt import show
 from xihe.tools.longtask.evidence import check
-from xihe.tools.longtask.plans import (
-    PlanError,
-    PlanItem,
-    PlanStore,
-    abandoned_owners,
-    active_plan,
-    open_count,
-    worker,
-)
+from xihe.tools.longtask.plan_store import PlanStore
+from xihe.tools.longtask.plan_workers import abandoned_owners, active_plan, worker
+from xihe.tools.longtask.plans import PlanError, PlanItem, open_count
 
 
 class ViewArgs(BaseModel):
