@@ -88,7 +88,7 @@ def test_updates_compaction_and_reload_keep_sentences_with_their_units(make_repo
 
 
 def test_eval_control_set_asks_with_second_sentences(make_repo, cfg, embedder) -> None:
-    from xihe.tools.codeindex.evaluate import later_sentence_queries
+    from xihe.tools.codeindex.stdlibqueries import later_sentence_queries
 
     repo = make_repo({"json/cache.py": CACHE_PY})
     idx, _ = index_repo(repo, cfg, embedder=embedder)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from xihe.config.code import CodeConfig
-from xihe.tools.codeindex.evaluate import rank_of
+from xihe.tools.codeindex.evalmetrics import rank_of
 from xihe.tools.codeindex.index import CodeIndex
 from xihe.tools.codeindex.question import GROUPS, Question, split_of
 from xihe.tools.codeindex.service import index_repo
