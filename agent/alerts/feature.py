@@ -27,7 +27,8 @@ from starlette.routing import BaseRoute, Route
 from xihe.agent.alerts.maintenance import MaintError, MaintOff, MaintOn, parse_maint_command
 from xihe.agent.alerts.messages import MAINT
 from xihe.agent.alerts.model import PUSHED, Reason
-from xihe.agent.alerts.scan import Scanner, ScanResult
+from xihe.agent.alerts.scan import ScanResult
+from xihe.agent.alerts.scanner import Scanner
 from xihe.agent.alerts.service import AlertService
 from xihe.agent.alerts.webhook import handle_ds_webhook
 from xihe.agent.audit import AuditEvent

@@ -24,44 +24,34 @@ for an event it remembers.
 
 DolphinScheduler errors never escape: a project whose list fails is skipped this round, an
 instance whose tasks cannot be read is released and retried on the next scan.
+
+Here: one scan (`scan_once`). Which runs are the bot's own: scan_known.py; the marker rows:
+scan_marks.py; the `alerts_scan` job's state in one process (client, counters): scanner.py.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from prometheus_client import Counter as PromCounter
-from sqlalchemy import Engine, and_, delete, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-
-from xihe.agent.alerts.state import NS_SEEN
+from xihe.agent.alerts.scan_known import Known
+from xihe.agent.alerts.scan_marks import ScanMarks, mark_key
 from xihe.agent.errors import DolphinError
-from xihe.agent.schema import alert_state, ds_watch
 from xihe.config.alerts import Scan
-from xihe.config.workflows import WorkflowsConfig
 from xihe.integrations.dolphinscheduler.client import DolphinClient
-from xihe.integrations.dolphinscheduler.factory import client_from_config
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
 from xihe.tools.dolphin.events import FailureEvent
 from xihe.tools.dolphin.poll import failure_events
 from xihe.tools.dolphin.watch import PollPolicy, Watch
 
-if TYPE_CHECKING:
-    from xihe.agent.deps import Deps
-    from xihe.tools.dolphin.service import DolphinService
-
 log = logging.getLogger("xihe.alerts.scan")
 
-KEY_PREFIX = "scan:"
 _UNREADABLE = "could not read tasks:"  # failure_events' event when /tasks failed: retry, do not report
 _INSTANCE_SUFFIX = re.compile(r"-\d+-\d{14,17}$")  # "<definition>-<version>-<yyyyMMddHHmmss[SSS]>"
 
@@ -98,26 +88,6 @@ class Target:
     environments: dict[str, str] = field(default_factory=dict)  # workflow name → environment
 
 
-@dataclass(frozen=True)
-class Known:
-    """What the bot's own watches cover: their instances are the poller's to report."""
-
-    instance_ids: frozenset[int] = frozenset()
-    markers: frozenset[str] = frozenset()
-    discovering: tuple[tuple[int, datetime], ...] = ()  # (definition code, started_at) still looking
-
-    def why_not_ours(self, inst: Instance) -> str:
-        """ "" when the scan should report `inst`; else why it is skipped."""
-        if inst.id in self.instance_ids or (inst.marker and inst.marker in self.markers):
-            return "watched"
-        if inst.marker is None:  # 3.1 list rows carry no params: a watch may be about to find it
-            start = inst.start_time
-            for code, started_at in self.discovering:
-                if code == inst.definition_code and (start is None or start >= started_at - DISCOVERY_SKEW):
-                    return "discovering"
-        return ""
-
-
 @dataclass
 class ScanResult:
     """What one scan did: events handed over, instances skipped by reason, errors, requests sent."""
@@ -126,131 +96,6 @@ class ScanResult:
     reported: list[int] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
-
-
-def known_from_watches(engine: Engine, since: datetime) -> Known:
-    """Instance ids and markers of watches not done, or touched since `since` (one query)."""
-    w = ds_watch.c
-    query = select(w.key, w.definition_code, w.started_at, w.done, w.state).where(
-        or_(w.done.is_(False), w.updated_at >= since, w.started_at >= since)
-    )
-    ids: set[int] = set()
-    markers: set[str] = set()
-    discovering: list[tuple[int, datetime]] = []
-    with engine.connect() as conn:
-        for key, definition_code, started_at, done, state in conn.execute(query):
-            st = state if isinstance(state, dict) else json.loads(state or "{}")
-            found = [int(i) for i in st.get("instance_ids", ())]
-            ids.update(found)
-            markers.add(str(key))
-            if not done and len(found) < int(st.get("expected_runs", 1)):
-                discovering.append((int(definition_code), started_at))
-    return Known(frozenset(ids), frozenset(markers), tuple(discovering))
-
-
-def mark_key(inst: Instance) -> str:
-    """The marker row key of one run of an instance (a rerun is a new run)."""
-    return f"{KEY_PREFIX}{inst.id}:{inst.run_times}"
-
-
-# ---- marker rows -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Mark:
-    """A marker row's payload: `claimed` (with a lease) or `done`."""
-
-    status: str
-    holder: str
-    until: datetime  # claimed: lease end; done: when it was handed over
-
-    def text(self) -> str:
-        return json.dumps(f"{self.status}|{self.holder}|{self.until.isoformat()}")
-
-    @classmethod
-    def parse(cls, payload: str) -> Mark:
-        status, holder, until = str(json.loads(payload)).split("|", 2)
-        return cls(status, holder, datetime.fromisoformat(until))
-
-
-class ScanMarks:
-    """Marker rows in `alert_state` (namespace `seen`): one per scanned instance run."""
-
-    def __init__(self, engine: Engine, holder: str) -> None:
-        self.engine = engine
-        self.holder = holder
-        self._insert = (
-            (postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert)(alert_state)
-            .on_conflict_do_nothing(index_elements=["ns", "key"])
-            .returning(alert_state.c.key)
-        )
-
-    def load(self, keys: Sequence[str]) -> dict[str, tuple[Mark, str]]:
-        """The marks present among `keys`, with their row tokens."""
-        if not keys:
-            return {}
-        t = alert_state.c
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(t.key, t.payload, t.token).where(and_(t.ns == NS_SEEN, t.key.in_(list(keys))))
-            ).all()
-        out = {}
-        for key, payload, token in rows:
-            try:
-                out[key] = (Mark.parse(payload), token)
-            except ValueError:
-                log.warning("unreadable scan marker %s: %r", key, payload)
-        return out
-
-    def claim(
-        self, key: str, now: datetime, lease: timedelta, expires: datetime, seen: tuple[Mark, str] | None
-    ) -> str | None:
-        """Claim `key` for this replica; the row token when we hold it, None when someone else does.
-
-        New keys are inserted only if absent (two replicas: one wins). A claim whose lease lapsed
-        (`seen`, read before) is taken over only if its token is still the one we read.
-        """
-        token = uuid.uuid4().hex
-        values = {
-            "payload": Mark("claimed", self.holder, now + lease).text(),
-            "due_at": expires,
-            "token": token,
-            "updated_at": now,
-        }
-        t = alert_state.c
-        with self.engine.begin() as conn:
-            if seen is None:
-                inserted = conn.execute(self._insert.values(ns=NS_SEEN, key=key, **values)).first()
-                won = 1 if inserted is not None else 0  # rowcount is -1 here on psycopg
-            else:
-                mark, old = seen
-                if mark.status != "claimed" or mark.until > now:
-                    return None
-                won = conn.execute(
-                    update(alert_state)
-                    .where(and_(t.ns == NS_SEEN, t.key == key, t.token == old))
-                    .values(**values)
-                ).rowcount
-        return token if won == 1 else None
-
-    def done(self, key: str, token: str, now: datetime, expires: datetime) -> None:
-        """The instance was handed over: keep the marker until it leaves the look-back window."""
-        t = alert_state.c
-        with self.engine.begin() as conn:
-            conn.execute(
-                update(alert_state)
-                .where(and_(t.ns == NS_SEEN, t.key == key, t.token == token))
-                .values(
-                    payload=Mark("done", self.holder, now).text(),
-                    due_at=expires,
-                    token=uuid.uuid4().hex,
-                    updated_at=now,
-                )
-            )
-
-    def release(self, key: str, token: str) -> None:
-        """Give a claim back at once (the instance could not be read or fed): the next scan retries."""
-        t = alert_state.c
-        with self.engine.begin() as conn:
-            conn.execute(delete(alert_state).where(and_(t.ns == NS_SEEN, t.key == key, t.token == token)))
 
 
 # ---- one scan ----------------------------------------------------------------------------------
@@ -360,84 +205,3 @@ def _events(
     if len(events) == 1 and not events[0].task and events[0].error.startswith(_UNREADABLE):
         return None
     return [replace(e, source="scan") for e in events]
-
-
-# ---- the job's state in one process ------------------------------------------------------------
-class Scanner:
-    """The scan of one bot process: its own DS client (requests counted), project codes, counters.
-
-    The alerts feature keeps one (its `Installed.state`) when `scan.enabled`; the `alerts_scan` job calls `run`.
-    """
-
-    def __init__(self, deps: Deps, cfg: Scan, workflows: WorkflowsConfig) -> None:
-        self.deps = deps
-        self.cfg = cfg
-        self.workflows = workflows
-        self.marks = ScanMarks(deps.engine, deps.holder)
-        registry = deps.metrics.registry
-        self.requests = PromCounter(
-            "xihe_ds_scan_requests_total",
-            "DolphinScheduler requests of the failed-run scan",
-            registry=registry,
-        )
-        self.outcomes = PromCounter(
-            "xihe_ds_scan_instances_total",
-            "failed runs the scan looked at, by outcome",
-            ["outcome"],
-            registry=registry,
-        )
-        self._client: DolphinClient | None = None
-        self._codes: dict[str, int] = {}  # project name → code (codes never change)
-
-    def client(self, ds: DolphinService) -> DolphinClient:
-        """A client of its own, so every request it sends is counted as a scan request."""
-        if self._client is None:
-            client = client_from_config(ds.config)
-            client.http.hooks["response"].append(lambda response, *a, **kw: self.requests.inc())
-            self._client = client
-        return self._client
-
-    def targets(self, ds: DolphinService, client: DolphinClient, result: ScanResult) -> list[Target]:
-        """The configured projects with their codes (catalog, else asked once) and workflow names."""
-        catalog = ds.catalog.entries()
-        for e in catalog:
-            self._codes.setdefault(e.project, e.project_code)
-        out = []
-        for name in self.cfg.projects:
-            if name not in self._codes:
-                try:
-                    self._codes[name] = client.project_code(name)
-                except DolphinError as exc:
-                    result.errors.append(f"project {name}: {exc}")
-                    continue
-            code = self._codes[name]
-            out.append(
-                Target(
-                    name,
-                    code,
-                    {e.code: e.name for e in catalog if e.project_code == code},
-                    {w.name: w.environment for w in self.workflows.workflows if w.project == name},
-                )
-            )
-        return out
-
-    def run(self, ds: DolphinService, feed: Callable[[list[FailureEvent]], Any], now: datetime) -> ScanResult:
-        """One scan at `now`; DolphinScheduler errors end up in `result.errors`, never raised."""
-        policy = ScanPolicy.from_config(self.cfg, ds.policy.log_tail_lines)
-        client = self.client(ds)
-        result = ScanResult()
-        targets = self.targets(ds, client, result)
-        known = known_from_watches(self.deps.engine, now - policy.lookback - policy.max_run)
-        scanned = scan_once(client, targets, known, self.marks, feed, now, policy)
-        result.events, result.reported = scanned.events, scanned.reported
-        result.skipped.update(scanned.skipped)
-        result.errors.extend(scanned.errors)
-        if result.reported:
-            self.outcomes.labels("reported").inc(len(result.reported))
-        for why, n in result.skipped.items():
-            self.outcomes.labels(why).inc(n)
-        if result.errors:
-            self.outcomes.labels("error").inc(len(result.errors))
-        for error in result.errors:
-            log.warning("failed-run scan: %s", error)
-        return result

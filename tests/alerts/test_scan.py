@@ -17,7 +17,9 @@ from tests.alerts.test_replicas import delivered_exactly_once
 from tests.conftest import REPO
 from tests.dolphin.support import write_ds_config
 from xihe.agent.alerts.feature import scan_failed_runs
-from xihe.agent.alerts.scan import Scanner, ScanResult, mark_key
+from xihe.agent.alerts.scan import ScanResult
+from xihe.agent.alerts.scan_marks import mark_key
+from xihe.agent.alerts.scanner import Scanner
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.dolphin.feature import poll_watches
