@@ -57,7 +57,7 @@ def check(
     """
     from xihe.agent.gate import Allow, Confirm, identify
     from xihe.config.access import AccessConfig
-    from xihe.config.shell import load_shell_file
+    from xihe.config.shell.file import load_shell_file
     from xihe.config.yamlmodel import load_model
     from xihe.tools.shell.policy import entry_environment, gate_decision
     from xihe.tools.shell.sandbox import make_backend
@@ -153,7 +153,7 @@ def cmd_shell_check(args: argparse.Namespace) -> int:
 
 def cmd_shell_list(args: argparse.Namespace) -> int:
     """Print the entries as the model reads them."""
-    from xihe.config.shell import load_shell_file
+    from xihe.config.shell.file import load_shell_file
     from xihe.tools.shell.tool import describe_entries
     from xihe.tools.shell.whitelist import Whitelist
 

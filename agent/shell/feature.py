@@ -32,7 +32,7 @@ from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import say
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
 from xihe.agent.session import reply_lang
-from xihe.config.shell import ShellConfig
+from xihe.config.shell.file import ShellConfig
 from xihe.tools.shell.messages import SH, refusal_text, result_for_people
 from xihe.tools.shell.policy import entry_environment, entry_risk, entry_scope
 from xihe.tools.shell.reload import ReloadingWhitelist

@@ -17,7 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from xihe.config.shell import load_shell_config
+from xihe.config.shell.file import load_shell_config
 from xihe.tools.shell.sandbox import BwrapSandbox, ShellRunner, plan_for
 from xihe.tools.shell.whitelist import Whitelist
 

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from xihe.config.shell import load_shell_config
+from xihe.config.shell.file import load_shell_config
 from xihe.tools.shell.sandbox import ShellResult, ShellRunner
 from xihe.tools.shell.whitelist import Whitelist
 

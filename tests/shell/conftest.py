@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import write_config
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
-from xihe.config.shell import ShellConfig, load_shell_config
+from xihe.config.shell.file import ShellConfig, load_shell_config
 from xihe.integrations.fakes.llm_server import ScriptedLLM
 from xihe.tools.shell.sandbox import BwrapSandbox
 from xihe.tools.shell.whitelist import Whitelist

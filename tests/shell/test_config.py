@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from xihe.agent.errors import ConfigErrors
-from xihe.config.shell import load_shell_config, load_shell_file
+from xihe.config.shell.file import load_shell_config, load_shell_file
 
 BASE = """\
 workspaces: {repo: /srv/repo}

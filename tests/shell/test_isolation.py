@@ -222,7 +222,7 @@ def test_memory_limit_as_root_leaves_no_cgroup_behind(repo: Path) -> None:
 
 def test_cgroup_required_without_one_refuses_to_run(repo: Path) -> None:
     from xihe.agent.errors import ToolFailed
-    from xihe.config.shell import load_shell_config
+    from xihe.config.shell.file import load_shell_config
     from xihe.tools.shell.bwrap import BwrapSandbox
     from xihe.tools.shell.cgroup import Cgroups
     from xihe.tools.shell.sandbox import ShellRunner

@@ -14,7 +14,7 @@ from xihe.agent.cli.shell import register
 from xihe.agent.errors import ToolFailed
 from xihe.agent.gate import Allow, Confirm, Deny, identify
 from xihe.config.access import AccessConfig
-from xihe.config.shell import ShellConfig
+from xihe.config.shell.file import ShellConfig
 from xihe.tools.shell.policy import gate_decision
 from xihe.tools.shell.sandbox import BwrapSandbox, ShellRunner
 from xihe.tools.shell.tool import Args, args_model, audit_fields, result_text

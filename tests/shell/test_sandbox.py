@@ -14,7 +14,7 @@ import pytest
 
 from tests.shell.conftest import bwrap_works, config_text
 from xihe.agent.errors import ToolFailed
-from xihe.config.shell import ShellConfig, load_shell_config
+from xihe.config.shell.file import ShellConfig, load_shell_config
 from xihe.tools.shell.capture import TempArtifacts
 from xihe.tools.shell.sandbox import BwrapSandbox, DockerSandbox, ShellResult, ShellRunner, plan_for
 from xihe.tools.shell.whitelist import Whitelist

@@ -10,7 +10,7 @@ import pytest
 
 from tests.shell.conftest import bwrap_works, config_text
 from xihe.agent.cli.main import main as xihe
-from xihe.config.shell import load_shell_config
+from xihe.config.shell.file import load_shell_config
 from xihe.tools.shell.bwrap import BwrapSandbox, parse_version
 from xihe.tools.shell.cgroup import Cgroups, detect, parse_mountinfo, parse_own
 from xihe.tools.shell.sandbox import ShellRunner

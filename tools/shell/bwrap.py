@@ -33,7 +33,7 @@ from pathlib import Path
 
 from xihe.agent.errors import ToolFailed
 from xihe.agent.i18n import text
-from xihe.config.shell import Limits
+from xihe.config.shell.sandbox import Limits
 from xihe.tools.shell import uids
 from xihe.tools.shell.cgroup import Cgroups, CommandCgroup, host_support
 from xihe.tools.shell.execute import (

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from xihe.config.shell import Entry, Limits, ShellConfig
+from xihe.config.shell.entry import Entry
+from xihe.config.shell.file import ShellConfig
+from xihe.config.shell.sandbox import Limits
 from xihe.tools.shell.capture import StreamCapture, pump
 from xihe.tools.shell.whitelist import Match
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from xihe.agent.gate import Decision, Scope, Who, decide
 from xihe.config.access import AccessConfig
-from xihe.config.shell import Entry
+from xihe.config.shell.entry import Entry
 from xihe.tools.shell.whitelist import Match
 
 TOOL = "run_shell_command"

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from xihe.agent.errors import ConfigError
-from xihe.config.shell import load_shell_file
+from xihe.config.shell.file import load_shell_file
 from xihe.tools.shell.whitelist import Whitelist
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from xihe.agent.errors import ToolFailed
 from xihe.agent.i18n import text
-from xihe.config.shell import ShellConfig
+from xihe.config.shell.file import ShellConfig
 from xihe.tools.shell.bwrap import BwrapSandbox
 from xihe.tools.shell.capture import TempArtifacts
 from xihe.tools.shell.docker import DockerSandbox

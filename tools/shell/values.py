@@ -11,7 +11,8 @@ import re
 import unicodedata
 from pathlib import Path, PurePosixPath
 
-from xihe.config.shell import ArgSpec, dangerous_env
+from xihe.config.shell.entry import ArgSpec
+from xihe.config.shell.env import dangerous_env
 from xihe.tools.shell.problems import problem
 
 SHELL_CHARS = frozenset(";&|`$<>")

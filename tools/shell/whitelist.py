@@ -15,7 +15,9 @@ from rapidfuzz import fuzz
 
 from xihe.agent.errors import ToolRetry
 from xihe.agent.i18n import Text, text
-from xihe.config.shell import FLAGS_MARKER, PLACEHOLDER, Entry, ShellConfig
+from xihe.config.shell.entry import Entry
+from xihe.config.shell.file import ShellConfig
+from xihe.config.shell.template import FLAGS_MARKER, PLACEHOLDER
 from xihe.tools.shell import messages
 from xihe.tools.shell.problems import problem
 from xihe.tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
