@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import Engine, insert, select
 
 from xihe.agent.canonical import sha256_text
-from xihe.agent.schema import artifact
+from xihe.agent.core_tables import artifact
 
 PREVIEW_CHARS = 400
 

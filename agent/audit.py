@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Text, cast, func, insert, or_, select
 
-from xihe.agent.schema import audit_event
+from xihe.agent.core_tables import audit_event
 
 SCHEMA_VERSION = 1
 _INSERT = insert(audit_event)

@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, select, text
 
 from xihe.agent.clock import utc_now
-from xihe.agent.schema import MIGRATIONS, metadata, schema_migrations
+from xihe.agent.migrations import MIGRATIONS, schema_migrations
+from xihe.agent.tables import metadata
 
 DEFAULT_SQLITE = "var/xihe.db"
 ENV_URL = "XIHE_DATABASE_URL"

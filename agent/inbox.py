@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from xihe.agent.schema import wecom_inbox
+from xihe.agent.wecom_tables import wecom_inbox
 
 
 class ChatMessage(Protocol):

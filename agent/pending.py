@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Engine, and_, insert, or_, select, update
 
-from xihe.agent.schema import pending_action
+from xihe.agent.core_tables import pending_action
 
 
 @dataclass(frozen=True)

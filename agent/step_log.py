@@ -14,8 +14,8 @@ from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, select
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.audit import write as write_audit
+from xihe.agent.core_tables import task, task_step
 from xihe.agent.errors import TaskStateError
-from xihe.agent.schema import task, task_step
 from xihe.agent.tasks import StepStatus, TaskStep, run_ids
 
 # Statements built once, executed with parameters: the step path is the hot path of every tool call.

@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import and_, exists, insert, or_, select, update
 
+from xihe.agent.core_tables import pending_action, task
 from xihe.agent.errors import TaskStateError
 from xihe.agent.holder import holder_is_dead
-from xihe.agent.schema import pending_action, task
 from xihe.agent.step_log import StepLog
 from xihe.agent.tasks import Task, TaskStatus
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import create_engine, inspect, text
 
+from xihe.agent.core_tables import task
 from xihe.agent.db import make_engine, migrate
-from xihe.agent.schema import _add_columns, task
+from xihe.agent.migrations import _add_columns
 
 
 def test_old_task_table_gains_the_columns_once(db_url: str) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 
 from tests.conftest import write_config
 from xihe.agent.db import make_engine
-from xihe.agent.schema import MIGRATIONS, schema_migrations
+from xihe.agent.migrations import MIGRATIONS, schema_migrations
 
 WORKERS, ROUNDS = 3, 20
 

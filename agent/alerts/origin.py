@@ -8,7 +8,7 @@ import json
 from sqlalchemy import Engine, select
 
 from xihe.agent.alerts.notes import RunOrigin
-from xihe.agent.schema import pending_action, task
+from xihe.agent.core_tables import pending_action, task
 from xihe.tools.dolphin.store import SqlWatchStore
 
 

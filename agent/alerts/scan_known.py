@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine, or_, select
 
-from xihe.agent.schema import ds_watch
+from xihe.agent.dolphin_tables import ds_watch
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
 

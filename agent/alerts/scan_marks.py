@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, and_, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from xihe.agent.alert_tables import alert_state
 from xihe.agent.alerts.state import NS_SEEN
-from xihe.agent.schema import alert_state
 from xihe.integrations.dolphinscheduler.models import Instance
 
 log = logging.getLogger("xihe.alerts.scan")

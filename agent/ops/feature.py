@@ -25,11 +25,13 @@ from sqlalchemy import Engine, Table, and_, delete, not_, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from xihe.agent.audit import AuditEvent
+from xihe.agent.core_tables import artifact, audit_event, task
 from xihe.agent.errors import ConfigError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.redact import Redactor
-from xihe.agent.schema import artifact, audit_event, metadata, task, wecom_inbox, wecom_stream
+from xihe.agent.tables import metadata
 from xihe.agent.tasks import FINISHED
+from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
 from xihe.config.load import Settings, secrets_of
 from xihe.config.ops import OpsConfig
 

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Engine, and_, select, update
 
 from xihe.agent.inbox import Inbox, insert_ignore
-from xihe.agent.schema import wecom_stream
+from xihe.agent.wecom_tables import wecom_stream
 from xihe.integrations.wecom.aibot import STREAM_MAX_BYTES, Stream, clip_utf8
 from xihe.integrations.wecom.inbound import InboundMessage
 

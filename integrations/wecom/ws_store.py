@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, and_, delete, insert, or_, select, update
 
 from xihe.agent.inbox import insert_ignore
-from xihe.agent.schema import wecom_ws_lease, wecom_ws_outbox
+from xihe.agent.wecom_tables import wecom_ws_lease, wecom_ws_outbox
 
 
 class WsLease:

@@ -10,9 +10,9 @@ from starlette.testclient import TestClient
 
 from tests.alerts.feature_support import KEY, KEY_PROD, SECRET, AlertsApp, Sinks, failure, run_jobs, svc
 from tests.conftest import MakeApp
+from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.app import App
 from xihe.agent.clock import FakeClock
-from xihe.agent.schema import alert_outbox
 from xihe.agent.session import Inbound
 from xihe.agent.web.server import create_server
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say

@@ -191,7 +191,7 @@ ALERT_TABLES = ("alert_event", "alert_outbox", "alert_channel", "alert_maintenan
 
 def _insert(bot: UiBot, name: str, values: dict[str, Any]) -> None:
     """Insert into the table as it exists (ours, or the alerts feature's): fill what it requires."""
-    from xihe.agent.schema import metadata
+    from xihe.agent.tables import metadata
 
     # The schema's own table (with its Python-side defaults) when it has one, else the reflected one.
     known = metadata.tables.get(name)

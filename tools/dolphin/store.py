@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from xihe.agent.schema import ds_catalog, ds_catalog_sync, ds_watch
+from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
 from xihe.tools.dolphin.names import CatalogEntry
 from xihe.tools.dolphin.watch import SCHEMA_VERSION, PendingRerun, Watch
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, insert, select, text, update
 
+from xihe.agent.core_tables import memory
 from xihe.agent.i18n import Lang, say
-from xihe.agent.schema import memory
 from xihe.agent.timefmt import show
 from xihe.tools.longtask.messages import MEMORY
 

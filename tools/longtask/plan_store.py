@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, exists, insert, or_, select, text, update
 
-from xihe.agent.schema import plan_change, plan_item
+from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.tools.longtask.plans import OPEN, PlanChange, PlanError, PlanItem
 
 

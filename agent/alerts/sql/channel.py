@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, or_, select, update
 
+from xihe.agent.alert_tables import alert_channel
 from xihe.agent.alerts.deliver import ChannelHealth
 from xihe.agent.alerts.sql.stores import SqlAlertStores
-from xihe.agent.schema import alert_channel
 
 _C = alert_channel.c
 

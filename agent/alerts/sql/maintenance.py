@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from xihe.agent.alert_tables import alert_maintenance
 from xihe.agent.alerts.maintenance import MaintenanceWindow, MaintScope
 from xihe.agent.alerts.sql.stores import SqlAlertStores
-from xihe.agent.schema import alert_maintenance
 
 _M = alert_maintenance.c
 

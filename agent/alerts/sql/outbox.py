@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
 
+from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.sql.stores import SqlAlertStores
-from xihe.agent.schema import alert_outbox
 
 _O = alert_outbox.c
 

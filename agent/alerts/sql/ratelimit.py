@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, select, update
 
+from xihe.agent.alert_tables import alert_robot
 from xihe.agent.alerts.ratelimit import RateLimiter, next_free
 from xihe.agent.alerts.sql.stores import SqlAlertStores
-from xihe.agent.schema import alert_robot
 
 
 class SqlRateLimiter(RateLimiter):

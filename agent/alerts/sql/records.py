@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from xihe.agent.alert_tables import alert_event
 from xihe.agent.alerts.deliver import DeliveryAttempt
 from xihe.agent.alerts.model import AlertRecord
 from xihe.agent.alerts.sql.stores import SqlAlertStores
-from xihe.agent.schema import alert_event
 
 _INSERT_EVENT = insert(alert_event)
 

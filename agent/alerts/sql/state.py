@@ -8,10 +8,10 @@ from datetime import datetime
 
 from sqlalchemy import bindparam, delete, func, select
 
+from xihe.agent.alert_tables import alert_state
 from xihe.agent.alerts.sql.stores import SqlAlertStores
 from xihe.agent.alerts.state import Value, decode, encode
 from xihe.agent.clock import Clock, utc_now
-from xihe.agent.schema import alert_state
 
 
 class SqlAlertStateStore:

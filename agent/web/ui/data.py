@@ -25,8 +25,8 @@ from xihe.agent.alerts.sql.maintenance import SqlMaintenanceStore
 from xihe.agent.alerts.sql.outbox import SqlOutbox
 from xihe.agent.alerts.sql.records import SqlRecordSink
 from xihe.agent.alerts.sql.stores import SqlAlertStores
+from xihe.agent.core_tables import task
 from xihe.agent.deps import Deps
-from xihe.agent.schema import task
 from xihe.agent.task_store import outcome_filter, task_of
 from xihe.agent.tasks import FINISHED, StepStatus, Task, TaskStep
 from xihe.agent.timefmt import show

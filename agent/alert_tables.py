@@ -1,0 +1,105 @@
+"""The alert pipeline's tables (migration 2): its state, outbox, maintenance windows, channel
+health, robot rate and decisions.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, String, Table, Text
+
+from xihe.agent.tables import Id, UTCDateTime, metadata
+
+# What does the alert pipeline remember between events? (held instance messages, open windows,
+# host hit lists, dedupe keys; `due_at` drives window ends and expiry; `token` changes on every put)
+alert_state = Table(
+    "alert_state",
+    metadata,
+    Column("ns", String(16), primary_key=True),  # seen|inst|host|node|fp|p2
+    Column("key", String(500), primary_key=True),
+    Column("payload", Text, nullable=False),  # JSON of the record (agent.alerts.state)
+    Column("due_at", UTCDateTime),
+    Column("token", String(32), nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_alert_state_due", alert_state.c.due_at)
+
+# Which notification waits to go out, which went, how and when? One row per (instance or window, tier, channel).
+alert_outbox = Table(
+    "alert_outbox",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("key", String(500), nullable=False, unique=True),
+    Column("kind", String(20), nullable=False),  # instance|aggregate|summary|node|manual
+    Column("tier", String(4), nullable=False),
+    Column("channel", String(80), nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("due_at", UTCDateTime, nullable=False),
+    Column("status", String(10), nullable=False),  # pending|sent
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("lease_owner", String(120), nullable=False, default=""),
+    Column("lease_until", UTCDateTime),
+    Column("last_error", Text, nullable=False, default=""),
+    Column("sent_at", UTCDateTime),
+    Column("sent_via", String(10), nullable=False, default=""),  # robot|email
+    Column("force_email", Boolean, nullable=False, default=False),
+)
+Index("ix_alert_outbox_due", alert_outbox.c.status, alert_outbox.c.due_at)
+
+# Which maintenance windows were opened in chat, by whom, over what, and when did they close?
+alert_maintenance = Table(
+    "alert_maintenance",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),  # the number /maint shows and /maint off takes
+    Column("window_id", String(300), nullable=False, unique=True),
+    Column("start_at", UTCDateTime, nullable=False),
+    Column("end_at", UTCDateTime, nullable=False),
+    Column("scope_kind", String(20), nullable=False),  # all|project|workflow|host
+    Column("scope_value", String(200), nullable=False, default=""),
+    Column("source", String(20), nullable=False),  # chat
+    Column("created_by", String(120), nullable=False, default=""),
+    Column("note", Text, nullable=False, default=""),
+    Column("closed_at", UTCDateTime),  # /maint off or expiry (audited once)
+    Column("closed_by", String(120)),  # a user, or "expired"
+)
+Index("ix_alert_maintenance_end", alert_maintenance.c.end_at)
+
+# Is a channel's robot answering, or do its alerts go by e-mail? (shared by replicas, survives restarts)
+alert_channel = Table(
+    "alert_channel",
+    metadata,
+    Column("channel", String(80), primary_key=True),
+    Column("mode", String(10), nullable=False),  # robot|email
+    Column("failures", Integer, nullable=False),  # consecutive failed rows
+    Column("last_probe_at", UTCDateTime),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# Which pushes went to each robot in the last minute? (WeCom's 20/min, shared by replicas)
+alert_robot = Table(
+    "alert_robot",
+    metadata,
+    Column("robot", String(120), primary_key=True),  # the env variable naming the robot key
+    Column("sent", Text, nullable=False),  # JSON list of ISO attempt times within the last window
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# What happened to every failure event and every notification, and why? (pushed, folded, suppressed, sent)
+alert_event = Table(
+    "alert_event",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("kind", String(20), nullable=False),  # decision|delivery
+    Column("event_key", String(500), nullable=False, default=""),
+    Column("instance_id", BigInteger),
+    Column("workflow", String(200), nullable=False, default=""),
+    Column("task", String(200), nullable=False, default=""),
+    Column("reason", String(40), nullable=False),  # agent.alerts.model.Reason, or sent|send_failed
+    Column("tier", String(4)),
+    Column("detail", Text, nullable=False, default=""),
+    Column("notification_key", String(500), nullable=False, default=""),
+    Column("holder", String(120), nullable=False, default=""),
+)
+Index("ix_alert_event_at", alert_event.c.at)
+Index("ix_alert_event_instance", alert_event.c.instance_id)
