@@ -8,6 +8,8 @@ a `/confirm` hours later or another replica all continue exactly where the task 
 A turn ends in a reply, tool calls, or a pause for confirmation. Turns, tool calls and invalid
 calls are bounded; an exact repeat of a successful call is refused; a model mistake goes back to
 the model; an upstream failure ends the task with a readable reply; our own bugs are raised.
+A model turn is `xihe.agent.model_step`, a tool call `xihe.agent.tool_step`, the state they share
+`xihe.agent.walk`, and what a finished walk says `xihe.agent.reply`.
 
 Long tasks (set up by `xihe.agent.longtask.feature` through `Hooks`, all off by default): each request is built within
 a token budget by priority (`xihe.agent.request`, `xihe.agent.context.build`, with `Block`s from the context providers);
@@ -22,34 +24,29 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
 from xihe.agent.audit import AuditEvent
-from xihe.agent.canonical import canonical_json, sha256_text
-from xihe.agent.confirm import CLOSED, Pause, Refusal, Release, audit_gate, settle
-from xihe.agent.context import ContextTooLarge, labelled
+from xihe.agent.canonical import canonical_json
+from xihe.agent.confirm import Pause
+from xihe.agent.context import ContextTooLarge
 from xihe.agent.deps import Deps
-from xihe.agent.errors import BotError, LLMError, OutcomeUnknown, TaskStateError, ToolError, ToolRetry
+from xihe.agent.errors import BotError, LLMError, TaskStateError
 from xihe.agent.executor import Executor, StepResult
-from xihe.agent.frontier import (
-    INTERRUPTED,
-    Decision,
-    confirmation_key,
-    frontier,
-    uncertain,
-    when_unknown,
-)
-from xihe.agent.gate import Allow, Confirm, Deny, Who, decide, identify, interrupted
+from xihe.agent.gate import Who, identify
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import Catalog, Lang, Text, say, text
+from xihe.agent.i18n import Lang, Text, say, text
 from xihe.agent.llm import LLMClient
-from xihe.agent.recovery import RunState, with_recovery
-from xihe.agent.registry import ParsedCall, Registry
+from xihe.agent.model_step import ContextOverflow, ModelSteps
+from xihe.agent.registry import Registry
+from xihe.agent.reply import command_reply, first_complaint, marked
 from xihe.agent.request import Requests
-from xihe.agent.tasks import StepStatus, Task, TaskStatus, TaskStep
-from xihe.agent.user_text import STOPS, for_people, outcome
+from xihe.agent.tasks import StepStatus, Task, TaskStatus
+from xihe.agent.tool_step import ToolSteps
+from xihe.agent.user_text import STOPS
+from xihe.agent.walk import Walk, task_lang
 
 log = logging.getLogger("xihe.loop")
 
@@ -64,33 +61,6 @@ class Outcome:
     pending_id: int | None = None
 
 
-@dataclass
-class _Run:
-    task: Task
-    who: Who
-    latest: dict[str, TaskStep]
-    tool_calls: int = 0
-    invalid: int = 0
-    rechecked: bool = False
-    recovery: RunState = field(default_factory=RunState)
-    refusal: str | None = None  # the gate's refusal as people read it (a command's reply)
-
-
-class ContextOverflow(Exception):
-    """The request does not fit the model even after compacting once."""
-
-
-def too_long(exc: LLMError) -> bool:
-    """The API refused the request for its length (HTTP 400 context_length_exceeded)."""
-    return exc.status == 400 and "context_length_exceeded" in str(exc)
-
-
-DENIED: Catalog = {"denied": {"en": "Refused: {reason}.", "zh": "已拒绝：{reason}。"}}
-
-# a call that a person's or the gate's decision kept from running (not a tool that broke)
-REFUSALS = frozenset({"denied", "precondition", *CLOSED})
-
-
 class Agent:
     """Handles messages as durable tasks."""
 
@@ -103,6 +73,8 @@ class Agent:
         self.executor = Executor(deps)
         self.hooks = hooks = hooks or Hooks()
         self.requests = Requests(deps, registry, hooks)
+        self.model_steps = ModelSteps(deps, registry, llm, self.requests)
+        self.tool_steps = ToolSteps(deps, registry, self.executor, hooks)
         self.sleep: Callable[[float], None] = time.sleep  # back-off waits (tests pass a recorder)
 
     # ---- entry points
@@ -216,7 +188,7 @@ class Agent:
             return Outcome(task.id, "busy", say(STOPS, "busy", self.lang(task), task=task.id))
         try:
             outcome = self._walk(
-                _Run(task, identify(task.owner, deps.settings.access), deps.tasks.latest(task.id))
+                Walk(task, identify(task.owner, deps.settings.access), deps.tasks.latest(task.id))
             )
         except LLMError as exc:
             reply = say(
@@ -229,31 +201,33 @@ class Agent:
             deps.tasks.release(task.id, deps.holder)
         return outcome
 
-    def _walk(self, run: _Run) -> Outcome:
+    def _walk(self, run: Walk) -> Outcome:
         loop = self.deps.settings.core.loop
         messages = self.requests.opening(run.task)
         done_calls: dict[str, str] = {}  # args digest → step key, for refusing exact repeats
         last: tuple[str, StepResult] | None = None  # a command's one tool call and its result
         for turn in range(1, loop.max_turns + 1):
             if run.task.kind == "command" and turn > 1:
-                return self._finish(run.task, TaskStatus.DONE, self._command_reply(last, run))
-            completion = self._model_turn(run, turn, messages)
+                return self._finish(
+                    run.task, TaskStatus.DONE, command_reply(self.deps, self.registry, last, run)
+                )
+            completion = self.model_steps.take(run, turn, messages)
             message, finish = completion["message"], completion["finish_reason"]
             messages.append(message)
             calls = message.get("tool_calls") or []
             if not calls:
                 reply = message.get("content") or say(STOPS, "no_answer", self.lang(run.task))
-                complaint = self._complaint(run, reply)
+                complaint = first_complaint(self.hooks, run.task, reply)
                 if complaint is not None and not run.rechecked:
                     run.rechecked = True  # one chance to fix the answer, then it is marked
                     messages.append({"role": "user", "content": f"[Answer check] {complaint}"})
                     continue
                 if complaint is not None:
-                    reply = self._mark(run, reply)
+                    reply = marked(self.hooks, run.task, reply)
                 return self._finish(run.task, TaskStatus.DONE, reply)
             for i, tc in enumerate(calls):
                 key = f"tool:{turn}:{i}"
-                result = self._tool_step(run, key, tc, finish, done_calls)
+                result = self.tool_steps.take(run, key, tc, finish, done_calls, sleep=self.sleep)
                 if isinstance(result, Pause):
                     return Outcome(
                         run.task.id, TaskStatus.AWAITING_CONFIRMATION, result.ask, result.pending_id
@@ -281,264 +255,9 @@ class Agent:
         reply = say(STOPS, "stopped", self.lang(task), reason=reason, task=task.id)
         return self._finish(task, TaskStatus.FAILED, reply + self._notes(task), error=str(reason))
 
-    def _model_turn(self, run: _Run, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        key = f"llm:{turn}"
-        prior = run.latest.get(key)
-        if prior is not None and prior.status == StepStatus.DONE:
-            return json.loads(prior.output_text or "{}")
-        assert self.llm is not None, "a chat task needs a model"
-        deps = self.deps
-        now = deps.clock()
-        if prior is not None and prior.status == StepStatus.RUNNING:  # a model call has no side effect: rerun
-            deps.tasks.finish_step(prior, StepStatus.FAILED, now, error=INTERRUPTED)
-        begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, now)
-        api_messages: list[dict[str, Any]] = []
-        try:
-            api_messages = self.requests.build(run.task, messages)
-            completion = self.llm.complete(api_messages, self.registry.schemas())
-        except (LLMError, ContextTooLarge) as exc:
-            deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(exc))
-            if not isinstance(exc, LLMError) or not too_long(exc):
-                raise
-            # Compact once (a smaller share of the budget: fewer turns, results as previews), retry once.
-            begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, deps.clock())
-            try:
-                completion = self.llm.complete(
-                    self.requests.build(run.task, messages, rejected=api_messages), self.registry.schemas()
-                )
-            except (LLMError, ContextTooLarge) as again:
-                deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(again))
-                if isinstance(again, LLMError) and too_long(again):
-                    raise ContextOverflow(
-                        "the model rejected it as too long, and again after compacting it once"
-                    ) from None
-                raise
-        stored = json.dumps(
-            {"message": completion.message, "finish_reason": completion.finish_reason}, ensure_ascii=False
-        )
-        deps.tasks.finish_step(begun, StepStatus.DONE, deps.clock(), output_text=stored)
-        return {"message": completion.message, "finish_reason": completion.finish_reason}
-
-    def _tool_step(
-        self, run: _Run, key: str, tc: dict[str, Any], finish: str, done_calls: dict[str, str]
-    ) -> StepResult | Pause:
-        deps, loop = self.deps, self.deps.settings.core.loop
-        name, raw = tc["function"]["name"], tc["function"].get("arguments")
-        prior = run.latest.get(key)
-        if prior is not None and (
-            frontier(prior, superseded=self._superseded(run, prior), side_effecting=True, has_lookup=False)
-            is Decision.REPLAY
-        ):
-            result = self.executor.replay(prior)
-            if prior.status == StepStatus.DONE and prior.input_digest:
-                done_calls[f"{prior.tool_name}:{prior.input_digest}"] = key
-            run.tool_calls += 1
-            return result
-        if finish == "length":
-            run.invalid += 1
-            return self._refuse(
-                run,
-                key,
-                name,
-                "The response was cut off (output limit), so this tool call was not "
-                "executed. Send the complete call again.",
-                kind="truncated",
-            )
-        try:
-            call = self.registry.parse(name, raw, max_bytes=loop.max_args_bytes)
-        except ToolRetry as exc:
-            run.invalid += 1
-            return self._refuse(run, key, name, str(exc), kind="invalid_args", said=exc.text)
-        run.tool_calls += 1
-        if run.tool_calls > loop.max_tool_calls:
-            return self._refuse(
-                run,
-                key,
-                name,
-                f"Not executed: the limit of {loop.max_tool_calls} tool calls for one "
-                "message is reached. Answer with what you have.",
-                kind="limit",
-            )
-        repeat_key = f"{name}:{sha256_text(canonical_json(call.data))}"
-        if repeat_key in done_calls:
-            return self._refuse(
-                run,
-                key,
-                name,
-                f"Refused: this exact call ({name} with the same arguments) already "
-                f"succeeded at step {done_calls[repeat_key]}; use that result.",
-                kind="repeat",
-            )
-        try:
-            environment = call.spec.environment(call.args, deps)
-        except ToolError as exc:  # it cannot say where it would act (e.g. an unknown workflow): nothing runs
-            run.invalid += isinstance(exc, ToolRetry)
-            said = outcome("ERROR", exc.text if exc.text is not None else str(exc))
-            return self._refuse(run, key, name, f"ERROR: {exc}", kind="invalid_args", said=said)
-        risk = call.spec.risk_for(call.args, deps)
-        decision = decide(
-            name, risk, environment, run.who, deps.settings.access, call.spec.scope(call.args, deps)
-        )
-        if isinstance(decision, Deny):
-            audit_gate(deps, run.task, key, call, "deny", decision.reason, environment)
-            lang = self.lang(run.task)
-            run.refusal = say(DENIED, "denied", lang, reason=decision.text(lang))
-            return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)
-        step = frontier(
-            prior, superseded=False, side_effecting=risk == "write", has_lookup=call.spec.lookup is not None
-        )
-        why = "the process stopped while it ran, and there is no way to look up whether it took effect"
-        if step is Decision.LOOK_UP and prior is not None:
-            prior = self.executor.interrupted(prior)
-            try:
-                found = self.executor.look_up(
-                    run.task, key, call, intent=run.task.goal, reason=decision.reason
-                )
-            except OutcomeUnknown as exc:
-                step = when_unknown(side_effecting=risk == "write")
-                why = f"the process stopped while it ran, and looking it up could not tell: {exc}"
-            else:
-                if found is not None:  # the effect happened before the crash: that is the result
-                    done_calls[repeat_key] = key
-                    return found
-        if step is Decision.UNCERTAIN and prior is not None:
-            if not uncertain(prior):
-                prior = self.executor.uncertain(run.task, key, call, prior, why)
-            if not isinstance(decision, Confirm):  # only a fresh yes runs it again
-                decision = interrupted(name)
-            settled = settle(
-                deps,
-                run.task,
-                key,
-                call,
-                decision,
-                environment,
-                self.lang(run.task),
-                bound=confirmation_key(key, prior),
-                unsure=prior.error,
-            )
-        elif isinstance(decision, Confirm):
-            bound = confirmation_key(key, prior)
-            if call.spec.precheck is not None and deps.pending.for_step(run.task.id, bound) is None:
-                try:  # a call that cannot succeed is refused now, not after the user's yes
-                    why_not = call.spec.precheck(call.args, deps)
-                except ToolError:
-                    why_not = None  # cannot tell now: the tool itself will say after the yes
-                if why_not:
-                    said = outcome("NOT EXECUTED", why_not)
-                    return self._refuse(
-                        run, key, name, f"NOT EXECUTED: {why_not}", kind="precondition", said=said
-                    )
-            settled = settle(
-                deps, run.task, key, call, decision, environment, self.lang(run.task), bound=bound
-            )
-        else:
-            settled = Release()
-        if isinstance(settled, Refusal):
-            return self._refuse(run, key, name, settled.message, kind=settled.kind, said=settled.said)
-        if isinstance(settled, Pause):
-            return settled
-        if isinstance(decision, Allow):
-            deps.metrics.gate.labels("allow").inc()
-        for listen in self.hooks.step_listeners:  # progress messages
-            listen(run.task, key, name)
-        if self.hooks.recovery is not None:
-            call = ParsedCall(
-                with_recovery(call.spec, self.hooks.recovery, run.recovery, sleep=self.sleep),
-                call.args,
-                call.data,
-            )
-        result = self.executor.run(
-            run.task, key, call, intent=run.task.goal, reason=decision.reason, latest=prior
-        )
-        if result.ok:
-            done_calls[repeat_key] = key
-        return result
-
-    def _superseded(self, run: _Run, step: TaskStep) -> bool:
-        """A failed step the task already moved past (its failure is history, not a frontier)."""
-        return any(s.id > step.id for k, s in run.latest.items() if k != step.step_key)
-
-    def _refuse(
-        self,
-        run: _Run,
-        key: str,
-        name: str,
-        message: str,
-        *,
-        kind: str,
-        audited: bool = False,
-        said: Text | None = None,
-    ) -> StepResult:
-        now = self.deps.clock()
-        self.deps.metrics.tool_calls.labels(name, kind).inc()
-        shown = labelled(name, message)
-        audit = (
-            None
-            if audited
-            else AuditEvent(
-                at=now,
-                kind="tool_call",
-                actor=run.task.owner,
-                outcome=kind,
-                task_id=run.task.id,
-                step_key=key,
-                tool=name,
-                reason=message,
-            )
-        )
-        self.deps.tasks.record(
-            run.task.id,
-            key,
-            name,
-            StepStatus.FAILED,
-            now,
-            output_text=shown,
-            error=message,
-            audit=audit,
-            outcome="refused" if kind in REFUSALS else "failed",
-        )
-        return StepResult(shown, ok=False, body=message, error=message, said=said)
-
-    def _command_reply(self, last: tuple[str, StepResult] | None, run: _Run) -> str:
-        """A command's one result for people: the gate's refusal, the tool's summary of a success, else
-        the result's text."""
-        if run.refusal is not None:
-            return run.refusal
-        if last is None:
-            return say(STOPS, "no_answer", self.lang(run.task))
-        tool, result = last
-        spec = self.registry.specs.get(tool)
-        if result.ok and spec is not None and spec.summarize is not None:
-            try:  # a JSON result as data; a text result (e.g. a shell run's) as it is
-                data = json.loads(result.body)
-            except ValueError:
-                data = result.body
-            try:
-                return spec.summarize(data, self.lang(run.task))
-            except (ValueError, TypeError, KeyError):
-                pass
-        lang = self.lang(run.task)
-        if not result.ok and result.said is not None:  # the failure from its catalog, in their language
-            return for_people(self.deps.redactor.text(result.said.in_(lang)), lang)
-        return for_people(result.body, lang)
-
     def lang(self, task: Task) -> Lang:
         """The language people in this task's conversation write in (as agent.session.reply_lang)."""
-        return self.deps.lang(task.goal, task.conversation)
-
-    def _complaint(self, run: _Run, reply: str) -> str | None:
-        for check in self.hooks.reply_checks:
-            complaint = check.complaint(run.task, reply)
-            if complaint:
-                return complaint
-        return None
-
-    def _mark(self, run: _Run, reply: str) -> str:
-        for check in self.hooks.reply_checks:
-            if check.complaint(run.task, reply):
-                reply = check.mark(run.task, reply)
-        return reply
+        return task_lang(self.deps, task)
 
     def _finish(self, task: Task, status: TaskStatus, reply: str, *, error: str | None = None) -> Outcome:
         now = self.deps.clock()

@@ -1,0 +1,80 @@
+"""The model's turn n as the step `llm:n`: replayed when it is done, else asked for real.
+
+The whole answer (message and finish reason) is stored, so a resumed task never asks the model again
+for a turn it already had. A model call has no side effect: one a crash interrupted is asked again.
+A request the API rejects as too long is compacted once (`xihe.agent.request`) and retried; rejected
+again, the task stops (`ContextOverflow`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from xihe.agent.context import ContextTooLarge
+from xihe.agent.deps import Deps
+from xihe.agent.errors import LLMError
+from xihe.agent.frontier import INTERRUPTED
+from xihe.agent.llm import LLMClient
+from xihe.agent.registry import Registry
+from xihe.agent.request import Requests
+from xihe.agent.tasks import StepStatus
+from xihe.agent.walk import Walk
+
+
+class ContextOverflow(Exception):
+    """The request does not fit the model even after compacting once."""
+
+
+def too_long(exc: LLMError) -> bool:
+    """The API refused the request for its length (HTTP 400 context_length_exceeded)."""
+    return exc.status == 400 and "context_length_exceeded" in str(exc)
+
+
+class ModelSteps:
+    """Takes the model's turns of a walk, each as one durable step."""
+
+    def __init__(self, deps: Deps, registry: Registry, llm: LLMClient | None, requests: Requests) -> None:
+        self.deps = deps
+        self.registry = registry
+        self.llm = llm
+        self.requests = requests
+
+    def take(self, run: Walk, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Turn `turn`'s answer: the stored one, or the model's (stored before it is returned)."""
+        key = f"llm:{turn}"
+        prior = run.latest.get(key)
+        if prior is not None and prior.status == StepStatus.DONE:
+            return json.loads(prior.output_text or "{}")
+        assert self.llm is not None, "a chat task needs a model"
+        deps = self.deps
+        now = deps.clock()
+        if prior is not None and prior.status == StepStatus.RUNNING:  # a model call has no side effect: rerun
+            deps.tasks.finish_step(prior, StepStatus.FAILED, now, error=INTERRUPTED)
+        begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, now)
+        api_messages: list[dict[str, Any]] = []
+        try:
+            api_messages = self.requests.build(run.task, messages)
+            completion = self.llm.complete(api_messages, self.registry.schemas())
+        except (LLMError, ContextTooLarge) as exc:
+            deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(exc))
+            if not isinstance(exc, LLMError) or not too_long(exc):
+                raise
+            # Compact once (a smaller share of the budget: fewer turns, results as previews), retry once.
+            begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, deps.clock())
+            try:
+                completion = self.llm.complete(
+                    self.requests.build(run.task, messages, rejected=api_messages), self.registry.schemas()
+                )
+            except (LLMError, ContextTooLarge) as again:
+                deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(again))
+                if isinstance(again, LLMError) and too_long(again):
+                    raise ContextOverflow(
+                        "the model rejected it as too long, and again after compacting it once"
+                    ) from None
+                raise
+        stored = json.dumps(
+            {"message": completion.message, "finish_reason": completion.finish_reason}, ensure_ascii=False
+        )
+        deps.tasks.finish_step(begun, StepStatus.DONE, deps.clock(), output_text=stored)
+        return {"message": completion.message, "finish_reason": completion.finish_reason}
