@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from xihe.tools.shell.capture import StreamCapture, TempArtifacts
+from xihe.tools.shell.template import template_text
 from xihe.tools.shell.tool import redact_args, redact_argv
-from xihe.tools.shell.whitelist import ShellRefused, Whitelist, template_text
+from xihe.tools.shell.whitelist import ShellRefused, Whitelist
 
 
 def test_chat_line_and_model_call_build_the_same_argv(whitelist: Whitelist, workspace: Path) -> None:

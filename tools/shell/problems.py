@@ -65,7 +65,7 @@ PROBLEMS: Catalog = {
     "not_dir": {"en": "{value} is not a directory", "zh": "{value} 不是目录"},
     "not_file": {"en": "{value} is not a regular file", "zh": "{value} 不是普通文件"},
     "no_root": {"en": "has no workspace root configured", "zh": "没有配置工作区根目录"},
-    # a request against the whitelist (tools/shell/whitelist.py)
+    # a request against the whitelist (tools/shell/whitelist.py, matching.py)
     "not_command": {
         "en": "{name} is not a whitelisted command{hint} Available: {available}",
         "zh": "{name} 不是白名单里的命令{hint}可用的有：{available}",

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from xihe.tools.shell.messages import artifact_text, head_text
 from xihe.tools.shell.sandbox import ShellResult
-from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist, template_text
+from xihe.tools.shell.template import render_values, template_text
+from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist
 
 MASK = "***"
 
@@ -82,7 +83,7 @@ def redact_argv(match: Match) -> tuple[str, ...]:
     if not secrets:
         return match.argv
     masked = {k: (MASK if k in secrets else v) for k, v in match.values.items()}
-    return Whitelist.render_values(match.entry, masked, match.flags)
+    return render_values(match.entry, masked, match.flags)
 
 
 def redact_args(match: Match) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Turn a request into a validated argv: the model's (entry, args) form, or a `/sh` line matched to one template.
 
-Nothing here runs a program or a shell. Every refusal is a `ShellRefused` naming the entry that
+Templates are compiled and filled in tools/shell/template.py and a line's tokens are matched against
+them in tools/shell/matching.py. Nothing here runs a program or a shell. Every refusal is a `ShellRefused` naming the entry that
 came closest and the argument (or token) that failed.
 """
 
@@ -17,9 +18,10 @@ from xihe.agent.errors import ToolRetry
 from xihe.agent.i18n import Text, text
 from xihe.config.shell.entry import Entry
 from xihe.config.shell.file import ShellConfig
-from xihe.config.shell.template import FLAGS_MARKER, PLACEHOLDER
 from xihe.tools.shell import messages
+from xihe.tools.shell.matching import Fail, walk
 from xihe.tools.shell.problems import problem
+from xihe.tools.shell.template import compile_template, render_values, template_text
 from xihe.tools.shell.values import ENV_ASSIGNMENT, BadValue, check_invisible, check_value
 
 
@@ -59,42 +61,6 @@ class ShellRefused(ToolRetry):
 
 
 @dataclass(frozen=True)
-class Lit:
-    """A literal template item."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Slot:
-    """A placeholder, possibly embedded between a literal prefix and suffix."""
-
-    arg: str
-    prefix: str = ""
-    suffix: str = ""
-
-    @property
-    def whole(self) -> bool:
-        """True when the placeholder is the whole argv item (then it must not look like an option)."""
-        return not self.prefix and not self.suffix
-
-
-@dataclass(frozen=True)
-class Group:
-    """An optional run of items, kept only when every argument in it is given."""
-
-    items: tuple[Lit | Slot, ...]
-
-
-@dataclass(frozen=True)
-class Flags:
-    """Where the allowed optional flags go."""
-
-
-Item = Lit | Slot | Group | Flags
-
-
-@dataclass(frozen=True)
 class Match:
     """A request that matched one entry: the argv that will run and the values that built it."""
 
@@ -102,50 +68,6 @@ class Match:
     argv: tuple[str, ...]
     values: Mapping[str, str] = field(default_factory=dict)
     flags: tuple[str, ...] = ()
-
-
-def _compile_part(text: str) -> Lit | Slot:
-    m = PLACEHOLDER.search(text)
-    if not m:
-        return Lit(text)
-    return Slot(m.group(1), text[: m.start()], text[m.end() :])
-
-
-def compile_template(entry: Entry) -> tuple[Item, ...]:
-    """The entry's argv template as items (the config loader has already cross-checked it)."""
-    items: list[Item] = []
-    for raw in entry.argv:
-        if isinstance(raw, list):
-            items.append(Group(tuple(_compile_part(p) for p in raw)))
-        elif raw == FLAGS_MARKER:
-            items.append(Flags())
-        else:
-            items.append(_compile_part(raw))
-    return tuple(items)
-
-
-def template_text(entry: Entry) -> str:
-    """A human form of the template, e.g. `git log -n <count> -- <path>`."""
-    out: list[str] = []
-    for item in compile_template(entry):
-        if isinstance(item, Group):
-            out.append("[" + " ".join(_part_text(p) for p in item.items) + "]")
-        elif isinstance(item, Flags):
-            out.append("[" + "|".join(entry.flags) + "]...")
-        else:
-            out.append(_part_text(item))
-    return " ".join(out)
-
-
-def _part_text(p: Lit | Slot) -> str:
-    return p.text if isinstance(p, Lit) else f"{p.prefix}<{p.arg}>{p.suffix}"
-
-
-@dataclass(frozen=True)
-class _Fail:
-    depth: int  # tokens matched before failing; a structural match that failed validation is deepest
-    reason: str | Text
-    argument: str | None
 
 
 class Whitelist:
@@ -228,34 +150,16 @@ class Whitelist:
             out.append(f)
         return tuple(out)
 
-    @staticmethod
-    def render_values(entry: Entry, values: Mapping[str, str], flags: Sequence[str]) -> tuple[str, ...]:
-        """Fill the entry's template with already-validated values (also used to render redacted argv)."""
-        argv: list[str] = []
-
-        def part(p: Lit | Slot) -> str:
-            return p.text if isinstance(p, Lit) else p.prefix + values[p.arg] + p.suffix
-
-        for item in compile_template(entry):
-            if isinstance(item, Group):
-                if all(p.arg in values for p in item.items if isinstance(p, Slot)):
-                    argv += [part(p) for p in item.items]
-            elif isinstance(item, Flags):
-                argv += flags
-            else:
-                argv.append(part(item))
-        return tuple(argv)
-
     def check_match(self, match: Match) -> Match | None:
         """The entry's read-only `check:` command for the same values, or None when it has none."""
         entry = match.entry
         if entry.check is None:
             return None
         check = entry.model_copy(update={"argv": entry.check, "flags": [], "writes": False, "risk": "read"})
-        return Match(entry=check, argv=self.render_values(check, match.values, ()), values=match.values)
+        return Match(entry=check, argv=render_values(check, match.values, ()), values=match.values)
 
     def _render(self, entry: Entry, values: Mapping[str, str], flags: tuple[str, ...]) -> Match:
-        argv = self.render_values(entry, values, flags)
+        argv = render_values(entry, values, flags)
         total = sum(len(a) + 1 for a in argv)
         if total > self.config.max_argv_chars:
             limit = self.config.max_argv_chars
@@ -295,7 +199,7 @@ class Whitelist:
             if bad is not None:
                 raise ShellRefused(problem("token", n=n, problem=bad), argument=f"argv[{n}]")
         matches: list[Match] = []
-        fails: dict[str, _Fail] = {}
+        fails: dict[str, Fail] = {}
         for entry in self.entries.values():
             result = self._try(entry, tokens)
             if isinstance(result, Match):
@@ -319,17 +223,17 @@ class Whitelist:
             )
         raise ShellRefused.coded("no_match", entry=best, argument=f.argument, **where)
 
-    def _try(self, entry: Entry, tokens: Sequence[str]) -> Match | _Fail:
+    def _try(self, entry: Entry, tokens: Sequence[str]) -> Match | Fail:
         captured: dict[str, str] = {}
         flags: list[str] = []
-        found = _walk(entry, self._templates[entry.name], 0, list(tokens), 0, captured, flags)
-        if isinstance(found, _Fail):
+        found = walk(entry, self._templates[entry.name], 0, list(tokens), 0, captured, flags)
+        if isinstance(found, Fail):
             return found
         values, flag_list = found
         try:
             return self.from_args(entry.name, values, flag_list)
         except ShellRefused as exc:
-            return _Fail(len(tokens) + 1, exc.problem, exc.argument)
+            return Fail(len(tokens) + 1, exc.problem, exc.argument)
 
 
 def _unquoted_operator(line: str) -> str | None:
@@ -343,121 +247,6 @@ def _unquoted_operator(line: str) -> str | None:
     except ValueError:
         return None  # unbalanced quotes: reported by the real split
     return None
-
-
-def _part_match(p: Lit | Slot, token: str) -> str | None:
-    """The captured value when `token` fits the part ('' for a literal), else None."""
-    if isinstance(p, Lit):
-        return "" if token == p.text else None
-    if (
-        token.startswith(p.prefix)
-        and token.endswith(p.suffix)
-        and len(token) >= len(p.prefix) + len(p.suffix)
-    ):
-        return token[len(p.prefix) : len(token) - len(p.suffix)]
-    return None
-
-
-def _expect(p: Lit | Slot, entry: Entry) -> str:
-    return repr(p.text) if isinstance(p, Lit) else f"<{p.arg}>" if p.whole else repr(_part_text(p))
-
-
-def _walk(
-    entry: Entry,
-    items: Sequence[Item],
-    i: int,
-    tokens: list[str],
-    j: int,
-    captured: dict[str, str],
-    flags: list[str],
-) -> tuple[dict[str, str], list[str]] | _Fail:
-    """Backtracking match of template items[i:] against tokens[j:]; the deepest failure wins."""
-    if i == len(items):
-        if j == len(tokens):
-            return dict(captured), list(flags)
-        extra = tokens[j]
-        hint = problem("allowed_flags", flags=", ".join(entry.flags)) if entry.flags else ""
-        why = problem("extra", token=repr(extra[:60]), n=j, hint=hint)
-        return _Fail(j, why, _token_arg(extra, j))
-    item = items[i]
-    if isinstance(item, Flags):
-        best: _Fail | None = None
-        # try taking 0..n allowed flags here; fewer first so later literals get their chance
-        k = j
-        while True:
-            got = _walk(entry, items, i + 1, tokens, k, captured, flags + tokens[j:k])
-            if not isinstance(got, _Fail):
-                return got
-            best = got if best is None or got.depth > best.depth else best
-            if k < len(tokens) and tokens[k] in entry.flags and tokens[k] not in tokens[j:k]:
-                k += 1
-            else:
-                # a dash token the rest of the template stumbles on right away is a disallowed flag
-                if k < len(tokens) and tokens[k].startswith("-") and best.depth <= k + 1:
-                    flags_text = ", ".join(entry.flags)
-                    why = problem("flag_here", flag=repr(tokens[k][:60]), flags=flags_text)
-                    return _Fail(k + 1, why, "flags")
-                return best
-    if isinstance(item, Group):
-        with_group = _walk_seq(entry, item.items, items, i, tokens, j, captured, flags)
-        if not isinstance(with_group, _Fail):
-            return with_group
-        without = _walk(entry, items, i + 1, tokens, j, captured, flags)
-        if not isinstance(without, _Fail):
-            return without
-        return with_group if with_group.depth >= without.depth else without
-    if j >= len(tokens):
-        return _Fail(
-            j,
-            problem("missing", expected=_expect(item, entry), n=j),
-            item.arg if isinstance(item, Slot) else f"argv[{j}]",
-        )
-    value = _part_match(item, tokens[j])
-    if value is None:
-        return _Fail(
-            j,
-            problem("expected", expected=_expect(item, entry), n=j, token=repr(tokens[j][:60])),
-            item.arg if isinstance(item, Slot) else _token_arg(tokens[j], j),
-        )
-    if isinstance(item, Slot):
-        return _walk(entry, items, i + 1, tokens, j + 1, {**captured, item.arg: value}, flags)
-    return _walk(entry, items, i + 1, tokens, j + 1, captured, flags)
-
-
-def _walk_seq(
-    entry: Entry,
-    parts: Sequence[Lit | Slot],
-    items: Sequence[Item],
-    i: int,
-    tokens: list[str],
-    j: int,
-    captured: dict[str, str],
-    flags: list[str],
-) -> tuple[dict[str, str], list[str]] | _Fail:
-    """Match an optional group's parts in order, then the rest of the template."""
-    new = dict(captured)
-    for n, p in enumerate(parts):
-        if j + n >= len(tokens):
-            return _Fail(
-                j + n,
-                problem("missing", expected=_expect(p, entry), n=j + n),
-                p.arg if isinstance(p, Slot) else f"argv[{j + n}]",
-            )
-        value = _part_match(p, tokens[j + n])
-        if value is None:
-            return _Fail(
-                j + n,
-                problem("expected", expected=_expect(p, entry), n=j + n, token=repr(tokens[j + n][:60])),
-                p.arg if isinstance(p, Slot) else _token_arg(tokens[j + n], j + n),
-            )
-        if isinstance(p, Slot):
-            new[p.arg] = value
-    return _walk(entry, items, i + 1, tokens, j + len(parts), new, flags)
-
-
-def _token_arg(token: str, position: int) -> str:
-    """How a refusal names a token that is not an argument: by its position."""
-    return f"argv[{position}]"
 
 
 def _screen(token: str) -> Text | None:
