@@ -24,8 +24,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Generic
 
 from xihe.agent.deps import Deps, Progress
+from xihe.agent.inbound import Inbound
 from xihe.agent.inbox import Inbox, M
-from xihe.agent.session import Inbound
 
 if TYPE_CHECKING:
     from xihe.agent.tasks import Task

@@ -256,7 +256,7 @@ class Agent:
         return self._finish(task, TaskStatus.FAILED, reply + self._notes(task), error=str(reason))
 
     def lang(self, task: Task) -> Lang:
-        """The language people in this task's conversation write in (as agent.session.reply_lang)."""
+        """The language people in this task's conversation write in (as agent.inbound.reply_lang)."""
         return task_lang(self.deps, task)
 
     def _finish(self, task: Task, status: TaskStatus, reply: str, *, error: str | None = None) -> Outcome:

@@ -30,5 +30,5 @@ class Walk:
 
 
 def task_lang(deps: Deps, task: Task) -> Lang:
-    """The language people in this task's conversation write in (as agent.session.reply_lang)."""
+    """The language people in this task's conversation write in (as agent.inbound.reply_lang)."""
     return deps.lang(task.goal, task.conversation)

@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import MakeApp
 from xihe.agent.commands import CommandSyntaxError, parse
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.conftest import MakeApp
 from xihe.agent.clock import FakeClock
+from xihe.agent.inbound import Inbound
 from xihe.agent.scheduler import resume_orphans
-from xihe.agent.session import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 

@@ -22,9 +22,10 @@ from xihe.agent.feature import Context, Feature, Installed, Job, merge
 from xihe.agent.gate import Who
 from xihe.agent.help import HelpEntry
 from xihe.agent.hooks import Hooks
+from xihe.agent.inbound import Inbound
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.scheduler import all_jobs
-from xihe.agent.session import Inbound, Session
+from xihe.agent.session import Session
 from xihe.agent.tasks import Task
 
 WIRED = {"agent", "session", "registry"}

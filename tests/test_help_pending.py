@@ -7,7 +7,7 @@ import re
 
 from tests.conftest import MakeApp
 from xihe.agent.i18n import lang_of
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 

@@ -6,7 +6,7 @@ import json
 
 from tests.conftest import MakeApp
 from xihe.agent.context import groups, trim
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, calls, fail, raw, say, truncated
 
 

@@ -4,7 +4,7 @@ one English, for the gate's reasons, /tasks and /task N. The model-facing Englis
 from __future__ import annotations
 
 from tests.conftest import MakeApp
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 

@@ -21,7 +21,7 @@ import yaml
 from tests.conftest import REPO
 from xihe.agent.app import FEATURES, build_app
 from xihe.agent.cli.main import main
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, say
 
 SNAPSHOT = REPO / "tests" / "snapshots" / "tools.json"

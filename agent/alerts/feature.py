@@ -37,7 +37,7 @@ from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Sectio
 from xihe.agent.gate import is_admin
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Lang, say
-from xihe.agent.session import reply_lang
+from xihe.agent.inbound import reply_lang
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
 from xihe.tools.dolphin.service import DolphinService
@@ -47,7 +47,8 @@ from xihe.tools.send_wecom_alert import make_spec
 if TYPE_CHECKING:
     from xihe.agent.commands import Command
     from xihe.agent.gate import Who
-    from xihe.agent.session import Inbound, Session
+    from xihe.agent.inbound import Inbound
+    from xihe.agent.session import Session
 
 log = logging.getLogger("xihe.alerts")
 

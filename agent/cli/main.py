@@ -63,7 +63,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from xihe.agent.cli.terminal import prompt_lines
-    from xihe.agent.session import Inbound
+    from xihe.agent.inbound import Inbound
 
     app = _app(args)
     for outcome in app.agent.resume_orphans():

@@ -33,7 +33,7 @@ from xihe.agent.demo.environment import (
     write_env_file,
 )
 from xihe.agent.errors import BotError
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say, slow
 from xihe.integrations.fakes.smtp_sink import SmtpSink

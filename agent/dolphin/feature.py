@@ -27,7 +27,7 @@ from xihe.agent.errors import ConfigError, TaskStateError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Catalog, Lang, say
-from xihe.agent.session import reply_lang
+from xihe.agent.inbound import reply_lang
 from xihe.agent.tasks import TaskStatus
 from xihe.config.dolphin import DolphinConfig, credentials
 from xihe.integrations.dolphinscheduler.states import is_terminal
@@ -45,7 +45,8 @@ from xihe.tools.dolphin.watch import AuthFailed, Finished, NotFound, PollResult,
 
 if TYPE_CHECKING:
     from xihe.agent.gate import Who
-    from xihe.agent.session import Inbound, Session
+    from xihe.agent.inbound import Inbound
+    from xihe.agent.session import Session
     from xihe.tools.dolphin.store import SqlWatchStore
 
 log = logging.getLogger("xihe.dolphin")

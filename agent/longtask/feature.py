@@ -23,9 +23,9 @@ from xihe.agent.feature import Context, Feature, Installed, Section
 from xihe.agent.help import HelpEntry
 from xihe.agent.hooks import ContextBudget, Hooks
 from xihe.agent.i18n import Lang, Text, say
+from xihe.agent.inbound import reply_lang
 from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
-from xihe.agent.session import reply_lang
 from xihe.agent.tasks import Task
 from xihe.agent.timefmt import show
 from xihe.config.longtask import LongTaskConfig
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from xihe.agent.commands import Command
     from xihe.agent.deps import Deps
     from xihe.agent.gate import Who
-    from xihe.agent.session import Inbound
+    from xihe.agent.inbound import Inbound
 
 HELP = [
     HelpEntry("/plan [TASK]", "the plan of your current long task: items, owners, evidence", "/plan",

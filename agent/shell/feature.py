@@ -30,8 +30,8 @@ from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Sectio
 from xihe.agent.gate import Scope, Who
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import say
+from xihe.agent.inbound import reply_lang
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
-from xihe.agent.session import reply_lang
 from xihe.config.shell.file import ShellConfig
 from xihe.tools.shell.messages import SH, refusal_text, result_for_people
 from xihe.tools.shell.policy import entry_environment, entry_risk, entry_scope
@@ -51,7 +51,8 @@ from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist
 if TYPE_CHECKING:
     from xihe.agent.commands import Command
     from xihe.agent.deps import Deps
-    from xihe.agent.session import Inbound, Session
+    from xihe.agent.inbound import Inbound
+    from xihe.agent.session import Session
 
 log = logging.getLogger("xihe.shell")
 TOOL = "run_shell_command"

@@ -13,7 +13,7 @@ from tests.conftest import MakeApp
 from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.app import App
 from xihe.agent.clock import FakeClock
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.agent.web.server import create_server
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.alerts.feature_support import AlertsApp
 from xihe.agent.app import App
 from xihe.agent.clock import FakeClock
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, say
 
 

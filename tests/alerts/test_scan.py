@@ -24,8 +24,8 @@ from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.dolphin.feature import poll_watches
 from xihe.agent.errors import ConfigError
+from xihe.agent.inbound import Inbound
 from xihe.agent.scheduler import all_jobs, run_job
-from xihe.agent.session import Inbound
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
 
 ETL, DW = 1000000000001, 1000000000002

@@ -20,7 +20,7 @@ from tests.conftest import write_config
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.code.feature import live, reconcile_job
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.agent.web.server import create_server
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 

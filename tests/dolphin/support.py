@@ -12,7 +12,7 @@ from tests.conftest import CORE_FILES, write_config
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import Clock
 from xihe.agent.dolphin.feature import poll_watches
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.tools.dolphin.watch import Watch
 

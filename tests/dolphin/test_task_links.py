@@ -58,7 +58,7 @@ def test_a_rerun_to_success_clears_the_failure(bot_for: Callable[..., Bot], llm:
 
 
 def test_refused_and_failed_actions_are_not_green(make_app, llm: ScriptedLLM) -> None:  # type: ignore[no-untyped-def]
-    from xihe.agent.session import Inbound
+    from xihe.agent.inbound import Inbound
     from xihe.agent.web.ui.data import TaskFilter, list_tasks
 
     app = make_app()

@@ -12,7 +12,7 @@ import pytest
 from xihe.agent.app import App
 from xihe.agent.budget import counter_for, estimate_tokens
 from xihe.agent.context import PRIORITY, Block, ContextTooLarge, build, summarize_groups
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, fail, say
 from xihe.tools.longtask.memory import MemoryStore
 

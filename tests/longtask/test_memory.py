@@ -9,7 +9,7 @@ import pytest
 
 from xihe.agent.app import App
 from xihe.agent.db import open_store_engine
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.tools.longtask.memory import MemoryStore
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.longtask.tools import drafts, set_countdown
 from xihe.agent.app import App
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, fail, say
 from xihe.tools.longtask.plan_store import PlanStore
 

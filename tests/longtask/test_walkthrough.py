@@ -8,7 +8,7 @@ from collections.abc import Callable
 from tests.longtask.tools import set_countdown
 from xihe.agent.app import App
 from xihe.agent.canonical import sha256_text
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.tools.longtask.plan_store import PlanStore
 

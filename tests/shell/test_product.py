@@ -12,7 +12,7 @@ import pytest
 from tests.shell.conftest import PYTHON, bwrap_works, config_text
 from xihe.agent.app import App
 from xihe.agent.cli.main import main as cli_main
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.agent.shell.feature import reload_job
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 

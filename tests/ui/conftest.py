@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from tests.conftest import write_config
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
-from xihe.agent.session import Inbound
+from xihe.agent.inbound import Inbound
 from xihe.agent.web.server import create_server
 from xihe.integrations.fakes.llm_server import ScriptedLLM, Step, call, fail, say
 

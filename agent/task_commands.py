@@ -1,0 +1,41 @@
+"""The chat commands that show tasks: /tasks (your recent ones) and /task ID (one task's steps)."""
+
+from __future__ import annotations
+
+from xihe.agent.commands import Command
+from xihe.agent.errors import TaskStateError
+from xihe.agent.gate import Who
+from xihe.agent.i18n import Catalog, say
+from xihe.agent.inbound import CommandSession, Inbound, reply_lang
+
+
+def list_tasks(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
+    from xihe.agent.report import task_lines
+
+    tasks = session.deps.tasks.recent(owner=who.user, limit=10)
+    return task_lines(tasks, reply_lang(session, msg))
+
+
+TASK: Catalog = {
+    "usage": {"en": "/task needs a task id, e.g. /task 12.", "zh": "/task 需要任务编号，例如 /task 12。"},
+    "not_yours": {"en": "Task {id} belongs to someone else.", "zh": "任务 {id} 属于别人。"},
+    "missing": {"en": "There is no task {id}.", "zh": "没有任务 {id}。"},
+}
+
+
+def show_task(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
+    from xihe.agent.report import task_report
+
+    lang = reply_lang(session, msg)
+    if not cmd.args or not cmd.args[0].isdigit():
+        return say(TASK, "usage", lang)
+    try:
+        task = session.deps.tasks.get(int(cmd.args[0]))
+    except TaskStateError:
+        return say(TASK, "missing", lang, id=cmd.args[0])
+    if task.owner != who.user and not any(
+        session.deps.settings.access.roles.get(r, None) and session.deps.settings.access.roles[r].approver
+        for r in who.roles
+    ):
+        return say(TASK, "not_yours", lang, id=task.id)
+    return task_report(session.deps, task.id, lang)
