@@ -11,7 +11,7 @@ digest, sandbox) and keeps the full output as an artifact.
 
 After a crash interrupted a write entry, the tool's `lookup` runs the entry's `check:` command (if it
 has one) to learn whether the write happened; without a check the outcome is unknown and the user is
-asked before it runs again (see `xihe.agent.tasks.frontier`).
+asked before it runs again (see `xihe.agent.frontier.frontier`).
 """
 
 from __future__ import annotations

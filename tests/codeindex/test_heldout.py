@@ -96,7 +96,7 @@ def test_report_counts_each_group_and_split_separately() -> None:
         (Question("q4", t, "manual", "dev"), None),
     ]
     test = report(ranked, "test")
-    assert test["manual"] == {"n": 1, "recall@1": 0.0, "recall@10": 1.0, "mrr@10": 0.5}
+    assert test["manual"] == {"n": 1, "recall@1": 0.0, "recall@5": 1.0, "recall@10": 1.0, "mrr@10": 0.5}
     assert test["manual-zh"]["recall@10"] == 0.0 and test["docstring"]["n"] == 0
     assert test["all"]["n"] == 2 and test["all"]["mrr@10"] == 0.25
     assert report(ranked, "all")["all"]["n"] == 4 and report(ranked, "dev")["all"]["mrr@10"] == 0.5

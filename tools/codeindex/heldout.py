@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from xihe.config.code import CodeConfig
-from xihe.tools.codeindex.evalmetrics import rank_of
+from xihe.tools.codeindex.evalmetrics import metrics, rank_of
 from xihe.tools.codeindex.index import CodeIndex
 from xihe.tools.codeindex.question import GROUPS, Question, split_of
 from xihe.tools.codeindex.service import index_repo
@@ -143,17 +143,6 @@ def hand_written(es: EvalSet, index: CodeIndex) -> list[Question]:
         group = "manual-zh" if has_cjk(q["text"]) else "manual"
         out.append(Question(q["text"], targets, group, split_of(q["text"])))
     return out
-
-
-def metrics(ranks: Sequence[int | None]) -> dict[str, float]:
-    """Recall@1/10 and MRR@10 from 1-based ranks (None = not in the top 10)."""
-    n = max(1, len(ranks))
-    return {
-        "n": len(ranks),
-        "recall@1": round(sum(1 for r in ranks if r is not None and r <= 1) / n, 4),
-        "recall@10": round(sum(1 for r in ranks if r is not None) / n, 4),
-        "mrr@10": round(sum(1 / r for r in ranks if r is not None) / n, 4),
-    }
 
 
 def report(ranked: list[tuple[Question, int | None]], split: str) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from xihe.agent.errors import TaskStateError
 from xihe.agent.i18n import Lang, say
 from xihe.tools.longtask.messages import PLAN, STATUS
 
-STATUSES = ("pending", "in_progress", "completed", "failed", "cancelled")
 OPEN = ("pending", "in_progress")
 
 
