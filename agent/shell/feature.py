@@ -128,9 +128,8 @@ class ShellService:
             ).id
 
         result = self.runner.run(match, save)
-        self._audit(
-            ctx, match, result, "ran" if result.ok else "nonzero" if result.killed_by is None else "killed"
-        )
+        outcome = "ran" if result.ok else "nonzero" if result.killed_by is None else "killed"
+        self._audit(ctx, match, result, "sandbox_failed" if result.sandbox_error else outcome)
         return result_text(result)
 
     def lookup(self, args: Args, ctx: ToolContext) -> str | None:
@@ -147,6 +146,10 @@ class ShellService:
         except ToolError as exc:
             raise OutcomeUnknown(f"its check could not run: {exc}") from None
         self._audit(ctx, check, result, "check")
+        if result.sandbox_error is not None:  # bwrap's own exit 1 is not the check's "did not happen"
+            raise OutcomeUnknown(
+                f"its check could not run: the sandbox did not start it ({result.sandbox_error})"
+            )
         if result.killed_by is None and result.exit_code == 0:
             return f"Not run again: its check says it already happened.\n{result_text(result)}"
         if result.killed_by is None and result.exit_code == 1:

@@ -19,10 +19,18 @@ Where the host forbids user namespaces the probe falls back to the same layout w
 (as root: setpriv to the command's uid still keeps RLIMIT_NPROC per command). Memory and processes
 of the whole command are capped by its cgroup when the host offers one (tools/shell/cgroup.py).
 `warnings()` names every weaker mode in use (shown by /help, the log and `xihe config check`).
+
+bubblewrap exits 1 when it cannot set the sandbox up (no free process under the uid's RLIMIT_NPROC,
+a failed mount): the same code as a command saying "no". The innermost bwrap is given
+`--json-status-fd`, which carries an `exit-code` record only once the command itself was started;
+without one the result says `sandbox_error`, so a `check:` exit 1 is never read as "did not happen"
+when the check never ran.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import re
@@ -63,6 +71,33 @@ ETC_FILES = (
 NET_ETC_FILES = ("resolv.conf", "hosts", "gai.conf", "host.conf")
 TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 DISABLE_USERNS_SINCE = (0, 8)
+STATUS_SINCE = (0, 5)  # --json-status-fd reports the command's exit code
+
+
+def command_started(status: bytes) -> bool:
+    """Whether bwrap's `--json-status-fd` output holds an `exit-code` record: the command itself ran."""
+    for line in status.decode(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and "exit-code" in record:
+                return True
+    return False
+
+
+def read_available(fd: int) -> bytes:
+    """What the pipe `fd` holds now, without waiting for writers that may still have it open."""
+    os.set_blocking(fd, False)
+    chunks = []
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def setup_error(stderr: str) -> str:
+    """bubblewrap's own complaint in the command's stderr (`bwrap: ...`), or a plain statement."""
+    said = [line for line in stderr.splitlines() if line.startswith(("bwrap:", "setpriv:", "prlimit:"))]
+    return said[-1][:300] if said else "the sandbox exited before starting the command"
 
 
 def parse_version(text: str) -> tuple[int, ...] | None:
@@ -235,9 +270,21 @@ class BwrapSandbox:
         disable = ["--disable-userns"] if self.disables_userns else []
         return ["--unshare-user", *disable, "--uid", str(uid), "--gid", str(uid)]
 
-    def command(self, plan: RunPlan, workspace_copy: Path | None = None) -> list[str]:
-        """The full argv for a plan (pure apart from looking at which host paths exist)."""
+    @property
+    def reports_status(self) -> bool:
+        """Whether this bubblewrap says, through `--json-status-fd`, that it started the command."""
+        return self.version is not None and self.version >= STATUS_SINCE
+
+    def command(
+        self, plan: RunPlan, workspace_copy: Path | None = None, status_fd: int | None = None
+    ) -> list[str]:
+        """The full argv for a plan (pure apart from looking at which host paths exist).
+
+        `status_fd` goes to the innermost bwrap, the one that starts the command."""
+        inner = self.root and self.userns  # root: an inner unprivileged bwrap adds the user namespace
+        status = ["--json-status-fd", str(status_fd)] if status_fd is not None else []
         cmd = [self.bwrap] + (self._userns(plan.uid) if self.userns and not self.root else [])
+        cmd += [] if inner else status
         cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not plan.network:
             cmd.append("--unshare-net")
@@ -249,7 +296,6 @@ class BwrapSandbox:
         ]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         cmd += ["--perms", "1777", "--size", str(plan.limits.tmp_size_mb << 20), "--tmpfs", "/tmp"]
-        inner = self.root and self.userns  # root: an inner unprivileged bwrap adds the user namespace
         helpers = [self.setpriv] if self.root else []  # run inside: bind them if not under /usr
         helpers += [self.bwrap] if inner else []
         helpers = [h for h in [*helpers, self.prlimit] if h and not h.startswith("/usr/")]
@@ -279,7 +325,8 @@ class BwrapSandbox:
                 "--no-new-privs",
             ]
             if inner:
-                cmd += ["--", self.bwrap, *self._userns(plan.uid), "--die-with-parent", "--bind", "/", "/"]
+                cmd += ["--", self.bwrap, *self._userns(plan.uid), *status, "--die-with-parent"]
+                cmd += ["--bind", "/", "/"]
                 cmd += ["--dev", "/dev"]  # device nodes of the outer /dev are unusable from the new namespace
                 cmd += ["--chdir", cwd]
         return [*cmd, "--", *nproc, *plan.argv]
@@ -291,6 +338,8 @@ class BwrapSandbox:
             plan = replace(plan, uid=uid)
             group: CommandCgroup | None = None
             copy = None
+            status_r: int | None = None
+            status_w: int | None = None
             try:
                 if use_cgroup:
                     try:
@@ -303,8 +352,10 @@ class BwrapSandbox:
                 if plan.writable is not None:
                     owner = uid if self.root else None
                     copy = throwaway_copy(plan.writable, owner, owner)
+                if self.reports_status:
+                    status_r, status_w = os.pipe()
                 result = execute(
-                    self.command(plan, copy),
+                    self.command(plan, copy, status_w),
                     plan,
                     sandbox=self.name,
                     save_artifact=save_artifact,
@@ -316,11 +367,20 @@ class BwrapSandbox:
                         nproc=self.root or not self.prlimit or not self.userns,
                         cgroup_procs=group.procs_files if group is not None else (),
                     ),
+                    pass_fds=(status_w,) if status_w is not None else (),
                 )
+                if status_r is not None and result.killed_by is None:
+                    os.close(status_w)  # type: ignore[arg-type]
+                    status_w = None
+                    if not command_started(read_available(status_r)):
+                        result = replace(result, sandbox_error=setup_error(result.stderr))
                 if group is not None and group.oom_kills() and result.killed_by != "timeout":
                     result = replace(result, killed_by="limit", limit="memory")
                 return result
             finally:
+                for fd in (status_r, status_w):
+                    if fd is not None:
+                        os.close(fd)
                 if group is not None:
                     group.close()
                 if copy is not None:

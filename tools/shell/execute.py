@@ -57,6 +57,8 @@ class ShellResult:
     limit: str | None = None  # which limit: cpu | file_size | output | memory
     artifact_ref: str | None = None
     workspace_copy: bool = False
+    # set when the sandbox failed before the command started (its exit code is then the sandbox's)
+    sandbox_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -182,6 +184,7 @@ def execute(
     workspace_copy: bool = False,
     cwd: Path | None = None,
     preexec: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ShellResult:
     """Spawn `cmd` (already wrapped by a back end), enforce timeout and output caps, capture output.
 
@@ -201,6 +204,7 @@ def execute(
         cwd=str(cwd or "/"),
         start_new_session=True,
         close_fds=True,
+        pass_fds=tuple(pass_fds),
         preexec_fn=preexec or limits_preexec(plan.limits),
     )
 

@@ -90,6 +90,10 @@ SH: Catalog = {
         "en": "refusing to run {entry}: cannot create its cgroup: {error}",
         "zh": "拒绝执行 {entry}：无法为它创建 cgroup：{error}",
     },
+    "not_started": {
+        "en": "the command did not run: the sandbox failed before starting it ({error}); the exit code is the sandbox's",
+        "zh": "命令没有执行：沙箱在启动它之前就失败了（{error}）；退出码是沙箱的",
+    },
 }
 
 

@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from xihe.tools.shell.messages import artifact_text, head_text
+from xihe.agent.i18n import say
+from xihe.tools.shell.messages import SH, artifact_text, head_text
 from xihe.tools.shell.sandbox import ShellResult
 from xihe.tools.shell.template import render_values, template_text
 from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist
@@ -113,6 +114,8 @@ def audit_fields(
             limit=result.limit,
             artifact_ref=result.artifact_ref,
         )
+        if result.sandbox_error is not None:
+            out.update(sandbox_error=result.sandbox_error)
     if refused is not None:
         out.update(refused=refused.reason)
     return out
@@ -125,6 +128,8 @@ def result_text(result: ShellResult) -> str:
             result.entry, result.exit_code, result.duration_s, result.sandbox, result.killed_by, result.limit
         )
     ]
+    if result.sandbox_error is not None:
+        parts.append(say(SH, "not_started", "en", error=result.sandbox_error))
     if result.stdout:
         parts.append("stdout:\n" + result.stdout)
     if result.stderr:
