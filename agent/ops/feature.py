@@ -24,12 +24,12 @@ from typing import Any
 from sqlalchemy import Engine, Table, and_, delete, not_, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.audit import AuditEvent
 from xihe.agent.core_tables import artifact, audit_event, task
 from xihe.agent.errors import ConfigError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.redact import Redactor
-from xihe.agent.tables import metadata
 from xihe.agent.tasks import FINISHED
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
 from xihe.config.load import Settings, secrets_of
@@ -147,15 +147,13 @@ def prune(app: Runtime, now: datetime | None = None) -> dict[str, int]:
         ("wecom_inbox", wecom_inbox, wecom_inbox.c.seen_at < now - cfg.inbox_days * days),
         ("wecom_stream", wecom_stream, wecom_stream.c.created_at < now - cfg.inbox_days * days),
     ]
-    outbox = metadata.tables.get("alert_outbox")  # the alerts feature's table (migration 2)
-    if outbox is not None and {"status", "created_at"} <= set(outbox.c.keys()):
-        plan.append(
-            (
-                "outbox",
-                outbox,
-                and_(outbox.c.status == "sent", outbox.c.created_at < now - cfg.outbox_days * days),
-            )
+    plan.append(
+        (
+            "outbox",
+            alert_outbox,
+            and_(alert_outbox.c.status == "sent", alert_outbox.c.created_at < now - cfg.outbox_days * days),
         )
+    )
     counts: dict[str, int] = {}
     for name, table, where in plan:
         try:

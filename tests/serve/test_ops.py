@@ -12,6 +12,7 @@ import yaml
 from starlette.testclient import TestClient
 
 from tests.conftest import MakeApp
+from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.audit import AuditEvent
 from xihe.agent.clock import FakeClock
 from xihe.agent.gate import identify
@@ -43,9 +44,20 @@ def test_retention_prunes_only_old_finished_rows(make_app: MakeApp, db_url: str,
     inbox = SqlMsgIdStore(app.deps.engine)
     inbox.seen("wecom_app:old", now - timedelta(days=8))
     inbox.seen("wecom_app:new", now - timedelta(hours=1))
+    alerts = {"old-sent": (100, "sent"), "old-pending": (100, "pending"), "new-sent": (1, "sent")}
+    with app.deps.engine.begin() as conn:
+        for key, (age, status) in alerts.items():
+            at = now - timedelta(days=age)
+            row = {"kind": "instance", "tier": "P1", "channel": "oncall", "subject": "s", "text": "t"}
+            conn.execute(
+                alert_outbox.insert().values(key=key, created_at=at, due_at=at, status=status, **row)
+            )
 
     counts = ops.prune(app, now)
     assert counts["task"] == 1 and counts["audit_event"] >= 1 and counts["wecom_inbox"] == 1
+    assert counts["outbox"] == 1  # only a sent alert past outbox_days; one not yet sent is kept
+    with app.deps.engine.connect() as conn:
+        assert {r.key for r in conn.execute(alert_outbox.select())} == {"old-pending", "new-sent"}
     remaining = {t.id for t in app.deps.tasks.recent(owner="alice", limit=10)}
     assert remaining == {old_running, fresh_done}
     assert app.deps.tasks.steps(old_done) == []  # steps went with their task
