@@ -369,11 +369,9 @@ class BwrapSandbox:
                     ),
                     pass_fds=(status_w,) if status_w is not None else (),
                 )
-                if status_r is not None and result.killed_by is None:
-                    os.close(status_w)  # type: ignore[arg-type]
-                    status_w = None
-                    if not command_started(read_available(status_r)):
-                        result = replace(result, sandbox_error=setup_error(result.stderr))
+                started = status_r is None or command_started(read_available(status_r))
+                if not started and result.killed_by is None:
+                    result = replace(result, sandbox_error=setup_error(result.stderr))
                 if group is not None and group.oom_kills() and result.killed_by != "timeout":
                     result = replace(result, killed_by="limit", limit="memory")
                 return result

@@ -115,6 +115,11 @@ def artifact_text(ref: str) -> str:
     return say(SH, "artifact", "en", ref=ref)
 
 
+def not_started_text(error: str) -> str:
+    """The note that the sandbox failed before the command started, in English."""
+    return say(SH, "not_started", "en", error=error)
+
+
 def _head_key(by: str | None, limit: str | None) -> str:
     return "exit" if by is None else "killed_limit" if limit else "killed"
 

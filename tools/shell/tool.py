@@ -11,8 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from xihe.agent.i18n import say
-from xihe.tools.shell.messages import SH, artifact_text, head_text
+from xihe.tools.shell.messages import artifact_text, head_text, not_started_text
 from xihe.tools.shell.sandbox import ShellResult
 from xihe.tools.shell.template import render_values, template_text
 from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist
@@ -129,7 +128,7 @@ def result_text(result: ShellResult) -> str:
         )
     ]
     if result.sandbox_error is not None:
-        parts.append(say(SH, "not_started", "en", error=result.sandbox_error))
+        parts.append(not_started_text(result.sandbox_error))
     if result.stdout:
         parts.append("stdout:\n" + result.stdout)
     if result.stderr:
