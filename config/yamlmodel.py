@@ -160,17 +160,32 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _check_depth(text: str, name: str) -> None:
-    """Refuse nesting deeper than MAX_DEPTH from the event stream (an iterative parser)."""
+def _too_deep(name: str, mark: Any) -> ConfigErrors:
+    line = mark.line + 1 if mark is not None else None
+    return ConfigErrors([ConfigError(f"nesting deeper than {MAX_DEPTH} levels", name, line)])
+
+
+def check_depth(text: str, name: str, loader: type[Any] = _COMPOSER) -> None:
+    """Refuse nesting deeper than MAX_DEPTH from the event stream (an iterative parser).
+
+    Two behaviours give the same `file:line: nesting deeper than 64 levels`: our own count of the
+    events, and the limit libyaml itself enforces since 0.2.6 (PyYAML 6.0.4's wheels: a ScannerError
+    "exceeded maximum nesting depth" at flow level 1000, raised while scanning ahead, before the
+    events that our count needs have arrived).
+    """
     depth = 0
-    for event in yaml.parse(text, Loader=_COMPOSER):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                line = event.start_mark.line + 1 if event.start_mark else None
-                raise ConfigErrors([ConfigError(f"nesting deeper than {MAX_DEPTH} levels", name, line)])
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _too_deep(name, event.start_mark)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        if "maximum nesting depth" in str(exc.problem):
+            raise _too_deep(name, exc.problem_mark) from None
+        raise
 
 
 @lru_cache(maxsize=32)
@@ -180,7 +195,7 @@ def parse(text: str, name: str) -> YamlDoc:
     if size > MAX_BYTES:
         raise _error(name, f"file is {size:,} bytes; config files are limited to {MAX_BYTES:,} bytes")
     try:
-        _check_depth(text, name)  # before composing: libyaml's composer recurses in C
+        check_depth(text, name)  # before composing: libyaml's composer recurses in C
         root = yaml.compose(text, Loader=_COMPOSER)
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, name) from None

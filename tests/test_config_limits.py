@@ -12,12 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from yaml.scanner import ScannerError
 
 from tests.conftest import REPO
 from xihe.agent.app import load_config, sections
 from xihe.agent.cli.main import main
+from xihe.agent.errors import ConfigErrors
 from xihe.config.load import CORE_SECTIONS
-from xihe.config.yamlmodel import MAX_BYTES, MAX_DEPTH, MAX_ERRORS
+from xihe.config.yamlmodel import MAX_BYTES, MAX_DEPTH, MAX_ERRORS, check_depth
 
 
 def shipped(tmp_path: Path) -> Path:
@@ -81,6 +84,54 @@ def test_deep_nesting_is_an_error_not_a_recursion_error(
     (d / "xihe.yaml").write_text(text)
     err = check(d, capsys)
     assert where in err and f"nesting deeper than {MAX_DEPTH} levels" in err, err[:500]
+
+
+class LibyamlDepthLimit(yaml.SafeLoader):
+    """PyYAML's pure-Python loader with the nesting limit libyaml 0.2.6 enforces (PyYAML 6.0.4's wheels).
+
+    libyaml raises "exceeded maximum nesting depth" from its scanner, which reads a flow collection's
+    opening brackets ahead of the parser; so the error arrives before our own event count gets to 65.
+    """
+
+    LIMIT = 1000
+
+    def _deeper(self) -> None:
+        if self.flow_level >= self.LIMIT:
+            mark = self.get_mark()
+            raise ScannerError("while increasing flow level", mark, "exceeded maximum nesting depth", mark)
+
+    def fetch_flow_sequence_start(self) -> None:
+        self._deeper()
+        super().fetch_flow_sequence_start()
+
+    def fetch_flow_mapping_start(self) -> None:
+        self._deeper()
+        super().fetch_flow_mapping_start()
+
+
+@pytest.mark.parametrize("loader", [yaml.SafeLoader, LibyamlDepthLimit], ids=["own-count", "libyaml-limit"])
+@pytest.mark.parametrize(
+    "text",
+    ["llm: " + "[" * 2_000 + "]" * 2_000 + "\n", "llm:\n  x: " + "{a: " * 2_000 + "1" + "}" * 2_000 + "\n"],
+    ids=["flow-lists", "flow-maps"],
+)
+def test_deep_nesting_reads_the_same_whichever_side_notices(loader: type, text: str) -> None:
+    with pytest.raises(ConfigErrors) as caught:
+        check_depth(text, "xihe.yaml", loader)
+    line = text.count("\n", 0, text.index("[" if "[" in text else "{")) + 1
+    assert [str(e) for e in caught.value.errors] == [
+        f"xihe.yaml:{line}: nesting deeper than {MAX_DEPTH} levels"
+    ]
+
+
+def test_the_simulated_limit_is_what_the_installed_libyaml_may_do() -> None:
+    """The simulation raises the scanner error libyaml does: before our count sees 65 levels."""
+    text = "llm: " + "[" * 2_000 + "]" * 2_000 + "\n"
+    opened = 0
+    with pytest.raises(ScannerError, match="exceeded maximum nesting depth"):
+        for event in yaml.parse(text, Loader=LibyamlDepthLimit):
+            opened += isinstance(event, yaml.CollectionStartEvent)
+    assert opened < MAX_DEPTH
 
 
 def test_a_file_over_the_cap_is_refused_by_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -101,11 +101,12 @@ def summarize(result: Any, lang: Lang = "en") -> str:
 def make_spec(channels: list[str]) -> ToolSpec:
     """The tool with `channel` limited to `channels` (the schema the model sees lists them)."""
     choices = tuple(channels) or ("default",)
+    channel: Any = Literal[choices]  # a type made at run time: mypy 2 refuses it as a TypeForm
     model = create_model(
         "send_wecom_alert_args",
         __base__=Args,
         channel=(
-            Literal[choices],
+            channel,
             Field(description=f"alert channel (a WeCom group robot): one of {', '.join(choices)}"),
         ),
     )
