@@ -107,7 +107,7 @@ class RetrievalConfig(BaseModel):
     candidates: int = Field(default=50, description="top-N taken from each of BM25 and vectors before fusion")
     # vector_weight, name_weight, identifier_weight, bridge_weight, test_penalty and the multilingual
     # weights are what `xihe eval search --learn` chose on the dev split of the held-out sets (React
-    # Native 0.71.19, APScheduler 3.10.4); README has the test-split figures
+    # Native 0.71.19, APScheduler 3.10.4); tools/codeindex/README.md has the test-split figures
     fusion: Literal["linear", "rrf"] = Field(
         default="linear",
         description="linear = bm25/max + vector_weight * cosine (measured best); rrf = reciprocal rank",

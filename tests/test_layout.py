@@ -1,6 +1,6 @@
 """The floor plan: imports point down the layers, features do not reach into each other, no cycles.
 
-Layers, bottom to top (README "Layout"):
+Layers, bottom to top (agent/README.md "Layout"):
   0 spine     xihe.agent.<module> (the flat modules) and xihe.config's loading and core models
   1 config    xihe.config.<section>: one pydantic model (+ YAML) per feature
   2 outside   xihe.integrations.<system>: clients of outside systems and their loopback fakes

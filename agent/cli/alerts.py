@@ -103,7 +103,9 @@ def register(sub: Any) -> None:
     alerts_sub = alerts.add_subparsers(dest="alerts_command", required=True)
     replay = alerts_sub.add_parser("replay", help="replay a JSONL event stream on a simulated clock")
     replay.add_argument(
-        "events", metavar="EVENTS.jsonl", help="one event JSON object per line (README: alert replay)"
+        "events",
+        metavar="EVENTS.jsonl",
+        help="one event JSON object per line (format: agent/alerts/README.md)",
     )
     replay.add_argument(
         "--config", default=argparse.SUPPRESS, help="YAML directory (alerts.yaml, workflows.yaml)"
