@@ -65,18 +65,24 @@ def readmes() -> list[Path]:
         text=True,
         check=False,
     )
-    if listed.returncode == 0 and listed.stdout.strip():
+    if listed.returncode == 0 and listed.stdout.strip():  # git lists no file inside a nested repository
         found = {REPO / line for line in listed.stdout.splitlines()}
     else:
-        found = {
-            p
-            for p in REPO.rglob("README.md")
-            if not any(
-                part.startswith(".") or part in PRUNED or part.endswith(".egg-info")
-                for part in p.relative_to(REPO).parts[:-1]
-            )
-        }
+        found = {p for p in REPO.rglob("README.md") if ours(p)}
     return sorted(p for p in found if p.exists())
+
+
+def ours(path: Path) -> bool:
+    """Not under a build, cache or hidden folder, nor in a nested repository (a kept demo's xihe-src)."""
+    folders = path.relative_to(REPO).parents
+    return not any(
+        f.name.startswith(".")
+        or f.name in PRUNED
+        or f.name.endswith(".egg-info")
+        or (REPO / f / ".git").exists()
+        for f in folders
+        if f != Path(".")
+    )
 
 
 def prose(text: str) -> str:
