@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import base64
-import json
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,14 +35,6 @@ def _plaintext(v: dict[str, Any]) -> str:
 
 def _crypto(v: dict[str, Any]) -> MsgCrypto:
     return MsgCrypto.create(v["token"], v["encoding_aes_key"], v["receiveid"])
-
-
-def test_the_vector_copy_matches_the_reference_when_present() -> None:
-    # shared/ sits beside the checkout (the workplace and CI lay it out so)
-    reference = Path(__file__).resolve().parents[3] / "shared" / "reference" / "wecom_crypto_vectors.json"
-    if not reference.exists():
-        pytest.skip("reference directory not on this machine")
-    assert json.loads(reference.read_text(encoding="utf-8")) == VECTORS
 
 
 def test_the_vector_file_has_every_kind() -> None:
