@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.artifacts import ArtifactStore
 from xihe.agent.audit import SqlAuditSink
 from xihe.agent.clock import Clock
@@ -53,8 +54,8 @@ class AlertSink(Protocol):
     @property
     def outbox(self) -> OutboxReader: ...
 
-    def feed(self, events: Iterable[Any], bad: Iterable[tuple[str, str]] = ()) -> list[Any]:
-        """Decide a batch of failure events (one poll, scan or webhook post)."""
+    def feed(self, events: Iterable[AlertEvent], bad: Iterable[tuple[str, str]] = ()) -> list[Any]:
+        """Decide a batch of events (one poll, scan or webhook post); a record per event and bad item."""
         ...
 
     def raise_alert(
@@ -75,6 +76,13 @@ class DolphinAccess(Protocol):
     def client(self) -> DolphinReader: ...
 
 
+class RunOrigins(Protocol):
+    """Who started a run, when the bot did (`xihe.agent.dolphin.origin.SqlRunOrigins`): what an
+    instance alert says about its run. `find` gives None for a run the bot did not start."""
+
+    def find(self, instance_id: int, /) -> Any: ...
+
+
 class ShellAccess(Protocol):
     """The whitelisted shell (`xihe.agent.shell.feature.ShellService`)."""
 
@@ -93,6 +101,7 @@ class Services:
 
     dolphin: DolphinAccess | None = None
     alerts: AlertSink | None = None
+    origins: RunOrigins | None = None
     shell: ShellAccess | None = None
     code: CodeSearch | None = None
 

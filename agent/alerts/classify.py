@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.maintenance import MaintenanceBook
 from xihe.agent.alerts.model import Reason, Tier
 from xihe.config.workflows import Workflow, WorkflowsConfig

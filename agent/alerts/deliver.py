@@ -5,8 +5,8 @@ of the channel's kind (notify/; 20/min per robot, every attempt counted), retry 
 calls retryable with tenacity, and track consecutive failed rows per channel. After
 `failures_before_email` of them the channel switches to e-mail; while on e-mail, one row per
 `probe_seconds` tries the notifier first and a success switches the channel back. Every attempt
-comes back as a `DeliveryAttempt` for the audit. In modes, records and audit, "robot" names the
-channel's own notifier (whatever its kind) and "email" the fallback.
+comes back as the notifier's `Attempt`, stamped with its row, for the audit. In modes, records and
+audit, "robot" names the channel's own notifier (whatever its kind) and "email" the fallback.
 """
 
 from __future__ import annotations
@@ -25,35 +25,9 @@ from xihe.agent.errors import ConfigError
 from xihe.config.alerts import AlertsConfig, Channel
 
 
-@dataclass(frozen=True)
-class DeliveryAttempt:
-    """One push attempt, as the audit records it (no webhook key, no password)."""
-
-    key: str
-    channel: str
-    via: str  # robot | email
-    at: datetime
-    ok: bool
-    http_status: int | None = None
-    body: str = ""
-    errcode: int | None = None
-    error: str = ""
-    probe: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "key": self.key,
-            "channel": self.channel,
-            "via": self.via,
-            "at": self.at.isoformat(),
-            "ok": self.ok,
-            "http_status": self.http_status,
-            "body": self.body,
-            "errcode": self.errcode,
-            "error": self.error,
-            "probe": self.probe,
-        }
+def stamped(a: Attempt, row: OutboxRow, via: str, now: datetime, probe: bool = False) -> Attempt:
+    """`a` as the audit records it: which row and channel, which way (robot | email), when."""
+    return replace(a, key=row.key, channel=row.channel, via=via, at=now, probe=probe)
 
 
 @dataclass
@@ -161,15 +135,15 @@ class Deliverer:
         seconds = min(600, self.config.delivery.retry_seconds * 2 ** min(row.attempts, 10))
         return now + timedelta(seconds=seconds)
 
-    def run_once(self, now: datetime) -> list[DeliveryAttempt]:
+    def run_once(self, now: datetime) -> list[Attempt]:
         """Deliver what is due at `now`; return every attempt made."""
         d = self.config.delivery
-        audit: list[DeliveryAttempt] = []
+        audit: list[Attempt] = []
         for row in self.outbox.claim(now, self.owner, timedelta(seconds=d.lease_seconds), d.batch):
             self._deliver(row, now, audit)
         return audit
 
-    def _deliver(self, row: OutboxRow, now: datetime, audit: list[DeliveryAttempt]) -> None:
+    def _deliver(self, row: OutboxRow, now: datetime, audit: list[Attempt]) -> None:
         d = self.config.delivery
         # Renew just before sending: a row claimed early in a slow batch must not have lapsed to
         # another replica, which would then send it a second time.
@@ -190,7 +164,7 @@ class Deliverer:
         if use_robot:
             problem = notifier.ready(ch)
             if problem:
-                audit.append(DeliveryAttempt(row.key, row.channel, "robot", now, False, error=problem))
+                audit.append(stamped(Attempt(False, error=problem), row, "robot", now))
                 outcome = "failed"
             else:
                 robot_id = ch.robot_key_env
@@ -236,7 +210,7 @@ class Deliverer:
         robot_id: str,
         limit: int,
         now: datetime,
-        audit: list[DeliveryAttempt],
+        audit: list[Attempt],
         probe: bool,
     ) -> str:
         """Returns sent | failed | content | limited."""
@@ -245,11 +219,7 @@ class Deliverer:
             if not self.limiter.acquire(robot_id, now, limit):
                 raise _RateLimited()
             a = notifier.send(ch, row.text, subject=row.subject, ref=row.key)
-            audit.append(
-                DeliveryAttempt(
-                    row.key, row.channel, "robot", now, a.ok, a.status, a.body, a.errcode, a.error, probe
-                )
-            )
+            audit.append(stamped(a, row, "robot", now, probe))
             return a
 
         def last(state: RetryCallState) -> Attempt:
@@ -274,14 +244,13 @@ class Deliverer:
             return "sent"
         return "content" if result.refused else "failed"
 
-    def _mail(self, row: OutboxRow, ch: Channel, now: datetime, audit: list[DeliveryAttempt]) -> None:
+    def _mail(self, row: OutboxRow, ch: Channel, now: datetime, audit: list[Attempt]) -> None:
         assert self.mail is not None
         a = self.mail.send(ch, row.text, subject=row.subject, ref=row.key)
+        audit.append(stamped(a, row, "email", now))
         if not a.ok:
-            audit.append(DeliveryAttempt(row.key, row.channel, "email", now, False, error=a.error))
             self.outbox.mark_failed(
                 row.key, self.owner, now, a.error, self._backoff(row, now), force_email=row.force_email
             )
             return
-        audit.append(DeliveryAttempt(row.key, row.channel, "email", now, True, body=a.body))
         self.outbox.mark_sent(row.key, self.owner, now, "email")

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex, environment_of, tier_for
-from xihe.agent.alerts.event import AlertEvent
 from xihe.agent.alerts.grouping import window_key
 from xihe.agent.alerts.model import Kind, Notification, Tier
 from xihe.agent.alerts.notes import Origins, instance_note, window_notes

@@ -1,6 +1,7 @@
-"""AlertEvent: the one event model of the alert pipeline, and its JSON-line form.
+"""The JSON-line form of an AlertEvent (what `xihe alerts replay` reads), validated at that edge,
+and the mapping of a DolphinScheduler report onto the event.
 
-One JSON object a line (what `xihe alerts replay` reads):
+One JSON object a line:
 
     {"at": "2026-12-02T09:00:05+08:00", "project": "etl", "workflow": "order_sync",
      "workflow_code": 1001, "instance_id": 101, "state": "FAILURE", "task": "load",
@@ -15,207 +16,185 @@ One JSON object a line (what `xihe alerts replay` reads):
 - Required: `at` (ISO 8601 with an offset), `workflow`, `instance_id`, `state` (a DolphinScheduler
   state name). Every other field may be null or missing.
 
-The product's own sources (the watcher, the webhook, the scan) produce `agent.events.FailureEvent`,
-which reads `state` as the workflow's and keeps the task's in `task_state`; `from_failure` maps it
-onto this model at the edge, so the pipeline knows one vocabulary only.
+A report that gives the workflow's state and a task's state apart (DolphinScheduler's alert
+plugin items, an older replay line with `task_state`) is mapped by `from_report`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from xihe.agent.alert_event import FIELDS, AlertEvent
 from xihe.integrations.dolphinscheduler.states import KNOWN_STATES, WORKFLOW_RUNNING, workflow_state_name
-from xihe.tools.dolphin.events import FailureEvent
 
 REQUIRED = ("at", "workflow", "instance_id", "state")
-DOCUMENTED = (
-    "at",
+_STR = (
     "project",
     "workflow",
-    "workflow_code",
-    "instance_id",
-    "state",
     "task",
     "host",
     "error",
-    "retry_times",
-    "max_retry_times",
     "environment",
+    "failed_task",
+    "failed_task_state",
+    "log_tail",
+    "log_url",
 )
+_INT = ("workflow_code", "instance_id", "retry_times", "max_retry_times")
 
 
 class EventError(ValueError):
     """An event that cannot be used, with what is wrong (`field`: problem)."""
 
 
-@dataclass(frozen=True)
-class AlertEvent:
-    """One workflow-instance event (`task` empty) or task-attempt event (`task` set)."""
+def _problem(text: str) -> PydanticCustomError:
+    return PydanticCustomError("event", "{problem}", {"problem": text})
 
-    at: datetime
-    workflow: str
-    instance_id: int
-    state: str
-    project: str = ""
-    workflow_code: int = 0
-    task: str = ""  # "" = workflow-instance event
-    host: str = ""  # worker "ip:port"
-    error: str = ""
-    retry_times: int = 0  # task event: the attempt number; workflow FAILURE: of the task that failed it
-    max_retry_times: int = 0
-    environment: str = ""
-    # Extensions the product's own sources fill in (optional in a replay file):
-    failed_task: str = ""  # workflow FAILURE: the task that failed it, when the source knows
-    log_tail: str = ""
-    log_url: str = ""
-    start_time: datetime | None = None
-    end_time: datetime | None = None
-    parent_stopped: bool = False
-    source: str = "replay"  # replay | poller | webhook | scan
 
-    @property
-    def is_task(self) -> bool:
-        """A task-attempt event (else a workflow-instance event)."""
-        return bool(self.task)
+class EventLine(BaseModel):
+    """One replay line. Unknown keys are ignored; null is the same as missing."""
 
-    @property
-    def task_name(self) -> str:
-        """The failed task this event names, for either kind ("" when unknown)."""
-        return self.task or self.failed_task
+    model_config = ConfigDict(extra="ignore")
 
-    @property
-    def exhausted(self) -> bool:
-        """A FAILURE with no retries left (retry_times >= max_retry_times)."""
-        return self.retry_times >= self.max_retry_times
+    at: datetime = Field(description="when it happened, ISO 8601 with an offset")
+    workflow: str = Field(description="workflow definition name")
+    instance_id: int = Field(description="workflow instance id")
+    state: str = Field(
+        description="DolphinScheduler state: the workflow's, or the attempt's when `task` is set"
+    )
+    project: str = Field("", description="project name")
+    workflow_code: int = Field(0, description="workflow definition code")
+    task: str = Field("", description="the task of a task-attempt event; empty for a workflow event")
+    host: str = Field("", description="worker ip:port")
+    error: str = Field("", description="error line")
+    retry_times: int = Field(
+        0, description="the attempt number (workflow FAILURE: of the task that failed it)"
+    )
+    max_retry_times: int = Field(0, description="retries the task may take")
+    environment: str = Field("", description="environment, when the workflow is not configured")
+    failed_task: str = Field("", description="workflow event: the task that failed it")
+    failed_task_state: str = Field("", description="that task's own state")
+    log_tail: str = Field("", description="the end of the task's log")
+    log_url: str = Field("", description="where the whole log is")
+    start_time: datetime | None = Field(None, description="run start, ISO 8601 with an offset")
+    end_time: datetime | None = Field(None, description="run end, ISO 8601 with an offset")
+    parent_stopped: bool = Field(False, description="the parent workflow was stopped")
+    source: str = Field("replay", description="replay | poller | webhook | scan")
+    task_state: str = Field("", description="older lines: the task's state, `state` being the workflow's")
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; `task` is null for a workflow-instance event."""
-        out = asdict(self)
-        for key in ("at", "start_time", "end_time"):
-            if out[key] is not None:
-                out[key] = out[key].isoformat()
-        out["task"] = self.task or None
-        return out
-
+    @model_validator(mode="before")
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AlertEvent:
-        """Parse one JSON object; raises EventError naming the field. Unknown keys are ignored."""
-        return parse_event(data)
+    def _present(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _problem(f"expected a JSON object, got {type(data).__name__}")
+        missing = [k for k in REQUIRED if data.get(k) in (None, "")]
+        if missing:
+            raise _problem(f"missing required field(s) {', '.join(missing)}")
+        return {k: v for k, v in data.items() if v is not None}
 
+    @field_validator("at", "start_time", "end_time", mode="before")
+    @classmethod
+    def _time(cls, value: Any) -> datetime:
+        if isinstance(value, datetime):
+            parsed = value
+        else:
+            if not isinstance(value, str):
+                raise _problem(f"expected an ISO 8601 time, got {type(value).__name__}")
+            try:
+                parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                raise _problem(f"not an ISO 8601 time: {value[:40]!r}") from None
+        if parsed.tzinfo is None:
+            raise _problem(f"{value!s:.40} has no UTC offset (write e.g. +08:00 or Z)")
+        return parsed
 
-_STR = ("project", "workflow", "task", "host", "error", "environment", "failed_task", "log_tail", "log_url")
-_INT = ("workflow_code", "instance_id", "retry_times", "max_retry_times")
-_TIME = ("at", "start_time", "end_time")
-_FIELDS = frozenset(f.name for f in fields(AlertEvent))
+    @field_validator(*_INT, mode="before")
+    @classmethod
+    def _int(cls, value: Any) -> int:
+        if isinstance(value, bool):
+            raise _problem("expected an integer, got a boolean")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value.strip())
+        raise _problem(f"expected an integer, got {value!r:.40}")
 
+    @field_validator(*_STR, mode="before")
+    @classmethod
+    def _str(cls, value: Any) -> str:
+        if isinstance(value, dict | list):
+            raise _problem(f"expected a string, got {type(value).__name__}")
+        return str(value)
 
-def _time(key: str, value: Any) -> datetime:
-    if isinstance(value, datetime):
-        parsed = value
-    else:
-        if not isinstance(value, str):
-            raise EventError(f"{key}: expected an ISO 8601 time, got {type(value).__name__}")
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise EventError(f"{key}: not an ISO 8601 time: {value[:40]!r}") from None
-    if parsed.tzinfo is None:
-        raise EventError(f"{key}: {value!s:.40} has no UTC offset (write e.g. +08:00 or Z)")
-    return parsed
+    @field_validator("state", "source", "task_state", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        return str(value)
 
+    @field_validator("parent_stopped", mode="before")
+    @classmethod
+    def _flag(cls, value: Any) -> bool:
+        return bool(value)
 
-def _int(key: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise EventError(f"{key}: expected an integer, got a boolean")
-    if isinstance(value, int):
+    @field_validator("retry_times", "max_retry_times")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise _problem("must not be negative")
         return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    raise EventError(f"{key}: expected an integer, got {value!r:.40}")
+
+    @field_validator("state")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        state = workflow_state_name(value.strip()).upper()
+        if state not in KNOWN_STATES:
+            raise _problem(f"unknown state {value[:40]!r}")
+        return state
 
 
 def parse_event(data: Any) -> AlertEvent:
     """Validate one decoded JSON value against the event format; EventError says what is wrong."""
-    if not isinstance(data, dict):
-        raise EventError(f"expected a JSON object, got {type(data).__name__}")
-    if "task_state" in data:  # the product's own FailureEvent form (older replay files)
-        try:
-            return from_failure(FailureEvent.from_dict({**data, "source": data.get("source") or "replay"}))
-        except (TypeError, ValueError) as exc:
-            raise EventError(str(exc)) from None
-    missing = [k for k in REQUIRED if data.get(k) in (None, "")]
-    if missing:
-        raise EventError(f"missing required field(s) {', '.join(missing)}")
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in _FIELDS or value is None:
-            continue
-        if key in _TIME:
-            values[key] = _time(key, value)
-        elif key in _INT:
-            values[key] = _int(key, value)
-        elif key in _STR:
-            if isinstance(value, dict | list):
-                raise EventError(f"{key}: expected a string, got {type(value).__name__}")
-            values[key] = str(value)
-        elif key == "parent_stopped":
-            values[key] = bool(value)
-        else:
-            values[key] = str(value)
-    state = workflow_state_name(values["state"].strip()).upper()
-    if state not in KNOWN_STATES:
-        raise EventError(f"state: unknown state {values['state'][:40]!r}")
-    values["state"] = state
-    for key in ("retry_times", "max_retry_times"):
-        if values.get(key, 0) < 0:
-            raise EventError(f"{key}: must not be negative")
-    return AlertEvent(**values)
+    try:
+        line = EventLine.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise EventError(f"{where}: {first['msg']}" if where else first["msg"]) from None
+    if "task_state" in data:  # an older line: `state` is the workflow's, `task_state` the task's
+        values = line.model_dump(exclude={"task_state", "failed_task", "failed_task_state"})
+        return from_report(**values, task_state=line.task_state)
+    return AlertEvent(**line.model_dump(exclude={"task_state"}))
 
 
 def unknown_fields(data: dict[str, Any]) -> list[str]:
     """Keys of a JSON event the format does not know (they are ignored)."""
     if "task_state" in data:
         return []
-    return sorted(k for k in data if k not in _FIELDS)
+    return sorted(k for k in data if k not in FIELDS)
 
 
-def from_failure(fe: FailureEvent) -> AlertEvent:
-    """Map the product's FailureEvent (workflow `state` + task `task_state`) onto the one model.
+def from_report(state: str, task: str = "", task_state: str = "", **event: Any) -> AlertEvent:
+    """A DolphinScheduler report (the workflow's `state`, a `task` and its `task_state`) as the one event.
 
     While the workflow still runs, a reported task is one attempt: a task-attempt event with the
     task's state. Once the workflow has ended, the report is the workflow's own event (FAILURE,
-    STOP, ...) naming the task that failed it. Raises EventError for a state nobody knows.
+    STOP, ...) naming the task that failed it. `event` holds the other AlertEvent fields. Raises
+    EventError for a state nobody knows.
     """
-    wf_state = workflow_state_name(fe.state).upper()
-    task_state = workflow_state_name(fe.task_state).upper()
-    common: dict[str, Any] = dict(
-        at=fe.at,
-        workflow=fe.workflow,
-        instance_id=fe.instance_id,
-        project=fe.project,
-        workflow_code=fe.workflow_code,
-        host=fe.host,
-        error=fe.error,
-        retry_times=fe.retry_times,
-        max_retry_times=fe.max_retry_times,
-        environment=fe.environment,
-        log_tail=fe.log_tail,
-        log_url=fe.log_url,
-        start_time=fe.start_time,
-        end_time=fe.end_time,
-        parent_stopped=fe.parent_stopped,
-        source=fe.source,
-    )
-    if fe.task and (not wf_state or wf_state in WORKFLOW_RUNNING):
-        state = task_state or "FAILURE"  # the product reports only failed attempts without a state
-        if state not in KNOWN_STATES:
-            raise EventError(f"task_state: unknown state {fe.task_state[:40]!r}")
-        return AlertEvent(**common, state=state, task=fe.task)
-    state = wf_state or task_state
-    if state not in KNOWN_STATES:
-        raise EventError(f"state: unknown state {fe.state[:40]!r}")
-    return AlertEvent(**common, state=state, failed_task=fe.task)
+    wf_state = workflow_state_name(state).upper()
+    t_state = workflow_state_name(task_state).upper()
+    if task and (not wf_state or wf_state in WORKFLOW_RUNNING):
+        attempt = t_state or "FAILURE"  # DolphinScheduler reports only failed attempts without a state
+        if attempt not in KNOWN_STATES:
+            raise EventError(f"task_state: unknown state {task_state[:40]!r}")
+        return AlertEvent(**event, state=attempt, task=task)
+    final = wf_state or t_state
+    if final not in KNOWN_STATES:
+        raise EventError(f"state: unknown state {state[:40]!r}")
+    return AlertEvent(**event, state=final, failed_task=task, failed_task_state=t_state)

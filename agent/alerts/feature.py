@@ -1,14 +1,11 @@
-"""The alert pipeline in the product: service, `/maint`, jobs, the DolphinScheduler webhook and a tool.
+"""The alert pipeline in the product: service, `/maint`, jobs and a tool.
 
     service        `deps.alerts` = AlertService (SQL stores shared by replicas); the DolphinScheduler
-                   watcher calls `.feed(events)`
+                   feature calls `.feed(events)` (its watcher, webhook and failed-run scan)
     commands       `/maint on 30m [scope]`, `/maint off [N|scope]`, `/maint` (list), role-checked
                    (admin) and audited
     jobs           alerts_flush (held messages and ended windows → outbox) and alerts_deliver
-                   (outbox → robot/e-mail; every attempt audited); alerts_scan when `scan.enabled`
-                   (failed runs of the configured DS projects the bot did not start → feed, once)
-    routes         POST /hooks/dolphinscheduler: shared secret from the env variable alerts.yaml
-                   names, validated body, idempotent (a re-post is recorded as a duplicate)
+                   (outbox → robot/e-mail; every attempt audited)
     tools          send_wecom_alert (a write: the gate asks) through the same outbox
 
 Nothing is installed when config/alerts.yaml is absent.
@@ -16,21 +13,11 @@ Nothing is installed when config/alerts.yaml is absent.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
-
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
 
 from xihe.agent.alerts.maintenance import MaintError, MaintOff, MaintOn, parse_maint_command
 from xihe.agent.alerts.messages import MAINT
-from xihe.agent.alerts.model import PUSHED, Reason
-from xihe.agent.alerts.scan import ScanResult
-from xihe.agent.alerts.scanner import Scanner
 from xihe.agent.alerts.service import AlertService
-from xihe.agent.alerts.webhook import handle_ds_webhook
 from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Services
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
@@ -40,7 +27,6 @@ from xihe.agent.i18n import Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
-from xihe.tools.dolphin.service import DolphinService
 from xihe.tools.send_wecom_alert import NAME as TOOL_NAME
 from xihe.tools.send_wecom_alert import make_spec
 
@@ -49,8 +35,6 @@ if TYPE_CHECKING:
     from xihe.agent.gate import Who
     from xihe.agent.inbound import Inbound
     from xihe.agent.session import Session
-
-log = logging.getLogger("xihe.alerts")
 
 
 def _config(settings: Any) -> AlertsConfig | None:
@@ -62,12 +46,6 @@ def service(app: Runtime) -> AlertService | None:
     """The installed alert service, or None when alerts are not configured."""
     svc = app.deps.alerts
     return svc if isinstance(svc, AlertService) else None
-
-
-def scanner(app: Runtime) -> Scanner | None:
-    """The failed-run scanner, when alerts.yaml enables `scan`."""
-    found = app.state("alerts")
-    return found if isinstance(found, Scanner) else None
 
 
 MAINT_HELP = [
@@ -83,9 +61,8 @@ MAINT_HELP = [
 
 # ---- feature interface ---------------------------------------------------------------------------
 def install(ctx: Context) -> Installed:
-    """When alerts.yaml exists: the tool, the service over the SQL stores, `/maint`, the jobs (flush
-    windows every 5 s, deliver the outbox every 3 s, both idempotent and replica-safe; scan if on)
-    and the webhook."""
+    """When alerts.yaml exists: the tool, the service over the SQL stores, `/maint` and the jobs (flush
+    windows every 5 s, deliver the outbox every 3 s, both idempotent and replica-safe)."""
     cfg = _config(ctx.settings)
     if cfg is None:
         return Installed()
@@ -102,10 +79,6 @@ def install(ctx: Context) -> Installed:
         Job("alerts_flush", flush_windows, 5, run_at_start=True),
         Job("alerts_deliver", deliver_outbox, 3),
     ]
-    scan = None
-    if cfg.scan.enabled:
-        scan = Scanner(ctx.deps, cfg.scan, ctx.settings.workflows)
-        jobs.append(Job("alerts_scan", scan_failed_runs, cfg.scan.interval_seconds))
     return Installed(
         tools=[tool],
         services=Services(
@@ -119,8 +92,6 @@ def install(ctx: Context) -> Installed:
         commands={"maint": _maint},
         help=list(MAINT_HELP),
         jobs=jobs,
-        routes=[routes],
-        state=scan,
     )
 
 
@@ -139,73 +110,6 @@ def deliver_outbox(app: Runtime) -> None:
     svc = service(app)
     if svc is not None:
         svc.deliver()
-
-
-def scan_failed_runs(app: Runtime) -> ScanResult | None:
-    """Job: report failed runs of the configured DS projects the bot did not start (once each)."""
-    svc, scan = service(app), scanner(app)
-    if svc is None or scan is None:
-        return None
-    ds = app.deps.dolphin
-    if not isinstance(ds, DolphinService):
-        log.warning("alerts.yaml enables the failed-run scan, but DolphinScheduler is not configured")
-        return None
-    return scan.run(ds, svc.feed, app.deps.clock())
-
-
-def routes(app: Runtime) -> list[BaseRoute]:
-    """POST /hooks/dolphinscheduler."""
-    cfg = _config(app.settings)
-    if cfg is None:
-        return []
-
-    async def hook(request: Request) -> Response:
-        svc = service(app)
-        if svc is None:
-            return JSONResponse({"ok": False, "error": "alerts are not configured"}, status_code=503)
-        body = await request.body()
-        secret = app.settings.secret(cfg.webhook.secret_env) or ""
-        now = app.deps.clock()
-        status, out = handle_ds_webhook(
-            request.headers, body, secret, now, cfg.webhook.header, cfg.webhook.ds_timezone
-        )
-        if isinstance(out, str):
-            app.deps.audit.record(
-                AuditEvent(
-                    at=now,
-                    kind="webhook",
-                    actor=request.client.host if request.client else "unknown",
-                    outcome="rejected",
-                    tool="/hooks/dolphinscheduler",
-                    reason=f"HTTP {status}: {out}",
-                )
-            )
-            return JSONResponse({"ok": False, "error": out}, status_code=status)
-        records = await run_in_threadpool(svc.feed, out.events, out.bad)
-        if status != 200:
-            app.deps.audit.record(
-                AuditEvent(
-                    at=now,
-                    kind="webhook",
-                    actor=request.client.host if request.client else "unknown",
-                    outcome="rejected",
-                    tool="/hooks/dolphinscheduler",
-                    reason=f"HTTP {status}: " + "; ".join(why for _w, why in out.bad)[:500],
-                )
-            )
-        return JSONResponse(
-            {
-                "ok": status == 200,
-                "events": len(out.events),
-                "bad": [{"item": where, "error": why} for where, why in out.bad],
-                "pushed": sum(1 for r in records if r.reason in PUSHED),
-                "duplicates": sum(1 for r in records if r.reason is Reason.DUPLICATE_EVENT),
-                "records": [r.to_dict() for r in records],
-            },
-            status_code=status,
-        )
-
-    return [Route("/hooks/dolphinscheduler", hook, methods=["POST"])]
 
 
 # ---- /maint --------------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex, idempotency_key, tier_for
 from xihe.agent.alerts.emit import Emitter
-from xihe.agent.alerts.event import AlertEvent
 from xihe.agent.alerts.fingerprint import fingerprint
 from xihe.agent.alerts.grouping import decide_group, epoch, instance_key, window_key
 from xihe.agent.alerts.maintenance import MaintenanceBook

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.model import Reason, Tier
 from xihe.agent.alerts.state import HostHits, InstanceState, Window
 from xihe.config.alerts import AlertsConfig

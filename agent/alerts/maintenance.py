@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.messages import MAINT
 from xihe.agent.cron import CronSpec
 from xihe.agent.i18n import Text

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.model import Kind, Notification, Tier
 from xihe.agent.alerts.render import Renderer, duration_seconds
 from xihe.agent.alerts.state import InstanceState, Window

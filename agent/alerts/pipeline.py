@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex, classify, idempotency_key
 from xihe.agent.alerts.emit import Emitter, is_p0
-from xihe.agent.alerts.event import AlertEvent
 from xihe.agent.alerts.folding import Folding, record_of
 from xihe.agent.alerts.grouping import epoch, instance_key
 from xihe.agent.alerts.maintenance import MaintenanceBook

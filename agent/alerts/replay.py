@@ -1,4 +1,4 @@
-"""Replay a recorded FailureEvent stream through the real pipeline and deliverer on a simulated clock.
+"""Replay a recorded AlertEvent stream through the real pipeline and deliverer on a simulated clock.
 
 Used by `xihe alerts replay`, the tests and the storm benchmark. Stores are in memory; the robot is
 `SimRobot`, which enforces WeCom's 20 messages/minute on the simulated clock and counts violations.
@@ -17,9 +17,11 @@ from typing import Any
 
 from tenacity import wait_none
 
-from xihe.agent.alerts.deliver import Deliverer, DeliveryAttempt
-from xihe.agent.alerts.event import AlertEvent, EventError, parse_event, unknown_fields
+from xihe.agent.alert_event import AlertEvent
+from xihe.agent.alerts.deliver import Deliverer
+from xihe.agent.alerts.event import EventError, parse_event, unknown_fields
 from xihe.agent.alerts.model import PUSHED, AlertRecord, Reason
+from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.alerts.notify.email import EmailNotifier
 from xihe.agent.alerts.notify.wecom_robot import WeComRobotNotifier
 from xihe.agent.alerts.outbox import InMemoryOutbox
@@ -91,7 +93,7 @@ class ReplayResult:
 
     notifications: list[dict[str, Any]]
     records: list[AlertRecord]
-    attempts: list[DeliveryAttempt]
+    attempts: list[Attempt]
     events: int
     naive: int
     rate_limit_violations: int
@@ -202,7 +204,7 @@ def run_replay(
         sleep=lambda _s: None,
     )
     records: list[AlertRecord] = []
-    attempts: list[DeliveryAttempt] = []
+    attempts: list[Attempt] = []
     core = 0.0
     horizon = timedelta(
         minutes=max(config.window_minutes, config.node_storm.window_minutes),

@@ -1,6 +1,6 @@
 """The alert pipeline of one bot process, over the shared SQL stores: what `deps.alerts` is.
 
-    feed(events)          the watcher and the webhook hand over FailureEvents → records (why each went where)
+    feed(events)          the DolphinScheduler feature hands over AlertEvents → records (why each went where)
     tick()                the "flush alert windows" job: held messages and ended windows → outbox
     deliver()             the "deliver outbox" job: robot (20/min), retries, e-mail fallback; every attempt audited
     raise_alert(...)      a message the model asked for (tool send_wecom_alert), through the same outbox
@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from xihe.agent.alerts.deliver import Deliverer, DeliveryAttempt
-from xihe.agent.alerts.event import AlertEvent, EventError, from_failure
+from xihe.agent.alert_event import AlertEvent
+from xihe.agent.alerts.deliver import Deliverer
 from xihe.agent.alerts.maintenance import (
     MaintenanceBook,
     MaintenanceWindow,
@@ -29,9 +29,10 @@ from xihe.agent.alerts.maintenance import (
 )
 from xihe.agent.alerts.manual import manual_row
 from xihe.agent.alerts.model import AlertRecord
+from xihe.agent.alerts.notes import RunOrigin
 from xihe.agent.alerts.notify import channel_notifiers
+from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.alerts.notify.email import make_mail
-from xihe.agent.alerts.origin import SqlRunOrigins
 from xihe.agent.alerts.pipeline import FeedResult, Pipeline
 from xihe.agent.alerts.sql.channel import SqlChannelHealth
 from xihe.agent.alerts.sql.maintenance import SqlMaintenanceStore
@@ -45,7 +46,6 @@ from xihe.agent.deps import Deps
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
 from xihe.config.workflows import WorkflowsConfig
-from xihe.tools.dolphin.events import FailureEvent
 
 log = logging.getLogger("xihe.alerts")
 
@@ -56,6 +56,19 @@ class MaintChange:
 
     opened: tuple[tuple[int, MaintenanceWindow], ...] = ()
     closed: tuple[str, ...] = ()
+
+
+class ProvidedOrigins:
+    """The origins of runs the bot started, as the DolphinScheduler feature provides them
+    (`deps.origins`, set once every feature is installed); none while it provides none."""
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def find(self, instance_id: int) -> RunOrigin | None:
+        """The origin of `instance_id`, or None."""
+        origins = self.deps.origins
+        return origins.find(instance_id) if origins is not None else None
 
 
 class AlertService:
@@ -87,7 +100,7 @@ class AlertService:
             self._base_book,
             production=production,
             records=self.records,
-            origins=SqlRunOrigins(deps.engine),
+            origins=ProvidedOrigins(deps),
         )
         self.deliverer = Deliverer(
             config,
@@ -105,22 +118,14 @@ class AlertService:
     def _book(self, now: datetime) -> MaintenanceBook:
         return replace(self._base_book, windows=self._base_book.windows + tuple(self.maint.load(since=now)))
 
-    def feed(
-        self, events: Iterable[FailureEvent | AlertEvent], bad: Iterable[tuple[str, str]] = ()
-    ) -> list[AlertRecord]:
+    def feed(self, events: Iterable[AlertEvent], bad: Iterable[tuple[str, str]] = ()) -> list[AlertRecord]:
         """Decide a batch of events (one poll, scan or webhook post); returns a record per event.
 
-        The product's FailureEvents are mapped onto the one event model here; one that cannot be
-        (an unknown state) is recorded as a bad event, as is each (where, problem) in `bad` (items
-        the webhook could not parse), and the rest of the batch goes on."""
+        Each (where, problem) in `bad` (items the webhook could not use) is recorded as a bad event,
+        and the rest of the batch goes on."""
         now = self.deps.clock()
-        good: list[AlertEvent] = []
+        good = list(events)
         problems = list(bad)
-        for e in events:
-            try:
-                good.append(e if isinstance(e, AlertEvent) else from_failure(e))
-            except EventError as exc:
-                problems.append((f"{e.source}:{e.instance_id}:{e.task}", str(exc)))
         if not good and not problems:
             return []
         with self.stores.unit():
@@ -151,7 +156,7 @@ class AlertService:
             self.deps.metrics.alerts.labels("queued").inc(len(result.notifications))
 
     # ---- delivery ----------------------------------------------------------------------------------
-    def deliver(self) -> list[DeliveryAttempt]:
+    def deliver(self) -> list[Attempt]:
         """Send what is due; every attempt is audited (HTTP status and body, key redacted)."""
         now = self.deps.clock()
         attempts = self.deliverer.run_once(now)
@@ -162,7 +167,7 @@ class AlertService:
             detail = red.data(raw)
             self.deps.audit.record(
                 AuditEvent(
-                    at=a.at,
+                    at=now,
                     kind="alert_push",
                     actor=self.deps.holder,
                     outcome="sent" if a.ok else "failed",

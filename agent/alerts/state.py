@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.model import Tier
 
 SCHEMA_VERSION = 2  # 2: events in the AlertEvent form; windows name every instance

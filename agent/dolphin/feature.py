@@ -1,4 +1,5 @@
-"""DolphinScheduler in chat: tools, `/run` `/status` `/rerun` `/stop`, run watching and the name sync.
+"""DolphinScheduler in chat: tools, `/run` `/status` `/rerun` `/stop`, run watching and the name sync;
+and DolphinScheduler's events for the alert pipeline.
 
 Active when config/dolphin.yaml exists and the credentials it names are set. Then:
 
@@ -8,8 +9,10 @@ Active when config/dolphin.yaml exists and the credentials it names are set. The
       /run order_sync 2026-12-01..2026-12-03    /status 101    /rerun 101    /stop 101
 - jobs: `ds_poll` polls the claimed watch rows (`run_poll_cycle` over the SQL store), posts
   progress (throttled) and the final state to the conversation that started the run, and hands
-  FailureEvents to `deps.alerts` when the alert pipeline is installed; `ds_catalog_sync`
+  AlertEvents to `deps.alerts` when the alert pipeline is installed; `ds_catalog_sync`
   refreshes name → code and release state.
+- when config/alerts.yaml exists (with or without dolphin.yaml): the `/hooks/dolphinscheduler`
+  webhook, the `alerts_scan` job and `deps.origins` (sources.py).
 
 Delivery is at most once per outcome: the watch row is saved (lease released) before the
 messages go out, so a crash in between loses that message rather than repeating it forever.
@@ -18,20 +21,22 @@ messages go out, so a crash in between loses that message rather than repeating 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.commands import Command
 from xihe.agent.deps import Services
+from xihe.agent.dolphin.sources import install_sources
 from xihe.agent.errors import ConfigError, TaskStateError
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section, merge
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.tasks import TaskStatus
 from xihe.config.dolphin import DolphinConfig, credentials
 from xihe.integrations.dolphinscheduler.states import is_terminal
-from xihe.tools.dolphin.events import FailureEvent
 from xihe.tools.dolphin.messages import (
     appeared_text,
     auth_text,
@@ -68,6 +73,12 @@ HELP = [
 
 
 def install(ctx: Context) -> Installed:
+    """DolphinScheduler in chat (`install_chat`) and its alert event sources (`install_sources`)."""
+    chat, sources = install_chat(ctx), install_sources(ctx)
+    return replace(merge([chat, sources]), state=sources.state)
+
+
+def install_chat(ctx: Context) -> Installed:
     """When dolphin.yaml is configured and its credentials are set: the service, the tools, the
     commands and their help lines, the poll and name-sync jobs. Without credentials it is off, which
     /readyz shows as a warning."""
@@ -151,7 +162,7 @@ def _lang(app: Runtime, w: Watch) -> Lang:
     return app.deps.lang(goal, w.conversation)
 
 
-def _hand_to_alerts(app: Runtime, events: list[FailureEvent]) -> None:
+def _hand_to_alerts(app: Runtime, events: list[AlertEvent]) -> None:
     """Failures go to the alert pipeline (AlertService.feed takes one poll's batch)."""
     alerts = app.deps.alerts
     if alerts is not None and events:

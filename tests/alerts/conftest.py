@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.alerts.feature_support import alerts_app, sinks  # noqa: F401  (fixtures of the feature tests)
-from xihe.agent.alerts.event import AlertEvent
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.outbox import InMemoryOutbox
 from xihe.agent.alerts.pipeline import Pipeline
 from xihe.agent.alerts.state import InMemoryAlertStateStore

@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from tests.conftest import CORE_FILES, REPO, write_config
+from xihe.agent.alert_event import AlertEvent
+from xihe.agent.alerts.event import from_report
 from xihe.agent.alerts.service import AlertService
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
@@ -19,7 +21,6 @@ from xihe.agent.scheduler import all_jobs, run_job
 from xihe.integrations.fakes.llm_server import ScriptedLLM
 from xihe.integrations.fakes.smtp_sink import SmtpSink
 from xihe.integrations.wecom.robot_sink import RobotSink
-from xihe.tools.dolphin.events import FailureEvent
 
 KEY = "robot-key-default-0123456789"
 KEY_PROD = "robot-key-prod-9876543210"
@@ -124,8 +125,9 @@ def run_jobs(app: App) -> None:
     job(app, "alerts_deliver")
 
 
-def failure(clock: FakeClock, **kw: Any) -> FailureEvent:
-    """A final failure of user_profile_test (test, P1, default channel) at the clock's time."""
+def failure(clock: FakeClock, **kw: Any) -> AlertEvent:
+    """A final failure of user_profile_test (test, P1, default channel) at the clock's time, as
+    DolphinScheduler reports it (`state` the workflow's, `task_state` the task's)."""
     base: dict[str, Any] = {
         "at": clock(),
         "project": "sandbox",
@@ -140,4 +142,4 @@ def failure(clock: FakeClock, **kw: Any) -> FailureEvent:
         "task_state": "FAILURE",
     }
     base.update(kw)
-    return FailureEvent(**base)
+    return from_report(**base)

@@ -18,19 +18,19 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.app import build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.scheduler import all_jobs, run_job
-from xihe.tools.dolphin.events import FailureEvent
 
 
 def main(argv: list[str]) -> int:
     config_dir, db_url, holder, events_file, start = argv
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    steps: dict[int, list[FailureEvent]] = defaultdict(list)
+    steps: dict[int, list[AlertEvent]] = defaultdict(list)
     for line in Path(events_file).read_text().splitlines():
         row = json.loads(line)
-        steps[int(row["step"])].append(FailureEvent.from_dict(row["event"]))
+        steps[int(row["step"])].append(AlertEvent.from_dict(row["event"]))
     clock = FakeClock(datetime.fromisoformat(start))
     app = build_app(Path(config_dir), clock=clock, database_url=db_url, holder=holder)
     jobs = {j.id: j for j in all_jobs(app)}

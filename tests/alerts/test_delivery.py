@@ -125,7 +125,7 @@ def test_retryable_errcode_is_retried_and_every_attempt_audited_without_the_key(
         outbox.add(OutboxRow.of(note(1)))
         sink.script(45009, "http500")
         audit = make_deliverer(cfg, outbox, sink, smtp).run_once(T0)
-        assert [(a.ok, a.errcode, a.http_status) for a in audit] == [
+        assert [(a.ok, a.errcode, a.status) for a in audit] == [
             (False, 45009, 200),
             (False, None, 500),
             (True, 0, 200),

@@ -1,4 +1,5 @@
-"""The event format: what parse_event accepts, what it rejects (naming the field), and the edge mapping."""
+"""The event format: what parse_event accepts, what it rejects (naming the field), the mapping of a
+DolphinScheduler report, and the stored form read back as written."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from xihe.agent.alerts.event import AlertEvent, EventError, from_failure, parse_event, unknown_fields
-from xihe.tools.dolphin.events import FailureEvent
+from xihe.agent.alert_event import AlertEvent
+from xihe.agent.alerts.event import EventError, from_report, parse_event, unknown_fields
 
 LINE: dict[str, Any] = {
     "at": "2026-12-02T17:00:05+08:00",
@@ -81,7 +82,8 @@ def test_tolerated_spellings() -> None:
         parse_event([LINE])
 
 
-def failure(**kw: Any) -> FailureEvent:
+def report(**kw: Any) -> AlertEvent:
+    """The watcher's report of order_sync instance 101: the workflow's state, the task and its state."""
     base: dict[str, Any] = {
         "at": datetime(2026, 12, 2, 9, tzinfo=UTC),
         "project": "etl",
@@ -96,20 +98,35 @@ def failure(**kw: Any) -> FailureEvent:
         "source": "poller",
     }
     base.update(kw)
-    return FailureEvent(**base)
+    return from_report(**base)
 
 
-def test_the_products_own_events_are_mapped_at_the_edge() -> None:
-    ended = from_failure(failure())  # the watcher saw the workflow FAILURE: its event, naming the task
+def test_a_report_of_the_workflow_and_its_task_maps_onto_the_one_event() -> None:
+    ended = report()  # the workflow FAILURE: its event, naming the task
     assert (ended.task, ended.failed_task, ended.state, ended.source) == ("", "load", "FAILURE", "poller")
-    running = from_failure(failure(state="RUNNING_EXECUTION"))  # an attempt while the run goes on
+    running = report(state="RUNNING_EXECUTION")  # an attempt while the run goes on
     assert (running.task, running.state, running.exhausted) == ("load", "FAILURE", False)
-    stopped = from_failure(failure(state="STOP", task_state="KILL"))
-    assert (stopped.task, stopped.state) == ("", "STOP")
-    bare = from_failure(failure(task="", task_state=""))
+    stopped = report(state="STOP", task_state="KILL")
+    assert (stopped.task, stopped.state, stopped.failed_task_state) == ("", "STOP", "KILL")
+    bare = report(task="", task_state="")
     assert (bare.task, bare.failed_task, bare.state) == ("", "", "FAILURE")
-    with pytest.raises(EventError, match="unknown state"):
-        from_failure(failure(state="RUNNING_EXECUTION", task_state="WEIRD"))
+    with pytest.raises(EventError, match="task_state: unknown state"):
+        report(state="RUNNING_EXECUTION", task_state="WEIRD")
+    with pytest.raises(EventError, match="state: unknown state"):
+        report(state="", task="", task_state="")
+
+
+def test_the_stored_form_reads_back_as_written() -> None:
+    e = report(
+        state="STOP",
+        task_state="KILL",
+        log_tail="x\ny",
+        start_time=datetime(2026, 12, 2, 8, tzinfo=UTC),
+        parent_stopped=True,
+    )
+    assert AlertEvent.from_dict(e.to_dict()) == e
+    attempt = parse_event(LINE)
+    assert AlertEvent.from_dict(attempt.to_dict()) == attempt
 
 
 def test_an_older_replay_line_with_task_state_still_reads() -> None:

@@ -10,11 +10,11 @@ from sqlalchemy import insert
 from tests.alerts.conftest import config, event
 from xihe.agent.alerts.model import Tier
 from xihe.agent.alerts.notes import RunOrigin, instance_note
-from xihe.agent.alerts.origin import SqlRunOrigins
 from xihe.agent.alerts.render import Renderer
 from xihe.agent.alerts.state import InstanceState
 from xihe.agent.core_tables import pending_action
 from xihe.agent.db import open_store_engine
+from xihe.agent.dolphin.origin import SqlRunOrigins
 from xihe.agent.task_store import TaskStore
 from xihe.tools.dolphin.store import SqlWatchStore
 from xihe.tools.dolphin.watch import Watch

@@ -23,9 +23,9 @@ import yaml
 from tests.alerts.feature_support import KEY, Sinks, failure, merge, svc
 from tests.alerts.test_replicas import delivered_exactly_once
 from tests.conftest import CORE_FILES, REPO, write_config
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.app import build_app
 from xihe.agent.clock import FakeClock
-from xihe.tools.dolphin.events import FailureEvent
 
 STEPS, DRAIN = 30, 45  # 5 minutes of events in 10-second steps, then 7.5 minutes to drain
 STEP_TIMEOUT = 60.0  # seconds of real time one step may take before the test gives up
@@ -53,7 +53,7 @@ def alerts_config(directory: Path, sinks: Sinks) -> Path:
     return cfg
 
 
-def storm(clock: FakeClock) -> list[list[FailureEvent]]:
+def storm(clock: FakeClock) -> list[list[AlertEvent]]:
     """A burst of 30 failures (more than a robot minute), then 2 per step; every fifth one P0."""
     prod = {"project": "etl", "workflow": "order_sync", "workflow_code": 1001, "environment": "prod"}
     batches = []

@@ -7,9 +7,9 @@ from collections import Counter
 from datetime import timedelta
 
 from tests.alerts.feature_support import KEY, KEY_PROD, AlertsApp, Sinks, failure, job, run_jobs, svc
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.app import App
 from xihe.agent.clock import FakeClock
-from xihe.tools.dolphin.events import FailureEvent
 
 
 def delivered_exactly_once(app: App, sinks: Sinks) -> list[str]:
@@ -30,7 +30,7 @@ def test_outage_during_a_storm_on_sql_stores_every_alert_arrives_exactly_once(
 ) -> None:
     app = alerts_app(db_url)
     sinks.robot.fail_for(240, "http500")  # the robot is down for the first 4 minutes
-    fed: list[FailureEvent] = []
+    fed: list[AlertEvent] = []
     for step in range(36):  # 6 minutes in 10-second steps
         batch = [
             failure(
@@ -117,7 +117,7 @@ def test_two_replicas_on_one_database_never_send_twice(
     """Two apps (own engines, own threads) get the same events and run the same jobs at once."""
     replicas = [alerts_app(db_url, holder="replica-a"), alerts_app(db_url, holder="replica-b")]
     steps = 30
-    per_step: list[list[FailureEvent]] = []
+    per_step: list[list[AlertEvent]] = []
     for step in range(steps):
         at = clock() + timedelta(seconds=10 * step)
         n = 30 if step == 0 else 2  # a burst first: more than one robot minute's worth

@@ -16,13 +16,13 @@ from tests.alerts.feature_support import KEY, KEY_PROD, Sinks, merge, run_jobs
 from tests.alerts.test_replicas import delivered_exactly_once
 from tests.conftest import REPO
 from tests.dolphin.support import write_ds_config
-from xihe.agent.alerts.feature import scan_failed_runs
-from xihe.agent.alerts.scan import ScanResult
-from xihe.agent.alerts.scan_marks import mark_key
-from xihe.agent.alerts.scanner import Scanner
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.dolphin.feature import poll_watches
+from xihe.agent.dolphin.scan import ScanResult
+from xihe.agent.dolphin.scan_marks import mark_key
+from xihe.agent.dolphin.scanner import Scanner
+from xihe.agent.dolphin.sources import scan_failed_runs
 from xihe.agent.errors import ConfigError
 from xihe.agent.inbound import Inbound
 from xihe.agent.scheduler import all_jobs, run_job
@@ -171,7 +171,7 @@ def test_a_failed_cron_run_alerts_once_and_a_rescan_sends_nothing(
         "etl",
         "prod",
     )
-    assert (event.task, event.host, event.task_state) == ("load", HOST, "FAILURE")
+    assert (event.failed_task, event.host, event.failed_task_state) == ("load", HOST, "FAILURE")
     assert "SQLException" in event.error and "SQLException" in event.log_tail
     (record,) = bot.records()
     assert (record["instance_id"], record["reason"], record["tier"]) == (cron.id, "new_instance", "P0")
@@ -301,7 +301,7 @@ def test_a_claim_left_by_a_dead_replica_lapses(
     cron = bot.sim.run_directly("order_sync")
     bot.sim.advance(300)
     inst = bot.app.deps.dolphin.client.get_instance(ETL, cron.id)
-    scanner = bot.app.state("alerts")
+    scanner = bot.app.state("dolphin")
     assert isinstance(scanner, Scanner)
     dead = type(scanner.marks)(bot.app.deps.engine, "dead-replica")
     lease = timedelta(seconds=120)
@@ -314,6 +314,6 @@ def test_a_claim_left_by_a_dead_replica_lapses(
 def test_the_scan_is_off_by_default_and_needs_project_names(scan_bot: ScanBots, sqlite_url: str) -> None:
     bot = scan_bot(sqlite_url)
     assert "alerts_scan" not in {j.id for j in all_jobs(bot.app)}
-    assert bot.app.state("alerts") is None and scan_failed_runs(bot.app) is None
+    assert bot.app.state("dolphin") is None and scan_failed_runs(bot.app) is None
     with pytest.raises(ConfigError, match="scan"):
         scan_bot(sqlite_url, scan={"enabled": True})

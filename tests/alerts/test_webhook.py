@@ -8,9 +8,8 @@ import pytest
 
 from tests.alerts.conftest import T0
 from xihe.agent.alerts.classify import idempotency_key
-from xihe.agent.alerts.event import from_failure
 from xihe.agent.alerts.model import Reason
-from xihe.agent.alerts.webhook import Parsed, handle_ds_webhook
+from xihe.agent.dolphin.webhook import Parsed, handle_ds_webhook
 
 SECRET = "s3cret-token-value"
 ITEMS = [
@@ -79,27 +78,24 @@ def test_failure_items_become_events(body):
         first.instance_id,
         first.workflow,
         first.workflow_code,
-        first.task,
         first.host,
         first.state,
-        first.task_state,
         first.source,
-    ) == (345, "order_sync", 1001, "load", "10.0.0.11:1234", "FAILURE", "FAILURE", "webhook")
+    ) == (345, "order_sync", 1001, "10.0.0.11:1234", "FAILURE", "webhook")
     assert first.start_time is not None and first.start_time.utcoffset().total_seconds() == 8 * 3600
-    # mapped at the edge: the workflow has failed, so each item is the workflow's FAILURE naming its task
-    mapped = [from_failure(e) for e in parsed.events]
-    assert [(m.task, m.failed_task, m.state) for m in mapped] == [
-        ("", "load", "FAILURE"),
-        ("", "index", "FAILURE"),
+    # the workflow has failed, so each item is the workflow's FAILURE naming its task and that task's state
+    assert [(e.task, e.failed_task, e.state, e.failed_task_state) for e in parsed.events] == [
+        ("", "load", "FAILURE", "FAILURE"),
+        ("", "index", "FAILURE", "KILL"),
     ]
-    assert idempotency_key(mapped[0]) != idempotency_key(mapped[1])
+    assert idempotency_key(parsed.events[0]) != idempotency_key(parsed.events[1])
 
 
 def test_a_bad_item_is_listed_and_the_good_ones_still_come_through():
     items = [ITEMS[0], {"processName": "no id"}, ITEMS[1]]
     status, parsed = post({"title": "process failed", "content": items})
     assert status == 200 and isinstance(parsed, Parsed)
-    assert [e.task for e in parsed.events] == ["load", "index"]
+    assert [e.failed_task for e in parsed.events] == ["load", "index"]
     assert parsed.bad == [("webhook:item 1", "item 1: processId: Field required")]
 
 
@@ -121,13 +117,20 @@ def test_a_post_with_no_usable_item_is_400_with_each_problem():
     assert status == 400 and isinstance(parsed, Parsed) and "processId" in parsed.bad[0][1]
 
 
+def test_an_item_in_a_state_nobody_knows_is_listed_at_the_edge():
+    items = [{**ITEMS[0], "processState": "EXPLODED"}, ITEMS[1]]
+    status, parsed = post({"title": "process failed", "content": items})
+    assert status == 200 and isinstance(parsed, Parsed)
+    assert [e.failed_task for e in parsed.events] == ["index"]
+    assert parsed.bad == [("webhook:item 0", "item 0: state: unknown state 'EXPLODED'")]
+
+
 def test_reposted_alert_is_idempotent(make_pipeline):
     p = make_pipeline()
     _, parsed = post({"msg": json.dumps(ITEMS)})
     assert isinstance(parsed, Parsed)
-    events = [from_failure(e) for e in parsed.events]
-    first = p.feed_batch(events, T0)
-    again = p.feed_batch(events, T0)
+    first = p.feed_batch(parsed.events, T0)
+    again = p.feed_batch(parsed.events, T0)
     assert [r.reason for r in first.records] == [Reason.NEW_INSTANCE, Reason.JOINED_INSTANCE]
     assert [r.reason for r in again.records] == [Reason.DUPLICATE_EVENT, Reason.DUPLICATE_EVENT]
     assert len(p.outbox.rows()) == 1

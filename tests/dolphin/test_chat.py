@@ -13,12 +13,12 @@ from tests.alerts.feature_support import ENV, KEY, KEY_PROD, Sinks, merge, run_j
 from tests.conftest import REPO
 from tests.dolphin.conftest import BAD_HOST
 from tests.dolphin.support import Bot, ask_id, make_bot
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.clock import FakeClock
 from xihe.agent.dolphin.feature import poll_watches
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.integrations.fakes.smtp_sink import SmtpSink
 from xihe.integrations.wecom.robot_sink import RobotSink
-from xihe.tools.dolphin.events import FailureEvent
 
 # 昨天 is business date 2026-12-01; ${system.biz.date} is scheduleTime - 1 day, so scheduleTime is 12-02
 YESTERDAY = '{"complementStartDate":"2026-12-02 00:00:00","complementEndDate":"2026-12-02 00:00:00"}'
@@ -28,9 +28,9 @@ class RecordingAlerts:
     """Stands in for the alert pipeline service: records what the poller hands over."""
 
     def __init__(self) -> None:
-        self.fed: list[FailureEvent] = []
+        self.fed: list[AlertEvent] = []
 
-    def feed(self, events: list[FailureEvent]) -> list[object]:
+    def feed(self, events: list[AlertEvent]) -> list[object]:
         self.fed.extend(events)
         return []
 
@@ -105,7 +105,7 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
     assert f"/rerun {inst.id}" in failure
     event, *rest = alerts.fed
     assert rest == []
-    assert (event.workflow, event.instance_id, event.task, event.host) == (
+    assert (event.workflow, event.instance_id, event.failed_task, event.host) == (
         "broken_sync",
         inst.id,
         "load",

@@ -1,4 +1,4 @@
-"""Watching started runs: final states only, FailureEvents for failures, backoff, restart safety."""
+"""Watching started runs: final states only, AlertEvents for failures, backoff, restart safety."""
 
 from __future__ import annotations
 
@@ -124,7 +124,13 @@ def test_failure_emits_failure_event_with_host_retries_and_log_tail(
     (event,) = [e for r in results for e in r.events]
     inst = sim.instances_of("broken_sync")[0]
     assert (event.workflow, event.workflow_code, event.instance_id) == ("broken_sync", BROKEN, inst.id)
-    assert (event.task, event.host, event.task_state) == ("load", BAD_HOST, "FAILURE")
+    assert (event.state, event.failed_task, event.host, event.failed_task_state) == (
+        "FAILURE",
+        "load",
+        BAD_HOST,
+        "FAILURE",
+    )
+    assert not event.is_task  # the workflow's FAILURE, naming the task that failed it
     assert (event.retry_times, event.max_retry_times) == (1, 1)
     assert "SQLException" in event.error and "SQLException" in event.log_tail
     assert event.log_tail.splitlines()[-1].endswith("exit code 1")

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.timefmt import show
 from xihe.config.dolphin import DolphinConfig
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.schedule import is_contiguous
 from xihe.tools.dolphin.dates import backfill_label, run_date_label
-from xihe.tools.dolphin.events import FailureEvent
 from xihe.tools.dolphin.watch import AuthFailed, Finished, NotFound, Progress, Watch
 
 ICONS = {"SUCCESS": "✅", "FAILURE": "❌", "STOP": "⏹️", "PAUSE": "⏸️", "BLOCK": "⛔"}
@@ -306,10 +306,10 @@ def progress_text(outcome: Progress, lang: Lang = "en") -> str:
     )
 
 
-def _failure_lines(events: Sequence[FailureEvent], lang: Lang) -> list[str]:
+def _failure_lines(events: Sequence[AlertEvent], lang: Lang) -> list[str]:
     lines = []
     for e in events:
-        if not e.task:
+        if not e.failed_task:
             lines.append(say(DS, "event", lang, error=e.error))
             continue
         lines.append(
@@ -317,8 +317,8 @@ def _failure_lines(events: Sequence[FailureEvent], lang: Lang) -> list[str]:
                 DS,
                 "task_failed",
                 lang,
-                task=e.task,
-                state=e.task_state,
+                task=e.failed_task,
+                state=e.failed_task_state,
                 host=e.host or "?",
                 retries=e.retry_times,
                 max_retries=e.max_retry_times,
@@ -328,7 +328,7 @@ def _failure_lines(events: Sequence[FailureEvent], lang: Lang) -> list[str]:
     return lines
 
 
-def finished_text(outcome: Finished, events: Sequence[FailureEvent], lang: Lang = "en") -> str:
+def finished_text(outcome: Finished, events: Sequence[AlertEvent], lang: Lang = "en") -> str:
     """A run that ended: its state, the failed tasks, the backfill dates that did not run, what to do."""
     w, inst = outcome.watch, outcome.instance
     took = _opt("in", lang, inst.duration, duration=inst.duration)

@@ -13,9 +13,10 @@ a newer attempt (more runTimes or another endTime) before it reads a state as fi
 backfill date then goes on following the rest of the chain under the original marker.
 
 Only the final workflow state counts: a task that failed and then succeeded on retry leaves the
-workflow RUNNING_EXECUTION and then SUCCESS, so it produces no FailureEvent. For a FAILURE run the
+workflow RUNNING_EXECUTION and then SUCCESS, so it produces no event. For a FAILURE run the
 poller reads the current task attempts, and for each failed one its host, retry counts and the tail
-of its log, and returns one `FailureEvent` per failed task for the alert pipeline.
+of its log, and returns one `AlertEvent` per failed task (the workflow's FAILURE naming that task)
+for the alert pipeline.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.agent.errors import DolphinError
 from xihe.integrations.dolphinscheduler.client import DolphinClient
 from xihe.integrations.dolphinscheduler.dag import tasks_total
@@ -33,7 +36,6 @@ from xihe.integrations.dolphinscheduler.models import Instance, detail_marker
 from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
 from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
-from xihe.tools.dolphin.events import FailureEvent
 from xihe.tools.dolphin.watch import (
     DEFAULT_POLICY,
     RERUN_SENT,
@@ -84,27 +86,31 @@ def failure_events(
     inst: Instance,
     now: datetime,
     policy: PollPolicy = DEFAULT_POLICY,
-) -> list[FailureEvent]:
-    """One FailureEvent per failed task of a FAILURE instance, with host, retries and log tail."""
-    base = dict(
-        at=now,
-        project=w.project,
-        workflow=w.workflow,
-        workflow_code=w.definition_code,
-        instance_id=inst.id,
-        state=inst.state,
-        environment=w.environment,
-        start_time=inst.start_time,
-        end_time=inst.end_time,
-        source="poller",
-    )
+) -> list[AlertEvent]:
+    """One event per failed task of a FAILURE instance, with host, retries and log tail."""
+
+    def event(**task: Any) -> AlertEvent:
+        return AlertEvent(
+            at=now,
+            workflow=w.workflow,
+            instance_id=inst.id,
+            state=inst.state,
+            project=w.project,
+            workflow_code=w.definition_code,
+            environment=w.environment,
+            start_time=inst.start_time,
+            end_time=inst.end_time,
+            source="poller",
+            **task,
+        )
+
     try:
         _, tasks = client.current_tasks(w.project_code, inst.id)
     except DolphinError as exc:
-        return [FailureEvent(**base, error=f"could not read tasks: {exc}")]  # type: ignore[arg-type]
+        return [event(error=f"could not read tasks: {exc}")]
     failed = [t for t in tasks if t.state in TASK_FAILED]
     if not failed:
-        return [FailureEvent(**base, error=f"workflow ended {inst.state} with no failed task")]  # type: ignore[arg-type]
+        return [event(error=f"workflow ended {inst.state} with no failed task")]
     events = []
     for t in failed:
         lines: list[str] = []
@@ -117,14 +123,13 @@ def failure_events(
         errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
         summary = (errors[-1].strip()[:500] if errors else f"task {t.name} ended {t.state}") + note
         events.append(
-            FailureEvent(
-                **base,  # type: ignore[arg-type]
-                task=t.name,
+            event(
+                failed_task=t.name,
+                failed_task_state=t.state,
                 host=t.host,
                 error=summary,
                 retry_times=t.retry_times,
                 max_retry_times=t.max_retry_times,
-                task_state=t.state,
                 log_tail="\n".join(lines),
             )
         )

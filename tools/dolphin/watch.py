@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from xihe.agent.alert_event import AlertEvent
 from xihe.config.dolphin import PollConfig
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import StartOutcome
-from xihe.tools.dolphin.events import FailureEvent
 
 SCHEMA_VERSION = 1
 RERUN_SENT = "RERUN_SENT"  # the state a watch keeps for an instance until DS picks its rerun up
@@ -205,7 +205,7 @@ class PollResult:
 
     watches: list[Watch]
     outcomes: list[Outcome] = field(default_factory=list)
-    events: list[FailureEvent] = field(default_factory=list)
+    events: list[AlertEvent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 

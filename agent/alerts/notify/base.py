@@ -7,20 +7,22 @@ shares, not a channel kind.
 
 A notifier never raises for a failed send: it returns an `Attempt` that says whether to retry
 (`retryable`) and whether the message itself was refused (`refused`: retrying cannot help, the row
-goes by e-mail). Its `body` and `error` are already stripped of the notifier's credentials.
+goes by e-mail). Its `body` and `error` are already stripped of the notifier's credentials. The
+deliverer adds which row, channel and way it was and when, and the audit records it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol
 
 from xihe.config.alerts import Channel
 
 
 @dataclass(frozen=True)
 class Attempt:
-    """One send as the notifier saw it (no credential in any field)."""
+    """One send as the notifier saw it, then as the audit records it (no credential in any field)."""
 
     ok: bool
     status: int | None = None  # HTTP status, when there was one
@@ -29,6 +31,27 @@ class Attempt:
     error: str = ""  # why it failed, redacted
     retryable: bool = False  # a transient failure: the same text may succeed on a later try
     refused: bool = False  # the receiver refused this message's content: send it another way
+    # filled in by the deliverer:
+    key: str = ""  # the outbox row
+    channel: str = ""
+    via: str = ""  # robot (the channel's own notifier, whatever its kind) | email
+    at: datetime | None = None
+    probe: bool = False  # the one notifier try of a channel that is on e-mail
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as the audit stores it."""
+        return {
+            "key": self.key,
+            "channel": self.channel,
+            "via": self.via,
+            "at": self.at.isoformat() if self.at is not None else None,
+            "ok": self.ok,
+            "http_status": self.status,
+            "body": self.body,
+            "errcode": self.errcode,
+            "error": self.error,
+            "probe": self.probe,
+        }
 
 
 class Notifier(Protocol):

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from xihe.agent.alert_tables import alert_event
-from xihe.agent.alerts.deliver import DeliveryAttempt
 from xihe.agent.alerts.model import AlertRecord
+from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.alerts.sql.stores import SqlAlertStores
 
 _INSERT_EVENT = insert(alert_event)
@@ -57,8 +57,9 @@ class SqlRecordSink:
                 )
             )
 
-    def delivery(self, attempt: DeliveryAttempt) -> None:
-        """Store a delivery outcome."""
+    def delivery(self, attempt: Attempt) -> None:
+        """Store a delivery outcome (an attempt the deliverer stamped with its row and time)."""
+        assert attempt.at is not None
         detail = f"via {attempt.via}" + ("" if attempt.ok else f": {attempt.error}")
         self.note(attempt.at, "sent" if attempt.ok else "send_failed", attempt.key, detail)
 

@@ -9,7 +9,7 @@ DS UI are only seen by DolphinScheduler's own alert plugin (the webhook) or by t
         skip the bot's own runs (ids and markers of `ds_watch` rows; on 3.1, whose list rows carry
             no params, a run of a definition whose watch is still discovering waits for the poller),
         skip instances already handed over (a marker row), claim the rest one at a time,
-        read the failed tasks (host, retries, error line, log tail: `ds_poll.failure_events`),
+        read the failed tasks (host, retries, error line, log tail: `poll.failure_events`),
         feed them to the pipeline (`source="scan"`), mark the instance done.
 
 Idempotent across runs and replicas: the marker is a row in `alert_state` (namespace `seen`, key
@@ -39,14 +39,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from xihe.agent.alerts.scan_known import Known
-from xihe.agent.alerts.scan_marks import ScanMarks, mark_key
+from xihe.agent.alert_event import AlertEvent
+from xihe.agent.dolphin.scan_known import Known
+from xihe.agent.dolphin.scan_marks import ScanMarks, mark_key
 from xihe.agent.errors import DolphinError
 from xihe.config.alerts import Scan
 from xihe.integrations.dolphinscheduler.client import DolphinClient
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
-from xihe.tools.dolphin.events import FailureEvent
 from xihe.tools.dolphin.poll import failure_events
 from xihe.tools.dolphin.watch import PollPolicy, Watch
 
@@ -92,7 +92,7 @@ class Target:
 class ScanResult:
     """What one scan did: events handed over, instances skipped by reason, errors, requests sent."""
 
-    events: list[FailureEvent] = field(default_factory=list)
+    events: list[AlertEvent] = field(default_factory=list)
     reported: list[int] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
@@ -133,7 +133,7 @@ def scan_once(
     targets: Iterable[Target],
     known: Known,
     marks: ScanMarks,
-    feed: Callable[[list[FailureEvent]], Any],
+    feed: Callable[[list[AlertEvent]], Any],
     now: datetime,
     policy: ScanPolicy = ScanPolicy(),
 ) -> ScanResult:
@@ -186,8 +186,8 @@ def scan_once(
 
 def _events(
     client: DolphinClient, target: Target, inst: Instance, now: datetime, policy: ScanPolicy
-) -> list[FailureEvent] | None:
-    """The failed tasks of `inst` as FailureEvents (source "scan"); None when /tasks could not be read."""
+) -> list[AlertEvent] | None:
+    """The failed tasks of `inst` as AlertEvents (source "scan"); None when /tasks could not be read."""
     name = _workflow_name(target, inst)
     pseudo = Watch(
         key=mark_key(inst),
@@ -202,6 +202,6 @@ def _events(
         environment=target.environments.get(name, ""),
     )
     events = failure_events(client, pseudo, inst, now, PollPolicy(log_tail_lines=policy.log_tail_lines))
-    if len(events) == 1 and not events[0].task and events[0].error.startswith(_UNREADABLE):
+    if len(events) == 1 and not events[0].failed_task and events[0].error.startswith(_UNREADABLE):
         return None
     return [replace(e, source="scan") for e in events]

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter as PromCounter
 
-from xihe.agent.alerts.scan import ScanPolicy, ScanResult, Target, scan_once
-from xihe.agent.alerts.scan_known import known_from_watches
-from xihe.agent.alerts.scan_marks import ScanMarks
+from xihe.agent.alert_event import AlertEvent
+from xihe.agent.dolphin.scan import ScanPolicy, ScanResult, Target, scan_once
+from xihe.agent.dolphin.scan_known import known_from_watches
+from xihe.agent.dolphin.scan_marks import ScanMarks
 from xihe.agent.errors import DolphinError
 from xihe.config.alerts import Scan
 from xihe.config.workflows import WorkflowsConfig
 from xihe.integrations.dolphinscheduler.client import DolphinClient
 from xihe.integrations.dolphinscheduler.factory import client_from_config
-from xihe.tools.dolphin.events import FailureEvent
 
 if TYPE_CHECKING:
     from xihe.agent.deps import Deps
@@ -29,7 +29,8 @@ log = logging.getLogger("xihe.alerts.scan")
 class Scanner:
     """The scan of one bot process: its own DS client (requests counted), project codes, counters.
 
-    The alerts feature keeps one (its `Installed.state`) when `scan.enabled`; the `alerts_scan` job calls `run`.
+    The DolphinScheduler feature keeps one (its `Installed.state`) when alerts.yaml's `scan.enabled`;
+    the `alerts_scan` job calls `run`.
     """
 
     def __init__(self, deps: Deps, cfg: Scan, workflows: WorkflowsConfig) -> None:
@@ -84,7 +85,7 @@ class Scanner:
             )
         return out
 
-    def run(self, ds: DolphinService, feed: Callable[[list[FailureEvent]], Any], now: datetime) -> ScanResult:
+    def run(self, ds: DolphinService, feed: Callable[[list[AlertEvent]], Any], now: datetime) -> ScanResult:
         """One scan at `now`; DolphinScheduler errors end up in `result.errors`, never raised."""
         policy = ScanPolicy.from_config(self.cfg, ds.policy.log_tail_lines)
         client = self.client(ds)

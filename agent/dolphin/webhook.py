@@ -4,8 +4,9 @@ The plugin posts its `bodyParams` JSON with the alert text put under a configura
 `contentField`, often `msg`, `content` or `text`). The alert text is the title and/or the content,
 and the content is a JSON array of `ProcessAlertContent`: on a
 failure, one item per non-successful task, with processId, processName, taskName, taskState,
-taskHost, taskStartTime/taskEndTime and logPath. The route itself belongs to the HTTP server; it
-calls `handle_ds_webhook` and answers with the status it returns.
+taskHost, taskStartTime/taskEndTime and logPath. Each usable item becomes an AlertEvent (mapped by
+`from_report`: the workflow's state and the task's are given apart). The route (`sources.py`) calls
+`handle_ds_webhook`, feeds the events to the alert pipeline and answers with the status it returns.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from xihe.tools.dolphin.events import FailureEvent
+from xihe.agent.alert_event import AlertEvent
+from xihe.agent.alerts.event import EventError, from_report
 
 MAX_BODY = 1_000_000
 CONTENT_FIELDS = ("content", "msg", "text", "message", "alertContent")
@@ -111,12 +113,12 @@ def _workflow_name(process_name: str) -> str:
 class Parsed:
     """A post's usable events, and the items that were not usable as (where, problem)."""
 
-    events: list[FailureEvent] = field(default_factory=list)
+    events: list[AlertEvent] = field(default_factory=list)
     bad: list[tuple[str, str]] = field(default_factory=list)
 
 
 def parse_payload(body: bytes, now: datetime, ds_timezone: str = "Asia/Shanghai") -> Parsed:
-    """Validate the plugin's body and turn each non-successful task item into a FailureEvent.
+    """Validate the plugin's body and turn each non-successful task item into an AlertEvent.
 
     A body that is not JSON or holds no alert content raises ValueError; an item that is not
     usable is listed in `bad` and the others are still returned."""
@@ -141,25 +143,27 @@ def parse_payload(body: bytes, now: datetime, ds_timezone: str = "Asia/Shanghai"
         state = item.processState.upper() or ("FAILURE" if failed_title or item.taskState else "")
         if state == "SUCCESS" and not item.taskState:
             continue  # a success alert: nothing to alert about
-        out.events.append(
-            FailureEvent(
+        try:
+            event = from_report(
+                state,
+                item.taskName,
+                item.taskState.upper(),
                 at=now.astimezone(UTC),
                 project=item.projectName,
                 workflow=_workflow_name(item.processName),
                 workflow_code=item.processDefinitionCode or 0,
                 instance_id=item.processId,
-                state=state,
-                task=item.taskName,
                 host=item.taskHost,
                 error=f"{item.taskType} task {item.taskState}".strip() if item.taskState else "",
                 retry_times=item.retryTimes or 0,
-                task_state=item.taskState.upper(),
-                log_url="",
                 start_time=_ds_time(item.taskStartTime or item.processStartTime, tz),
                 end_time=_ds_time(item.taskEndTime or item.processEndTime, tz),
                 source="webhook",
             )
-        )
+        except EventError as exc:
+            out.bad.append((f"webhook:item {i}", f"item {i}: {exc}"))
+            continue
+        out.events.append(event)
     return out
 
 
