@@ -20,7 +20,7 @@ from xihe.agent.gate import Who, identify
 from xihe.config.access import AccessConfig
 
 GET_INSTANCE = "GET /dolphinscheduler/projects/{n}/workflow-instances/{n}"
-RERUN = "POST /dolphinscheduler/projects/{n}/executors/execute"
+EXECUTE = "POST /dolphinscheduler/projects/{n}/executors/execute"  # rerun and stop
 
 
 def failed_run(bot: Bot) -> int:
@@ -44,9 +44,16 @@ def test_rerun_reads_the_instance_once_before_the_prompt_and_once_after_confirm(
     assert f"rerun the failed tasks of broken_sync instance {inst} for 2026-11-30, now FAILURE" in asked
     assert bot.sim.counts[GET_INSTANCE] == 1  # was 3: environment, precheck, explanation
     bot.sim.reset_counts()
+    # /pending explains the waiting action from its own read of the instance
+    waiting = bot.say("alice", "/pending")
+    assert (
+        f"- #2 rerun the failed tasks of broken_sync instance {inst} for 2026-11-30, now FAILURE" in waiting
+    )
+    assert bot.sim.counts[GET_INSTANCE] == 1
+    bot.sim.reset_counts()
     assert "Rerunning the failed tasks of **broken_sync**" in bot.say("alice", "/confirm")
     assert bot.sim.counts[GET_INSTANCE] == 1  # was 2: environment, run
-    assert bot.sim.counts[RERUN] == 1
+    assert bot.sim.counts[EXECUTE] == 1
 
 
 def test_a_run_that_changed_while_waiting_is_refused_after_confirm_on_the_fresh_read(
@@ -62,9 +69,26 @@ def test_a_run_that_changed_while_waiting_is_refused_after_confirm_on_the_fresh_
     bot.sim.reset_counts()
     reply = bot.say("alice", "/confirm")
     assert reply == f"Not run: instance {inst} is still RUNNING_EXECUTION; it can be rerun once it has failed"
-    assert bot.sim.counts[GET_INSTANCE] == 1 and bot.sim.counts[RERUN] == 0
+    assert bot.sim.counts[GET_INSTANCE] == 1 and bot.sim.counts[EXECUTE] == 0
     latest = max(t.id for t in bot.app.deps.tasks.recent(owner="alice"))
     assert bot.app.deps.tasks.get(latest).shown_status == "done · refused"
+
+
+def test_a_stop_of_a_run_that_ended_while_waiting_is_refused_after_confirm(
+    bot_for: Callable[..., Bot],
+) -> None:
+    bot = bot_for("3.3", with_llm=False)
+    bot.say("alice", "/run long_sync")
+    bot.say("alice", "/confirm")
+    (inst,) = bot.sim.instances_of("long_sync")
+    bot.sim.advance(30)
+    assert "stop long_sync instance" in bot.say("alice", f"/stop {inst.id}")
+    bot.app.deps.dolphin.client.stop(inst.project.code, inst.id)  # stopped in DolphinScheduler meanwhile
+    bot.sim.advance(30)
+    bot.sim.reset_counts()
+    reply = bot.say("alice", "/confirm")
+    assert reply == f"Not run: instance {inst.id} already ended STOP; there is nothing to stop"
+    assert bot.sim.counts[GET_INSTANCE] == 1 and bot.sim.counts[EXECUTE] == 0
 
 
 @pytest.fixture
