@@ -160,7 +160,7 @@ class ToolSteps:
             )
         elif isinstance(decision, Confirm):
             bound = confirmation_key(key, prior)
-            if deps.pending.for_step(run.task.id, bound) is None:
+            if call.spec.precheck is not None and deps.pending.for_step(run.task.id, bound) is None:
                 refused = self._precheck(run, key, call)  # refused now, not after the user's yes
                 if refused is not None:
                     return refused
