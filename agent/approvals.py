@@ -123,7 +123,7 @@ def approve(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en") -
         deps.tasks.release(action.task_id, deps.holder)
     if after is not None and after.released:
         try:
-            outcome = agent.resume(action.task_id)
+            outcome = agent.resume(action.task_id, lang=requester)
         except BotError as exc:
             error = deps.redactor.text(exc.said(lang))
             return ActionResult(True, say(TEXT, "approved_resume_failed", lang, id=action.id, error=error))
@@ -159,7 +159,7 @@ def reject(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en") ->
     _audit(agent, viewer, "rejected", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
     requester = agent.lang(deps.tasks.get(action.task_id))
     try:
-        outcome = agent.resume(action.task_id)
+        outcome = agent.resume(action.task_id, lang=requester)
         tail = outcome.reply
     except BotError as exc:
         tail = say(TEXT, "resume_failed", requester, error=deps.redactor.text(exc.said(requester)))

@@ -159,7 +159,7 @@ def prompt(
         "\n", " · "
     )
     try:  # what the arguments resolve to (e.g. which workflow, which dates), so the yes is informed
-        meaning = call.spec.explain(call.args, deps, lang) if call.spec.explain is not None else ""
+        meaning = call.spec.explain(call.subject, deps, lang) if call.spec.explain is not None else ""
     except ToolError:
         meaning = ""
     meaning = f"→ {deps.redactor.text(meaning)}\n" if meaning else ""

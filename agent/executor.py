@@ -87,7 +87,7 @@ class Executor:
         """
         assert call.spec.lookup is not None
         ctx, redacted, preview, digest = self._context(task, step_key, call)
-        found = call.spec.lookup(call.args, ctx)
+        found = call.spec.lookup(call.subject, ctx)
         if found is None:
             return None
         begun = self.deps.tasks.begin_step(
@@ -150,7 +150,7 @@ class Executor:
         crash_point("before_tool_effect")
         started = time.perf_counter()
         try:
-            value = spec.run(call.args, ctx)
+            value = spec.run(call.subject, ctx)
         except (ToolError, IntegrationError) as exc:
             return self._failed(task, begun, call, exc, intent, redacted, started)
         except Exception as exc:

@@ -1,7 +1,9 @@
 """One inbound message as a channel verified it, and the language its reply is in.
 
-Every channel builds an `Inbound` and hands it to `xihe.agent.session.Session.handle`. Command
-handlers see the session as a `CommandSession`: the agent loop and its deps.
+Every channel builds an `Inbound` and hands it to `xihe.agent.session.Session.handle`, which derives
+the message's language once and carries it on the message (`lang`): the handlers, the task the
+message starts and its walk all read that one derivation. Command handlers see the session as a
+`CommandSession`: the agent loop and its deps.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class Inbound:
     conversation: str
     text: str
     channel: str = "cli"
+    lang: Lang | None = None  # the reply's language, once the session derived it (`reply_lang`)
 
 
 class CommandSession(Protocol):
@@ -37,5 +40,6 @@ class CommandSession(Protocol):
 
 
 def reply_lang(session: CommandSession, msg: Inbound) -> Lang:
-    """The language of this message, else of the user's last free-text message here, else the configured one."""
-    return session.deps.lang(msg.text, msg.conversation)
+    """The language of this message, else of the user's last free-text message here, else the configured
+    one: one store read at most (`Deps.lang`), which `Session.handle` makes once and carries (`Inbound.lang`)."""
+    return msg.lang if msg.lang is not None else session.deps.lang(msg.text, msg.conversation)

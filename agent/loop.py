@@ -78,16 +78,27 @@ class Agent:
         self.sleep: Callable[[float], None] = time.sleep  # back-off waits (tests pass a recorder)
 
     # ---- entry points
-    def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
-        """A new task for a free-text message."""
+    def start(
+        self, who: Who, conversation: str, text: str, *, channel: str = "cli", lang: Lang | None = None
+    ) -> Outcome:
+        """A new task for a free-text message; `lang`: the message's language, when already derived."""
         if self.llm is None:
-            lang = self.deps.lang(text, conversation)
-            return Outcome(0, TaskStatus.FAILED, say(STOPS, "no_model", lang))
+            return Outcome(
+                0, TaskStatus.FAILED, say(STOPS, "no_model", lang or self.deps.lang(text, conversation))
+            )
         task = self._create("chat", who, conversation, text, channel)
-        return self._drive(task)
+        return self._drive(task, who, lang)
 
     def start_command(
-        self, who: Who, conversation: str, text: str, tool: str, args: dict[str, Any], *, channel: str = "cli"
+        self,
+        who: Who,
+        conversation: str,
+        text: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        channel: str = "cli",
+        lang: Lang | None = None,
     ) -> Outcome:
         """A new task for an explicit command: one tool call, no model involved."""
         task = self._create("command", who, conversation, text, channel)
@@ -110,10 +121,11 @@ class Agent:
             self.deps.clock(),
             output_text=json.dumps({"message": message, "finish_reason": "tool_calls"}),
         )
-        return self._drive(task)
+        return self._drive(task, who, lang)
 
-    def resume(self, task_id: int, *, take_over: bool = False) -> Outcome:
-        """Continue a task from its first unfinished step; `take_over` breaks a dead holder's lease."""
+    def resume(self, task_id: int, *, take_over: bool = False, lang: Lang | None = None) -> Outcome:
+        """Continue a task from its first unfinished step; `take_over` breaks a dead holder's lease;
+        `lang`: the task's language (`lang(task)`) when the caller derived it already."""
         task = self.deps.tasks.get(task_id)
         if task.status in (TaskStatus.DONE, TaskStatus.CANCELLED):
             raise TaskStateError(f"task {task_id} is {task.status}; there is nothing to resume")
@@ -131,7 +143,7 @@ class Agent:
                 )
             )
         self.deps.tasks.update(task_id, now, status=TaskStatus.RUNNING, error=None)
-        return self._drive(self.deps.tasks.get(task_id))
+        return self._drive(self.deps.tasks.get(task_id), lang=lang)
 
     def hold(self, task_id: int) -> bool:
         """Take the task's lease before changing what it waits for (a `/confirm`), so a crash right
@@ -181,22 +193,22 @@ class Agent:
             retry_budget=self.hooks.retry_budget,
         )
 
-    def _drive(self, task: Task) -> Outcome:
+    def _drive(self, task: Task, who: Who | None = None, lang: Lang | None = None) -> Outcome:
+        """Walk `task`; `who` and `lang` are its owner and language when the message that started it
+        derived them already (else derived here, once for the walk)."""
         deps = self.deps
+        lang = lang or self.lang(task)
         ttl = timedelta(seconds=deps.settings.core.store.lease_seconds)
         if not deps.tasks.claim(task.id, deps.holder, deps.clock(), ttl):
-            return Outcome(task.id, "busy", say(STOPS, "busy", self.lang(task), task=task.id))
+            return Outcome(task.id, "busy", say(STOPS, "busy", lang, task=task.id))
         try:
-            outcome = self._walk(
-                Walk(task, identify(task.owner, deps.settings.access), deps.tasks.latest(task.id))
-            )
+            who = who or identify(task.owner, deps.settings.access)
+            outcome = self._walk(Walk(task, who, deps.tasks.latest(task.id), lang))
         except LLMError as exc:
-            reply = say(
-                STOPS, "llm_failed", self.lang(task), error=deps.redactor.text(str(exc)), task=task.id
-            )
+            reply = say(STOPS, "llm_failed", lang, error=deps.redactor.text(str(exc)), task=task.id)
             outcome = self._finish(task, TaskStatus.FAILED, reply, error=str(exc))
         except (ContextOverflow, ContextTooLarge) as exc:
-            outcome = self._stop(task, text(STOPS, "too_large", error=str(exc)))
+            outcome = self._stop(task, lang, text(STOPS, "too_large", error=str(exc)))
         finally:
             deps.tasks.release(task.id, deps.holder)
         return outcome
@@ -216,7 +228,7 @@ class Agent:
             messages.append(message)
             calls = message.get("tool_calls") or []
             if not calls:
-                reply = message.get("content") or say(STOPS, "no_answer", self.lang(run.task))
+                reply = message.get("content") or say(STOPS, "no_answer", run.lang)
                 complaint = first_complaint(self.hooks, run.task, reply)
                 if complaint is not None and not run.rechecked:
                     run.rechecked = True  # one chance to fix the answer, then it is marked
@@ -237,11 +249,11 @@ class Agent:
                     {"role": "tool", "tool_call_id": tc["id"], "content": result.shown, "_step": key}
                 )
                 if run.recovery.stopped:
-                    return self._stop(run.task, run.recovery.stopped)
+                    return self._stop(run.task, run.lang, run.recovery.stopped)
             if run.invalid > loop.max_arg_retries:
-                reply = say(STOPS, "invalid_calls", self.lang(run.task), n=run.invalid, task=run.task.id)
+                reply = say(STOPS, "invalid_calls", run.lang, n=run.invalid, task=run.task.id)
                 return self._finish(run.task, TaskStatus.FAILED, reply, error="too many invalid tool calls")
-        reply = say(STOPS, "turns", self.lang(run.task), n=loop.max_turns, task=run.task.id)
+        reply = say(STOPS, "turns", run.lang, n=loop.max_turns, task=run.task.id)
         return self._finish(
             run.task, TaskStatus.FAILED, reply + self._notes(run.task), error="turn limit reached"
         )
@@ -250,9 +262,9 @@ class Agent:
         notes = [n for n in (note(task) for note in self.hooks.stop_notes) if n]
         return "".join(f"\n\n{n}" for n in notes)
 
-    def _stop(self, task: Task, reason: Text) -> Outcome:
+    def _stop(self, task: Task, lang: Lang, reason: Text) -> Outcome:
         """End an unfinished task with the reason (said in the task's language) and what is still open."""
-        reply = say(STOPS, "stopped", self.lang(task), reason=reason, task=task.id)
+        reply = say(STOPS, "stopped", lang, reason=reason, task=task.id)
         return self._finish(task, TaskStatus.FAILED, reply + self._notes(task), error=str(reason))
 
     def lang(self, task: Task) -> Lang:

@@ -60,7 +60,7 @@ def view(action: PendingAction, deps: Deps, registry: Any, lang: Lang = "en") ->
     summary = ""
     if spec is not None and spec.explain is not None:
         try:
-            summary = spec.explain(spec.args.model_validate(data), deps, lang)
+            summary = spec.explain(spec.prepared(spec.args.model_validate(data), deps), deps, lang)
         except (ValidationError, BotError, ValueError):
             summary = ""
     env = f" on {action.environment}" if action.environment else ""

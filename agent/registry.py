@@ -4,6 +4,11 @@
 names that do not exist. `Registry.parse()` is the only way from the model's raw JSON to a call:
 unknown tool, non-JSON or truncated JSON, oversize arguments and schema violations all become a
 `ToolRetry` whose message tells the model what to fix; nothing runs.
+
+A tool whose calls act on something outside (a workflow instance) may `prepare` them: the target is
+looked up once per walk, and every per-call function then receives `Prepared(args, target)` instead
+of the bare arguments (`ParsedCall.subject`), so the gate's environment, the precheck, the
+confirmation's explanation and the run all see the same read.
 """
 
 from __future__ import annotations
@@ -11,10 +16,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from fnmatch import fnmatch
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,6 +31,8 @@ if TYPE_CHECKING:
     from xihe.agent.gate import Scope
 
 Risk = Literal["read", "write"]
+A = TypeVar("A")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,21 @@ class ToolContext:
 
 
 @dataclass(frozen=True)
+class Prepared(Generic[A, T]):
+    """A call's arguments and the target `ToolSpec.prepare` looked up for them (read once per walk)."""
+
+    args: A
+    target: T
+
+
+@dataclass(frozen=True)
 class ToolSpec:
-    """A registered tool. `args` field descriptions are what the model reads."""
+    """A registered tool. `args` field descriptions are what the model reads.
+
+    The per-call functions (`run`, `environment_of`, `risk_of`, `scope_of`, `lookup`, `explain`,
+    `precheck`) receive the call's arguments, or `Prepared(args, target)` when the tool has `prepare`.
+    A `lookup` looks for an effect that may have happened after the target was read: it reads afresh.
+    """
 
     name: str
     description: str
@@ -66,6 +86,12 @@ class ToolSpec:
     explain: Callable[[Any, Deps, Lang], str] | None = None  # what the call would do, in the asker's language
     # why this call cannot succeed right now (e.g. the run already ended), checked before asking to confirm
     precheck: Callable[[Any, Deps], str | Text | None] | None = None
+    # look the call's target up (e.g. the workflow instance), once before a confirmation and once after
+    prepare: Callable[[Any, Deps], Any] | None = None
+
+    def prepared(self, args: Any, deps: Deps) -> Any:
+        """What the per-call functions receive: `Prepared(args, prepare(args, deps))`, or the arguments."""
+        return Prepared(args, self.prepare(args, deps)) if self.prepare is not None else args
 
     def schema(self) -> dict[str, Any]:
         """The function schema exactly as the model receives it."""
@@ -100,6 +126,22 @@ class ParsedCall:
     spec: ToolSpec
     args: BaseModel
     data: dict[str, Any]
+    prepared: Prepared[BaseModel, Any] | None = None  # set by `prepare`
+
+    def prepare(self, deps: Deps) -> ParsedCall:
+        """This call with its target looked up (`ToolSpec.prepare`); itself when the tool has none."""
+        if self.spec.prepare is None:
+            return self
+        return replace(self, prepared=self.spec.prepared(self.args, deps))
+
+    @property
+    def subject(self) -> Any:
+        """What the tool's per-call functions receive (see ToolSpec)."""
+        if self.spec.prepare is None:
+            return self.args
+        if self.prepared is None:
+            raise RuntimeError(f"{self.spec.name}: the call is used before its target was looked up")
+        return self.prepared
 
 
 INVALID: Catalog = {  # English for the model; a command's reply says it in the conversation's language

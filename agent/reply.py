@@ -15,7 +15,7 @@ from xihe.agent.i18n import say
 from xihe.agent.registry import Registry
 from xihe.agent.tasks import Task
 from xihe.agent.user_text import STOPS, for_people
-from xihe.agent.walk import Walk, task_lang
+from xihe.agent.walk import Walk
 
 
 def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] | None, run: Walk) -> str:
@@ -24,7 +24,7 @@ def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] |
     if run.refusal is not None:
         return run.refusal
     if last is None:
-        return say(STOPS, "no_answer", task_lang(deps, run.task))
+        return say(STOPS, "no_answer", run.lang)
     tool, result = last
     spec = registry.specs.get(tool)
     if result.ok and spec is not None and spec.summarize is not None:
@@ -33,10 +33,10 @@ def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] |
         except ValueError:
             data = result.body
         try:
-            return spec.summarize(data, task_lang(deps, run.task))
+            return spec.summarize(data, run.lang)
         except (ValueError, TypeError, KeyError):
             pass
-    lang = task_lang(deps, run.task)
+    lang = run.lang
     if not result.ok and result.said is not None:  # the failure from its catalog, in their language
         return for_people(deps.redactor.text(result.said.in_(lang)), lang)
     return for_people(result.body, lang)

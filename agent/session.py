@@ -9,6 +9,7 @@ are `/help` (here), the pending-action commands (`agent.action_commands`) and th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from xihe.agent import action_commands, task_commands
 from xihe.agent.action_commands import CONFIRM
@@ -83,10 +84,11 @@ class Session:
         between) is resumed first; its reply comes before this message's.
         """
         resumed = self.agent.resume_stalled(msg.conversation)
-        reply = self._handle(msg, resumed)
+        reply = self._handle(replace(msg, lang=reply_lang(self, msg)), resumed)
         return "\n\n".join([*(o.reply for o in resumed), *([reply] if reply else [])])
 
     def _handle(self, msg: Inbound, resumed: list[Outcome]) -> str:
+        """`msg` with its language derived; its sender is identified here, once."""
         who = identify(msg.user, self.deps.settings.access)
         phrases = tuple(self.deps.settings.core.confirm.phrases)
         try:
@@ -98,7 +100,7 @@ class Session:
             if answer is not None:
                 return answer
         if command is None:
-            return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel).reply
+            return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel, lang=msg.lang).reply
         handler = self.commands.get(command.name)
         if handler is None:
             return say(CONFIRM, "unknown", reply_lang(self, msg), name=command.name)
@@ -134,7 +136,7 @@ class Session:
     def run_tool(self, who: Who, msg: Inbound, tool: str, args: dict[str, object]) -> Outcome:
         """An explicit command that maps to a tool: same registry, gate, executor and audit."""
         return self.agent.start_command(
-            who, msg.conversation, msg.text, tool, dict(args), channel=msg.channel
+            who, msg.conversation, msg.text, tool, dict(args), channel=msg.channel, lang=msg.lang
         )
 
 

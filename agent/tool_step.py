@@ -2,15 +2,18 @@
 
 A finished step is replayed. A new call is bounded (a cut-off answer, invalid arguments, the tool-call
 limit, an exact repeat of a success are refused back to the model), then the gate decides: denied,
-allowed, or confirmed by a person first (`xihe.agent.confirm`). A write a crash interrupted is looked
-up before it runs again, and one that cannot be looked up is uncertain: only a fresh yes reruns it
-(`xihe.agent.frontier`). Tool timeouts are recovered against the task's retry budget
-(`xihe.agent.recovery`) when the long-task hooks set that up.
+allowed, or confirmed by a person first (`xihe.agent.confirm`). The call's target is read once per
+walk (`ToolSpec.prepare`): once before the prompt, once afresh after the yes; the tool's precheck
+refuses a call that cannot succeed on that read, before asking and again right before it runs.
+A write a crash interrupted is looked up before it runs again, and one that cannot be looked up is
+uncertain: only a fresh yes reruns it (`xihe.agent.frontier`). Tool timeouts are recovered against
+the task's retry budget (`xihe.agent.recovery`) when the long-task hooks set that up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from xihe.agent.audit import AuditEvent
@@ -28,7 +31,7 @@ from xihe.agent.recovery import with_recovery
 from xihe.agent.registry import ParsedCall, Registry
 from xihe.agent.tasks import StepStatus, TaskStep
 from xihe.agent.user_text import outcome
-from xihe.agent.walk import Walk, task_lang
+from xihe.agent.walk import Walk
 
 DENIED: Catalog = {"denied": {"en": "Refused: {reason}.", "zh": "已拒绝：{reason}。"}}
 
@@ -107,20 +110,20 @@ class ToolSteps:
                 f"succeeded at step {done_calls[repeat_key]}; use that result.",
                 kind="repeat",
             )
-        try:
-            environment = call.spec.environment(call.args, deps)
+        try:  # its target is read once here (`ToolSpec.prepare`): before the prompt, and fresh after the yes
+            call = call.prepare(deps)
+            environment = call.spec.environment(call.subject, deps)
         except ToolError as exc:  # it cannot say where it would act (e.g. an unknown workflow): nothing runs
             run.invalid += isinstance(exc, ToolRetry)
             said = outcome("ERROR", exc.text if exc.text is not None else str(exc))
             return self._refuse(run, key, name, f"ERROR: {exc}", kind="invalid_args", said=said)
-        risk = call.spec.risk_for(call.args, deps)
+        risk = call.spec.risk_for(call.subject, deps)
         decision = decide(
-            name, risk, environment, run.who, deps.settings.access, call.spec.scope(call.args, deps)
+            name, risk, environment, run.who, deps.settings.access, call.spec.scope(call.subject, deps)
         )
         if isinstance(decision, Deny):
             audit_gate(deps, run.task, key, call, "deny", decision.reason, environment)
-            lang = task_lang(deps, run.task)
-            run.refusal = say(DENIED, "denied", lang, reason=decision.text(lang))
+            run.refusal = say(DENIED, "denied", run.lang, reason=decision.text(run.lang))
             return self._refuse(run, key, name, f"DENIED: {decision.reason}.", kind="denied", audited=True)
         step = frontier(
             prior, superseded=False, side_effecting=risk == "write", has_lookup=call.spec.lookup is not None
@@ -151,40 +154,33 @@ class ToolSteps:
                 call,
                 decision,
                 environment,
-                task_lang(deps, run.task),
+                run.lang,
                 bound=confirmation_key(key, prior),
                 unsure=prior.error,
             )
         elif isinstance(decision, Confirm):
             bound = confirmation_key(key, prior)
             if call.spec.precheck is not None and deps.pending.for_step(run.task.id, bound) is None:
-                try:  # a call that cannot succeed is refused now, not after the user's yes
-                    why_not = call.spec.precheck(call.args, deps)
-                except ToolError:
-                    why_not = None  # cannot tell now: the tool itself will say after the yes
-                if why_not:
-                    said = outcome("NOT EXECUTED", why_not)
-                    return self._refuse(
-                        run, key, name, f"NOT EXECUTED: {why_not}", kind="precondition", said=said
-                    )
-            settled = settle(
-                deps, run.task, key, call, decision, environment, task_lang(deps, run.task), bound=bound
-            )
+                refused = self._precheck(run, key, call)  # refused now, not after the user's yes
+                if refused is not None:
+                    return refused
+            settled = settle(deps, run.task, key, call, decision, environment, run.lang, bound=bound)
         else:
             settled = Release()
         if isinstance(settled, Refusal):
             return self._refuse(run, key, name, settled.message, kind=settled.kind, said=settled.said)
         if isinstance(settled, Pause):
             return settled
+        refused = self._precheck(run, key, call)  # again on this walk's read: it may have changed meanwhile
+        if refused is not None:
+            return refused
         if isinstance(decision, Allow):
             deps.metrics.gate.labels("allow").inc()
         for listen in self.hooks.step_listeners:  # progress messages
             listen(run.task, key, name)
         if self.hooks.recovery is not None:
-            call = ParsedCall(
-                with_recovery(call.spec, self.hooks.recovery, run.recovery, sleep=sleep),
-                call.args,
-                call.data,
+            call = replace(
+                call, spec=with_recovery(call.spec, self.hooks.recovery, run.recovery, sleep=sleep)
             )
         result = self.executor.run(
             run.task, key, call, intent=run.task.goal, reason=decision.reason, latest=prior
@@ -192,6 +188,20 @@ class ToolSteps:
         if result.ok:
             done_calls[repeat_key] = key
         return result
+
+    def _precheck(self, run: Walk, key: str, call: ParsedCall) -> StepResult | None:
+        """The refusal of a call its tool says cannot succeed right now (`ToolSpec.precheck`), or None."""
+        if call.spec.precheck is None:
+            return None
+        try:
+            why_not = call.spec.precheck(call.subject, self.deps)
+        except ToolError:
+            return None  # cannot tell now: the tool itself will say when it runs
+        if not why_not:
+            return None
+        said = outcome("NOT EXECUTED", why_not)
+        message = f"NOT EXECUTED: {why_not}"
+        return self._refuse(run, key, call.spec.name, message, kind="precondition", said=said)
 
     def _superseded(self, run: Walk, step: TaskStep) -> bool:
         """A failed step the task already moved past (its failure is history, not a frontier)."""

@@ -1,4 +1,6 @@
-"""One walk over a task's steps: who asked, the latest row of each step, and the counters that bound it.
+"""One walk over a task's steps: who asked, in which language, the latest row of each step, and the
+counters that bound it. Identity and language are derived once per walk (or taken from the message
+that started the task) and carried here.
 
 `xihe.agent.loop.Agent` walks a task's step keys in order (see there); the model's turns
 (`xihe.agent.model_step`) and the tool calls (`xihe.agent.tool_step`) read and count on this state.
@@ -22,6 +24,7 @@ class Walk:
     task: Task
     who: Who
     latest: dict[str, TaskStep]
+    lang: Lang  # the language people in the task's conversation read (`task_lang`)
     tool_calls: int = 0
     invalid: int = 0
     rechecked: bool = False

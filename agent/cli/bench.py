@@ -67,8 +67,8 @@ def _one_backend(url: str, n: int, workdir: Path) -> dict[str, Any]:
         call = registry.parse("bench_echo", raw)
         decision = decide(
             call.spec.name,
-            call.spec.risk_for(call.args, deps),
-            call.spec.environment(call.args, deps),
+            call.spec.risk_for(call.subject, deps),
+            call.spec.environment(call.subject, deps),
             who,
             deps.settings.access,
         )

@@ -71,10 +71,6 @@ FAILS: Catalog = {
         "en": "instance {id} is still {state}; it can be rerun once it has failed",
         "zh": "实例 {id} 仍是 {state}；失败之后才能重跑",
     },
-    "rerun_not_failed": {
-        "en": "instance {id} is {state}; only a FAILURE run can be rerun from its failed tasks",
-        "zh": "实例 {id} 是 {state}；只有失败的运行才能从失败的任务重跑",
-    },
     "stop_ended": {
         "en": "instance {id} already ended {state}; there is nothing to stop",
         "zh": "实例 {id} 已经结束，状态是 {state}；没有什么可停止的",

@@ -5,6 +5,10 @@
     rerun_failed              write  START_FAILURE_TASK_PROCESS on a FAILURE run
     stop_run                  write  STOP a running instance
 
+Rerun and stop read their instance once per walk (the spec's `prepare`): the gate's environment,
+the precheck, the confirmation's explanation and the run all see that read, so a `/rerun 101`
+reads instance 101 once before its prompt and once, fresh, after `/confirm`.
+
 A rerun is recorded on the watch that followed the instance before it is sent (see
 `agent.ds_watch.PendingRerun`), so the poll job reports the new attempt, and a crash lookup never
 sends a second rerun that DolphinScheduler's master may still take.
@@ -22,7 +26,7 @@ from pydantic import BaseModel, Field
 from xihe.agent.deps import Deps
 from xihe.agent.errors import DolphinError, ToolFailed
 from xihe.agent.i18n import Lang, Text, say
-from xihe.agent.registry import ToolContext, ToolSpec
+from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.agent.timefmt import show
 from xihe.integrations.dolphinscheduler.dag import tasks_total
 from xihe.integrations.dolphinscheduler.errors import StartOutcomeUnknown
@@ -159,19 +163,31 @@ FAILED = ToolSpec(
 # ---- acting on a run -------------------------------------------------------------------------
 
 
-def _instance_environment(args: InstanceArgs, deps: Deps) -> str:
+Target = Prepared[InstanceArgs, Instance]  # a rerun or stop and the instance it acts on
+
+
+def _read_instance(args: InstanceArgs, deps: Deps) -> Instance:
+    """The instance a rerun or stop acts on (the specs' `prepare`), or ToolFailed saying why it cannot be read."""
     try:
-        return environment_of_instance(deps, args.instance_id, args.project)
+        return locate(deps, args.instance_id, args.project)
     except DolphinError as exc:
         error = raw_or_told(explained(exc, service(deps).config, f"instance_id {args.instance_id}"))
         raise ToolFailed(fail("instance_unreadable", id=args.instance_id, error=error)) from exc
 
 
-def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps, Lang], str]:
+def _target_arg(call: Target) -> str:
+    return _instance_arg(call.args)
+
+
+def _instance_environment(call: Target, deps: Deps) -> str:
+    return environment_of_instance(deps, call.target, call.args.project)
+
+
+def _explain_instance(verb: str) -> Callable[[Target, Deps, Lang], str]:
     """What a rerun or stop would do (`verb`: a DS catalog key), for the confirmation prompt."""
 
-    def explain(args: InstanceArgs, deps: Deps, lang: Lang) -> str:
-        inst = locate(deps, args.instance_id, args.project)
+    def explain(call: Target, deps: Deps, lang: Lang) -> str:
+        inst = call.target
         info = _instance_info(deps, inst)
         when = say(DS, "explain_for", lang, date=info["business_date"]) if info["business_date"] else ""
         return say(
@@ -187,18 +203,19 @@ def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps, Lang], str]:
     return explain
 
 
-def rerun_precheck(args: InstanceArgs, deps: Deps) -> Text | None:
-    """Only a FAILURE run can be rerun from its failed tasks: say so before asking for a yes."""
-    inst = locate(deps, args.instance_id, args.project)
+def rerun_precheck(call: Target, deps: Deps) -> Text | None:
+    """Only a FAILURE run can be rerun from its failed tasks: say so before asking for a yes, and again
+    after it when the run changed meanwhile."""
+    inst = call.target
     if inst.state == "FAILURE":
         return None
     key = "rerun_ended" if is_terminal(inst.state) else "rerun_running"
     return fail(key, id=inst.id, state=ds_state(inst.state))
 
 
-def stop_precheck(args: InstanceArgs, deps: Deps) -> Text | None:
-    """A run that already ended has nothing to stop: say so before asking for a yes."""
-    inst = locate(deps, args.instance_id, args.project)
+def stop_precheck(call: Target, deps: Deps) -> Text | None:
+    """A run that already ended has nothing to stop: say so before asking for a yes (and after it)."""
+    inst = call.target
     return fail("stop_ended", id=inst.id, state=ds_state(inst.state)) if is_terminal(inst.state) else None
 
 
@@ -249,12 +266,10 @@ def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[
     return before, watch
 
 
-def rerun(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Rerun a FAILURE instance from its failed tasks (same instance id)."""
+def rerun(call: Target, ctx: ToolContext) -> dict[str, Any]:
+    """Rerun a FAILURE instance from its failed tasks (same instance id); `rerun_precheck` passed on it."""
     svc = service(ctx.deps)
-    inst = locate(ctx.deps, args.instance_id, args.project)
-    if inst.state != "FAILURE":
-        raise ToolFailed(fail("rerun_not_failed", id=inst.id, state=ds_state(inst.state)))
+    inst = call.target
     code = svc.instance_projects[inst.id]
     before, watch = _follow_rerun(ctx, inst, code)
     try:
@@ -266,7 +281,7 @@ def rerun(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
     return {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
 
 
-def rerun_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
+def rerun_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
     """After a crash: what became of a rerun this step recorded before sending it.
 
     None (send it) when the step never recorded one. Otherwise DS either shows a newer attempt
@@ -275,7 +290,7 @@ def rerun_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
     says after the discovery timeout that DS never took it.
     """
     svc = service(ctx.deps)
-    inst = locate(ctx.deps, args.instance_id, args.project)
+    inst = locate(ctx.deps, call.args.instance_id, call.args.project)  # afresh: after the rerun was sent
     by = make_marker(ctx.task_id, ctx.step_key)
     watch = svc.watches.with_instance(inst.id)
     if watch is None:
@@ -297,29 +312,28 @@ RERUN = ToolSpec(
     name="rerun_failed",
     description="Rerun a failed DolphinScheduler workflow instance from its failed tasks (same instance id).",
     args=InstanceArgs,
-    run=told(rerun, _instance_arg),
+    run=told(rerun, _target_arg),
     risk="write",
     environment_of=_instance_environment,
     lookup=rerun_lookup,
     summarize=action_reply,
     explain=_explain_instance("explain_rerun"),
-    precheck=told(rerun_precheck, _instance_arg),
+    precheck=rerun_precheck,
+    prepare=_read_instance,
 )
 
 
-def stop(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Ask DS to stop a running instance."""
+def stop(call: Target, ctx: ToolContext) -> dict[str, Any]:
+    """Ask DS to stop a running instance (`stop_precheck` passed on it)."""
     svc = service(ctx.deps)
-    inst = locate(ctx.deps, args.instance_id, args.project)
-    if is_terminal(inst.state):
-        raise ToolFailed(fail("stop_ended", id=inst.id, state=ds_state(inst.state)))
+    inst = call.target
     svc.client.stop(svc.instance_projects[inst.id], inst.id)
     return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
 
 
-def stop_lookup(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any] | None:
-    """After a crash: the stop was sent when the instance is stopping or stopped."""
-    inst = locate(ctx.deps, args.instance_id, args.project)
+def stop_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
+    """After a crash: the stop was sent when the instance is stopping or stopped (read afresh)."""
+    inst = locate(ctx.deps, call.args.instance_id, call.args.project)
     if inst.state not in STOPPING:
         return None
     return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
@@ -329,11 +343,12 @@ STOP = ToolSpec(
     name="stop_run",
     description="Stop a running DolphinScheduler workflow instance.",
     args=InstanceArgs,
-    run=told(stop, _instance_arg),
+    run=told(stop, _target_arg),
     risk="write",
     environment_of=_instance_environment,
     lookup=stop_lookup,
     summarize=action_reply,
     explain=_explain_instance("explain_stop"),
-    precheck=told(stop_precheck, _instance_arg),
+    precheck=stop_precheck,
+    prepare=_read_instance,
 )

@@ -219,9 +219,8 @@ def workflow_of(deps: Deps, inst: Instance) -> CatalogEntry | None:
     return None
 
 
-def environment_of_instance(deps: Deps, instance_id: int, project: str = "") -> str:
+def environment_of_instance(deps: Deps, inst: Instance, project: str = "") -> str:
     """Where acting on an instance lands: its workflow's environment."""
-    inst = locate(deps, instance_id, project)
     entry = workflow_of(deps, inst)
     if entry is None:
         return environment_of_workflow(deps.settings, project, inst.name)

@@ -6,6 +6,9 @@
     rerun_failed              write  START_FAILURE_TASK_PROCESS on a FAILURE run
     stop_run                  write  STOP a running instance
 
+The workflow a trigger names is resolved once per walk (the spec's `prepare`, a `Plan`); its
+relative dates (昨天) are read again when it runs, as of when the user asked.
+
 Triggering is idempotent per step: the start carries the marker `<task>:<step>` in startParams, and
 the spec's `lookup` finds a run with that marker after a crash, so the step is recorded instead of
 starting a second run. A started run becomes a durable watch row; the poll job reports its end in
@@ -23,7 +26,7 @@ from pydantic import BaseModel, Field
 from xihe.agent.deps import Deps
 from xihe.agent.errors import TaskStateError, ToolFailed
 from xihe.agent.i18n import Lang, say
-from xihe.agent.registry import ToolContext, ToolSpec
+from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.integrations.dolphinscheduler.errors import DefinitionOffline
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
@@ -73,17 +76,28 @@ class Plan:
         return tuple(schedule_dates(self.dates, self.offset))
 
 
-def _plan(args: TriggerArgs, deps: Deps, now: datetime) -> Plan:
+Target = Prepared[TriggerArgs, Plan]  # a trigger call and what it means as of the walk that read it
+
+
+def _dates(args: TriggerArgs, deps: Deps, now: datetime) -> tuple[date, ...]:
+    return tuple(parse_dates(args.dates, now, deps.settings.workflows.timezone)) if args.dates.strip() else ()
+
+
+def _plan(args: TriggerArgs, deps: Deps) -> Plan:
+    """The spec's `prepare`: the workflow resolved once per walk, its dates as of now.
+
+    Resolving before the gate means an unknown name or a future date is refused at once, instead of
+    after the user confirmed something that cannot run.
+    """
     entry = resolve_workflow(deps, args.workflow, args.project)
-    tz = deps.settings.workflows.timezone
-    days = tuple(parse_dates(args.dates, now, tz)) if args.dates.strip() else ()
     offset = deps.settings.workflows.biz_date_offset(entry.project, entry.name)
-    return Plan(entry, days, environment_of_workflow(deps.settings, entry.project, entry.name), offset)
+    environment = environment_of_workflow(deps.settings, entry.project, entry.name)
+    return Plan(entry, _dates(args, deps, deps.clock()), environment, offset)
 
 
-def _workflow_arg(args: TriggerArgs) -> str:
+def _workflow_arg(call: Target) -> str:
     """The argument a DolphinScheduler error about this call concerns."""
-    return f"workflow {args.workflow!r}"
+    return f"workflow {call.args.workflow!r}"
 
 
 def _asked_at(ctx: ToolContext) -> datetime:
@@ -94,15 +108,19 @@ def _asked_at(ctx: ToolContext) -> datetime:
         return ctx.now
 
 
-def _trigger_environment(args: TriggerArgs, deps: Deps) -> str:
-    # Resolving here (before the gate) means an unknown name or a future date is refused at once,
-    # instead of after the user confirmed something that cannot run.
-    return _plan(args, deps, deps.clock()).environment
+def _asked_plan(call: Target, ctx: ToolContext) -> tuple[Plan, datetime]:
+    """The plan with its dates as of when the user asked, and that moment."""
+    asked = _asked_at(ctx)
+    return replace(call.target, dates=_dates(call.args, ctx.deps, asked)), asked
 
 
-def explain_trigger(args: TriggerArgs, deps: Deps, lang: Lang) -> str:
+def _trigger_environment(call: Target, deps: Deps) -> str:
+    return call.target.environment
+
+
+def explain_trigger(call: Target, deps: Deps, lang: Lang) -> str:
     """What a trigger would start, for the confirmation prompt."""
-    plan = _plan(args, deps, deps.clock())
+    plan = call.target
     e = plan.entry
     where = plan.environment or say(DS, "no_environment", lang)
     what = say(DS, "explain_start", lang, workflow=e.name, project=e.project, code=e.code, environment=where)
@@ -156,10 +174,10 @@ def _started(plan: Plan, out: StartOutcome, status: str) -> dict[str, Any]:
     return result
 
 
-def trigger(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any]:
+def trigger(call: Target, ctx: ToolContext) -> dict[str, Any]:
     """Start one run or a serial backfill; the run becomes a watch row."""
     svc = service(ctx.deps)
-    plan = _plan(args, ctx.deps, _asked_at(ctx))
+    plan, _ = _asked_plan(call, ctx)
     marker = make_marker(ctx.task_id, ctx.step_key)
     cfg = svc.config
     try:
@@ -179,11 +197,10 @@ def trigger(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any]:
     return _started(plan, out, "start_uncertain" if out.uncertain else "started")
 
 
-def trigger_lookup(args: TriggerArgs, ctx: ToolContext) -> dict[str, Any] | None:
+def trigger_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
     """After a crash: the run this step already started (found by its marker), or None."""
     svc = service(ctx.deps)
-    asked = _asked_at(ctx)
-    plan = _plan(args, ctx.deps, asked)
+    plan, asked = _asked_plan(call, ctx)
     marker = make_marker(ctx.task_id, ctx.step_key)
     found = find_started(svc.client, plan.entry, marker, asked)
     if not found and svc.client.profile.start_is_asynchronous:
@@ -222,6 +239,7 @@ TRIGGER = ToolSpec(
     lookup=trigger_lookup,
     summarize=trigger_reply,
     explain=explain_trigger,
+    prepare=_plan,
 )
 
 
