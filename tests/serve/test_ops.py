@@ -134,9 +134,7 @@ def test_orphan_taken_by_exactly_one_replica_after_the_lease(
     orphan = a.deps.tasks.orphans(clock())[0]
     assert [_take_orphan(a, orphan), _take_orphan(b, orphan)] == [True, False]  # compare-and-swap
     a.deps.tasks.release(tid, a.deps.holder)
-    a.deps.tasks.update(
-        tid, clock(), lease_owner="otherhost:1", lease_until=clock() - timedelta(seconds=1)
-    )
+    a.deps.tasks.update(tid, clock(), lease_owner="otherhost:1", lease_until=clock() - timedelta(seconds=1))
     resume_orphans(b)
     resume_orphans(a)  # nothing left, and no "busy" note
     assert notes == [("cli:alice", "finished by a replica")]
