@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, String, Table, Text
 
+from xihe.agent.lease import lease_columns
 from xihe.agent.tables import Id, UTCDateTime, metadata
 
 # What does the alert pipeline remember between events? (held instance messages, open windows,
@@ -19,6 +20,7 @@ alert_state = Table(
     Column("due_at", UTCDateTime),
     Column("token", String(32), nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    *lease_columns(),  # a scan marker's claim: the replica reporting that run (migration 9)
 )
 Index("ix_alert_state_due", alert_state.c.due_at)
 
@@ -37,8 +39,7 @@ alert_outbox = Table(
     Column("due_at", UTCDateTime, nullable=False),
     Column("status", String(10), nullable=False),  # pending|sent
     Column("attempts", Integer, nullable=False, default=0),
-    Column("lease_owner", String(120), nullable=False, default=""),
-    Column("lease_until", UTCDateTime),
+    *lease_columns(),  # the replica sending it now
     Column("last_error", Text, nullable=False, default=""),
     Column("sent_at", UTCDateTime),
     Column("sent_via", String(10), nullable=False, default=""),  # robot|email

@@ -108,7 +108,7 @@ class Channel(Generic[M]):
             self.queue.put_nowait(key)
         except queue.Full:
             # the message is safe in the inbox; any replica's reclaim job takes it once it has room
-            self.inbox.release_one(key, self.deps.clock())
+            self.inbox.release_one(key, self.deps.holder)
             self.log.warning("%s queue full; message left in the inbox", self.name, extra={"key": key})
         self.deps.metrics.queue.labels(f"{self.name}_memory").set(self.queue.qsize())
 
@@ -133,7 +133,7 @@ class Channel(Generic[M]):
             if self._stopping.is_set():
                 break  # left queued in the inbox; shutdown hands it to the other replicas
             try:
-                message = self.inbox.claim(key, self.deps.holder, self.deps.clock())
+                message = self.inbox.claim(key, self.deps.holder, self.deps.clock(), self.lease)
                 if message is not None:
                     self.handle(message)
                     self.inbox.done(key, self.deps.clock())
@@ -201,7 +201,7 @@ class Channel(Generic[M]):
     # ---- background ----------------------------------------------------------------------------
 
     def reclaim(self) -> None:
-        """Take over queued messages of replicas that died (their lease lapsed)."""
+        """Take over queued messages nobody holds (their replica died, or let them go)."""
         room = self.queue.maxsize - self.queue.qsize()
         if room > 0:
             for key in self.inbox.reclaim(self.deps.holder, self.deps.clock(), self.lease, limit=room):
@@ -214,6 +214,6 @@ class Channel(Generic[M]):
         deadline = time.monotonic() + grace
         for t in self._threads:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
-        handed = self.inbox.release(self.deps.holder, self.deps.clock())
+        handed = self.inbox.release(self.deps.holder)
         if handed:
             self.log.info("%s: %d queued message(s) handed to other replicas", self.name, handed)

@@ -19,6 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from xihe.agent.lease import lease_columns
 from xihe.agent.tables import Id, UTCDateTime, metadata
 
 # What is this task, who owns it, how far did it get? (resume reads status + current_step)
@@ -37,8 +38,7 @@ task = Table(
     Column("goal", Text, nullable=False, default=""),  # the user's words that started it
     Column("reply", Text),  # the last thing the bot said for it
     Column("error", Text),
-    Column("lease_owner", String(120)),
-    Column("lease_expires_at", UTCDateTime),
+    *lease_columns(),  # which replica works on it now
     Column("retry_budget", Integer, nullable=False, default=0),
     # what came of it, beyond the lifecycle status: refused | failed | run FAILURE | run SUCCESS ... (or null)
     Column("outcome", String(40)),
@@ -48,7 +48,7 @@ task = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 Index("ix_task_conv", task.c.conversation, task.c.id)
-Index("ix_task_status", task.c.status, task.c.lease_expires_at)
+Index("ix_task_status", task.c.status, task.c.lease_until)
 
 # What happened at each step, attempt by attempt? Append-only: a rerun adds rows.
 task_step = Table(

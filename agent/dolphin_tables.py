@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, String, Table, Text
 
+from xihe.agent.lease import lease_columns
 from xihe.agent.tables import UTCDateTime, metadata
 
 # Which DolphinScheduler runs is the bot following, for which conversation, and which replica polls
@@ -22,8 +23,7 @@ ds_watch = Table(
     Column("next_poll_at", UTCDateTime, nullable=False),
     Column("done", Boolean, nullable=False, default=False),
     Column("state", JSON, nullable=False),  # the rest of the Watch: instance ids, states, backoff ...
-    Column("lease_owner", String(120)),  # the replica polling it in this cycle
-    Column("lease_expires_at", UTCDateTime),
+    *lease_columns(),  # the replica polling it in this cycle
     Column("notified_at", UTCDateTime),  # last progress message (throttle)
     Column("notified_text", Text),
     Column("schema_version", Integer, nullable=False, default=1),

@@ -2,9 +2,9 @@
 
 The inbox row of a message is created by `seen()` (insert-if-absent on the `channel:msgid` key, so a
 retry of the platform landing on any replica, before or after a restart, is recognised), filled by
-`enqueue()` with the message and a lease for this replica, and taken by exactly one worker through
-`claim()`, a conditional UPDATE. A replica that died with messages still queued loses its lease;
-`reclaim()` on another replica picks them up. Once a worker has claimed a message it is never handed
+`enqueue()` with the message and a lease (`xihe.agent.lease`) for this replica, and taken by exactly
+one worker through `claim()`, a conditional UPDATE. A replica that died with messages still queued
+loses its lease; `reclaim()` on another replica picks them up. Once a worker has claimed a message it is never handed
 out again: the task it creates is durable, and `resume_orphans` finishes that instead.
 
 A channel gives its message type and how it is stored (`encode`/`decode`). The table keeps the name
@@ -17,9 +17,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
-from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Engine, and_, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from xihe.agent import lease
 from xihe.agent.wecom_tables import wecom_inbox
 
 
@@ -79,30 +80,22 @@ class Inbox(Generic[M]):
         with self.engine.begin() as conn:
             conn.execute(delete(wecom_inbox).where(wecom_inbox.c.key == key))
 
-    def enqueue(self, message: M, holder: str, now: datetime, lease: timedelta) -> None:
-        """Store the message as queued for `holder` until `now + lease`."""
+    def enqueue(self, message: M, holder: str, now: datetime, ttl: timedelta) -> None:
+        """Store the message as queued, leased to `holder` until `now + ttl`."""
+        row = wecom_inbox.c.key == message.dedupe_key
         with self.engine.begin() as conn:
             conn.execute(
-                update(wecom_inbox)
-                .where(wecom_inbox.c.key == message.dedupe_key)
-                .values(
-                    status="queued",
-                    payload=self.encode(message),
-                    holder=holder,
-                    lease_expires_at=now + lease,
-                )
+                lease.claim(wecom_inbox, row, holder, now, ttl, status="queued", payload=self.encode(message))
             )
 
-    def claim(self, key: str, holder: str, now: datetime) -> M | None:
-        """Take a queued message for handling (ours, or anyone's whose lease lapsed); None if taken."""
-        ours_or_free = or_(wecom_inbox.c.holder == holder, wecom_inbox.c.lease_expires_at < now)
+    def claim(self, key: str, holder: str, now: datetime, ttl: timedelta) -> M | None:
+        """Take a queued message for handling (ours, or one nobody holds); None if taken."""
+        queued = and_(wecom_inbox.c.key == key, wecom_inbox.c.status == "queued")
         with self.engine.begin() as conn:
-            got = conn.execute(
-                update(wecom_inbox)
-                .where(and_(wecom_inbox.c.key == key, wecom_inbox.c.status == "queued", ours_or_free))
-                .values(status="handling", holder=holder)
-            ).rowcount
-            if got != 1:
+            if (
+                conn.execute(lease.claim(wecom_inbox, queued, holder, now, ttl, status="handling")).rowcount
+                != 1
+            ):
                 return None
             payload = conn.execute(select(wecom_inbox.c.payload).where(wecom_inbox.c.key == key)).scalar_one()
         return self.decode(payload)
@@ -113,48 +106,36 @@ class Inbox(Generic[M]):
             conn.execute(
                 update(wecom_inbox)
                 .where(wecom_inbox.c.key == key)
-                .values(status="done", payload=None, finished_at=now, lease_expires_at=None)
+                .values(status="done", payload=None, finished_at=now, **lease.released())
             )
 
-    def reclaim(self, holder: str, now: datetime, lease: timedelta, limit: int = 50) -> list[str]:
-        """Queued messages whose holder's lease lapsed, re-leased to `holder`; their keys."""
-        lapsed = and_(wecom_inbox.c.status == "queued", wecom_inbox.c.lease_expires_at < now)
-        with self.engine.connect() as conn:
-            keys = list(
-                conn.execute(
-                    select(wecom_inbox.c.key).where(lapsed).order_by(wecom_inbox.c.seen_at).limit(limit)
-                ).scalars()
+    def reclaim(self, holder: str, now: datetime, ttl: timedelta, limit: int = 50) -> list[str]:
+        """Queued messages nobody holds (their replica died, or let them go), leased to `holder`; their keys."""
+        with self.engine.begin() as conn:
+            rows = lease.claim_batch(
+                conn,
+                wecom_inbox,
+                holder,
+                now,
+                ttl,
+                where=wecom_inbox.c.status == "queued",
+                order_by=(wecom_inbox.c.seen_at, wecom_inbox.c.key),
+                limit=limit,
             )
-        taken = []
-        for key in keys:
-            with self.engine.begin() as conn:
-                if conn.execute(
-                    update(wecom_inbox)
-                    .where(and_(wecom_inbox.c.key == key, lapsed))
-                    .values(holder=holder, lease_expires_at=now + lease)
-                ).rowcount:
-                    taken.append(key)
-        return taken
+        return [r.key for r in sorted(rows, key=lambda r: (r.seen_at, r.key))]
 
-    def release(self, holder: str, now: datetime) -> int:
+    def release(self, holder: str) -> int:
         """Let other replicas take our queued messages at once (graceful shutdown)."""
         with self.engine.begin() as conn:
             return int(
-                conn.execute(
-                    update(wecom_inbox)
-                    .where(and_(wecom_inbox.c.status == "queued", wecom_inbox.c.holder == holder))
-                    .values(lease_expires_at=now - timedelta(seconds=1))
-                ).rowcount
+                conn.execute(lease.release(wecom_inbox, wecom_inbox.c.status == "queued", holder)).rowcount
             )
 
-    def release_one(self, key: str, now: datetime) -> None:
+    def release_one(self, key: str, holder: str) -> None:
         """Let any replica take this queued message at its next reclaim (our memory queue is full)."""
+        queued = and_(wecom_inbox.c.key == key, wecom_inbox.c.status == "queued")
         with self.engine.begin() as conn:
-            conn.execute(
-                update(wecom_inbox)
-                .where(and_(wecom_inbox.c.key == key, wecom_inbox.c.status == "queued"))
-                .values(lease_expires_at=now - timedelta(seconds=1))
-            )
+            conn.execute(lease.release(wecom_inbox, queued, holder))
 
     def queued(self) -> int:
         """How many messages wait for a worker (all replicas)."""

@@ -1,14 +1,19 @@
 """The versioned migrations that create every table, and the table that records which ran.
 
 Each migration names the tables (or DDL) it adds, so an existing database only ever moves forward.
+Tables are created as their modules define them now; a later migration that changes a table
+(8 adds columns, 9 renames the lease columns) therefore looks first and leaves a new store alone.
 `agent.db.migrate()` applies what is missing under a lock.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from datetime import datetime
 
-from sqlalchemy import Column, Connection, Integer, String, Table, inspect, text
+from sqlalchemy import Column, Connection, Integer, String, Table, and_, inspect, or_, select, text, update
+from sqlalchemy.engine.interfaces import ReflectedColumn
 
 from xihe.agent.alert_tables import (
     alert_channel,
@@ -20,6 +25,7 @@ from xihe.agent.alert_tables import (
 )
 from xihe.agent.core_tables import artifact, audit_event, memory, pending_action, task, task_step
 from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
+from xihe.agent.lease import released
 from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.agent.tables import UTCDateTime, metadata
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream, wecom_ws_lease, wecom_ws_outbox
@@ -58,6 +64,91 @@ def _add_columns(table: Table, *names: str) -> Callable[[Connection], None]:
     return run
 
 
+# ---- migration 9: one lease --------------------------------------------------------------------
+# Each leased table's owner and expiry columns before migration 9; alert_state had none (a scan
+# marker kept its claim in the payload as "claimed|<holder>|<until>").
+OLD_LEASE_COLUMNS: dict[str, tuple[str, str]] = {
+    "task": ("lease_owner", "lease_expires_at"),
+    "plan_item": ("owner", "lease_expires_at"),
+    "alert_outbox": ("lease_owner", "lease_until"),  # lease_owner NOT NULL, '' when free
+    "wecom_inbox": ("holder", "lease_expires_at"),
+    "wecom_ws_lease": ("holder", "expires_at"),  # both NOT NULL; released by backdating expires_at
+    "ds_watch": ("lease_owner", "lease_expires_at"),
+}
+_LEASED = {t.name: t for t in (task, plan_item, alert_outbox, wecom_inbox, wecom_ws_lease, ds_watch)}
+
+
+def _one_lease(conn: Connection) -> None:
+    """Rename each leased table's columns to lease_owner/lease_until (nullable), keeping every row and
+    every held lease; a row that was free (no owner, an empty one, or no expiry) ends up NULL/NULL.
+
+    Each step looks at the columns before it acts: on a new store, whose tables migrations 1-8
+    created as they are defined now, nothing changes.
+    """
+    for name, (owner, until) in OLD_LEASE_COLUMNS.items():
+        table = _LEASED[name]
+        columns = {c["name"]: c for c in inspect(conn).get_columns(name)}
+        renames = {
+            old: new for old, new in ((owner, "lease_owner"), (until, "lease_until")) if old in columns
+        }
+        renames = {old: new for old, new in renames.items() if old != new or not columns[old]["nullable"]}
+        if renames and conn.dialect.name == "sqlite" and any(not columns[o]["nullable"] for o in renames):
+            _rebuild_sqlite(conn, table, renames)
+        else:
+            _rename_columns(conn, name, renames, columns)
+        c = table.c
+        free = or_(c.lease_owner.is_(None), c.lease_owner == "", c.lease_until.is_(None))
+        conn.execute(update(table).where(free).values(**released()))
+    _add_columns(alert_state, "lease_owner", "lease_until")(conn)
+    _scan_marks_to_lease(conn)
+
+
+def _rename_columns(
+    conn: Connection, name: str, renames: dict[str, str], columns: dict[str, ReflectedColumn]
+) -> None:
+    q = conn.dialect.identifier_preparer.quote
+    for old, new in renames.items():
+        if old != new:
+            conn.execute(text(f"ALTER TABLE {q(name)} RENAME COLUMN {q(old)} TO {q(new)}"))
+        if not columns[old]["nullable"]:  # PostgreSQL only: SQLite rebuilds the table instead
+            conn.execute(text(f"ALTER TABLE {q(name)} ALTER COLUMN {q(new)} DROP NOT NULL"))
+
+
+def _rebuild_sqlite(conn: Connection, table: Table, renames: dict[str, str]) -> None:
+    """SQLite cannot drop NOT NULL: copy the rows into the table as defined now (nothing references it)."""
+    q = conn.dialect.identifier_preparer.quote
+    old_name = f"{table.name}__before_lease"
+    conn.execute(text(f"ALTER TABLE {q(table.name)} RENAME TO {q(old_name)}"))
+    for index in inspect(conn).get_indexes(old_name):
+        conn.execute(text(f"DROP INDEX {q(str(index['name']))}"))
+    table.create(conn)
+    source = {new: old for old, new in renames.items()}
+    targets = ", ".join(q(c.name) for c in table.c)
+    sources = ", ".join(q(source.get(c.name, c.name)) for c in table.c)
+    conn.execute(text(f"INSERT INTO {q(table.name)} ({targets}) SELECT {sources} FROM {q(old_name)}"))
+    conn.execute(text(f"DROP TABLE {q(old_name)}"))
+
+
+def _scan_marks_to_lease(conn: Connection) -> None:
+    """Scan markers (alert_state, ns `seen`, keys `scan:`) move their claim from the payload to the lease."""
+    t = alert_state.c
+    marks = and_(t.ns == "seen", t.key.like("scan:%"))
+    for key, payload in conn.execute(select(t.key, t.payload).where(marks)).all():
+        try:
+            status, holder, until = str(json.loads(payload)).split("|", 2)
+            values = {"lease_owner": holder, "lease_until": datetime.fromisoformat(until)}
+        except ValueError:
+            continue  # already in the new form
+        if status != "claimed":
+            values = released()
+        new_status = "open" if status == "claimed" else status
+        conn.execute(
+            update(alert_state)
+            .where(and_(marks, t.key == key))
+            .values(payload=json.dumps(new_status), **values)
+        )
+
+
 MIGRATIONS: list[Migration] = [
     (
         1,
@@ -78,6 +169,7 @@ MIGRATIONS: list[Migration] = [
     (5, "long tasks: plan items and plan changes", _create(plan_item, plan_change)),
     (7, "wecom long connection: holder lease, outbox of frames", _create(wecom_ws_lease, wecom_ws_outbox)),
     (8, "task outcome and the runs a task started", _add_columns(task, "outcome", "runs")),
+    (9, "one lease: every leased table holds it in lease_owner and lease_until", _one_lease),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

@@ -15,6 +15,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from xihe.agent.lease import lease_columns
 from xihe.agent.tables import Id, UTCDateTime, metadata
 
 # What is left to do for this task, in what order, who holds each item and what proves it is done?
@@ -27,8 +28,7 @@ plan_item = Table(
     Column("description", Text, nullable=False),
     Column("depends_on", JSON, nullable=False),  # seqs of items that existed when this one was added
     Column("status", String(20), nullable=False),  # pending|in_progress|completed|failed|cancelled
-    Column("owner", String(120)),  # the worker holding the claim (e.g. task:12)
-    Column("lease_expires_at", UTCDateTime),  # after this another worker may reclaim it
+    *lease_columns(),  # the worker holding the claim (e.g. task:12); after lease_until another may take it
     Column("evidence", JSON),  # the checked evidence of completion ({kind, ..., checked})
     Column("reason", Text),  # why it failed or was dropped
     Column("created_key", String(200)),  # idempotency key of the step that added it (crash lookup)

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, insert, or_, select, update
+from sqlalchemy import and_, exists, insert, or_, select, true, update
 
+from xihe.agent import lease
 from xihe.agent.core_tables import pending_action, task
 from xihe.agent.errors import TaskStateError
 from xihe.agent.holder import holder_is_dead
@@ -69,7 +70,7 @@ class TaskStore(StepLog):
                     goal=goal,
                     retry_budget=retry_budget,
                     lease_owner=lease_owner,
-                    lease_expires_at=lease_until,
+                    lease_until=lease_until,
                     schema_version=1,
                     created_at=now,
                     updated_at=now,
@@ -146,44 +147,25 @@ class TaskStore(StepLog):
         with self.engine.connect() as conn:
             return [task_of(r) for r in conn.execute(q)]
 
-    # ---- leases: one replica works a task at a time
+    # ---- leases (`xihe.agent.lease`): one replica works a task at a time
     def claim(self, task_id: int, holder: str, now: datetime, ttl: timedelta) -> bool:
-        """Take (or renew) the lease if it is free, expired or already ours."""
-        free = or_(task.c.lease_owner.is_(None), task.c.lease_expires_at < now, task.c.lease_owner == holder)
+        """Take (or renew) the lease if it is free or already ours."""
         with self.engine.begin() as conn:
-            return (
-                conn.execute(
-                    update(task)
-                    .where(and_(task.c.id == task_id, free))
-                    .values(lease_owner=holder, lease_expires_at=now + ttl)
-                ).rowcount
-                == 1
-            )
+            return conn.execute(lease.claim(task, task.c.id == task_id, holder, now, ttl)).rowcount == 1
 
     def release(self, task_id: int, holder: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(
-                update(task)
-                .where(and_(task.c.id == task_id, task.c.lease_owner == holder))
-                .values(lease_owner=None, lease_expires_at=None)
-            )
+            conn.execute(lease.release(task, task.c.id == task_id, holder))
 
     def renew_all(self, holder: str, now: datetime, ttl: timedelta) -> int:
         """Extend every live lease `holder` has (it is alive, however long a step takes); how many."""
-        live = and_(task.c.lease_owner == holder, task.c.lease_expires_at >= now)
         with self.engine.begin() as conn:
-            return int(conn.execute(update(task).where(live).values(lease_expires_at=now + ttl)).rowcount)
+            return int(conn.execute(lease.renew(task, true(), holder, now, ttl)).rowcount)
 
     def release_all(self, holder: str) -> int:
         """Give up every lease `holder` still has (shutdown), so another replica takes over at once."""
         with self.engine.begin() as conn:
-            return int(
-                conn.execute(
-                    update(task)
-                    .where(task.c.lease_owner == holder)
-                    .values(lease_owner=None, lease_expires_at=None)
-                ).rowcount
-            )
+            return int(conn.execute(lease.release(task, true(), holder)).rowcount)
 
     def orphans(self, now: datetime, limit: int = 50, *, conversation: str | None = None) -> list[Task]:
         """Tasks whose holder is gone (no lease, an expired one, or a dead local process) and that can go on.
@@ -214,37 +196,15 @@ class TaskStore(StepLog):
             q = q.where(task.c.conversation == conversation)
         with self.engine.connect() as conn:
             rows = [task_of(r) for r in conn.execute(q)]
-        gone = [
-            t
-            for t in rows
-            if t.lease_owner is None
-            or (t.lease_expires_at and t.lease_expires_at < now)
-            or holder_is_dead(t.lease_owner)
-        ]
+        gone = [t for t in rows if not lease.is_held(t.lease_until, now) or holder_is_dead(t.lease_owner)]
         return gone[:limit]
 
     def take(self, orphan: Task, holder: str, now: datetime, ttl: timedelta) -> bool:
         """Compare-and-swap an orphan's lease from the holder we saw to `holder`: of two takers, one wins."""
-        same_owner = (
-            task.c.lease_owner.is_(None)
-            if orphan.lease_owner is None
-            else task.c.lease_owner == orphan.lease_owner
-        )
-        same_expiry = (
-            task.c.lease_expires_at.is_(None)
-            if orphan.lease_expires_at is None
-            else task.c.lease_expires_at == orphan.lease_expires_at
-        )
+        seen = (orphan.lease_owner, orphan.lease_until)
+        row = and_(task.c.id == orphan.id, task.c.status == orphan.status)
         with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(task)
-                    .where(
-                        and_(task.c.id == orphan.id, task.c.status == orphan.status, same_owner, same_expiry)
-                    )
-                    .values(lease_owner=holder, lease_expires_at=now + ttl)
-                ).rowcount
-            )
+            return bool(conn.execute(lease.take_over(task, row, seen, holder, now, ttl)).rowcount)
 
     def spend_retry(self, task_id: int, now: datetime) -> int | None:
         """Spend one unit of the task's stored retry budget; None when it is exhausted."""

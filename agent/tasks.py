@@ -52,7 +52,7 @@ class Task:
     reply: str | None
     error: str | None
     lease_owner: str | None
-    lease_expires_at: datetime | None
+    lease_until: datetime | None
     retry_budget: int
     created_at: datetime
     updated_at: datetime

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, Boolean, Column, Index, String, Table, Text
 
+from xihe.agent.lease import lease_columns
 from xihe.agent.tables import Id, UTCDateTime, metadata
 
 # Which WeCom callbacks were seen (a retry never runs twice), and which still wait for a worker?
@@ -16,11 +17,10 @@ wecom_inbox = Table(
     Column("seen_at", UTCDateTime, nullable=False),
     Column("status", String(20), nullable=False),  # seen|queued|handling|done
     Column("payload", JSON),  # the verified inbound message while it waits
-    Column("holder", String(120)),  # replica that will handle it
-    Column("lease_expires_at", UTCDateTime),  # after this another replica may take it
+    *lease_columns(),  # the replica that will handle it; after lease_until another may take it
     Column("finished_at", UTCDateTime),
 )
-Index("ix_wecom_inbox_status", wecom_inbox.c.status, wecom_inbox.c.lease_expires_at)
+Index("ix_wecom_inbox_status", wecom_inbox.c.status, wecom_inbox.c.lease_until)
 
 # What has the AI bot streamed for a message (any replica answers the refresh), and may we still reply?
 wecom_stream = Table(
@@ -44,8 +44,7 @@ wecom_ws_lease = Table(
     "wecom_ws_lease",
     metadata,
     Column("name", String(200), primary_key=True),  # aibot:<bot id>
-    Column("holder", String(120), nullable=False, default=""),
-    Column("expires_at", UTCDateTime, nullable=False),  # renewed on every heartbeat
+    *lease_columns(),  # renewed on every heartbeat
     Column("acquired_at", UTCDateTime, nullable=False),
 )
 

@@ -88,8 +88,8 @@ def test_a_holder_renews_and_releases_only_its_own_live_leases(engine) -> None: 
     assert tasks.claim(mine.id, "r1", clock(), ttl) and tasks.claim(theirs.id, "r2", clock(), ttl)
     assert tasks.claim(lapsed.id, "r1", clock() - 2 * ttl, ttl)  # lapsed a minute ago: not renewed
     assert tasks.renew_all("r1", clock.advance(50), ttl) == 1
-    assert tasks.get(mine.id).lease_expires_at == clock() + ttl
-    assert tasks.get(theirs.id).lease_expires_at == clock() - timedelta(seconds=50) + ttl
+    assert tasks.get(mine.id).lease_until == clock() + ttl
+    assert tasks.get(theirs.id).lease_until == clock() - timedelta(seconds=50) + ttl
     assert [o.id for o in tasks.orphans(clock.advance(20))] == [lapsed.id, theirs.id]
     assert tasks.release_all("r1") == 2
     assert tasks.get(mine.id).lease_owner is None and tasks.get(theirs.id).lease_owner == "r2"

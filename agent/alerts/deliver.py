@@ -148,7 +148,7 @@ class Deliverer:
         # Renew just before sending: a row claimed early in a slow batch must not have lapsed to
         # another replica, which would then send it a second time.
         current = self.clock() if self.clock is not None else now
-        if not self.outbox.renew(row.key, self.owner, current + timedelta(seconds=d.lease_seconds)):
+        if not self.outbox.renew(row.key, self.owner, current, timedelta(seconds=d.lease_seconds)):
             return
         ch = self.channel(row.channel)
         notifier = self._by_kind[ch.kind]

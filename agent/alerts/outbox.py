@@ -1,8 +1,8 @@
 """The durable outbox: one row per notification key; inserting a key twice is a no-op.
 
-Rows are claimed with a lease so two senders (replicas) never send the same row at once, and a
-crashed sender's claim is taken back once its lease expires; the sender renews the lease just before
-each send. `sql.outbox.SqlOutbox` backs it with table `alert_outbox` (claims: a conditional
+Rows are claimed with a lease (`xihe.agent.lease`) so two senders (replicas) never send the same row
+at once, and a crashed sender's claim is taken back once its lease lapses; the sender renews the
+lease just before each send. `sql.outbox.SqlOutbox` backs it with table `alert_outbox` (claims: a conditional
 `UPDATE … RETURNING` on SQLite, `SELECT … FOR UPDATE SKIP LOCKED` on PostgreSQL).
 """
 
@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from xihe.agent.alerts.model import Notification
+from xihe.agent.lease import is_held
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ class Outbox(Protocol):
     def release(self, key: str, owner: str, due_at: datetime) -> None:
         """Give a claimed row back untried (e.g. rate limit), due again at `due_at`."""
 
-    def renew(self, key: str, owner: str, until: datetime) -> bool:
-        """Extend `owner`'s lease to `until`; False when `owner` no longer holds the row."""
+    def renew(self, key: str, owner: str, now: datetime, lease: timedelta) -> bool:
+        """Extend `owner`'s live lease to `now + lease`; False when `owner` no longer holds the row."""
 
     def get(self, key: str) -> OutboxRow | None:
         """One row."""
@@ -92,7 +93,7 @@ class InMemoryOutbox:
     def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxRow]:
         """Lease due pending rows."""
         rows = (self._rows[k] for k in self._pending)
-        due = [r for r in rows if r.due_at <= now and (r.lease_until is None or r.lease_until <= now)]
+        due = [r for r in rows if r.due_at <= now and not is_held(r.lease_until, now)]
         due.sort(key=lambda r: (r.due_at, r.created_at))
         out = []
         for r in due[:limit]:
@@ -146,12 +147,12 @@ class InMemoryOutbox:
         if r is not None:
             self._rows[key] = replace(r, due_at=due_at, lease_owner="", lease_until=None)
 
-    def renew(self, key: str, owner: str, until: datetime) -> bool:
-        """Extend the lease if `owner` still holds the row."""
+    def renew(self, key: str, owner: str, now: datetime, lease: timedelta) -> bool:
+        """Extend the lease if `owner` still holds the row at `now`."""
         r = self._held(key, owner)
-        if r is None:
+        if r is None or not is_held(r.lease_until, now):
             return False
-        self._rows[key] = replace(r, lease_until=until)
+        self._rows[key] = replace(r, lease_until=now + lease)
         return True
 
     def get(self, key: str) -> OutboxRow | None:

@@ -1,8 +1,8 @@
 """The failed-run scan's marker rows: one row in `alert_state` (namespace `seen`) per scanned instance run.
 
 Key `scan:<instance>:<run>`, inserted only if absent, so of two replicas scanning at once exactly
-one claims an instance. A claim is a lease (`claimed` until a time); a lapsed one is taken over with
-a conditional UPDATE on the row token. A handed-over instance's mark is `done` until it leaves the
+one claims an instance. A claim is the row's lease (`xihe.agent.lease`) on an `open` mark; a lapsed
+or released one is claimed again. A handed-over instance's mark is `done` until it leaves the
 look-back window; an instance that could not be read is released for the next scan.
 """
 
@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, and_, delete, select, update
+from sqlalchemy import Engine, and_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from xihe.agent import lease
 from xihe.agent.alert_tables import alert_state
 from xihe.agent.alerts.state import NS_SEEN
 from xihe.integrations.dolphinscheduler.models import Instance
@@ -32,21 +33,23 @@ def mark_key(inst: Instance) -> str:
     return f"{KEY_PREFIX}{inst.id}:{inst.run_times}"
 
 
+OPEN, DONE = json.dumps("open"), json.dumps("done")  # the payloads: being reported (or released), handed over
+
+
 @dataclass(frozen=True)
 class Mark:
-    """A marker row's payload: `claimed` (with a lease) or `done`."""
+    """A marker row: `open` (claimed while its lease is held) or `done`."""
 
     status: str
-    holder: str
-    until: datetime  # claimed: lease end; done: when it was handed over
-
-    def text(self) -> str:
-        return json.dumps(f"{self.status}|{self.holder}|{self.until.isoformat()}")
+    holder: str | None  # the lease owner
+    until: datetime | None  # the lease end
 
     @classmethod
-    def parse(cls, payload: str) -> Mark:
-        status, holder, until = str(json.loads(payload)).split("|", 2)
-        return cls(status, holder, datetime.fromisoformat(until))
+    def parse(cls, payload: str, holder: str | None, until: datetime | None) -> Mark:
+        status = json.loads(payload)
+        if status not in ("open", "done"):
+            raise ValueError(f"not a scan mark status: {status!r}")
+        return cls(status, holder, until)
 
 
 class ScanMarks:
@@ -68,64 +71,55 @@ class ScanMarks:
         t = alert_state.c
         with self.engine.connect() as conn:
             rows = conn.execute(
-                select(t.key, t.payload, t.token).where(and_(t.ns == NS_SEEN, t.key.in_(list(keys))))
+                select(t.key, t.payload, t.lease_owner, t.lease_until, t.token).where(
+                    and_(t.ns == NS_SEEN, t.key.in_(list(keys)))
+                )
             ).all()
         out = {}
-        for key, payload, token in rows:
+        for key, payload, holder, until, token in rows:
             try:
-                out[key] = (Mark.parse(payload), token)
+                out[key] = (Mark.parse(payload, holder, until), token)
             except ValueError:
                 log.warning("unreadable scan marker %s: %r", key, payload)
         return out
 
     def claim(
-        self, key: str, now: datetime, lease: timedelta, expires: datetime, seen: tuple[Mark, str] | None
+        self, key: str, now: datetime, ttl: timedelta, expires: datetime, seen: tuple[Mark, str] | None
     ) -> str | None:
         """Claim `key` for this replica; the row token when we hold it, None when someone else does.
 
-        New keys are inserted only if absent (two replicas: one wins). A claim whose lease lapsed
-        (`seen`, read before) is taken over only if its token is still the one we read.
+        New keys are inserted only if absent (two replicas: one wins). An open mark (`seen`, read
+        before) is claimed if nobody holds it: its lease lapsed or was released.
         """
         token = uuid.uuid4().hex
-        values = {
-            "payload": Mark("claimed", self.holder, now + lease).text(),
-            "due_at": expires,
-            "token": token,
-            "updated_at": now,
-        }
+        values = {"payload": OPEN, "due_at": expires, "token": token, "updated_at": now}
         t = alert_state.c
         with self.engine.begin() as conn:
             if seen is None:
-                inserted = conn.execute(self._insert.values(ns=NS_SEEN, key=key, **values)).first()
+                row = {"ns": NS_SEEN, "key": key, **values, **lease.taken(self.holder, now, ttl)}
+                inserted = conn.execute(self._insert.values(**row)).first()
                 won = 1 if inserted is not None else 0  # rowcount is -1 here on psycopg
             else:
-                mark, old = seen
-                if mark.status != "claimed" or mark.until > now:
+                if seen[0].status != "open":
                     return None
+                open_mark = and_(t.ns == NS_SEEN, t.key == key, t.payload == OPEN)
                 won = conn.execute(
-                    update(alert_state)
-                    .where(and_(t.ns == NS_SEEN, t.key == key, t.token == old))
-                    .values(**values)
+                    lease.claim(alert_state, open_mark, self.holder, now, ttl, **values)
                 ).rowcount
         return token if won == 1 else None
 
     def done(self, key: str, token: str, now: datetime, expires: datetime) -> None:
         """The instance was handed over: keep the marker until it leaves the look-back window."""
         t = alert_state.c
+        ours = and_(t.ns == NS_SEEN, t.key == key, t.token == token)
+        values = {"payload": DONE, "due_at": expires, "token": uuid.uuid4().hex, "updated_at": now}
         with self.engine.begin() as conn:
-            conn.execute(
-                update(alert_state)
-                .where(and_(t.ns == NS_SEEN, t.key == key, t.token == token))
-                .values(
-                    payload=Mark("done", self.holder, now).text(),
-                    due_at=expires,
-                    token=uuid.uuid4().hex,
-                    updated_at=now,
-                )
-            )
+            conn.execute(lease.release(alert_state, ours, self.holder, **values))
 
     def release(self, key: str, token: str) -> None:
         """Give a claim back at once (the instance could not be read or fed): the next scan retries."""
         t = alert_state.c
         with self.engine.begin() as conn:
-            conn.execute(delete(alert_state).where(and_(t.ns == NS_SEEN, t.key == key, t.token == token)))
+            conn.execute(
+                lease.release(alert_state, and_(t.ns == NS_SEEN, t.key == key, t.token == token), self.holder)
+            )

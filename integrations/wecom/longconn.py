@@ -117,7 +117,7 @@ class LongConnection:
             self._thread.join(timeout=timeout)
             self._thread = None
         if release:
-            self.lease.release(self.holder, self.clock())
+            self.lease.release(self.holder)
         self.state = "stopped"
 
     def kill(self) -> None:

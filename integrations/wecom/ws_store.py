@@ -11,71 +11,50 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, delete, insert, or_, select, update
+from sqlalchemy import Engine, and_, delete, insert, select, update
 
+from xihe.agent import lease
 from xihe.agent.inbox import insert_ignore
 from xihe.agent.wecom_tables import wecom_ws_lease, wecom_ws_outbox
 
 
 class WsLease:
-    """Who holds the bot's connection: a conditional UPDATE on one row, safe with several replicas."""
+    """Who holds the bot's connection: a lease (`xihe.agent.lease`) on one row, safe with several replicas."""
 
     def __init__(self, engine: Engine, name: str) -> None:
         self.engine = engine
         self.name = name
+        self.row = wecom_ws_lease.c.name == name
 
     def acquire(self, holder: str, now: datetime, ttl: timedelta) -> bool:
-        """Take or renew the lease when it is ours or has lapsed; True when we hold it until now + ttl."""
-        row = {"name": self.name, "holder": "", "expires_at": now - timedelta(seconds=1), "acquired_at": now}
-        insert_ignore(self.engine, wecom_ws_lease, row)  # the row exists from now on; who holds it is below
-        free = or_(wecom_ws_lease.c.holder == holder, wecom_ws_lease.c.expires_at < now)
+        """Take or renew the lease when it is ours or free; True when we hold it until now + ttl."""
+        insert_ignore(self.engine, wecom_ws_lease, {"name": self.name, "acquired_at": now})  # a free row
+        if self.renew(holder, now, ttl):
+            return True
         with self.engine.begin() as conn:
-            took = conn.execute(
-                update(wecom_ws_lease)
-                .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder != holder, free))
-                .values(holder=holder, expires_at=now + ttl, acquired_at=now)
-            ).rowcount
-            if took:
-                return True
             return bool(
                 conn.execute(
-                    update(wecom_ws_lease)
-                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
-                    .values(expires_at=now + ttl)
+                    lease.claim(wecom_ws_lease, self.row, holder, now, ttl, acquired_at=now)
                 ).rowcount
             )
 
     def renew(self, holder: str, now: datetime, ttl: timedelta) -> bool:
-        """Extend our lease; False when it is no longer ours (another replica took over)."""
+        """Extend our lease; False when we no longer hold it (it lapsed, or another replica took over)."""
         with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(wecom_ws_lease)
-                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
-                    .values(expires_at=now + ttl)
-                ).rowcount
-            )
+            return bool(conn.execute(lease.renew(wecom_ws_lease, self.row, holder, now, ttl)).rowcount)
 
-    def release(self, holder: str, now: datetime) -> bool:
+    def release(self, holder: str) -> bool:
         """Let another replica take over at once (graceful stop)."""
         with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(wecom_ws_lease)
-                    .where(and_(wecom_ws_lease.c.name == self.name, wecom_ws_lease.c.holder == holder))
-                    .values(expires_at=now - timedelta(seconds=1))
-                ).rowcount
-            )
+            return bool(conn.execute(lease.release(wecom_ws_lease, self.row, holder)).rowcount)
 
     def holder(self, now: datetime) -> str | None:
         """The replica holding a live lease, if any."""
         with self.engine.connect() as conn:
             row = conn.execute(
-                select(wecom_ws_lease.c.holder, wecom_ws_lease.c.expires_at).where(
-                    wecom_ws_lease.c.name == self.name
-                )
+                select(wecom_ws_lease.c.lease_owner, wecom_ws_lease.c.lease_until).where(self.row)
             ).first()
-        return str(row.holder) if row is not None and row.expires_at >= now else None
+        return str(row.lease_owner) if row is not None and lease.is_held(row.lease_until, now) else None
 
 
 class WsOutbox:

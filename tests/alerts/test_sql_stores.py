@@ -147,9 +147,9 @@ def test_outbox_claims_are_leased_and_taken_back_after_expiry(outbox):
     assert outbox.claim(T0 + timedelta(seconds=30), "b", LEASE, 10) == []
     b = outbox.claim(T0 + timedelta(seconds=61), "b", LEASE, 10)
     assert [r.key for r in b] == ["inst:1:P1:default"]
-    assert not outbox.renew("inst:1:P1:default", "a", T0 + 5 * MIN)
+    assert not outbox.renew("inst:1:P1:default", "a", T0 + 2 * MIN, LEASE)
     assert not outbox.mark_sent("inst:1:P1:default", "a", T0, "robot")  # a lost the row
-    assert outbox.renew("inst:1:P1:default", "b", T0 + 5 * MIN)
+    assert outbox.renew("inst:1:P1:default", "b", T0 + 2 * MIN, LEASE)
     assert outbox.mark_sent("inst:1:P1:default", "b", T0 + MIN, "email")
     sent = outbox.get("inst:1:P1:default")
     assert (sent.status, sent.sent_via, sent.attempts, sent.sent_at) == ("sent", "email", 1, T0 + MIN)

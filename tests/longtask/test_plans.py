@@ -77,7 +77,7 @@ def test_an_abandoned_claim_is_reclaimable_after_its_lease(plan: tuple[PlanStore
         plans.claim(t, 1, "w2", T0 + timedelta(minutes=14), LEASE)
     later = T0 + timedelta(minutes=16)
     item = plans.claim(t, 1, "w2", later, LEASE)
-    assert item.owner == "w2" and item.lease_expires_at == later + LEASE
+    assert item.lease_owner == "w2" and item.lease_until == later + LEASE
     with pytest.raises(PlanError, match="claimed by w2"):
         plans.complete(t, 1, "w1", CHECKED, later)  # the old worker lost it
     assert [c.change for c in plans.history(t)] == ["added", "claimed", "reclaimed"]
@@ -130,7 +130,7 @@ def test_many_workers_racing_for_one_item_exactly_one_wins(engine: Engine, worke
     assert len(wins) == 1, wins
     assert len(losses) == workers - 1
     item = PlanStore(engine).get(t, 1)
-    assert item.owner == wins[0]
+    assert item.lease_owner == wins[0]
     assert [c.change for c in PlanStore(engine).history(t)].count("claimed") == 1
 
 
@@ -164,4 +164,4 @@ def test_processes_racing_on_postgres_exactly_one_wins(db_url: str) -> None:
     for p in procs:
         p.join(timeout=30)
     winners = [name for verdict, name in results if verdict == "won"]
-    assert len(winners) == 1 and PlanStore(engine).get(t, 1).owner == winners[0]
+    assert len(winners) == 1 and PlanStore(engine).get(t, 1).lease_owner == winners[0]

@@ -109,7 +109,7 @@ def test_a_task_interrupted_mid_plan_resumes_with_the_same_plan_leases_and_budge
     assert "model endpoint failed" in broken
     plans = PlanStore(first.deps.engine)
     before = plans.items(1)
-    assert [(i.status, i.owner) for i in before] == [("in_progress", "task:1"), ("pending", None)]
+    assert [(i.status, i.lease_owner) for i in before] == [("in_progress", "task:1"), ("pending", None)]
     assert first.deps.tasks.get(1).retry_budget == 5
 
     # a new process over the same database (another holder name) resumes the task
@@ -122,8 +122,8 @@ def test_a_task_interrupted_mid_plan_resumes_with_the_same_plan_leases_and_budge
         db=db_url,
     )
     after_restart = PlanStore(restarted.deps.engine).items(1)
-    assert [(i.status, i.owner, i.lease_expires_at) for i in after_restart] == [
-        (i.status, i.owner, i.lease_expires_at) for i in before
+    assert [(i.status, i.lease_owner, i.lease_until) for i in after_restart] == [
+        (i.status, i.lease_owner, i.lease_until) for i in before
     ]
     assert restarted.deps.tasks.get(1).retry_budget == 5
     outcome = restarted.agent.resume(1)

@@ -134,9 +134,7 @@ def test_orphan_taken_by_exactly_one_replica_after_the_lease(
     orphan = a.deps.tasks.orphans(clock())[0]
     assert [_take_orphan(a, orphan), _take_orphan(b, orphan)] == [True, False]  # compare-and-swap
     a.deps.tasks.release(tid, a.deps.holder)
-    a.deps.tasks.update(
-        tid, clock(), lease_owner="otherhost:1", lease_expires_at=clock() - timedelta(seconds=1)
-    )
+    a.deps.tasks.update(tid, clock(), lease_owner="otherhost:1", lease_until=clock() - timedelta(seconds=1))
     resume_orphans(b)
     resume_orphans(a)  # nothing left, and no "busy" note
     assert notes == [("cli:alice", "finished by a replica")]
@@ -157,6 +155,6 @@ def test_live_leases_are_renewed_and_released_on_shutdown(make_app: MakeApp, clo
     clock.advance(5)
     renew_leases(app)
     held = app.deps.tasks.get(mine)
-    assert held.lease_expires_at == clock() + timedelta(seconds=app.settings.core.store.lease_seconds)
+    assert held.lease_until == clock() + timedelta(seconds=app.settings.core.store.lease_seconds)
     assert release_leases(app) == 1
     assert app.deps.tasks.get(mine).lease_owner is None

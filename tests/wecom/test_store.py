@@ -62,23 +62,23 @@ def test_inbox_claim_once_reclaim_after_lease_and_release(engine: Engine) -> Non
     assert not r1.seen(message.dedupe_key, NOW)
     r1.enqueue(message, "r1", NOW, LEASE)
     assert r1.queued() == 1
-    assert r2.claim(message.dedupe_key, "r2", NOW) is None  # r1's lease
+    assert r2.claim(message.dedupe_key, "r2", NOW, LEASE) is None  # r1's lease
     assert r2.reclaim("r2", NOW, LEASE) == []
     # r1 died: after its lease another replica takes the message, exactly once
     later = NOW + LEASE + timedelta(seconds=1)
     assert r2.reclaim("r2", later, LEASE) == [message.dedupe_key]
     assert r1.reclaim("r1", later, LEASE) == []
-    assert r1.claim(message.dedupe_key, "r1", later) is None
-    got = r2.claim(message.dedupe_key, "r2", later)
+    assert r1.claim(message.dedupe_key, "r1", later, LEASE) is None
+    got = r2.claim(message.dedupe_key, "r2", later, LEASE)
     assert got == message
-    assert r2.claim(message.dedupe_key, "r2", later) is None  # handling: never handed out again
+    assert r2.claim(message.dedupe_key, "r2", later, LEASE) is None  # handling: never handed out again
     r2.done(message.dedupe_key, later)
     assert r1.queued() == 0
 
     other = _msg("6")
     r1.seen(other.dedupe_key, NOW)
     r1.enqueue(other, "r1", NOW, LEASE)
-    assert r1.release("r1", NOW) == 1  # graceful shutdown hands it over at once
+    assert r1.release("r1") == 1  # graceful shutdown hands it over at once
     assert r2.reclaim("r2", NOW, LEASE) == [other.dedupe_key]
 
 

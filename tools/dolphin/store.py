@@ -3,9 +3,9 @@
 Both implement the Protocols of `xihe.tools.dolphin.watch` and `xihe.tools.dolphin.names`, on SQLite and
 PostgreSQL. `SqlWatchStore.due()` *claims* what it returns: each due row gets a lease for this
 replica, so two replicas running the poll job at once never poll the same run in one cycle.
-PostgreSQL claims with `SELECT … FOR UPDATE SKIP LOCKED`; SQLite (one writer at a time) with a
-conditional UPDATE. `save()` writes the polled watch back and releases the lease; a replica whose
-lease lapsed and was taken over cannot overwrite the new holder's row.
+The claim is `xihe.agent.lease.claim_batch` (`SELECT … FOR UPDATE SKIP LOCKED` on PostgreSQL, one
+conditional UPDATE on SQLite). `save()` writes the polled watch back and releases the lease; a
+replica whose lease lapsed and was taken over cannot overwrite the new holder's row.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, delete, insert, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from xihe.agent import lease
 from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
 from xihe.tools.dolphin.names import CatalogEntry
 from xihe.tools.dolphin.watch import SCHEMA_VERSION, PendingRerun, Watch
@@ -105,17 +106,8 @@ def _row(w: Watch) -> dict[str, Any]:
 # Built once: a poll cycle saves every watch it claimed with one executemany of this statement.
 _SAVE = (
     update(ds_watch)
-    .where(
-        and_(
-            ds_watch.c.key == bindparam("k"),
-            or_(ds_watch.c.lease_owner.is_(None), ds_watch.c.lease_owner == bindparam("me")),
-        )
-    )
-    .values(
-        lease_owner=None,
-        lease_expires_at=None,
-        **{name: bindparam(name) for name in ("updated_at", *_COLUMNS)},
-    )
+    .where(ds_watch.c.key == bindparam("k"), lease.unclaimed_or_owned(ds_watch, bindparam("me")))
+    .values(**lease.released(), **{name: bindparam(name) for name in ("updated_at", *_COLUMNS)})
 )
 
 
@@ -164,7 +156,6 @@ class SqlWatchStore:
         self.engine = engine
         self.holder = holder
         self.lease = lease
-        self._pg = engine.dialect.name == "postgresql"
 
     # ---- the WatchStore protocol ----------------------------------------------------------------
 
@@ -188,48 +179,15 @@ class SqlWatchStore:
 
         The claim is a lease of `self.lease` for `self.holder`; `save()` releases it. A replica
         that died mid-cycle leaves leases that lapse, after which another replica takes the rows.
+        Rows this replica holds already come back too (each cycle saves all it claimed).
         """
-        free = or_(
-            ds_watch.c.lease_expires_at.is_(None),
-            ds_watch.c.lease_expires_at < now,
-            ds_watch.c.lease_owner == self.holder,
-        )
-        wanted = and_(ds_watch.c.done.is_(False), ds_watch.c.next_poll_at <= now, free)
-        until = now + self.lease
-        claim = update(ds_watch).values(lease_owner=self.holder, lease_expires_at=until)
-        pick = select(ds_watch.c.key).where(wanted).order_by(ds_watch.c.next_poll_at, ds_watch.c.key)
+        order = (ds_watch.c.next_poll_at, ds_watch.c.key)
+        due = and_(ds_watch.c.done.is_(False), ds_watch.c.next_poll_at <= now)
         with self.engine.begin() as conn:
-            if self._pg:
-                keys = list(conn.execute(pick.limit(limit).with_for_update(skip_locked=True)).scalars())
-                if keys:
-                    conn.execute(claim.where(ds_watch.c.key.in_(keys)))
-            else:
-                # SQLite has one writer at a time: the conditional UPDATE re-reads `free` under the
-                # write lock, so a row another replica claimed since the SELECT no longer matches;
-                # what this transaction then reads back with our lease is exactly what we hold.
-                candidates = list(conn.execute(pick.limit(limit)).scalars())
-                if not candidates:
-                    return []
-                conn.execute(claim.where(and_(ds_watch.c.key.in_(candidates), wanted)))
-                keys = list(
-                    conn.execute(
-                        select(ds_watch.c.key).where(
-                            and_(
-                                ds_watch.c.key.in_(candidates),
-                                ds_watch.c.lease_owner == self.holder,
-                                ds_watch.c.lease_expires_at == until,
-                            )
-                        )
-                    ).scalars()
-                )
-            if not keys:
-                return []
-            rows = conn.execute(
-                select(ds_watch)
-                .where(ds_watch.c.key.in_(keys))
-                .order_by(ds_watch.c.next_poll_at, ds_watch.c.key)
-            ).all()
-        return [_watch(r) for r in rows]
+            rows = lease.claim_batch(
+                conn, ds_watch, self.holder, now, self.lease, where=due, order_by=order, limit=limit, own=True
+            )
+        return [_watch(r) for r in sorted(rows, key=lambda r: (r.next_poll_at, r.key))]
 
     def save(self, watch: Watch) -> None:
         """Replace the row of `watch.key` and release this replica's lease on it.
@@ -274,11 +232,7 @@ class SqlWatchStore:
     def release(self) -> None:
         """Drop every lease this replica holds (a cycle that failed before saving)."""
         with self.engine.begin() as conn:
-            conn.execute(
-                update(ds_watch)
-                .where(ds_watch.c.lease_owner == self.holder)
-                .values(lease_owner=None, lease_expires_at=None)
-            )
+            conn.execute(lease.release(ds_watch, true(), self.holder))
 
     def with_instance(self, instance_id: int, limit: int = 2000) -> Watch | None:
         """The most recent watch that followed `instance_id` (to find its project), or None."""

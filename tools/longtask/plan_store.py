@@ -1,4 +1,4 @@
-"""The plan rows in SQL: `plan_item` (items, claims with leases, completion) and `plan_change` (history).
+"""The plan rows in SQL: `plan_item` (items, claims as leases, completion) and `plan_change` (history).
 
 `claim` is one conditional UPDATE that also checks the dependencies, so two workers racing for the
 same item cannot both win, and no item starts while one of its dependencies is not completed.
@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, exists, insert, or_, select, text, update
 
+from xihe.agent import lease
 from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.tools.longtask.plans import OPEN, PlanChange, PlanError, PlanItem
 
@@ -27,8 +28,8 @@ def _item(row: Any) -> PlanItem:
         description=m["description"],
         depends_on=tuple(m["depends_on"] or ()),
         status=m["status"],
-        owner=m["owner"],
-        lease_expires_at=m["lease_expires_at"],
+        lease_owner=m["lease_owner"],
+        lease_until=m["lease_until"],
         evidence=m["evidence"],
         reason=m["reason"],
         created_at=m["created_at"],
@@ -66,6 +67,17 @@ class PlanStore:
         with self.engine.connect() as conn:
             row = conn.execute(select(plan_item).where(plan_item.c.created_key == created_key)).first()
         return _item(row) if row is not None else None
+
+    def _completed_by(self, task_id: int, seq: int) -> str | None:
+        """Who completed the item (its lease ended then; the change log keeps the name)."""
+        c = plan_change.c
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(c.actor)
+                .where(and_(c.task_id == task_id, c.seq == seq, c.change == "completed"))
+                .order_by(c.id.desc())
+                .limit(1)
+            ).scalar()
 
     def history(self, task_id: int) -> list[PlanChange]:
         """Every change of the plan, oldest first."""
@@ -122,8 +134,7 @@ class PlanStore:
                     description=description,
                     depends_on=wanted,
                     status="pending",
-                    owner=None,
-                    lease_expires_at=None,
+                    **lease.released(),
                     evidence=None,
                     reason=None,
                     created_key=created_key,
@@ -140,15 +151,15 @@ class PlanStore:
         seq: int,
         owner: str,
         now: datetime,
-        lease: timedelta,
+        lease_for: timedelta,
         *,
         abandoned: Collection[str] = (),
     ) -> PlanItem:
         """Take the item for `owner` (or renew its own claim); PlanError says why not.
 
-        One conditional UPDATE: the item must be pending, or in progress under an expired lease, held
-        by an `abandoned` owner (a finished task) or already ours, and every dependency must be
-        completed, all checked in the same statement.
+        One conditional UPDATE: the item must be pending, or in progress under a lease that is
+        free (`xihe.agent.lease`), already ours or held by an `abandoned` owner (a finished task),
+        and every dependency must be completed, all checked in the same statement.
         """
         item = self.get(task_id, seq)  # depends_on never changes after add, so reading it first is safe
         dep = plan_item.alias("dep")
@@ -164,9 +175,8 @@ class PlanStore:
             and_(
                 plan_item.c.status == "in_progress",
                 or_(
-                    plan_item.c.owner == owner,
-                    plan_item.c.lease_expires_at < now,
-                    plan_item.c.owner.in_(list(abandoned) or [""]),
+                    lease.claimable(plan_item, owner, now),
+                    plan_item.c.lease_owner.in_(list(abandoned) or [""]),
                 ),
             ),
         )
@@ -174,15 +184,16 @@ class PlanStore:
             won = conn.execute(
                 update(plan_item)
                 .where(and_(plan_item.c.id == item.id, free, ~unmet))
-                .values(status="in_progress", owner=owner, lease_expires_at=now + lease, updated_at=now)
+                .values(status="in_progress", updated_at=now, **lease.taken(owner, now, lease_for))
             ).rowcount
             if won == 1:
+                previous = item.lease_owner
                 change = (
                     "reclaimed"
-                    if item.status == "in_progress" and item.owner not in (None, owner)
+                    if item.status == "in_progress" and previous not in (None, owner)
                     else "claimed"
                 )
-                _log(conn, task_id, seq, change, owner, None, {"previous_owner": item.owner}, now)
+                _log(conn, task_id, seq, change, owner, None, {"previous_owner": previous}, now)
         if won == 1:
             return self.get(task_id, seq)
         raise PlanError(self._why_not_claimed(task_id, seq, owner, now))
@@ -190,8 +201,8 @@ class PlanStore:
     def _why_not_claimed(self, task_id: int, seq: int, owner: str, now: datetime) -> str:
         item = self.get(task_id, seq)
         if item.status == "in_progress":
-            until = f" until {item.lease_expires_at:%H:%M:%S} UTC" if item.lease_expires_at else ""
-            return f"item #{seq} is already claimed by {item.owner}{until}"
+            until = f" until {item.lease_until:%H:%M:%S} UTC" if item.lease_until else ""
+            return f"item #{seq} is already claimed by {item.lease_owner}{until}"
         if item.status != "pending":
             return f"item #{seq} is {item.status}; it cannot be claimed"
         waiting = [d for d in item.depends_on if self.get(task_id, d).status != "completed"]
@@ -211,19 +222,13 @@ class PlanStore:
         log_reason: str | None,
         **values: Any,
     ) -> bool:
-        """in_progress → `status` for the claim's owner only, logged in the same transaction."""
+        """in_progress → `status` for the claim's owner only (which ends its lease), logged in the same transaction."""
+        held = and_(
+            plan_item.c.task_id == task_id, plan_item.c.seq == seq, plan_item.c.status == "in_progress"
+        )
         with self.engine.begin() as conn:
             done = conn.execute(
-                update(plan_item)
-                .where(
-                    and_(
-                        plan_item.c.task_id == task_id,
-                        plan_item.c.seq == seq,
-                        plan_item.c.owner == owner,
-                        plan_item.c.status == "in_progress",
-                    )
-                )
-                .values(status=status, lease_expires_at=None, updated_at=now, **values)
+                lease.release(plan_item, held, owner, status=status, updated_at=now, **values)
             ).rowcount
             if done == 1:
                 _log(conn, task_id, seq, status, owner, log_reason, detail, now)
@@ -239,11 +244,11 @@ class PlanStore:
             task_id, seq, owner, now, "completed", {"evidence": evidence}, None, evidence=evidence
         )
         item = self.get(task_id, seq)
-        if done or (item.status == "completed" and item.owner == owner):
+        if done or (item.status == "completed" and self._completed_by(task_id, seq) == owner):
             return item
         if item.status == "in_progress":
             raise PlanError(
-                f"item #{seq} is claimed by {item.owner}, not by {owner}; only its owner completes it"
+                f"item #{seq} is claimed by {item.lease_owner}, not by {owner}; only its owner completes it"
             )
         raise PlanError(f"item #{seq} is {item.status}; claim it before completing it")
 
@@ -257,7 +262,7 @@ class PlanStore:
             return item
         raise PlanError(
             f"item #{seq} is {item.status}"
-            + (f" and claimed by {item.owner}" if item.status == "in_progress" else "")
+            + (f" and claimed by {item.lease_owner}" if item.status == "in_progress" else "")
             + "; only its owner can fail an item it holds"
         )
 
@@ -287,16 +292,13 @@ class PlanStore:
         before = self.get(task_id, seq)
         allowed = or_(
             plan_item.c.status.in_(("pending", "failed")),
-            and_(
-                plan_item.c.status == "in_progress",
-                or_(plan_item.c.owner == actor, plan_item.c.lease_expires_at < now),
-            ),
+            and_(plan_item.c.status == "in_progress", lease.claimable(plan_item, actor, now)),
         )
-        values: dict[str, Any] = {"updated_at": now, "lease_expires_at": None}
+        values: dict[str, Any] = {"updated_at": now, **lease.released()}
         if change == "replaced":
             if not (description or "").strip():
                 raise PlanError("a replacement needs the new description")
-            values.update(description=description, status="pending", owner=None, evidence=None, reason=None)
+            values.update(description=description, status="pending", evidence=None, reason=None)
         else:
             values.update(status="cancelled", reason=reason)
         with self.engine.begin() as conn:
@@ -309,7 +311,7 @@ class PlanStore:
         if done != 1:
             raise PlanError(
                 f"item #{seq} is {before.status}"
-                + (f" (held by {before.owner})" if before.status == "in_progress" else "")
+                + (f" (held by {before.lease_owner})" if before.status == "in_progress" else "")
                 + "; only open items not held by someone else can be changed"
             )
         return self.get(task_id, seq)

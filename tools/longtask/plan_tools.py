@@ -129,7 +129,7 @@ def specs(plans: PlanStore, lease_seconds: int) -> list[ToolSpec]:
             )
         except PlanError as exc:
             raise ToolFailed(f"not claimed: {exc}") from None
-        until = show(item.lease_expires_at, ctx.deps.settings.core.timezone)
+        until = show(item.lease_until, ctx.deps.settings.core.timezone)
         return {"claimed": _item(item, ctx), "lease_until": until}
 
     def complete(args: CompleteArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -137,8 +137,8 @@ def specs(plans: PlanStore, lease_seconds: int) -> list[ToolSpec]:
         try:
             item = plans.get(plan, args.item)
             me = worker(ctx.task_id)
-            if item.status == "in_progress" and item.owner != me:
-                raise PlanError(f"item #{item.seq} is claimed by {item.owner}, not by you ({me})")
+            if item.status == "in_progress" and item.lease_owner != me:
+                raise PlanError(f"item #{item.seq} is claimed by {item.lease_owner}, not by you ({me})")
             if item.status == "pending":
                 raise PlanError(f"item #{item.seq} is not claimed; claim it first")
             checked = check(args.evidence.model_dump(exclude_none=True), ctx)

@@ -29,11 +29,12 @@ def abandoned_owners(items: list[PlanItem], tasks: TaskStore) -> set[str]:
     """Holders of in-progress items that are tasks already finished (they will never complete them)."""
     out: set[str] = set()
     for item in items:
-        if item.status == "in_progress" and item.owner and item.owner.startswith("task:"):
+        owner = item.lease_owner
+        if item.status == "in_progress" and owner and owner.startswith("task:"):
             try:
-                holder = tasks.get(int(item.owner.split(":", 1)[1]))
+                holder = tasks.get(int(owner.split(":", 1)[1]))
             except (ValueError, TaskStateError):
                 continue
             if holder.status in FINISHED:
-                out.add(item.owner)
+                out.add(owner)
     return out

@@ -21,6 +21,7 @@ from typing import Any
 
 from xihe.agent.errors import TaskStateError
 from xihe.agent.i18n import Lang, say
+from xihe.agent.lease import is_held
 from xihe.tools.longtask.messages import PLAN, STATUS
 
 OPEN = ("pending", "in_progress")
@@ -40,8 +41,8 @@ class PlanItem:
     description: str
     depends_on: tuple[int, ...]
     status: str
-    owner: str | None
-    lease_expires_at: datetime | None
+    lease_owner: str | None  # the worker holding it while in progress (`xihe.agent.lease`)
+    lease_until: datetime | None
     evidence: dict[str, Any] | None
     reason: str | None
     created_at: datetime
@@ -53,9 +54,9 @@ class PlanItem:
         if self.depends_on:
             after = say(PLAN, "after", lang, deps=", ".join(f"#{d}" for d in self.depends_on))
         who = ""
-        if self.status == "in_progress" and self.owner:
-            lapsed = now is not None and self.lease_expires_at is not None and self.lease_expires_at < now
-            who = say(PLAN, "owner_lapsed" if lapsed else "owner", lang, owner=self.owner)
+        if self.status == "in_progress" and self.lease_owner:
+            lapsed = now is not None and not is_held(self.lease_until, now)
+            who = say(PLAN, "owner_lapsed" if lapsed else "owner", lang, owner=self.lease_owner)
         tail = ""
         if self.status == "completed" and self.evidence:
             evidence = self.evidence.get("summary") or self.evidence.get("kind")

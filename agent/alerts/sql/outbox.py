@@ -1,12 +1,15 @@
-"""Outbox over table alert_outbox; claims are leased (SKIP LOCKED on PostgreSQL, a conditional UPDATE on SQLite)."""
+"""Outbox over table alert_outbox; claims are leases (`xihe.agent.lease`: SKIP LOCKED on PostgreSQL,
+a conditional UPDATE on SQLite).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, select
 
+from xihe.agent import lease
 from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.sql.stores import SqlAlertStores
@@ -57,7 +60,6 @@ class SqlOutbox:
                 due_at=row.due_at,
                 status=row.status,
                 attempts=row.attempts,
-                lease_owner="",
                 last_error="",
                 sent_via="",
                 force_email=row.force_email,
@@ -68,101 +70,48 @@ class SqlOutbox:
         with self.s.tx() as conn:
             return conn.execute(stmt).first() is not None
 
-    def _claimable(self, now: datetime) -> Any:
-        return and_(
-            _O.status == "pending",
-            _O.due_at <= now,
-            or_(_O.lease_until.is_(None), _O.lease_until <= now),
-        )
-
-    def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxRow]:
-        """Lease up to `limit` due pending rows to `owner`, oldest due first."""
-        until = now + lease
+    def claim(self, now: datetime, owner: str, lease_for: timedelta, limit: int) -> list[OutboxRow]:
+        """Lease up to `limit` due pending rows nobody holds to `owner`, oldest due first."""
+        due = and_(_O.status == "pending", _O.due_at <= now)
+        order = (_O.due_at, _O.created_at, _O.id)
         with self.s.tx() as conn:
-            if self.s.postgres:
-                ids = (
-                    conn.execute(
-                        select(_O.id)
-                        .where(self._claimable(now))
-                        .order_by(_O.due_at, _O.created_at, _O.id)
-                        .limit(limit)
-                        .with_for_update(skip_locked=True)
-                    )
-                    .scalars()
-                    .all()
-                )
-                if not ids:
-                    return []
-                stmt = update(alert_outbox).where(_O.id.in_(ids))
-            else:
-                # One statement: SQLite takes the write lock before it reads, so claims never overlap.
-                pick = (
-                    select(_O.id)
-                    .where(self._claimable(now))
-                    .order_by(_O.due_at, _O.created_at, _O.id)
-                    .limit(limit)
-                    .scalar_subquery()
-                )
-                stmt = update(alert_outbox).where(_O.id.in_(pick), self._claimable(now))
-            rows = conn.execute(
-                stmt.values(lease_owner=owner, lease_until=until).returning(*alert_outbox.c)
-            ).all()
+            rows = lease.claim_batch(
+                conn, alert_outbox, owner, now, lease_for, where=due, order_by=order, limit=limit
+            )
         out = [_outbox_row(r) for r in rows]
         out.sort(key=lambda r: (r.due_at, r.created_at))
         return out
 
-    def _held(self, key: str, owner: str) -> Any:
-        return and_(_O.key == key, _O.lease_owner == owner, _O.status == "pending")
+    def _pending(self, key: str) -> Any:
+        return and_(_O.key == key, _O.status == "pending")
 
     def mark_sent(self, key: str, owner: str, now: datetime, via: str) -> bool:
         """Record delivery; False when `owner` no longer holds the lease."""
+        values = {"status": "sent", "sent_at": now, "sent_via": via, "attempts": _O.attempts + 1}
         with self.s.tx() as conn:
-            n = conn.execute(
-                update(alert_outbox)
-                .where(self._held(key, owner))
-                .values(
-                    status="sent",
-                    sent_at=now,
-                    sent_via=via,
-                    attempts=_O.attempts + 1,
-                    lease_owner="",
-                    lease_until=None,
-                )
-            ).rowcount
+            n = conn.execute(lease.release(alert_outbox, self._pending(key), owner, **values)).rowcount
         return bool(n == 1)
 
     def mark_failed(
         self, key: str, owner: str, now: datetime, error: str, retry_at: datetime, force_email: bool = False
     ) -> bool:
         """Count a failed attempt, release the lease, retry at `retry_at`."""
-        values: dict[str, Any] = {
-            "attempts": _O.attempts + 1,
-            "last_error": error[:2000],
-            "due_at": retry_at,
-            "lease_owner": "",
-            "lease_until": None,
-        }
+        values: dict[str, Any] = {"attempts": _O.attempts + 1, "last_error": error[:2000], "due_at": retry_at}
         if force_email:
             values["force_email"] = True
         with self.s.tx() as conn:
-            n = conn.execute(update(alert_outbox).where(self._held(key, owner)).values(**values)).rowcount
+            n = conn.execute(lease.release(alert_outbox, self._pending(key), owner, **values)).rowcount
         return bool(n == 1)
 
     def release(self, key: str, owner: str, due_at: datetime) -> None:
         """Give a claimed row back untried, due again at `due_at`."""
         with self.s.tx() as conn:
-            conn.execute(
-                update(alert_outbox)
-                .where(self._held(key, owner))
-                .values(due_at=due_at, lease_owner="", lease_until=None)
-            )
+            conn.execute(lease.release(alert_outbox, self._pending(key), owner, due_at=due_at))
 
-    def renew(self, key: str, owner: str, until: datetime) -> bool:
-        """Extend `owner`'s lease; False when someone else holds the row now."""
+    def renew(self, key: str, owner: str, now: datetime, lease_for: timedelta) -> bool:
+        """Extend `owner`'s live lease to `now + lease_for`; False when it no longer holds the row."""
         with self.s.tx() as conn:
-            n = conn.execute(
-                update(alert_outbox).where(self._held(key, owner)).values(lease_until=until)
-            ).rowcount
+            n = conn.execute(lease.renew(alert_outbox, self._pending(key), owner, now, lease_for)).rowcount
         return bool(n == 1)
 
     def get(self, key: str) -> OutboxRow | None:
