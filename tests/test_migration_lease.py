@@ -27,8 +27,8 @@ from sqlalchemy import (
 )
 
 from tests.conftest import reset_postgres
-from xihe.agent.alerts.scan_marks import ScanMarks
 from xihe.agent.db import make_engine, migrate
+from xihe.agent.dolphin.scan_marks import ScanMarks
 from xihe.agent.tables import UTCDateTime, metadata
 from xihe.agent.task_store import TaskStore
 from xihe.integrations.wecom.ws_store import WsLease
