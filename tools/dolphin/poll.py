@@ -99,7 +99,7 @@ def failure_events(
             workflow_code=w.definition_code,
             environment=w.environment,
             start_time=inst.start_time,
-            end_time=inst.end_time,
+            end_time=task.pop("end_time", inst.end_time),
             source="poller",
             **task,
         )
@@ -131,6 +131,9 @@ def failure_events(
                 retry_times=t.retry_times,
                 max_retry_times=t.max_retry_times,
                 log_tail="\n".join(lines),
+                # when it failed: DolphinScheduler's end time of the task (the instance's if unknown),
+                # as the webhook's taskEndTime; never when xihe noticed
+                end_time=t.end_time or inst.end_time,
             )
         )
     return events
