@@ -82,7 +82,8 @@ def instance_note(
     starts = [e.start_time for e in inst.events if e.start_time]
     ends = [e.end_time or e.at for e in inst.events]
     start = min(starts) if starts else None
-    failed_at = min(e.at for e in inst.events)
+    # DolphinScheduler's own end time of the failed task/instance; when xihe noticed only without one
+    failed_at = min(e.end_time or e.at for e in inst.events)
     end = max(ends) if ends else None
     hosts = list(dict.fromkeys(e.host for e in inst.events if e.host))
     error = next((e.error for e in inst.events if e.error), "")

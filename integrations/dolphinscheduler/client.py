@@ -14,6 +14,7 @@ from typing import Any
 
 from xihe.agent.errors import DolphinError
 from xihe.integrations.dolphinscheduler.dag import dag_of
+from xihe.integrations.dolphinscheduler.logtimes import label_log_line
 from xihe.integrations.dolphinscheduler.models import (
     MARKER_KEY,
     Definition,
@@ -223,7 +224,10 @@ class DolphinClient(DolphinTransport):
     def log_tail(
         self, task_instance_id: int, lines: int = 100, page_lines: int = 1000, max_pages: int = 10_000
     ) -> list[str]:
-        """The last `lines` lines of a task's log, paging `/log/detail` until an empty message."""
+        """The last `lines` lines of a task's log, paging `/log/detail` until an empty message.
+
+        Each line's own timestamp is labelled with the server's zone (`logtimes.label_log_line`).
+        """
         tail: deque[str] = deque(maxlen=lines)
         skip = 0
         for _ in range(max_pages):
@@ -241,7 +245,7 @@ class DolphinClient(DolphinTransport):
             for line in message.replace("\r\n", "\n").split("\n"):
                 if skip == 0 and line.startswith("[LOG-PATH]"):
                     continue  # the header the worker adds on the first page
-                tail.append(line)
+                tail.append(label_log_line(line, self.zone))
             skip += max(int(data.get("lineNum") or 0), 1)
         while tail and not tail[-1]:
             tail.pop()

@@ -80,6 +80,12 @@ def _progress(client: DolphinClient, w: Watch, inst: Instance) -> Progress:
 _ERROR_LINE = re.compile(r"error|exception|failed|traceback", re.IGNORECASE)
 
 
+def error_line(lines: Sequence[str]) -> str:
+    """The last line of a log that names an error ("" when none does), cut to 500 characters."""
+    errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
+    return errors[-1].strip()[:500] if errors else ""
+
+
 def failure_events(
     client: DolphinClient,
     w: Watch,
@@ -99,7 +105,7 @@ def failure_events(
             workflow_code=w.definition_code,
             environment=w.environment,
             start_time=inst.start_time,
-            end_time=inst.end_time,
+            end_time=task.pop("end_time", inst.end_time),
             source="poller",
             **task,
         )
@@ -120,8 +126,7 @@ def failure_events(
                 lines = client.log_tail(t.id, lines=policy.log_tail_lines)
             except DolphinError as exc:
                 note = f" (log unavailable: DS {exc.code})"
-        errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
-        summary = (errors[-1].strip()[:500] if errors else f"task {t.name} ended {t.state}") + note
+        summary = (error_line(lines) or f"task {t.name} ended {t.state}") + note
         events.append(
             event(
                 failed_task=t.name,
@@ -131,6 +136,9 @@ def failure_events(
                 retry_times=t.retry_times,
                 max_retry_times=t.max_retry_times,
                 log_tail="\n".join(lines),
+                # when it failed: DolphinScheduler's end time of the task (the instance's if unknown),
+                # as the webhook's taskEndTime; never when xihe noticed
+                end_time=t.end_time or inst.end_time,
             )
         )
     return events

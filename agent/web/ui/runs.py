@@ -1,6 +1,8 @@
-"""`/ui/runs/ID`: one run's trace — the task(s) that started it, its alerts, and its DolphinScheduler page.
+"""`/ui/runs/ID`: the page every alert links to — what failed, and the run's trace.
 
-Alerts link here (`public_base_url` + `/ui/runs/ID`), tasks link here from their runs, and this page
+What DolphinScheduler says now (run_facts.py: state, failed tasks, error, log tail, times), the
+task that started the run apart from tasks that only looked at it (`/status ID`), its alerts, and
+its DolphinScheduler page. Alerts link here (`public_base_url` + `/ui/runs/ID`), tasks link here from their runs, and this page
 links back to both, so alert ↔ task ↔ run is one click each way.
 """
 
@@ -16,6 +18,7 @@ from xihe.agent.dolphin.origin import SqlRunOrigins
 from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
+from xihe.agent.web.ui.run_facts import read_run
 
 EVENT_COLUMNS = ("at", "kind", "reason", "tier", "workflow", "task", "detail", "notification_key")
 
@@ -43,13 +46,18 @@ class Runs:
         alerts = data.alert_events(deps.engine, limit=200, instance_ids=[run_id])
         if alerts is not None:
             alerts = (list(EVENT_COLUMNS), alerts[1])
+        origin = SqlRunOrigins(deps.engine).find(run_id)
+        facts = read_run(deps, run_id)
+        started = [t for t in tasks if origin is not None and str(t.id) == origin.task_id]
         return self.ui.render(
             request,
             "run.html",
             viewer,
-            refresh=REFRESH_SECONDS if any(not data.is_finished(t) for t in tasks) else 0,
+            refresh=REFRESH_SECONDS if (facts.state and not facts.final) else 0,
             run_id=run_id,
-            tasks=tasks,
+            facts=facts,
+            started=started,
+            queried=[t for t in tasks if t not in started],
             alerts=alerts,
             ds_url=self._ds_url(run_id),
         )
