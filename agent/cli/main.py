@@ -5,7 +5,7 @@ xihe config check [DIR]        validate the YAML; exit 1 with file:line: key: pr
 xihe tools [--config DIR]      the exact JSON schemas the model receives
 xihe task show ID [--json]     which step failed, with what input, how long each took
 xihe task resume ID            continue at the first unfinished step
-xihe audit search [...]        the audit trail, filtered
+xihe audit search [...]        the audit trail, filtered (also while the config is broken)
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,47 +101,6 @@ def cmd_task_resume(args: argparse.Namespace) -> int:
     return 0 if outcome.status in (TaskStatus.DONE, TaskStatus.AWAITING_CONFIRMATION) else 1
 
 
-def cmd_audit_search(args: argparse.Namespace) -> int:
-    from zoneinfo import ZoneInfo
-
-    from xihe.agent.timefmt import show
-    from xihe.agent.web.ui.data import parse_when
-
-    app = _app(args)
-    tz = ZoneInfo(app.settings.core.timezone)  # a date or time without offset is local, as on /ui/audit
-    try:
-        since = parse_when(args.since, tz)
-        until = parse_when(args.until, tz, end_of_day=True)
-    except ValueError:
-        print(
-            "--since/--until take an ISO date or date-time, e.g. 2026-12-01 or 2026-12-01T08:30",
-            file=sys.stderr,
-        )
-        return 2
-    rows = app.deps.audit.search(
-        actor=args.user,
-        tool=args.tool,
-        outcome=args.outcome,
-        kind=args.kind,
-        task_id=args.task,
-        since=since,
-        until=until,
-        text=args.text,
-        workflow=args.workflow,
-        limit=args.limit,
-        offset=args.offset,
-    )
-    if args.json:
-        print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
-    else:
-        for r in rows:
-            print(
-                f"{show(r['at'], tz)} {r['kind']:9} {r['actor']:12} {r['tool'] or '-':24} "
-                f"{r['outcome']:10} {(r['reason'] or '')[:80]}"
-            )
-    return 0
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
@@ -203,18 +163,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resume.set_defaults(func=cmd_task_resume)
 
-    audit = sub.add_parser("audit", help="audit trail").add_subparsers(dest="audit_command", required=True)
-    search = audit.add_parser("search", help="search audit events")
-    for flag in ("--user", "--tool", "--outcome", "--kind", "--since", "--until"):
-        search.add_argument(flag)
-    search.add_argument("--text", help="anywhere in actor, tool, reason, intent or arguments (any case)")
-    search.add_argument("--workflow", help="calls whose arguments name this workflow (or alias)")
-    search.add_argument("--offset", type=int, default=0, help="skip this many newest events (paging)")
-    search.add_argument("--task", type=int)
-    search.add_argument("--limit", type=int, default=50)
-    search.add_argument("--json", action="store_true")
-    search.set_defaults(func=cmd_audit_search)
-
     serve = sub.add_parser("serve", help="HTTP server (WeCom callbacks, webhooks, health, metrics) + jobs")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
@@ -233,9 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, code, fakes, shell
+    from xihe.agent.cli import alerts, audit, code, fakes, shell
 
-    for feature in (alerts, code, fakes, shell):
+    for feature in (audit, alerts, code, fakes, shell):
         feature.register(sub)
     _accept_config_everywhere(p)
     return p
@@ -259,17 +207,33 @@ def _accept_config_everywhere(parser: argparse.ArgumentParser) -> None:
                 _accept_config_everywhere(child)
 
 
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what `cat`, `grep` and friends exit with when the reader leaves
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `xihe` console script."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that left (`| head`) shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_left()
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     except BotError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def _reader_left() -> int:
+    """`xihe audit search | head`: end quietly like standard tools, no traceback. What is still
+    buffered for stdout goes to /dev/null, so the flush at exit does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_EXIT
 
 
 if __name__ == "__main__":
