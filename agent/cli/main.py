@@ -1,7 +1,7 @@
 """`xihe`: one console script, short handlers.
 
 xihe chat --user ID            terminal chat on the same session code as WeCom
-xihe config check [DIR]        validate the YAML; exit 1 with file:line: key: problem
+xihe config check [DIR]        validate the YAML and this host (workspaces exist); exit 1 with file:line: key: problem
 xihe tools [--config DIR]      the exact JSON schemas the model receives
 xihe task show ID [--json]     which step failed, with what input, how long each took
 xihe task resume ID            continue at the first unfinished step
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xihe.agent.errors import BotError, ConfigError
+from xihe.agent.errors import BotError, ConfigError, ConfigErrors
 
 
 def _app(args: argparse.Namespace) -> Any:
@@ -33,11 +33,16 @@ def _app(args: argparse.Namespace) -> Any:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    from xihe.agent.app import check_config
+    from xihe.agent.app import check_config, sections
+    from xihe.config.load import host_problems
 
     directory = args.dir or args.config
     try:
         settings, _registry = check_config(directory)
+        if not args.offline:
+            problems = host_problems(settings, sections())
+            if problems:
+                raise ConfigErrors(problems)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -145,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check = config.add_parser("check", help="validate a config directory")
     check.add_argument("dir", nargs="?", help="directory (default: --config)")
+    check.add_argument(
+        "--offline",
+        action="store_true",
+        help="the files only, not this host (skip: workspaces and repositories exist here), e.g. in CI",
+    )
     check.set_defaults(func=cmd_config_check)
 
     tools = sub.add_parser("tools", help="print the tool schemas the model receives for a config")
