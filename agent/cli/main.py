@@ -2,6 +2,7 @@
 
 xihe chat --user ID            terminal chat on the same session code as WeCom
 xihe config check [DIR]        validate the YAML and this host (workspaces exist); exit 1 with file:line: key: problem
+xihe config reload             validate, then ask the running replicas to apply it (audited with your name)
 xihe tools [--config DIR]      the exact JSON schemas the model receives
 xihe task show ID [--json]     which step failed, with what input, how long each took
 xihe task resume ID            continue at the first unfinished step
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xihe.agent.errors import BotError, ConfigError, ConfigErrors
+from xihe.agent.errors import BotError, ConfigError
 
 
 def _app(args: argparse.Namespace) -> Any:
@@ -30,33 +31,6 @@ def _app(args: argparse.Namespace) -> Any:
         print(f"[xihe → {conversation}] {text}", flush=True)
 
     return build_app(args.config, notify=notify)
-
-
-def cmd_config_check(args: argparse.Namespace) -> int:
-    from xihe.agent.app import check_config, sections
-    from xihe.config.load import host_problems
-
-    directory = args.dir or args.config
-    try:
-        settings, _registry = check_config(directory)
-        if not args.offline:
-            problems = host_problems(settings, sections())
-            if problems:
-                raise ConfigErrors(problems)
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    except Exception as exc:  # e.g. a plugin that fails to import: say so, without a traceback
-        print(f"{directory}: the check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
-    shell = settings.section("shell")
-    if shell is not None:
-        from xihe.tools.shell.sandbox import sandbox_warnings
-
-        for warning in sandbox_warnings(shell):
-            print(f"WARNING shell.yaml: {warning}")
-    return 0
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -145,18 +119,6 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--conversation", help="conversation id (default cli:USER)")
     chat.set_defaults(func=cmd_chat)
 
-    config = sub.add_parser("config", help="configuration").add_subparsers(
-        dest="config_command", required=True
-    )
-    check = config.add_parser("check", help="validate a config directory")
-    check.add_argument("dir", nargs="?", help="directory (default: --config)")
-    check.add_argument(
-        "--offline",
-        action="store_true",
-        help="the files only, not this host (skip: workspaces and repositories exist here), e.g. in CI",
-    )
-    check.set_defaults(func=cmd_config_check)
-
     tools = sub.add_parser("tools", help="print the tool schemas the model receives for a config")
     tools.add_argument("--config", default=argparse.SUPPRESS, help="directory of YAML files")
     tools.set_defaults(func=cmd_tools)
@@ -191,9 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, audit, code, fakes, shell
+    from xihe.agent.cli import alerts, audit, code, config, fakes, shell
 
-    for feature in (audit, alerts, code, fakes, shell):
+    for feature in (config, audit, alerts, code, fakes, shell):
         feature.register(sub)
     _accept_config_everywhere(p)
     return p
