@@ -15,11 +15,10 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from xihe.config.workflows import WorkflowsConfig
+if TYPE_CHECKING:  # `xihe --help` imports neither pydantic nor yaml
+    from xihe.config.workflows import WorkflowsConfig
 
 
 def register(sub: Any) -> None:
@@ -71,6 +70,8 @@ def store_settings(directory: str | Path) -> StoreSettings:
 
 def _raw_store(path: Path) -> tuple[str | None, str, str]:
     """(store.url, timezone, where the URL comes from) read straight from xihe.yaml, when it can be."""
+    import yaml
+
     from xihe.agent.db import DEFAULT_SQLITE, ENV_URL
 
     try:
@@ -94,6 +95,7 @@ def _raw_store(path: Path) -> tuple[str | None, str, str]:
 
 def _raw_workflows(path: Path) -> WorkflowsConfig | None:
     """workflows.yaml on its own, if it validates (for --workflow names); else None."""
+    from xihe.config.workflows import WorkflowsConfig
     from xihe.config.yamlmodel import load_model
 
     try:

@@ -15,10 +15,12 @@ import argparse
 import getpass
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xihe.agent.errors import ConfigError, ConfigErrors
-from xihe.config.load import Settings
+
+if TYPE_CHECKING:  # `xihe --help` imports no pydantic
+    from xihe.config.load import Settings
 
 
 def register(sub: Any) -> None:
