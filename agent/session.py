@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from xihe.agent import action_commands, task_commands
+from xihe.agent import action_commands, policy, task_commands
 from xihe.agent.action_commands import CONFIRM
 from xihe.agent.audit import AuditEvent
 from xihe.agent.commands import Command, CommandSyntaxError, parse
@@ -42,6 +42,10 @@ HELP_COMMANDS = [
     HelpEntry("/tasks", "your recent tasks", "/tasks", "你最近的任务"),
     HelpEntry("/task ID", "a task's steps: what ran, with what input, how long, what failed", "/task 7",
               "任务的每一步：做了什么、输入、耗时、哪里失败"),
+    HelpEntry("/policy USER · /policy TOOL [ENV]", "what a user may do, where and with whose approval; or who "
+              "may use a tool", "/policy alice", "某个用户能做什么、在哪里、要谁批准；或谁能用某个工具",
+              needs="admin", detail="The answer is the gate's own decision over the loaded access.yaml.",
+              detail_zh="答案就是门禁按当前 access.yaml 做出的判定。"),
 ]  # fmt: skip
 
 
@@ -68,6 +72,7 @@ class Session:
             "tasks": task_commands.list_tasks,
             "pending": action_commands.pending,
             "task": task_commands.show_task,
+            "policy": policy.command,
             **(commands or {}),
         }
         self.help_lines: list[HelpEntry | tuple[str, str]] = [*HELP_COMMANDS, *help_lines]

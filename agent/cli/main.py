@@ -7,6 +7,7 @@ xihe tools [--config DIR]      the exact JSON schemas the model receives
 xihe task show ID [--json]     which step failed, with what input, how long each took
 xihe task resume ID            continue at the first unfinished step
 xihe audit search [...]        the audit trail, filtered (also while the config is broken)
+xihe policy explain --user U   what U may do, where, with whose approval (--tool T --env E: who may)
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 """
@@ -153,9 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, audit, code, config, fakes, shell
+    from xihe.agent.cli import alerts, audit, code, config, fakes, policy, shell
 
-    for feature in (config, audit, alerts, code, fakes, shell):
+    for feature in (config, audit, policy, alerts, code, fakes, shell):
         feature.register(sub)
     _accept_config_everywhere(p)
     return p

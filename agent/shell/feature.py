@@ -32,9 +32,11 @@ from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
+from xihe.agent.subject import Subject
+from xihe.config.access import AccessConfig
 from xihe.config.shell.file import ShellConfig
 from xihe.tools.shell.messages import SH, refusal_text, result_for_people
-from xihe.tools.shell.policy import entry_environment, entry_risk, entry_scope
+from xihe.tools.shell.policy import entry_environment, entry_risk, entry_scope, entry_subject
 from xihe.tools.shell.reload import ReloadingWhitelist
 from xihe.tools.shell.sandbox import ShellRunner
 from xihe.tools.shell.tool import (
@@ -229,6 +231,10 @@ class ShellService:
         self.runner = ShellRunner(self.config)
         log.info("shell.yaml reloaded: %d entries", len(self.whitelist.entries))
         return True
+
+    def subjects(self, access: AccessConfig) -> list[Subject]:
+        """Each whitelisted entry as the gate sees it (policy explain, `/help sh`)."""
+        return [entry_subject(e, access) for e in self.whitelist.entries.values()]
 
     def status_line(self) -> str:
         """The sandbox status for /help: loud when sandbox: none or when the sandbox is missing."""

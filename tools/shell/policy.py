@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from xihe.agent.gate import Decision, Scope, Who, decide
+from xihe.agent.subject import Subject
 from xihe.config.access import AccessConfig
 from xihe.config.shell.entry import Entry
 from xihe.tools.shell.whitelist import Match
@@ -38,6 +39,12 @@ def entry_risk(entry: Entry, environment: str, access: AccessConfig) -> str:
 def entry_scope(entry: Entry) -> Scope:
     """The entry's own roles and environments, checked by the gate on top of the tool grant."""
     return Scope(entry.name, tuple(entry.roles), tuple(entry.environments))
+
+
+def entry_subject(entry: Entry, access: AccessConfig) -> Subject:
+    """The entry as policy explain and `/help sh` see it: its scope, and its risk on each environment."""
+    places = tuple((env, entry_risk(entry, env, access)) for env in (entry.environments or [""]))
+    return Subject(f"{TOOL}:{entry.name}", TOOL, places, entry_scope(entry))
 
 
 def gate_decision(match: Match, who: Who, access: AccessConfig, environment: str | None = None) -> Decision:
