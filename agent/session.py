@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from rapidfuzz import fuzz, process
+
 from xihe.agent import action_commands, policy, task_commands
 from xihe.agent.action_commands import CONFIRM
 from xihe.agent.audit import AuditEvent
@@ -23,6 +25,7 @@ from xihe.agent.inbound import Inbound, reply_lang
 from xihe.agent.loop import Agent, Outcome
 
 Handler = Callable[["Session", Who, Inbound, Command], str]
+GUESS = 70.0  # how close (rapidfuzz ratio) a mistyped command must be to a real one: /stauts → /status
 
 HELP_COMMANDS = [
     HelpEntry("/help [CMD]", "what you may do here; `/help CMD` explains one command", "/help confirm",
@@ -106,7 +109,13 @@ class Session:
             return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel).reply
         handler = self.commands.get(command.name)
         if handler is None:
-            return say(CONFIRM, "unknown", reply_lang(self, msg), name=command.name)
+            lang = reply_lang(self, msg)
+            guess = process.extractOne(
+                command.name, list(self.commands), scorer=fuzz.ratio, score_cutoff=GUESS
+            )
+            if guess is None:
+                return say(CONFIRM, "unknown", lang, name=command.name)
+            return say(CONFIRM, "did_you_mean", lang, name=command.name, guess=guess[0])
         self.deps.audit.record(
             AuditEvent(
                 at=self.deps.clock(),

@@ -6,9 +6,19 @@ produce these; the alert pipeline consumes them. One JSON object per line in rep
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
+
+_ERROR_LINE = re.compile(r"error|exception|failed|traceback", re.IGNORECASE)
+
+
+def error_line(lines: Sequence[str], task: str, state: str) -> str:
+    """What went wrong, from a failed task's log tail: its last error-looking line, else the bare fact."""
+    errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
+    return errors[-1].strip()[:500] if errors else f"task {task} ended {state}"
 
 
 def _parse_time(value: Any) -> datetime | None:

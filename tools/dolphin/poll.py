@@ -20,7 +20,6 @@ of its log, and returns one `FailureEvent` per failed task for the alert pipelin
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -33,7 +32,7 @@ from xihe.integrations.dolphinscheduler.models import Instance, detail_marker
 from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
 from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
-from xihe.tools.dolphin.events import FailureEvent
+from xihe.tools.dolphin.events import FailureEvent, error_line
 from xihe.tools.dolphin.watch import (
     DEFAULT_POLICY,
     RERUN_SENT,
@@ -75,9 +74,6 @@ def _progress(client: DolphinClient, w: Watch, inst: Instance) -> Progress:
     return Progress(w, inst, inst.state, summary, done, total, tuple(running))
 
 
-_ERROR_LINE = re.compile(r"error|exception|failed|traceback", re.IGNORECASE)
-
-
 def failure_events(
     client: DolphinClient,
     w: Watch,
@@ -114,8 +110,7 @@ def failure_events(
                 lines = client.log_tail(t.id, lines=policy.log_tail_lines)
             except DolphinError as exc:
                 note = f" (log unavailable: DS {exc.code})"
-        errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
-        summary = (errors[-1].strip()[:500] if errors else f"task {t.name} ended {t.state}") + note
+        summary = error_line(lines, t.name, t.state) + note
         events.append(
             FailureEvent(
                 **base,  # type: ignore[arg-type]
