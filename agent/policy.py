@@ -139,6 +139,7 @@ TEXT: Catalog = {
     },
     "on": {"en": " on {env}", "zh": "（{env}）"},
     "no_roles": {"en": "no roles", "zh": "没有角色"},
+    "person": {"en": "{user} ({roles})", "zh": "{user}（{roles}）"},
     "unlisted": {"en": "users not in access.yaml", "zh": "access.yaml 里没有的用户"},
     "not_listed": {"en": "{user} (not in access.yaml)", "zh": "{user}（access.yaml 里没有）"},
     "allow": {"en": "✅ {what}: allowed", "zh": "✅ {what}：允许"},
@@ -180,7 +181,8 @@ def _what(row: Row, by_user: bool, lang: Lang) -> str:
     elif row.who.user == UNLISTED:
         name = say(TEXT, "unlisted", lang)
     else:
-        name = f"{row.who.user} ({', '.join(row.who.roles) or say(TEXT, 'no_roles', lang)})"
+        roles = ", ".join(row.who.roles) or say(TEXT, "no_roles", lang)
+        name = say(TEXT, "person", lang, user=row.who.user, roles=roles)
     return name + (say(TEXT, "on", lang, env=row.environment) if row.environment and by_user else "")
 
 

@@ -119,7 +119,9 @@ def test_a_conversation_without_a_language_yet_gets_the_configured_one(
     assert ask(app, "dave", "/tasks", "d") == "你还没有任务。"
     # a message that shows its language is answered in it, whatever the default
     assert app.deps.lang("show me my tasks", "d2") == "en"
-    assert ask(app, "bob", "/tasks", "en").startswith("Your recent tasks")  # bob's conversation showed English
+    assert ask(app, "bob", "/tasks", "en").startswith(
+        "Your recent tasks"
+    )  # bob's conversation showed English
     shipped = make_app()
     assert (
         shipped.deps.lang("/tasks", "fresh") == "en"
