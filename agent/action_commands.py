@@ -15,7 +15,7 @@ from xihe.agent.errors import TaskStateError
 from xihe.agent.gate import Who
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.inbound import CommandSession, Inbound, reply_lang
-from xihe.agent.pending import LIVE, PendingAction, expired
+from xihe.agent.pending import LIVE, PendingAction, expired, waiting
 from xihe.agent.tasks import FINISHED, TaskStatus
 from xihe.agent.timefmt import show
 
@@ -42,10 +42,19 @@ def _pick(session: CommandSession, who: Who, msg: Inbound, cmd: Command, verb: s
 def confirm(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
     deps = session.deps
     action = _pick(session, who, msg, cmd, "confirm")
-    if isinstance(action, str):
-        return action
     now = deps.clock()
     lang = reply_lang(session, msg)
+    if isinstance(action, str):
+        mine = deps.pending.open_for(user_id=who.user, conversation=msg.conversation, statuses=("confirmed",))
+        confirmed = [a for a in mine if waiting(a) and not expired(a, now)]
+        return _awaiting_approver(session, confirmed[0], lang) if confirmed and not cmd.args else action
+    if (
+        action.status == "confirmed"
+        and waiting(action)
+        and not expired(action, now)
+        and action.user_id == who.user
+    ):
+        return _awaiting_approver(session, action, lang)  # a second yes: say who it waits for now
     if expired(action, now):
         deps.pending.expire(action.id, now)
         session.agent.resume(action.task_id)
@@ -72,6 +81,13 @@ def confirm(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
     )
     crash_point("after_confirm_update")
     return session.agent.resume(action.task_id).reply
+
+
+def _awaiting_approver(session: CommandSession, action: PendingAction, lang: Lang) -> str:
+    """Already confirmed by its requester; the names of those who may approve it."""
+    names = pending_view.approvers_for(action, session.deps)
+    who = say(CONFIRM, "or", lang).join(names) if names else say(CONFIRM, "no_approver", lang)
+    return say(CONFIRM, "awaiting_approver", lang, id=action.id, approvers=who)
 
 
 def approve(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
@@ -145,6 +161,10 @@ def _cancel_task(session: CommandSession, who: Who, task_id: int, lang: Lang) ->
 
 CONFIRM: Catalog = {
     "unknown": {"en": "Unknown command /{name}. Try /help.", "zh": "没有 /{name} 这个命令。试试 /help。"},
+    "did_you_mean": {
+        "en": "Unknown command /{name}. Did you mean `/{guess}`? (/help lists them all)",
+        "zh": "没有 /{name} 这个命令。你是不是想用 `/{guess}`？（/help 列出全部命令）",
+    },
     "failed": {"en": "/{name} failed: {error}", "zh": "/{name} 失败：{error}"},
     "also_waiting": {
         "en": "Also waiting for your confirmation: {ids}; say which: /confirm ID.",
@@ -179,6 +199,12 @@ CONFIRM: Catalog = {
         "en": "Task {task} is being worked on elsewhere; try `/confirm {id}` again shortly.",
         "zh": "任务 {task} 正在别处处理，请稍后再 `/confirm {id}`。",
     },
+    "awaiting_approver": {
+        "en": "Action {id} is confirmed; waiting for {approvers} to `/approve {id}`.",
+        "zh": "操作 {id} 你已确认；正在等待 {approvers} 发送 `/approve {id}` 批准。",
+    },
+    "or": {"en": " or ", "zh": " 或 "},
+    "no_approver": {"en": "an approver (none is configured)", "zh": "审批人（尚未配置审批人）"},
     "again": {
         "en": "Action {id} is {status}; it cannot be confirmed again.",
         "zh": "操作 {id} 已是 {status} 状态，不能再次确认。",

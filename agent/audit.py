@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -83,14 +84,16 @@ class SqlAuditSink:
         since: datetime | None = None,
         until: datetime | None = None,
         text: str | None = None,
-        workflow: str | None = None,
+        workflow: str | Collection[str] | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[dict[str, Any]]:
         """Newest first, filtered by any of the given fields.
 
         `text` matches (case-insensitively) anywhere in the actor, tool, reason, intent or arguments;
-        `workflow` matches a workflow named in the arguments (`"workflow": "order_sync"` or an alias).
+        `workflow` matches a call whose arguments name the workflow (`"workflow": "order_sync"`) by
+        this name, or by any of these names (a workflow's name, aliases and code: see
+        `xihe.tools.dolphin.names.names_of`).
         """
         q = select(audit_event).order_by(audit_event.c.id.desc()).limit(limit).offset(offset)
         args_text = cast(audit_event.c.args_redacted, Text)
@@ -111,13 +114,16 @@ class SqlAuditSink:
                     args_text.like(f"%{_like_escape(_json_escaped(text))}%", escape="\\"),
                 )
             )
-        if workflow:
+        names = [n for n in ([workflow] if isinstance(workflow, str) else sorted(workflow or ())) if n]
+        if names:
             patterns = {
-                f'%"workflow":{gap}"{_like_escape(name)}"%'
-                for name in (workflow, _json_escaped(workflow))
+                f'%"workflow":{gap}"{_like_escape(spelled)}"%'
+                for name in names
+                for spelled in (name, _json_escaped(name))
                 for gap in ("", " ")
             }
-            q = q.where(or_(*(args_text.like(p, escape="\\") for p in sorted(patterns))))
+            lowered = func.lower(args_text)  # Order_Sync is order_sync
+            q = q.where(or_(*(lowered.like(p.lower(), escape="\\") for p in sorted(patterns))))
         for col, val in (
             (audit_event.c.actor, actor),
             (audit_event.c.tool, tool),

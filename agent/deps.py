@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine
 
@@ -17,7 +17,11 @@ from xihe.agent.metrics import Metrics
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import Redactor
 from xihe.agent.task_store import TaskStore
+from xihe.config.access import AccessConfig
 from xihe.config.load import Settings
+
+if TYPE_CHECKING:
+    from xihe.agent.subject import Subject
 
 Notify = Callable[[str, str], None]  # (conversation, markdown text): progress and late results
 
@@ -87,6 +91,10 @@ class ShellAccess(Protocol):
     """The whitelisted shell (`xihe.agent.shell.feature.ShellService`)."""
 
     def status_line(self) -> str: ...
+
+    def subjects(self, access: AccessConfig) -> list[Subject]:
+        """Each whitelisted entry as the gate sees it (its roles, environments and risk there)."""
+        ...
 
 
 class CodeSearch(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +26,7 @@ class HelpEntry:
     detail_zh: str = ""
     needs: Needs = "anyone"
     tool: str = ""  # needs == "tool": shown when the gate would let this user use the tool somewhere
+    more: Callable[[Who, Lang], str] | None = None  # /help CMD: detail that depends on who asks
 
     @property
     def name(self) -> str:
@@ -88,7 +89,7 @@ def render(
     """The whole /help (short), or `/help topic` (one command in detail)."""
     allowed = [e for e in entries if may_use(e, who, access, tools)]
     if topic:
-        return _detail(allowed, topic.lstrip("/").lower(), tools, lang)
+        return _detail(allowed, topic.lstrip("/").lower(), tools, lang, who)
     roles = ", ".join(who.roles) or ("无角色" if lang == "zh" else "no roles")
     lines = [say(TEXT, "head", lang, user=who.user, roles=roles)]
     for e in allowed:
@@ -100,7 +101,9 @@ def render(
     return "\n".join(lines)
 
 
-def _detail(allowed: Iterable[HelpEntry], name: str, tools: Mapping[str, ToolSpec], lang: Lang) -> str:
+def _detail(
+    allowed: Iterable[HelpEntry], name: str, tools: Mapping[str, ToolSpec], lang: Lang, who: Who
+) -> str:
     matches = [e for e in allowed if e.name == name or name in e.command.lstrip("/").split(" · /")]
     if not matches:
         return say(TEXT, "unknown", lang, name=name)
@@ -112,6 +115,9 @@ def _detail(allowed: Iterable[HelpEntry], name: str, tools: Mapping[str, ToolSpe
             out.append(detail)
         if e.example:
             out.append(say(TEXT, "example", lang, example=e.example))
+        if e.more is not None:
+            out.append(e.more(who, lang))
+            continue  # it says what the tool offers this user; the tool's whole description would not
         spec = tools.get(e.tool) if e.tool else None
         if spec is not None:
             out.append(say(TEXT, "tool_detail", lang, tool=spec.name, description=spec.description.strip()))

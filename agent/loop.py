@@ -43,7 +43,7 @@ from xihe.agent.model_step import ContextOverflow, ModelSteps
 from xihe.agent.registry import Registry
 from xihe.agent.reply import command_reply, first_complaint, marked
 from xihe.agent.request import Requests
-from xihe.agent.tasks import StepStatus, Task, TaskStatus
+from xihe.agent.tasks import COMMAND, QUERY, StepStatus, Task, TaskStatus
 from xihe.agent.tool_step import ToolSteps
 from xihe.agent.user_text import STOPS
 from xihe.agent.walk import Walk, task_lang
@@ -100,8 +100,11 @@ class Agent:
         channel: str = "cli",
         lang: Lang | None = None,
     ) -> Outcome:
-        """A new task for an explicit command: one tool call, no model involved."""
-        task = self._create("command", who, conversation, text, channel)
+        """A new task for an explicit command: one tool call, no model involved. A tool that only reads
+        (`/status`) makes a `query` task, which `/tasks` does not list among the user's work."""
+        spec = self.registry.specs.get(tool)
+        reads = spec is not None and spec.risk == "read" and spec.risk_of is None
+        task = self._create(QUERY if reads else COMMAND, who, conversation, text, channel)
         message = {
             "role": "assistant",
             "content": "",
@@ -219,7 +222,7 @@ class Agent:
         done_calls: dict[str, str] = {}  # args digest → step key, for refusing exact repeats
         last: tuple[str, StepResult] | None = None  # a command's one tool call and its result
         for turn in range(1, loop.max_turns + 1):
-            if run.task.kind == "command" and turn > 1:
+            if run.task.kind in (COMMAND, QUERY) and turn > 1:
                 return self._finish(
                     run.task, TaskStatus.DONE, command_reply(self.deps, self.registry, last, run)
                 )

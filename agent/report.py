@@ -12,7 +12,7 @@ from xihe.agent.deps import Deps
 from xihe.agent.frontier import INTERRUPTED
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.tasks import StepStatus, Task
-from xihe.agent.timefmt import show
+from xihe.agent.timefmt import offset_of, show, zone
 from xihe.agent.user_text import readable_args
 
 REPORT: Catalog = {
@@ -33,10 +33,15 @@ REPORT: Catalog = {
     "step_error": {"en": " error: {text}", "zh": " 错误：{text}"},
     "interrupted": {"en": "the process stopped during this step", "zh": "进程在这一步中途停止"},
     "error": {"en": "error: {text}", "zh": "错误：{text}"},
-    "line": {"en": "- #{id} {status} {kind}: {goal}", "zh": "- #{id} {status} {kind}：{goal}"},
+    "list_head": {"en": "Your recent tasks (times in {zone}):", "zh": "你最近的任务（时间为 {zone}）："},
+    "line": {"en": "- #{id} {at} {status} {kind}: {goal}", "zh": "- #{id} {at} {status} {kind}：{goal}"},
     "line_runs": {
-        "en": "- #{id} {status} {kind}: {goal} · runs {runs}",
-        "zh": "- #{id} {status} {kind}：{goal} · 运行实例 {runs}",
+        "en": "- #{id} {at} {status} {kind}: {goal} · runs {runs}",
+        "zh": "- #{id} {at} {status} {kind}：{goal} · 运行实例 {runs}",
+    },
+    "queries": {
+        "en": "(and {n} read-only queries such as /status, not listed; `/task ID` shows any task)",
+        "zh": "（另有 {n} 次只读查询，例如 /status，没有列出；`/task 编号` 可以查看任何任务）",
     },
     "none": {"en": "You have no tasks yet.", "zh": "你还没有任务。"},
     "with_outcome": {"en": "{status} · {outcome}", "zh": "{status} · {outcome}"},
@@ -52,6 +57,7 @@ WORDS: Catalog = {  # task and step statuses, outcomes and kinds as people read 
     "refused": {"en": "refused", "zh": "被拒绝"},
     "chat": {"en": "chat", "zh": "对话"},
     "command": {"en": "command", "zh": "命令"},
+    "query": {"en": "query", "zh": "查询"},
 }
 
 
@@ -88,23 +94,30 @@ def status_text(task: Task, lang: Lang = "en") -> str:
     return _word(shown, lang)
 
 
-def task_lines(tasks: list[Task], lang: Lang = "en") -> str:
-    """`/tasks`: one line per task, with the runs it started."""
+def task_lines(tasks: list[Task], lang: Lang = "en", tz: str = "UTC", queries: int = 0) -> str:
+    """`/tasks`: one line per task with when it started (in the team's zone) and the runs it started;
+    `queries` read-only commands (/status ...) among them were left out and are counted at the end."""
     if not tasks:
         return say(REPORT, "none", lang)
-    return "\n".join(
-        say(
-            REPORT,
-            "line_runs" if t.runs else "line",
-            lang,
-            id=t.id,
-            status=status_text(t, lang),
-            kind=_word(t.kind, lang),
-            goal=t.goal[:60],
-            runs=", ".join(map(str, t.runs)),
+    offset = offset_of(tasks[0].created_at.astimezone(zone(tz)))
+    lines = [say(REPORT, "list_head", lang, zone=f"{tz} {offset}")]
+    for t in tasks:
+        lines.append(
+            say(
+                REPORT,
+                "line_runs" if t.runs else "line",
+                lang,
+                id=t.id,
+                at=show(t.created_at, tz, seconds=False)[:16],
+                status=status_text(t, lang),
+                kind=_word(t.kind, lang),
+                goal=t.goal[:60],
+                runs=", ".join(map(str, t.runs)),
+            )
         )
-        for t in tasks
-    )
+    if queries:
+        lines.append(say(REPORT, "queries", lang, n=queries))
+    return "\n".join(lines)
 
 
 def task_data(deps: Deps, task_id: int) -> dict[str, Any]:

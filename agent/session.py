@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from xihe.agent import action_commands, task_commands
+from rapidfuzz import fuzz, process
+
+from xihe.agent import action_commands, policy, task_commands
 from xihe.agent.action_commands import CONFIRM
 from xihe.agent.audit import AuditEvent
 from xihe.agent.commands import Command, CommandSyntaxError, parse
@@ -24,6 +26,7 @@ from xihe.agent.inbound import Inbound, reply_lang
 from xihe.agent.loop import Agent, Outcome
 
 Handler = Callable[["Session", Who, Inbound, Command], str]
+GUESS = 70.0  # how close (rapidfuzz ratio) a mistyped command must be to a real one: /stauts → /status
 
 HELP_COMMANDS = [
     HelpEntry("/help [CMD]", "what you may do here; `/help CMD` explains one command", "/help confirm",
@@ -43,6 +46,10 @@ HELP_COMMANDS = [
     HelpEntry("/tasks", "your recent tasks", "/tasks", "你最近的任务"),
     HelpEntry("/task ID", "a task's steps: what ran, with what input, how long, what failed", "/task 7",
               "任务的每一步：做了什么、输入、耗时、哪里失败"),
+    HelpEntry("/policy USER · /policy TOOL [ENV]", "what a user may do, where and with whose approval; or who "
+              "may use a tool", "/policy alice", "某个用户能做什么、在哪里、要谁批准；或谁能用某个工具",
+              needs="admin", detail="The answer is the gate's own decision over the loaded access.yaml.",
+              detail_zh="答案就是门禁按当前 access.yaml 做出的判定。"),
 ]  # fmt: skip
 
 
@@ -69,6 +76,7 @@ class Session:
             "tasks": task_commands.list_tasks,
             "pending": action_commands.pending,
             "task": task_commands.show_task,
+            "policy": policy.command,
             **(commands or {}),
         }
         self.help_lines: list[HelpEntry | tuple[str, str]] = [*HELP_COMMANDS, *help_lines]
@@ -103,7 +111,13 @@ class Session:
             return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel, lang=msg.lang).reply
         handler = self.commands.get(command.name)
         if handler is None:
-            return say(CONFIRM, "unknown", reply_lang(self, msg), name=command.name)
+            lang = reply_lang(self, msg)
+            guess = process.extractOne(
+                command.name, list(self.commands), scorer=fuzz.ratio, score_cutoff=GUESS
+            )
+            if guess is None:
+                return say(CONFIRM, "unknown", lang, name=command.name)
+            return say(CONFIRM, "did_you_mean", lang, name=command.name, guess=guess[0])
         self.deps.audit.record(
             AuditEvent(
                 at=self.deps.clock(),

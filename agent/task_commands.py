@@ -7,13 +7,21 @@ from xihe.agent.errors import TaskStateError
 from xihe.agent.gate import Who
 from xihe.agent.i18n import Catalog, say
 from xihe.agent.inbound import CommandSession, Inbound, reply_lang
+from xihe.agent.tasks import QUERY
+
+LISTED = 10  # tasks /tasks shows
+QUERY_WINDOW = 30  # read-only queries (/status ...) skipped over to find them
 
 
 def list_tasks(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
     from xihe.agent.report import task_lines
 
-    tasks = session.deps.tasks.recent(owner=who.user, limit=10)
-    return task_lines(tasks, reply_lang(session, msg))
+    deps = session.deps
+    recent = deps.tasks.recent(owner=who.user, limit=LISTED + QUERY_WINDOW)
+    listed = [t for t in recent if t.kind != QUERY][:LISTED]
+    oldest = listed[-1].id if listed else 0
+    queries = sum(1 for t in recent if t.kind == QUERY and t.id > oldest)
+    return task_lines(listed, reply_lang(session, msg), deps.settings.core.timezone, queries)
 
 
 TASK: Catalog = {

@@ -33,6 +33,9 @@ class StepStatus(StrEnum):
     FAILED = "failed"
 
 
+# task kinds: free text for the model, an explicit command that may act, a command that only reads (/status)
+CHAT, COMMAND, QUERY = "chat", "command", "query"
+
 ACTIVE = (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.AWAITING_CONFIRMATION)
 FINISHED = (TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -173,6 +173,14 @@ class CodeConfig(BaseModel):
         default="",
         description="environment variable with the GitLab token / GitHub secret for POST /hooks/git",
     )
+
+    def host_problems(self) -> list[tuple[tuple[Any, ...], str]]:
+        """What this host lacks (`xihe config check`): a repository path that is not a directory here."""
+        return [
+            (("repos", i), f"repository {p} is not a directory on this host")
+            for i, p in enumerate(self.repos)
+            if not Path(p).is_dir()
+        ]
 
 
 def load(text: str, name: str = "code.yaml") -> CodeConfig:

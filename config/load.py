@@ -22,7 +22,7 @@ from xihe.config.settings import Section, Settings, problem_at
 from xihe.config.workflows import WorkflowsConfig
 from xihe.config.yamlmodel import MAX_BYTES, load_model
 
-__all__ = ["CORE_SECTIONS", "Section", "Settings", "load_dir", "problem_at", "secrets_of"]
+__all__ = ["CORE_SECTIONS", "Section", "Settings", "host_problems", "load_dir", "problem_at", "secrets_of"]
 
 # the spine's own files; features bring theirs (`Section`s) in the order they are listed
 CORE_SECTIONS: tuple[Section, ...] = (
@@ -75,6 +75,18 @@ def cross_check(settings: Settings) -> list[ConfigError]:
                     f"undefined environment {wf.environment!r} (see access.yaml)",
                 )
             )
+    return errors
+
+
+def host_problems(settings: Settings, sections: Iterable[Section]) -> list[ConfigError]:
+    """What this host lacks for the loaded files to work (a workspace or repository that is not a
+    directory here): each section model's `host_problems()`, as `file:line: key: problem`. Not part
+    of loading, which must work wherever the files are checked; `xihe config check` runs it."""
+    errors: list[ConfigError] = []
+    for section in (*CORE_SECTIONS, *sections):
+        check = getattr(settings.section(section.key), "host_problems", None)
+        for loc, problem in check() if check is not None else ():
+            errors.append(problem_at(settings, section.file, loc, problem))
     return errors
 
 

@@ -10,12 +10,15 @@ items that have a `name` are shown as `entries[name=git_log]` rather than `entri
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from rapidfuzz import fuzz, process
 
 from xihe.agent.errors import ConfigError, ConfigErrors
 
@@ -25,6 +28,7 @@ MAX_BYTES = 256 * 1024  # the shipped files are a few KB each; a whitelist of 50
 MAX_DEPTH = 64  # the deepest shipped file nests 6 levels
 MAX_NODES = 200_000  # after alias expansion ("billion laughs" stays small on disk)
 MAX_ERRORS = 50  # per file; the rest are counted
+SUGGEST_SCORE = 75.0  # how close (rapidfuzz ratio) an unknown key must be to a known one to suggest it
 _COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml composes without recursion
 
 
@@ -249,12 +253,66 @@ def load_model(text: str, name: str, model: type[M]) -> M:
         errors = []
         for err in exc.errors(include_url=False, include_input=False)[:MAX_ERRORS]:
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            errors.append(ConfigError(err["msg"], name, doc.line(loc), doc.label(loc)))
+            problem = err["msg"]
+            if err["type"] == "extra_forbidden" and loc:
+                problem += did_you_mean(str(loc[-1]), known_keys(model, loc[:-1]))
+            errors.append(ConfigError(problem, name, doc.line(loc), doc.label(loc)))
         if exc.error_count() > MAX_ERRORS:
             errors.append(
                 ConfigError(f"... and {exc.error_count() - MAX_ERRORS} more problem(s) not shown", name)
             )
         raise ConfigErrors(errors) from None
+
+
+# ---- "did you mean": the keys a model accepts at a place ----------------------------------------
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`; did you mean `max_turns`?` for a misspelt key, or '' when no known key is close."""
+    best = process.extractOne(key, sorted(known), scorer=fuzz.ratio, score_cutoff=SUGGEST_SCORE)
+    return f"; did you mean `{best[0]}`?" if best else ""
+
+
+def known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> set[str]:
+    """The keys the mapping at `loc` accepts: the fields (and aliases) of the model found there by
+    following `model`'s annotations through nested models, lists, dicts and unions."""
+    types: list[Any] = [model]
+    for part in loc:
+        types = [step for t in types for step in _step(t, part)]
+    names: set[str] = set()
+    for t in types:
+        for m in _members(t):
+            if isinstance(m, type) and issubclass(m, BaseModel):
+                names.update(f.alias or n for n, f in m.model_fields.items())
+    return names
+
+
+def _members(tp: Any) -> list[Any]:
+    """`tp` without Annotated/Optional/Union wrapping: the types a value there may have."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _members(get_args(tp)[0])
+    if origin in (Union, UnionType):
+        return [m for arg in get_args(tp) for m in _members(arg)]
+    return [tp]
+
+
+def _step(tp: Any, part: Any) -> list[Any]:
+    """The types found at `part` (a field, a list index, a dict key, a union member's name) inside `tp`."""
+    out: list[Any] = []
+    for m in _members(tp):
+        origin, args = get_origin(m), get_args(m)
+        if isinstance(m, type) and issubclass(m, BaseModel):
+            if part == m.__name__:
+                out.append(m)  # pydantic names the union member it tried
+            fields = {f.alias or n: f for n, f in m.model_fields.items()}
+            if str(part) in fields:
+                out.append(fields[str(part)].annotation)
+        elif origin in (list, tuple, set, frozenset, Sequence) and args:
+            out.append(args[0])
+        elif origin in (dict, Mapping) and len(args) == 2:
+            out.append(args[1])
+    return out
 
 
 def line_of(text: str, loc: tuple[Any, ...]) -> int | None:

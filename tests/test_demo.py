@@ -32,6 +32,10 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     assert "错误：进程在这一步中途停止" in out and "task 5 done" in out  # /task 5 in alice's language
     assert "tool:1:0 #1 完成 run_shell_command" in out and "tool:1:0 #2" not in out  # not redone
     assert "Traceback" not in out + result.stderr
+    # the audit found by the name the admin knows; who may start a production run, as the gate decides
+    assert "$ xihe audit search --workflow payment_reconcile   # 2 events, typed as 支付对账" in out
+    assert "谁能使用 `trigger_dolphinscheduler`（prod）（按门禁的判定）：" in out
+    assert "🟠 bob（operator）：发起人 /confirm，并由 carol 或 dave /approve 之后" in out
 
     # --keep: the demo's store and config stay; the fakes come back on new ports and chat goes on there
     assert f"xihe fakes up --dir {kept}" in out

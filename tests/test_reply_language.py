@@ -44,7 +44,7 @@ def test_tasks_and_task_n_speak_the_conversations_language(make_app: MakeApp, ll
     llm.add(call("echo", text="hi"), say("done"))
     ask(app, "alice", "echo hi please", "en")
     tasks_en = ask(app, "alice", "/tasks", "en")
-    assert "- #2 done chat: echo hi please" in tasks_en
+    assert "- #2 2026-12-02 17:00 done chat: echo hi please" in tasks_en  # when, in the team's zone
     task_en = ask(app, "alice", "/task 2", "en")
     assert task_en.startswith("Task #2 [done] chat by alice: echo hi please") and "current step:" in task_en
     assert ask(app, "alice", "/task 99", "zh") == "没有任务 99。"
@@ -119,7 +119,9 @@ def test_a_conversation_without_a_language_yet_gets_the_configured_one(
     assert ask(app, "dave", "/tasks", "d") == "你还没有任务。"
     # a message that shows its language is answered in it, whatever the default
     assert app.deps.lang("show me my tasks", "d2") == "en"
-    assert ask(app, "bob", "/tasks", "en").startswith("- #1")  # bob's conversation showed English
+    assert ask(app, "bob", "/tasks", "en").startswith(
+        "Your recent tasks"
+    )  # bob's conversation showed English
     shipped = make_app()
     assert (
         shipped.deps.lang("/tasks", "fresh") == "en"

@@ -94,10 +94,10 @@ def test_feature_tools_can_be_enabled_by_name(
             'tools: ["*"]', "tools: [search_code, trigger_dolphinscheduler]"
         )
     )
-    assert main(["config", "check", str(shipped)]) == 0
+    assert main(["config", "check", "--offline", str(shipped)]) == 0
     assert names(tools_output(shipped, capsys)) == ["search_code", "trigger_dolphinscheduler"]
     monkeypatch.delenv("XIHE_DS_TOKEN")  # DolphinScheduler off: its tool is known but not offered
-    assert main(["config", "check", str(shipped)]) == 0
+    assert main(["config", "check", "--offline", str(shipped)]) == 0
     assert names(tools_output(shipped, capsys)) == ["search_code"]
 
 
@@ -109,7 +109,7 @@ def test_a_misspelt_tool_name_is_an_error_with_a_suggestion(
     n = next(i for i, line in enumerate(lines) if line.startswith("tools:"))
     lines[n] = "tools: [search_code, trigger_dolphinschedular]"
     xihe.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["config", "check", str(shipped)]) == 1
+    assert main(["config", "check", "--offline", str(shipped)]) == 1
     err = capsys.readouterr().err
     assert (
         f"xihe.yaml:{n + 1}: tools.1: unknown tool 'trigger_dolphinschedular' "

@@ -1,11 +1,13 @@
 """`xihe`: one console script, short handlers.
 
 xihe chat --user ID            terminal chat on the same session code as WeCom
-xihe config check [DIR]        validate the YAML; exit 1 with file:line: key: problem
+xihe config check [DIR]        validate the YAML and this host (workspaces exist); exit 1 with file:line: key: problem
+xihe config reload             validate, then ask the running replicas to apply it (audited with your name)
 xihe tools [--config DIR]      the exact JSON schemas the model receives
 xihe task show ID [--json]     which step failed, with what input, how long each took
 xihe task resume ID            continue at the first unfinished step
-xihe audit search [...]        the audit trail, filtered
+xihe audit search [...]        the audit trail, filtered (also while the config is broken)
+xihe policy explain --user U   what U may do, where, with whose approval (--tool T --env E: who may)
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,28 +32,6 @@ def _app(args: argparse.Namespace) -> Any:
         print(f"[xihe → {conversation}] {text}", flush=True)
 
     return build_app(args.config, notify=notify)
-
-
-def cmd_config_check(args: argparse.Namespace) -> int:
-    from xihe.agent.app import check_config
-
-    directory = args.dir or args.config
-    try:
-        settings, _registry = check_config(directory)
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    except Exception as exc:  # e.g. a plugin that fails to import: say so, without a traceback
-        print(f"{directory}: the check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
-    shell = settings.section("shell")
-    if shell is not None:
-        from xihe.tools.shell.sandbox import sandbox_warnings
-
-        for warning in sandbox_warnings(shell):
-            print(f"WARNING shell.yaml: {warning}")
-    return 0
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -100,47 +81,6 @@ def cmd_task_resume(args: argparse.Namespace) -> int:
     return 0 if outcome.status in (TaskStatus.DONE, TaskStatus.AWAITING_CONFIRMATION) else 1
 
 
-def cmd_audit_search(args: argparse.Namespace) -> int:
-    from zoneinfo import ZoneInfo
-
-    from xihe.agent.timefmt import show
-    from xihe.agent.web.ui.data import parse_when
-
-    app = _app(args)
-    tz = ZoneInfo(app.settings.core.timezone)  # a date or time without offset is local, as on /ui/audit
-    try:
-        since = parse_when(args.since, tz)
-        until = parse_when(args.until, tz, end_of_day=True)
-    except ValueError:
-        print(
-            "--since/--until take an ISO date or date-time, e.g. 2026-12-01 or 2026-12-01T08:30",
-            file=sys.stderr,
-        )
-        return 2
-    rows = app.deps.audit.search(
-        actor=args.user,
-        tool=args.tool,
-        outcome=args.outcome,
-        kind=args.kind,
-        task_id=args.task,
-        since=since,
-        until=until,
-        text=args.text,
-        workflow=args.workflow,
-        limit=args.limit,
-        offset=args.offset,
-    )
-    if args.json:
-        print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
-    else:
-        for r in rows:
-            print(
-                f"{show(r['at'], tz)} {r['kind']:9} {r['actor']:12} {r['tool'] or '-':24} "
-                f"{r['outcome']:10} {(r['reason'] or '')[:80]}"
-            )
-    return 0
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
@@ -180,13 +120,6 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--conversation", help="conversation id (default cli:USER)")
     chat.set_defaults(func=cmd_chat)
 
-    config = sub.add_parser("config", help="configuration").add_subparsers(
-        dest="config_command", required=True
-    )
-    check = config.add_parser("check", help="validate a config directory")
-    check.add_argument("dir", nargs="?", help="directory (default: --config)")
-    check.set_defaults(func=cmd_config_check)
-
     tools = sub.add_parser("tools", help="print the tool schemas the model receives for a config")
     tools.add_argument("--config", default=argparse.SUPPRESS, help="directory of YAML files")
     tools.set_defaults(func=cmd_tools)
@@ -202,18 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="take the task over even if another holder's lease is live"
     )
     resume.set_defaults(func=cmd_task_resume)
-
-    audit = sub.add_parser("audit", help="audit trail").add_subparsers(dest="audit_command", required=True)
-    search = audit.add_parser("search", help="search audit events")
-    for flag in ("--user", "--tool", "--outcome", "--kind", "--since", "--until"):
-        search.add_argument(flag)
-    search.add_argument("--text", help="anywhere in actor, tool, reason, intent or arguments (any case)")
-    search.add_argument("--workflow", help="calls whose arguments name this workflow (or alias)")
-    search.add_argument("--offset", type=int, default=0, help="skip this many newest events (paging)")
-    search.add_argument("--task", type=int)
-    search.add_argument("--limit", type=int, default=50)
-    search.add_argument("--json", action="store_true")
-    search.set_defaults(func=cmd_audit_search)
 
     serve = sub.add_parser("serve", help="HTTP server (WeCom callbacks, webhooks, health, metrics) + jobs")
     serve.add_argument("--host", default="127.0.0.1")
@@ -233,9 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, code, fakes, shell
+    from xihe.agent.cli import alerts, audit, code, config, fakes, policy, shell
 
-    for feature in (alerts, code, fakes, shell):
+    for feature in (config, audit, policy, alerts, code, fakes, shell):
         feature.register(sub)
     _accept_config_everywhere(p)
     return p
@@ -259,17 +180,33 @@ def _accept_config_everywhere(parser: argparse.ArgumentParser) -> None:
                 _accept_config_everywhere(child)
 
 
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what `cat`, `grep` and friends exit with when the reader leaves
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `xihe` console script."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that left (`| head`) shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_left()
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     except BotError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def _reader_left() -> int:
+    """`xihe audit search | head`: end quietly like standard tools, no traceback. What is still
+    buffered for stdout goes to /dev/null, so the flush at exit does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_EXIT
 
 
 if __name__ == "__main__":

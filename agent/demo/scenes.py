@@ -38,6 +38,8 @@ from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say, slow
 from xihe.integrations.fakes.smtp_sink import SmtpSink
 from xihe.integrations.wecom.robot_sink import RobotSink
+from xihe.tools.dolphin.names import names_of
+from xihe.tools.dolphin.store import SqlCatalogStore
 
 
 @dataclass
@@ -287,6 +289,17 @@ def scene_audit(d: Demo) -> None:
     gate = [r for r in rows if r["kind"] == "gate"][:3]
     for r in gate:
         d.out(_indent(f"gate {r['outcome']:8} {r['actor']:6} {r['tool']}: {r['reason']}"))
+    # bob typed 支付对账; the admin searches by the name they know (what `xihe audit search --workflow` runs)
+    bot = d.bot()
+    names = names_of("payment_reconcile", bot.settings.workflows, SqlCatalogStore(bot.deps.engine).entries())
+    found = bot.deps.audit.search(workflow=names, limit=50)
+    typed = sorted({r["args_redacted"]["workflow"] for r in found})
+    d.out(
+        f"$ xihe audit search --workflow payment_reconcile   # {len(found)} events, typed as {', '.join(typed)}"
+    )
+    for r in found:
+        d.out(_indent(f"{r['kind']:9} {r['actor']:6} {r['tool']} {r['outcome']}"))
+    d.say("dave", "/policy trigger_dolphinscheduler prod")  # who may start it there: the gate's own answer
 
 
 SCENES = (scene_code_question, scene_backfill, scene_prod_failure, scene_shell, scene_crash, scene_audit)

@@ -61,8 +61,10 @@ PROGRESS_EVERY = timedelta(minutes=5)  # at most one progress message per run in
 HELP = [
     HelpEntry("/run WORKFLOW [DATES]", "start a workflow, or backfill business dates", "/run order_sync 昨天",
               "启动工作流，或按业务日期补数", needs="tool", tool="trigger_dolphinscheduler",
-              detail="DATES: one date, a range 2026-12-01..2026-12-03, or words like 昨天, 上周一, 12月1号到3号.",
-              detail_zh="日期：单个日期、区间 2026-12-01..2026-12-03，或 昨天、上周一、12月1号到3号 这样的说法。"),
+              detail="DATES: one date, a range 2026-12-01..2026-12-03, or words like 昨天, 上周一, 12月1号到3号; "
+                     "上周 / last week and 上个月 / last month backfill every date of it, one after another.",
+              detail_zh="日期：单个日期、区间 2026-12-01..2026-12-03，或 昨天、上周一、12月1号到3号 这样的说法；"
+                        "上周、上个月会逐日补数其中的每一天。"),
     HelpEntry("/status INSTANCE", "state, task progress and duration of a run", "/status 1024",
               "某次运行的状态、任务进度和耗时", needs="tool", tool="query_ds_task_status"),
     HelpEntry("/rerun INSTANCE", "rerun a failed run from its failed tasks", "/rerun 1024",

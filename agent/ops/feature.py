@@ -4,21 +4,17 @@ Retention deletes finished tasks (their steps and confirmations go with them by 
 orphaned artifacts, old audit events, delivered outbox rows and old WeCom inbox/stream rows, in
 batches so locks stay short; every replica may run it (deletes are idempotent).
 
-Config reload re-reads the directory when a file changed. A valid directory replaces the running
-settings (access rules, loop bounds, confirmation TTL take effect at once; tools, plugins and
-feature clients are built at start and need a restart, which the reload says). An invalid one keeps
-the last good config running, is audited with its errors (any exception, not only a ConfigError),
-and `/readyz` answers 503 naming it until the files are fixed (or back to what is running).
+Config reload (agent/ops/reload.py) re-reads the directory when a file changed, on its job's tick or
+on SIGHUP. A valid directory replaces the running settings; an invalid one keeps the last good config
+running, and `/readyz` answers 503 naming it until the files are fixed. Both are audited with the
+files and keys that changed, the new files' digest and what triggered the reload.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, Table, and_, delete, not_, or_, select
@@ -27,12 +23,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.audit import AuditEvent
 from xihe.agent.core_tables import artifact, audit_event, task
-from xihe.agent.errors import ConfigError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.ops.reload import ReloadState, file_digests, on_sighup, reload_config
 from xihe.agent.redact import Redactor
 from xihe.agent.tasks import FINISHED
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
-from xihe.config.load import Settings, secrets_of
 from xihe.config.ops import OpsConfig
 
 log = logging.getLogger("xihe.ops")
@@ -103,8 +98,9 @@ def configure_logging(app: Runtime) -> None:
 
 
 def startup(app: Runtime) -> None:
-    """Server lifespan start."""
+    """Server lifespan start: logs, and SIGHUP reloads the config."""
     configure_logging(app)
+    on_sighup(app)
 
 
 # ---- retention -------------------------------------------------------------------------------------
@@ -175,85 +171,6 @@ def retention(app: Runtime) -> None:
         prune(app)
 
 
-# ---- config reload ---------------------------------------------------------------------------------
-
-
-@dataclass
-class ReloadState:
-    """Fingerprints of the directory as last applied and as last refused."""
-
-    applied: str
-    refused: str = ""
-
-
-def fingerprint(directory: Path) -> str:
-    """sha256 over every YAML file's name and bytes (an unreadable one counts by its error)."""
-    h = hashlib.sha256()
-    for path in sorted(directory.glob("*.y*ml")):
-        try:
-            content = path.read_bytes()
-        except OSError as exc:
-            content = f"unreadable: {type(exc).__name__}".encode()
-        h.update(path.name.encode() + b"\0" + content + b"\0")
-    return h.hexdigest()
-
-
-def _needs_restart(old: Settings, new: Settings) -> list[str]:
-    notes = []
-    if old.core.tools != new.core.tools or old.core.plugins != new.core.plugins:
-        notes.append("tools/plugins")
-    if old.core.llm != new.core.llm or old.core.store != new.core.store:
-        notes.append("llm/store")
-    if old.extra.keys() != new.extra.keys() or any(
-        old.extra[k] != new.extra[k] for k in old.extra if k not in ("ops",)
-    ):
-        notes.append("feature sections")
-    return notes
-
-
-def reload_config(app: Runtime) -> str:
-    """Re-read the config directory if it changed: 'unchanged', 'applied' or 'refused'."""
-    deps = app.deps
-    state = app.state("ops")
-    assert isinstance(state, ReloadState), "the ops feature is installed in every app"
-    current = fingerprint(app.settings.directory)
-    if current == state.applied and state.refused:
-        # the files are back to what is running: nothing to apply, nothing wrong any more
-        state.refused = ""
-        deps.reload_error = None
-    if current in (state.applied, state.refused):
-        return "unchanged"
-    now = deps.clock()
-    try:
-        new = app.load_checked(app.settings.directory)
-    except Exception as exc:  # any failure keeps the last good config and is reported, not only ConfigError
-        reason = deps.redactor.text(
-            str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
-        )
-        state.refused = current
-        deps.reload_error = reason
-        log.error(
-            "config reload refused; the last good config keeps running: %s",
-            reason,
-            exc_info=not isinstance(exc, ConfigError),  # a bug in a plugin or in our code: keep the traceback
-        )
-        deps.audit.record(
-            AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reload_refused", reason=reason)
-        )
-        return "refused"
-    for secret in secrets_of(new):
-        deps.redactor.add(secret)
-    restart = _needs_restart(app.settings, new)
-    app.settings = new
-    deps.settings = new
-    state.applied, state.refused = current, ""
-    deps.reload_error = None
-    note = f"restart needed for: {', '.join(restart)}" if restart else None
-    log.info("config reloaded", extra={"restart_needed": restart})
-    deps.audit.record(AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reloaded", reason=note))
-    return "applied"
-
-
 # ---- the feature interface -------------------------------------------------------------------------
 
 
@@ -266,7 +183,7 @@ def install(ctx: Context) -> Installed:
         jobs.append(Job("retention", retention, cfg.retention.interval_minutes * 60))
     if cfg.config_reload.enabled:
         jobs.append(Job("config_reload", reload_config, cfg.config_reload.interval_seconds))
-    return Installed(jobs=jobs, startup=[startup], state=ReloadState(fingerprint(ctx.settings.directory)))
+    return Installed(jobs=jobs, startup=[startup], state=ReloadState(file_digests(ctx.settings.directory)))
 
 
 FEATURE = Feature("ops", Section("ops.yaml", "ops", OpsConfig), install)

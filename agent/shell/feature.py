@@ -29,12 +29,21 @@ from xihe.agent.errors import ConfigError, OutcomeUnknown, ToolError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.gate import Scope, Who
 from xihe.agent.help import HelpEntry
-from xihe.agent.i18n import say
+from xihe.agent.i18n import Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
+from xihe.agent.subject import Subject
+from xihe.config.access import AccessConfig
 from xihe.config.shell.file import ShellConfig
 from xihe.tools.shell.messages import SH, refusal_text, result_for_people
-from xihe.tools.shell.policy import entry_environment, entry_risk, entry_scope
+from xihe.tools.shell.policy import (
+    entry_environment,
+    entry_risk,
+    entry_scope,
+    entry_subject,
+    help_text,
+    runnable,
+)
 from xihe.tools.shell.reload import ReloadingWhitelist
 from xihe.tools.shell.sandbox import ShellRunner
 from xihe.tools.shell.tool import (
@@ -230,6 +239,14 @@ class ShellService:
         log.info("shell.yaml reloaded: %d entries", len(self.whitelist.entries))
         return True
 
+    def help_for(self, who: Who, lang: Lang) -> str:
+        """`/help sh`: the entries `who` may run (the gate's decision), as lines to type."""
+        return help_text(runnable(self.whitelist.entries.values(), who, self.deps.settings.access), lang)
+
+    def subjects(self, access: AccessConfig) -> list[Subject]:
+        """Each whitelisted entry as the gate sees it (policy explain, `/help sh`)."""
+        return [entry_subject(e, access) for e in self.whitelist.entries.values()]
+
     def status_line(self) -> str:
         """The sandbox status for /help: loud when sandbox: none or when the sandbox is missing."""
         status = self.runner.status()
@@ -254,10 +271,10 @@ def service(deps: Deps) -> ShellService | None:
 
 
 # ---- feature interface ----------------------------------------------------------------------------
-SH_HELP = HelpEntry("/sh COMMAND LINE", "run one whitelisted command (no shell)", "/sh git log -n 5 -- agent",
+SH_HELP = HelpEntry("/sh COMMAND LINE", "run one whitelisted command (no shell)", "/sh git log --oneline -n 5 -- agent",
                     "执行一条白名单命令（没有 shell）", needs="tool", tool="run_shell_command",
-                    detail="The line must match exactly one entry of shell.yaml; see `xihe shell list`.",
-                    detail_zh="这一行必须恰好匹配 shell.yaml 里的一个条目；见 `xihe shell list`。")  # fmt: skip
+                    detail="The line must match exactly one whitelisted command.",
+                    detail_zh="这一行必须恰好匹配一条白名单命令。")  # fmt: skip
 
 
 def install(ctx: Context) -> Installed:
@@ -271,7 +288,7 @@ def install(ctx: Context) -> Installed:
         services=Services(shell=svc),
         commands={"sh": _sh},
         private_commands={"sh"},
-        help=[SH_HELP],
+        help=[replace(SH_HELP, more=svc.help_for)],
         status_lines=[svc.status_line],
         jobs=[Job("shell_reload", reload_job, 15)],
     )

@@ -70,10 +70,28 @@ class ShellConfig(BaseModel):
             "(and gid) from that range"
         )
 
+    def host_problems(self) -> list[tuple[tuple[Any, ...], str]]:
+        """What this host lacks for the file to work (`xihe config check`): a workspace that is not
+        a directory here. Not part of loading: the files may be checked on another machine."""
+        return [
+            (("workspaces", name), problem)
+            for name, path in self.workspaces.items()
+            if (problem := _not_a_dir(path))
+        ]
+
     @classmethod
     def load_yaml(cls, text: str, name: str) -> ShellConfig:
         """Validation plus cross-checks (what `xihe.config.load.load_dir` calls for shell.yaml)."""
         return load_shell_config(text, name)
+
+
+def _not_a_dir(path: str) -> str:
+    """Why `path` cannot be a working tree on this host ('' when it can)."""
+    if not Path(path).exists():
+        return f"workspace {path} does not exist on this host"
+    if not Path(path).is_dir():
+        return f"workspace {path} is not a directory"
+    return ""
 
 
 def cross_check(cfg: ShellConfig) -> list[tuple[tuple[Any, ...], str]]:

@@ -30,7 +30,7 @@ def test_a_failed_run_shows_on_its_task_everywhere(
     else:  # 3.1/3.2 create it later: the conversation hears its id once, when it appears
         assert started == [f"▶️ broken_sync run {inst.id} started (task #1) — /status {inst.id}"]
     assert task.status == "done" and task.shown_status == "done · run FAILURE"
-    assert f"- #1 done · run FAILURE chat: backfill 坏任务 for 2026-11-30 · runs {inst.id}" in bot.say(
+    assert f" done · run FAILURE chat: backfill 坏任务 for 2026-11-30 · runs {inst.id}" in bot.say(
         "alice", "/tasks"
     )
     report = task_report(bot.app.deps, 1)

@@ -17,6 +17,7 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.clock import FakeClock
 from xihe.agent.gate import identify
 from xihe.agent.ops import feature as ops
+from xihe.agent.ops.reload import reload_config
 from xihe.agent.scheduler import _take_orphan, release_leases, renew_leases, resume_orphans
 from xihe.agent.web.server import create_server
 from xihe.integrations.fakes.llm_server import say
@@ -70,27 +71,27 @@ def test_reload_applies_good_config_and_keeps_last_good_on_error(make_app: MakeA
     app = make_app(files=FILES)
     client = TestClient(create_server(app, with_scheduler=False))
     directory = app.settings.directory
-    assert ops.reload_config(app) == "unchanged"
+    assert reload_config(app) == "unchanged"
     access = directory / "access.yaml"
     data = yaml.safe_load(access.read_text())
     data["users"]["erin"] = {"roles": ["viewer"]}
     access.write_text(yaml.safe_dump(data))
-    assert ops.reload_config(app) == "applied"
+    assert reload_config(app) == "applied"
     assert identify("erin", app.deps.settings.access).known
 
     good = (directory / "xihe.yaml").read_text()
     (directory / "xihe.yaml").write_text(good + "\nloop_typo: 1\n")
-    assert ops.reload_config(app) == "refused"
-    assert ops.reload_config(app) == "unchanged"  # the same bad files are not re-reported every tick
+    assert reload_config(app) == "refused"
+    assert reload_config(app) == "unchanged"  # the same bad files are not re-reported every tick
     assert identify("erin", app.deps.settings.access).known  # last good config still running
     body = client.get("/readyz").json()
     assert "xihe.yaml" in body["config_reload_error"] and "loop_typo" in body["config_reload_error"]
 
     (directory / "xihe.yaml").write_text(good)
-    assert ops.reload_config(app) == "unchanged"  # back to what is running
+    assert reload_config(app) == "unchanged"  # back to what is running
     assert client.get("/readyz").json()["config_reload_error"] is None
     (directory / "xihe.yaml").write_text(good.replace("max_turns: 8", "max_turns: 5"))
-    assert ops.reload_config(app) == "applied"
+    assert reload_config(app) == "applied"
     assert app.deps.settings.core.loop.max_turns == 5
     outcomes = [e["outcome"] for e in app.deps.audit.search(kind="config", limit=10)]
     assert outcomes[:3] == ["reloaded", "reload_refused", "reloaded"]

@@ -1,6 +1,7 @@
 """Natural dates and ranges (Chinese and English) → backfill dates → scheduleTime dates.
 
     parse_dates("12月1日到3日", now, "Asia/Shanghai")  -> [2026-12-01, 2026-12-02, 2026-12-03]
+    parse_dates("上周", now, "Asia/Shanghai")          -> Monday … Sunday of last week (7 dates)
     schedule_dates(dates, 1) -> [2026-12-02, 2026-12-03, 2026-12-04]
 
 The `scheduleTime` JSON a start sends is built by integrations/dolphinscheduler/schedule.py.
@@ -12,7 +13,8 @@ run per scheduleTime, and `${system.biz.date}` inside it is scheduleTime minus o
 
 Relative words (昨天, 前天, yesterday, 3 days ago) go to `dateparser` with `RELATIVE_BASE=now` in the
 configured zone; forms dateparser misreads or lacks are handled first: ISO dates, `12月1日`, a bare
-day (`3日` would otherwise mean "3 days ago"), and weeks (上周一, last monday). Ranges are split
+day (`3日` would otherwise mean "3 days ago"), weekdays (上周一, last monday) and whole weeks and
+months (上周, 上个月, last week, this month: every date of it, the current one up to today). Ranges are split
 here (`..`, `到`, `至`, `~`, `to`, `from X to Y`, `12月1日-12月3日`); a right side without month or
 year inherits them from the left. Future dates and more than 100 dates are refused with a reason
 that names the input. Pure: `now` is a parameter.
@@ -61,6 +63,12 @@ _CN_WEEKDAY = {
     "6": 5,
     "7": 6,
 }
+_PERIOD = re.compile(
+    r"^(?:(?P<zh>上上|上个?|本|这个?)(?P<zh_unit>周|星期|礼拜|月)"
+    r"|(?P<en>last|this|previous|past)\s+(?P<en_unit>week|month))$"
+)
+_PERIOD_OFFSET = {"上上": -2, "上": -1, "上个": -1, "本": 0, "这": 0, "这个": 0}
+_EN_PERIOD_OFFSET = {"last": -1, "previous": -1, "past": -1, "this": 0}
 _EN_WEEKDAY = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 _WEEK_OFFSET = {"上上": -2, "上": -1, "本": 0, "这": 0, "下": 1, None: 0}
 
@@ -121,6 +129,25 @@ def _normalise(text: str) -> str:
 def _week_day(today: date, weeks: int, weekday: int) -> date:
     monday = today - timedelta(days=today.weekday())
     return monday + timedelta(weeks=weeks, days=weekday)
+
+
+def _period(s: str, today: date) -> tuple[date, date] | None:
+    """上周 / 上个月 / last week / this month: the whole week (Monday to Sunday) or calendar month; the
+    current one runs up to today."""
+    m = _PERIOD.match(s)
+    if m is None:
+        return None
+    if m.group("zh"):
+        shift, month = _PERIOD_OFFSET[m.group("zh")], m.group("zh_unit") == "月"
+    else:
+        shift, month = _EN_PERIOD_OFFSET[m.group("en")], m.group("en_unit") == "month"
+    if month:
+        index = today.year * 12 + today.month - 1 + shift
+        first = date(index // 12, index % 12 + 1, 1)
+        after = date((index + 1) // 12, (index + 1) % 12 + 1, 1)
+        return first, min(after - timedelta(days=1), today)
+    monday = _week_day(today, shift, 0)
+    return monday, min(monday + timedelta(days=6), today)
 
 
 def _one(text: str, today: date, local_now: datetime, zone: tzinfo, left: date | None) -> date | None:
@@ -198,7 +225,10 @@ def parse_dates(text: str, now: datetime, tz: str | tzinfo) -> list[date]:
     if not s:
         raise DateError(text, "none")
     dates: list[date] = []
-    if rng := _split_range(s):
+    if period := _period(s, today):
+        start, end = period
+        dates = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    elif rng := _split_range(s):
         start = _read(text, rng[0], today, local_now, zone, None)
         end = _read(text, rng[1], today, local_now, zone, start)
         if end < start:

@@ -34,6 +34,7 @@ from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.runs import make_marker
 from xihe.integrations.dolphinscheduler.states import STOPPING, TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
+from xihe.tools.dolphin.error_line import error_line
 from xihe.tools.dolphin.failures import ds_state, explained, fail, raw_or_told
 from xihe.tools.dolphin.messages import DS, action_reply, failed_reply, state_text, status_reply
 from xihe.tools.dolphin.service import (
@@ -104,6 +105,30 @@ def query_status(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
         "tasks_total": tasks_total(svc.client, project_code, inst, tasks),
         "running_tasks": running,
         "failed_tasks": failed,
+        "failures": [_failure(svc.client, t) for t in tasks if t.state in TASK_FAILED],
+        "next": f"/rerun {inst.id}" if inst.state == "FAILURE" else None,
+    }
+
+
+STATUS_LOG_LINES = 30  # of each failed task's log, to find its error line
+
+
+def _failure(client: Any, t: Any) -> dict[str, Any]:
+    """A failed task of a run: where it ran, its retries, and the error line of its log."""
+    lines: list[str] = []
+    note = ""
+    if t.host:
+        try:
+            lines = client.log_tail(t.id, lines=STATUS_LOG_LINES)
+        except DolphinError as exc:
+            note = f" (log unavailable: DS {exc.code})"
+    return {
+        "task": t.name,
+        "state": t.state,
+        "host": t.host,
+        "retry_times": t.retry_times,
+        "max_retry_times": t.max_retry_times,
+        "error": error_line(lines, t.name, t.state) + note,
     }
 
 

@@ -241,6 +241,13 @@ def status_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     lines = [line, times]
     if r["run_times"] > 1:
         lines.append(say(DS, "run_times", lang, n=r["run_times"]))
+    for f in r.get("failures") or []:  # what went wrong, from each failed task's log
+        host = f["host"] or say(DS, "not_dispatched", lang)
+        retries, most = f["retry_times"], f["max_retry_times"]
+        values = {"task": f["task"], "state": f["state"], "error": f["error"]}
+        lines.append(say(DS, "task_failed", lang, host=host, retries=retries, max_retries=most, **values))
+    if r.get("next"):
+        lines.append(say(DS, "rerun_hint", lang, id=r["instance_id"]))
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 from rapidfuzz import fuzz, process
 
 from xihe.agent.errors import DolphinError
-from xihe.config.workflows import WorkflowsConfig
+from xihe.config.workflows import Workflow, WorkflowsConfig
 from xihe.integrations.dolphinscheduler.client import DolphinClient
 
 FUZZY_ACCEPT = 85.0  # a fuzzy score this high may resolve on its own
@@ -106,6 +106,28 @@ def aliases_from_config(config: WorkflowsConfig) -> list[Alias]:
     for wf in config.workflows:
         out.extend(Alias(a, wf.name, wf.project) for a in wf.aliases)
     return out
+
+
+def names_of(query: str, config: WorkflowsConfig | None, catalog: Iterable[CatalogEntry] = ()) -> set[str]:
+    """Every name the workflow `query` means goes by: its DolphinScheduler name, its aliases and its
+    code, when `query` is any of them (compared as `normalise` does); otherwise just `query`.
+
+    What a search by workflow matches, since a call records the name as the user typed it."""
+    key = normalise(query)
+    workflows = config.workflows if config is not None else []
+    entries = list(catalog)
+
+    def configured(wf: Workflow) -> list[str]:
+        return [wf.name, *wf.aliases, *([str(wf.code)] if wf.code is not None else [])]
+
+    meant = {wf.name for wf in workflows if key in {normalise(n) for n in configured(wf)}}
+    meant |= {e.name for e in entries if key in (normalise(e.name), str(e.code))}
+    found = {query.strip()}
+    for wf in workflows:
+        if wf.name in meant:
+            found.update(configured(wf))
+    found.update(n for e in entries if e.name in meant for n in (e.name, str(e.code)))
+    return {n for n in found if n}
 
 
 def _pick(entries: Sequence[CatalogEntry], query: str, via: str, require_online: bool) -> Resolution:

@@ -21,7 +21,6 @@ for the alert pipeline.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -36,6 +35,7 @@ from xihe.integrations.dolphinscheduler.models import Instance, detail_marker
 from xihe.integrations.dolphinscheduler.runs import DISCOVERY_SKEW
 from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
+from xihe.tools.dolphin.error_line import error_line
 from xihe.tools.dolphin.watch import (
     DEFAULT_POLICY,
     RERUN_SENT,
@@ -75,15 +75,6 @@ def _progress(client: DolphinClient, w: Watch, inst: Instance) -> Progress:
     total = tasks_total(client, w.project_code, inst, tasks)
     summary = base + f", {done}/{total} tasks done" + (f", running {', '.join(running)}" if running else "")
     return Progress(w, inst, inst.state, summary, done, total, tuple(running))
-
-
-_ERROR_LINE = re.compile(r"error|exception|failed|traceback", re.IGNORECASE)
-
-
-def error_line(lines: Sequence[str]) -> str:
-    """The last line of a log that names an error ("" when none does), cut to 500 characters."""
-    errors = [ln for ln in lines if _ERROR_LINE.search(ln)]
-    return errors[-1].strip()[:500] if errors else ""
 
 
 def failure_events(
@@ -126,7 +117,7 @@ def failure_events(
                 lines = client.log_tail(t.id, lines=policy.log_tail_lines)
             except DolphinError as exc:
                 note = f" (log unavailable: DS {exc.code})"
-        summary = (error_line(lines) or f"task {t.name} ended {t.state}") + note
+        summary = error_line(lines, t.name, t.state) + note
         events.append(
             event(
                 failed_task=t.name,

@@ -57,8 +57,28 @@ SH: Catalog = {
         "zh": "这个机器人没有配置任何 shell 命令。",
     },
     "usage": {
-        "en": "Usage: /sh COMMAND LINE, e.g. `/sh git log --oneline -n 5 -- agent`.",
-        "zh": "用法：/sh 命令行，例如 `/sh git log --oneline -n 5 -- agent`。",
+        "en": "Usage: /sh COMMAND LINE, e.g. `/sh git log --oneline -n 5 -- agent`. `/help sh` lists yours.",
+        "zh": "用法：/sh 命令行，例如 `/sh git log --oneline -n 5 -- agent`。`/help sh` 列出你能用的命令。",
+    },
+    # /help sh: the entries this user may run, and what to do next in chat
+    "help_head": {
+        "en": "Commands you may run (`<...>` is yours to fill in):",
+        "zh": "你能执行的命令（`<...>` 由你填写）：",
+    },
+    "help_entry": {
+        "en": "- `/sh {template}` — {description}{note}",
+        "zh": "- `/sh {template}` —— {description}{note}",
+    },
+    "help_on": {"en": " (on {environments})", "zh": "（在 {environments}）"},
+    "help_confirm": {"en": " (asks for your /confirm)", "zh": "（需要你 /confirm）"},
+    "help_next": {
+        "en": "Type one of these lines after /sh with your values; a line that matches none is refused with "
+        "the closest entry and why. Need another command? Ask an admin to whitelist it.",
+        "zh": "在 /sh 后面输入其中一行并填好值；不匹配的会被拒绝，并告诉你最接近的条目和原因。需要别的命令？请管理员把它加进白名单。",
+    },
+    "help_nothing": {
+        "en": "No whitelisted command is open to you; an admin can grant one (`/policy` shows who may run what).",
+        "zh": "没有你能执行的白名单命令；管理员可以授权（`/policy` 可以看谁能执行什么）。",
     },
     "exit": {
         "en": "$ {entry}: exit code {code} in {seconds}s [sandbox: {sandbox}]",

@@ -11,11 +11,16 @@ tool in the product and `xihe shell check` both feed it these same per-call inpu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from xihe.agent.gate import Decision, Scope, Who, decide
+from xihe.agent.gate import Confirm, Decision, Deny, Scope, Who, decide
+from xihe.agent.i18n import Lang, say
+from xihe.agent.subject import Subject
 from xihe.config.access import AccessConfig
 from xihe.config.shell.entry import Entry
+from xihe.tools.shell.messages import SH
+from xihe.tools.shell.template import template_text
 from xihe.tools.shell.whitelist import Match
 
 TOOL = "run_shell_command"
@@ -38,6 +43,55 @@ def entry_risk(entry: Entry, environment: str, access: AccessConfig) -> str:
 def entry_scope(entry: Entry) -> Scope:
     """The entry's own roles and environments, checked by the gate on top of the tool grant."""
     return Scope(entry.name, tuple(entry.roles), tuple(entry.environments))
+
+
+def entry_subject(entry: Entry, access: AccessConfig) -> Subject:
+    """The entry as policy explain and `/help sh` see it: its scope, and its risk on each environment."""
+    places = tuple((env, entry_risk(entry, env, access)) for env in (entry.environments or [""]))
+    return Subject(f"{TOOL}:{entry.name}", TOOL, places, entry_scope(entry))
+
+
+@dataclass(frozen=True)
+class Runnable:
+    """An entry a user may run: where (empty: it acts on no environment) and whether /confirm is needed."""
+
+    entry: Entry
+    environments: tuple[str, ...]
+    confirm: bool
+
+
+def runnable(entries: Iterable[Entry], who: Who, access: AccessConfig) -> list[Runnable]:
+    """The entries the gate would not deny `who` somewhere (what `/help sh` lists for them)."""
+    out = []
+    for entry in entries:
+        subject = entry_subject(entry, access)
+        decided = [(env, decide(TOOL, risk, env, who, access, subject.scope)) for env, risk in subject.places]
+        open_ = [(env, d) for env, d in decided if not isinstance(d, Deny)]
+        if open_:
+            envs = tuple(env for env, _ in open_ if env)
+            out.append(Runnable(entry, envs, all(isinstance(d, Confirm) for _, d in open_)))
+    return out
+
+
+def help_text(found: Sequence[Runnable], lang: Lang) -> str:
+    """`/help sh`: the entries this user may run, as lines to type, and the next step in chat."""
+    if not found:
+        return say(SH, "help_nothing", lang)
+    lines = [say(SH, "help_head", lang)]
+    for r in found:
+        note = say(SH, "help_on", lang, environments=", ".join(r.environments)) if r.environments else ""
+        note += say(SH, "help_confirm", lang) if r.confirm else ""
+        lines.append(
+            say(
+                SH,
+                "help_entry",
+                lang,
+                template=template_text(r.entry),
+                description=r.entry.description,
+                note=note,
+            )
+        )
+    return "\n".join([*lines, say(SH, "help_next", lang)])
 
 
 def gate_decision(match: Match, who: Who, access: AccessConfig, environment: str | None = None) -> Decision:

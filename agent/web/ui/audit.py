@@ -12,6 +12,8 @@ from starlette.routing import BaseRoute, Route
 
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import SECURITY_HEADERS, Pages
+from xihe.tools.dolphin.names import names_of
+from xihe.tools.dolphin.store import SqlCatalogStore
 
 
 class Audit:
@@ -40,11 +42,18 @@ class Audit:
             since=since,
             until=until,
             text=(q.get("q") or "").strip() or None,
-            workflow=(q.get("workflow") or "").strip() or None,
+            workflow=self._workflow_names((q.get("workflow") or "").strip()),
             limit=limit,
             offset=(page - 1) * limit,
         )
         return filters, errors
+
+    def _workflow_names(self, query: str) -> set[str] | None:
+        """A workflow by any of its names (DS name, alias, code), as `xihe audit search --workflow`."""
+        if not query:
+            return None
+        deps = self.ui.app.deps
+        return names_of(query, deps.settings.workflows, SqlCatalogStore(deps.engine).entries())
 
     def audit(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         filters, errors = self._query(request, viewer)

@@ -14,7 +14,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Engine, func, or_, select
+from sqlalchemy import Engine, Text, cast, func, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from xihe.agent.alerts.deliver import ChannelHealth
@@ -61,7 +61,7 @@ class TaskFilter:
     kind: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-    text: str | None = None  # anywhere in the goal or the last reply, case-insensitive
+    text: str | None = None  # anywhere in the goal or the last reply (any case); a number: the task or a run
 
 
 def list_tasks(engine: Engine, f: TaskFilter, *, limit: int, offset: int = 0) -> list[Task]:
@@ -82,10 +82,20 @@ def list_tasks(engine: Engine, f: TaskFilter, *, limit: int, offset: int = 0) ->
             or_(
                 func.lower(task.c.goal).like(needle, escape="\\"),
                 func.lower(task.c.reply).like(needle, escape="\\"),
+                *_number_matches(f.text.strip().lstrip("#")),
             )
         )
     with engine.connect() as conn:
         return [task_of(r) for r in conn.execute(q)]
+
+
+def _number_matches(text: str) -> list[Any]:
+    """A number is also the task's id or a run it started (`runs` holds JSON like `[104, 105]`)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        return []
+    runs = cast(task.c.runs, Text)
+    shapes = ("[{n}]", "[{n},%", "%,{n}]", "%,{n},%", "%, {n}]", "%, {n},%")
+    return [task.c.id == int(text), *(runs.like(shape.format(n=text)) for shape in shapes)]
 
 
 def task_kinds(engine: Engine) -> list[str]:

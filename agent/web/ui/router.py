@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from xihe.agent.web.ui.alerts import Alerts
 from xihe.agent.web.ui.audit import Audit
@@ -20,4 +22,9 @@ def routes(app: Host) -> list[BaseRoute]:
     ui = Pages(app)
     if not ui.config.enabled:
         return []
-    return [route for page in PAGES for route in page(ui).routes()]
+    return [Route("/", _to_ui), *(route for page in PAGES for route in page(ui).routes())]
+
+
+async def _to_ui(request: Request) -> Response:
+    """`GET /` (someone typed the host name): the pages live under /ui."""
+    return RedirectResponse("/ui", status_code=302)

@@ -15,7 +15,7 @@ from xihe.agent.deps import Deps
 from xihe.agent.errors import BotError, DolphinError
 from xihe.integrations.dolphinscheduler.states import TASK_FAILED, TASK_SUCCEEDED, is_terminal
 from xihe.tools.dolphin.dates import run_date_label
-from xihe.tools.dolphin.poll import error_line
+from xihe.tools.dolphin.error_line import error_line
 from xihe.tools.dolphin.service import locate, service_of, workflow_of
 
 _FAILED = frozenset({"FAILURE", "KILL", "NEED_FAULT_TOLERANCE"})
@@ -103,7 +103,7 @@ def read_run(deps: Deps, run_id: int, log_lines: int = 60) -> RunFacts:
                 t.max_retry_times,
                 t.start_time,
                 t.end_time,
-                error_line(lines) or f"task {t.name} ended {t.state}",
+                error_line(lines, t.name, t.state),
                 "\n".join(lines) or note,
             )
         )
