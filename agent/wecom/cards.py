@@ -15,6 +15,7 @@ text commands (the AI bot's cards are not built yet).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -46,6 +47,7 @@ class ActionCards:
         self.client = client
         self.registry = registry
         self.store = CardStore(deps.engine)
+        self._refreshing = threading.Lock()
 
     def _at(self, value: datetime | None) -> str:
         return show(value, self.deps.settings.core.timezone, seconds=False) if value else "-"
@@ -135,12 +137,20 @@ class ActionCards:
     # ---- keeping cards truthful ----------------------------------------------------------------
 
     def refresh(self) -> int:
-        """Update every card whose action moved on since it was drawn; the number updated."""
+        """Update every card whose action moved on since it was drawn; the number updated.
+
+        Update codes are scarce (one per send, one per click), so a released action about to run is
+        not shown (it is executed moments later), and one refresh runs at a time in this process.
+        """
+        with self._refreshing:
+            return self._refresh()
+
+    def _refresh(self) -> int:
         updated = 0
         now = self.deps.clock()
         for card in self.store.unsettled(FINAL):
             action = self.deps.pending.get(card.action_id)
-            if action is None:
+            if action is None or action.released:
                 continue
             state = self._state(action)
             if state == card.state:
