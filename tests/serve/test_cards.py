@@ -146,3 +146,27 @@ def test_production_write_approved_by_a_second_users_click(
         ("dave", "refused"),
     ]
     assert len(_effects(tmp_path)) == 1
+
+
+def test_a_crash_between_click_and_execution_resumes_exactly_once(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    llm.add(call("write_note", note="deploy window moved", environment="test"), say("Note written."))
+    # a short lease: the job that refreshes cards (with the reclaim, at half the lease) runs every 2.5 s
+    cfg = serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url, lease_seconds=5)
+    doomed = start_replica(cfg, db_url, "r1", {"XIHE_TEST_CRASH_AT": "after_confirm_update"})
+    sender = doomed.app_sender()
+    assert sender.post_app_text("alice", "note that the deploy window moved", 1, AGENT_ID).status_code == 200
+    card = _card(fake_wecom, "alice")
+    _click(sender, fake_wecom, "alice", card, _key(card, "alice", "Confirm"), int(time.time()))
+    wait_until(lambda: doomed.proc.poll() is not None, what="the replica to die after the confirm UPDATE")
+    assert _effects(tmp_path) == []
+
+    start_replica(cfg, db_url, "r2")  # the orphan sweep resumes the confirmed action
+    wait_until(lambda: _effects(tmp_path), what="the note written after the restart")
+    wait_until(lambda: "executed" in _state(card, "alice"), what="the card shows executed")
+    assert len(_effects(tmp_path)) == 1
