@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from xihe.agent import approvals, pending_view
 from xihe.agent.audit import AuditEvent
+from xihe.agent.cards import digest_matches
 from xihe.agent.commands import Command
 from xihe.agent.crashpoint import crash_point
 from xihe.agent.errors import TaskStateError
@@ -39,6 +40,14 @@ def _pick(session: CommandSession, who: Who, msg: Inbound, cmd: Command, verb: s
     return mine[0]
 
 
+def _stale(action: PendingAction, cmd: Command, lang: Lang) -> str | None:
+    """A card's click carries the digest of the arguments it showed (`/confirm 12 <digest>`): refuse
+    it when the action's arguments are no longer those."""
+    if len(cmd.args) > 1 and not digest_matches(action, cmd.args[1]):
+        return say(CONFIRM, "stale", lang, id=action.id)
+    return None
+
+
 def confirm(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
     deps = session.deps
     action = _pick(session, who, msg, cmd, "confirm")
@@ -48,6 +57,9 @@ def confirm(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
         mine = deps.pending.open_for(user_id=who.user, conversation=msg.conversation, statuses=("confirmed",))
         confirmed = [a for a in mine if waiting(a) and not expired(a, now)]
         return _awaiting_approver(session, confirmed[0], lang) if confirmed and not cmd.args else action
+    stale = _stale(action, cmd, lang)
+    if stale is not None:
+        return stale
     if (
         action.status == "confirmed"
         and waiting(action)
@@ -90,9 +102,18 @@ def _awaiting_approver(session: CommandSession, action: PendingAction, lang: Lan
     return say(CONFIRM, "awaiting_approver", lang, id=action.id, approvers=who)
 
 
+def _by_card(session: CommandSession, msg: Inbound, cmd: Command) -> str | None:
+    """The refusal of an approver's card click whose digest no longer matches the action."""
+    action = session.deps.pending.get(int(cmd.args[0]))
+    return _stale(action, cmd, reply_lang(session, msg)) if action is not None else None
+
+
 def approve(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
     if not cmd.args or not cmd.args[0].isdigit():
         return say(CONFIRM, "id_usage", reply_lang(session, msg), verb="approve")
+    stale = _by_card(session, msg, cmd)
+    if stale is not None:
+        return stale
     return approvals.approve(
         session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0]), reply_lang(session, msg)
     ).message
@@ -101,6 +122,9 @@ def approve(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
 def reject(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
     if not cmd.args or not cmd.args[0].isdigit():
         return say(CONFIRM, "id_usage", reply_lang(session, msg), verb="reject")
+    stale = _by_card(session, msg, cmd)
+    if stale is not None:
+        return stale
     return approvals.reject(
         session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0]), reply_lang(session, msg)
     ).message
@@ -125,6 +149,9 @@ def cancel(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str
             except TaskStateError:
                 pass
             return say(CANCEL, "no_action", lang, id=cmd.args[0]) + hint
+        stale = _stale(action, cmd, lang)
+        if stale is not None:
+            return stale
     else:
         picked = _pick(session, who, msg, cmd, "cancel")
         if isinstance(picked, str):
@@ -205,6 +232,10 @@ CONFIRM: Catalog = {
     },
     "or": {"en": " or ", "zh": " 或 "},
     "no_approver": {"en": "an approver (none is configured)", "zh": "审批人（尚未配置审批人）"},
+    "stale": {
+        "en": "Action {id} no longer has the arguments this card showed; nothing was run.",
+        "zh": "操作 {id} 的参数已不是卡片上显示的那些，没有执行任何操作。",
+    },
     "again": {
         "en": "Action {id} is {status}; it cannot be confirmed again.",
         "zh": "操作 {id} 已是 {status} 状态，不能再次确认。",

@@ -1,5 +1,5 @@
-"""What features add to the loop: answer checks, context, reminders, stop notes, step listeners,
-a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
+"""What features add to the loop: answer checks, context, reminders, stop notes, step and pause
+listeners, a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
 every feature's `Hooks`); the loop only reads them."""
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ Provider = Callable[[Task], "str | Block | None"]
 Reminder = Callable[[Task, list[dict[str, Any]]], str | None]
 StopNote = Callable[[Task], str | None]
 StepListener = Callable[[Task, str, str], None]
+PauseListener = Callable[[Task, int], None]  # a task now waits on this pending action
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Hooks:
     reminders: tuple[Reminder, ...] = ()
     stop_notes: tuple[StopNote, ...] = ()
     step_listeners: tuple[StepListener, ...] = ()
+    pause_listeners: tuple[PauseListener, ...] = ()
     context_budget: ContextBudget | None = None
     recovery: RetryPolicy | None = None
     retry_budget: int = 0
@@ -68,6 +70,7 @@ class Hooks:
             self.reminders + other.reminders,
             self.stop_notes + other.stop_notes,
             self.step_listeners + other.step_listeners,
+            self.pause_listeners + other.pause_listeners,
             self.context_budget or other.context_budget,
             self.recovery or other.recovery,
             self.retry_budget or other.retry_budget,

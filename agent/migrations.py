@@ -28,7 +28,7 @@ from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
 from xihe.agent.lease import released
 from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.agent.tables import UTCDateTime, metadata
-from xihe.agent.wecom_tables import wecom_inbox, wecom_stream, wecom_ws_lease, wecom_ws_outbox
+from xihe.agent.wecom_tables import wecom_card, wecom_inbox, wecom_stream, wecom_ws_lease, wecom_ws_outbox
 
 # Which migrations has this database had, and when?
 schema_migrations = Table(
@@ -170,6 +170,11 @@ MIGRATIONS: list[Migration] = [
     (7, "wecom long connection: holder lease, outbox of frames", _create(wecom_ws_lease, wecom_ws_outbox)),
     (8, "task outcome and the runs a task started", _add_columns(task, "outcome", "runs")),
     (9, "one lease: every leased table holds it in lease_owner and lease_until", _one_lease),
+    (
+        10,
+        "wecom action cards: who got which card for which pending action, and its update code",
+        _create(wecom_card),
+    ),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

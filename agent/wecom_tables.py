@@ -1,10 +1,10 @@
 """WeCom's tables: the callback inbox and AI-bot streams (migration 3), the long connection's
-lease and outbox of frames (migration 7).
+lease and outbox of frames (migration 7), the action cards sent (migration 10).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Column, Index, String, Table, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, String, Table, Text
 
 from xihe.agent.lease import lease_columns
 from xihe.agent.tables import Id, UTCDateTime, metadata
@@ -59,3 +59,22 @@ wecom_ws_outbox = Table(
     Column("sent_at", UTCDateTime),
 )
 Index("ix_wecom_ws_outbox_pending", wecom_ws_outbox.c.name, wecom_ws_outbox.c.sent_at, wecom_ws_outbox.c.id)
+
+# ---- action cards (migration 10) ------------------------------------------------------------------
+# Which cards were sent for a pending action, to whom, and how can each still be updated in place?
+wecom_card = Table(
+    "wecom_card",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("task_id", String(128), nullable=False, unique=True),  # the card's WeCom task_id
+    Column("channel", String(20), nullable=False),  # app | aibot
+    Column("recipient", String(200), nullable=False),  # the member userid it went to
+    Column("conversation", String(200), nullable=False),  # the conversation it belongs to
+    Column("action_id", BigInteger, nullable=False),  # pending_action.id
+    Column("role", String(20), nullable=False),  # confirm (the requester's) | approve (an approver's)
+    Column("response_code", Text),  # the unused single-use update codes (72 h), space-separated, or None
+    Column("state", String(200), nullable=False),  # the action state the card shows now
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_wecom_card_action", wecom_card.c.action_id)

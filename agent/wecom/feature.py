@@ -35,6 +35,7 @@ from xihe.agent.errors import ConfigErrors, WeComError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.hooks import Hooks
 from xihe.agent.session import Session
+from xihe.agent.wecom.cards import ActionCards
 from xihe.config.wecom import AibotSettings, WeComConfig, WeComSettings, resolve_settings
 from xihe.integrations.wecom.aibot import ResponseUrlClient
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
@@ -86,6 +87,13 @@ class Gateway(Channel[InboundMessage]):
         self.responder = ResponseUrlClient(prefix, timeout=settings.http_timeout_seconds) if prefix else None
         # AI-bot answers that found no open stream and no response_url (the long connection sets it)
         self.aibot_fallback: Callable[[str, str], None] | None = None
+        # the app's action cards (Confirm/Cancel, Approve/Reject); none without the app client
+        self.cards = (
+            ActionCards(deps, self.client, lambda: session().agent.registry)
+            if self.client is not None
+            else None
+        )
+        self._click_replies: dict[str, str] = {}
 
     # ---- intake (runs in the request: must be quick) -------------------------------------------
 
@@ -104,8 +112,23 @@ class Gateway(Channel[InboundMessage]):
         channel = CHANNEL_AIBOT if path.endswith("aibot") else CHANNEL_APP
         self.deps.metrics.messages.labels(channel, f"rejected_{outcome.status}").inc()
 
+    def handle(self, message: InboundMessage) -> None:
+        """A card click runs as its typed command, then is audited and every copy of the card updated;
+        any other message may have moved an action on too (a typed /confirm), so cards are refreshed."""
+        if self.cards is None:
+            super().handle(message)
+            return
+        before = self.cards.clicked(message) if message.card_task else None
+        super().handle(message)
+        if message.card_task:
+            self.cards.after_click(message, before, self._click_replies.pop(message.dedupe_key, ""))
+        else:
+            self.cards.refresh()
+
     def answer(self, message: InboundMessage, text: str) -> None:
         """The reply to `message`: app markdown, or the message's stream (response_url when it is gone)."""
+        if message.card_task:
+            self._click_replies[message.dedupe_key] = text
         if message.channel == CHANNEL_APP:
             self._send_app(message.user, text)
             return
@@ -209,7 +232,10 @@ def install(ctx: Context) -> Installed:
     every = max(1.0, ctx.settings.core.store.lease_seconds / 2)
     return Installed(
         senders=senders,
-        hooks=Hooks(step_listeners=(gateway.on_step,)),
+        hooks=Hooks(
+            step_listeners=(gateway.on_step,),
+            pause_listeners=(gateway.cards.on_pause,) if gateway.cards is not None else (),
+        ),
         # reclaim queued messages of dead replicas, at half the lease
         jobs=[Job("wecom_reclaim", reclaim, every)],
         routes=[routes],
@@ -283,6 +309,8 @@ def reclaim(app: Runtime) -> None:
     wecom = channel(app)
     if wecom is not None:
         wecom.gateway.reclaim()
+        if wecom.gateway.cards is not None:
+            wecom.gateway.cards.refresh()  # expiries and other late moves show on the cards
 
 
 def startup(app: Runtime) -> None:

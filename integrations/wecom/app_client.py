@@ -260,3 +260,21 @@ class AppClient:
             self.send({"touser": user, "msgtype": "text", "text": {"content": part}})
             for part in split_utf8(content, APP_MARKDOWN_MAX_BYTES)
         ]
+
+    def send_card(self, users: list[str], template_card: dict[str, Any]) -> str:
+        """Send a template card to `users`; the single-use `response_code` of an interactive card ("" else)."""
+        answer = self.send(
+            {"touser": "|".join(users), "msgtype": "template_card", "template_card": template_card}
+        )
+        return str(answer.get("response_code", ""))
+
+    def update_card(
+        self, response_code: str, template_card: dict[str, Any], *, users: list[str] | None = None
+    ) -> list[str]:
+        """message/update_template_card with one single-use `response_code` (every recipient when
+        `users` is None); the users WeCom could not update."""
+        body: dict[str, Any] = {"agentid": self.agent_id, "response_code": response_code}
+        body.update({"userids": users} if users else {"atall": 1})
+        body["template_card"] = template_card
+        answer = self._with_token("POST", "/cgi-bin/message/update_template_card", body)
+        return [str(u) for u in answer.get("invaliduser") or []]

@@ -15,6 +15,7 @@ from xml.etree.ElementTree import Element
 import defusedxml.ElementTree as DET
 from defusedxml import DefusedXmlException
 
+from xihe.agent.cards import command_of_key
 from xihe.integrations.wecom.crypto import MsgCrypto
 from xihe.integrations.wecom.inbound import (
     CHANNEL_APP,
@@ -63,6 +64,8 @@ def parse_app_message(plaintext: bytes) -> InboundMessage | Rejected:
     agent_id = _text(root, "AgentID")
     event = _text(root, "Event") if msg_type == "event" else ""
     msg_id = _text(root, "MsgId")
+    if event == "template_card_event":
+        return _card_click(root, user, int(create_time), agent_id)
     if not msg_id:
         if msg_type != "event":
             return Rejected(400, "decrypted message lacks MsgId")
@@ -82,6 +85,29 @@ def parse_app_message(plaintext: bytes) -> InboundMessage | Rejected:
         channel=CHANNEL_APP,
         msg_type=msg_type,
         event=event,
+    )
+
+
+def _card_click(root: Element, user: str, create_time: int, agent_id: str) -> InboundMessage:
+    """A button click on one of our cards: the typed command its key stands for.
+
+    The event has no MsgId and WeCom re-sends the identical event when we answer late, so it is
+    de-duplicated on FromUserName + CreateTime + TaskId + EventKey; a key that is not ours gives an
+    empty text (answered as "not a text message").
+    """
+    key, task_id = _text(root, "EventKey"), _text(root, "TaskId")
+    return InboundMessage(
+        user=user,
+        conversation=f"wecom:app:{agent_id}:{user}",
+        text=command_of_key(key) or "",
+        msg_id=f"event:{user}:{create_time}:{task_id}:{key}",
+        create_time=create_time,
+        agent_id=agent_id,
+        channel=CHANNEL_APP,
+        msg_type="event",
+        event="template_card_event",
+        card_task=task_id,
+        response_code=_text(root, "ResponseCode"),
     )
 
 

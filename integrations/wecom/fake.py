@@ -26,6 +26,7 @@ import requests
 from xihe.agent.clock import Clock, utc_now
 from xihe.integrations.fakes.loopback import LoopbackServer, Request, Response
 from xihe.integrations.wecom.crypto import MsgCrypto
+from xihe.integrations.wecom.fake_cards import FakeCards
 
 APP_CONTENT_MAX_BYTES = 2048
 AIBOT_CONTENT_MAX_BYTES = 20480
@@ -64,6 +65,7 @@ class FakeWeCom:
         self.tokens: dict[str, _IssuedToken] = {}
         self.sent: dict[str, list[SentMessage]] = {}
         self.responses: list[dict[str, Any]] = []
+        self.cards = FakeCards(clock)
         self.response_codes: dict[str, bool] = {}
         self.oauth_codes: dict[str, tuple[str, bool, datetime]] = {}  # code → (user, member, expires)
         self.gettoken_calls = 0
@@ -135,6 +137,8 @@ class FakeWeCom:
             return self._gettoken(req)
         if req.method == "POST" and req.path == "/cgi-bin/message/send":
             return self._send(req)
+        if req.method == "POST" and req.path == "/cgi-bin/message/update_template_card":
+            return self._update_card(req)
         if req.method == "POST" and req.path == "/cgi-bin/aibot/response":
             return self._aibot_response(req)
         if req.method == "GET" and req.path == "/cgi-bin/auth/getuserinfo":
@@ -204,10 +208,12 @@ class FakeWeCom:
         except ValueError:
             return _err(44004, "wrong json format. empty content")
         msgtype = body.get("msgtype")
-        if msgtype not in ("text", "markdown"):
+        if msgtype not in ("text", "markdown", "template_card"):
             return _err(40008, "invalid message type")
         if body.get("agentid") != issued.agent_id:
             return _err(301002, "not allow operate another agent with this accesstoken")
+        if msgtype == "template_card":
+            return self._send_card(issued.agent_id, body)
         content = (body.get(msgtype) or {}).get("content", "")
         if not content:
             return _err(44004, "empty content")
@@ -223,6 +229,32 @@ class FakeWeCom:
             for user in users:
                 self.sent.setdefault(user, []).append(SentMessage(issued.agent_id, msgtype, content))
         return Response.of_json({"errcode": 0, "errmsg": "ok", "invaliduser": "", "msgid": uuid.uuid4().hex})
+
+    def _send_card(self, agent_id: int, body: dict[str, Any]) -> Response:
+        users = [u for u in str(body.get("touser", "")).split("|") if u]
+        if not users:
+            return _err(81013, "user & party & tag all invalid")
+        errcode, errmsg, code = self.cards.send(agent_id, users, body.get("template_card"))
+        if errcode:
+            return _err(errcode, errmsg)
+        answer = {"errcode": 0, "errmsg": "ok", "invaliduser": "", "msgid": uuid.uuid4().hex}
+        return Response.of_json({**answer, "response_code": code} if code else answer)
+
+    def _update_card(self, req: Request) -> Response:
+        with self._lock:
+            token = req.form().get("access_token", "")
+            refused = self._token_error(token)
+            if refused is not None:
+                return refused
+            agent_id = self.tokens[token].agent_id
+        try:
+            body = req.json()
+        except ValueError:
+            return _err(44004, "wrong json format. empty content")
+        errcode, errmsg, invalid = self.cards.update(agent_id, body)
+        if errcode:
+            return _err(errcode, errmsg)
+        return Response.of_json({"errcode": 0, "errmsg": "ok", "invaliduser": invalid})
 
     def _aibot_response(self, req: Request) -> Response:
         code = req.form().get("response_code", "")
@@ -291,6 +323,26 @@ class CallbackSender:
             f"<FromUserName><![CDATA[{escape(user)}]]></FromUserName><CreateTime>{ct}</CreateTime>"
             f"<MsgType><![CDATA[text]]></MsgType><Content>{escape(text)}</Content>"
             f"<MsgId>{msg_id}</MsgId><AgentID>{agent_id}</AgentID></xml>"
+        )
+
+    def app_card_click_xml(
+        self,
+        user: str,
+        task_id: str,
+        key: str,
+        response_code: str,
+        agent_id: int,
+        create_time: int | None = None,
+    ) -> str:
+        """The decrypted XML of one `template_card_event` (a button click), as WeCom documents it."""
+        ct = create_time if create_time is not None else int(self.clock().timestamp())
+        return (
+            f"<xml><ToUserName><![CDATA[{self.crypto.receiveid}]]></ToUserName>"
+            f"<FromUserName><![CDATA[{escape(user)}]]></FromUserName><CreateTime>{ct}</CreateTime>"
+            "<MsgType><![CDATA[event]]></MsgType><Event><![CDATA[template_card_event]]></Event>"
+            f"<EventKey><![CDATA[{key}]]></EventKey><TaskId><![CDATA[{task_id}]]></TaskId>"
+            "<CardType><![CDATA[button_interaction]]></CardType>"
+            f"<ResponseCode><![CDATA[{response_code}]]></ResponseCode><AgentID>{agent_id}</AgentID></xml>"
         )
 
     def app_envelope(

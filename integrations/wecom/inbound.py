@@ -36,6 +36,9 @@ class InboundMessage:
     stream_id: str = ""
     # a one-shot capability to answer; kept out of repr so it does not land in logs
     response_url: str = field(default="", repr=False)
+    card_task: str = ""  # a card click: the task_id of the card clicked
+    # a card click (app): the single-use code that may update that card once; kept out of logs
+    response_code: str = field(default="", repr=False)
 
     @property
     def dedupe_key(self) -> str:

@@ -1,0 +1,174 @@
+"""Action cards end to end: a real `xihe serve`, the WeCom fake's card API, and clicks sent like
+WeCom sends them (encrypted XML `template_card_event` with a fresh ResponseCode per click)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from tests.serve.harness import AGENT_ID, Replica, serve_config, wait_until
+from xihe.agent.core_tables import audit_event
+from xihe.agent.db import make_engine
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
+from xihe.integrations.wecom.fake_cards import FakeCard
+
+
+def _card(fake: FakeWeCom, user: str, n: int = 1) -> FakeCard:
+    return wait_until(
+        lambda: len(fake.cards.of_user(user)) >= n and fake.cards.of_user(user)[n - 1],
+        what=f"card {n} to {user}",
+    )
+
+
+def _key(card: FakeCard, user: str, text: str) -> str:
+    (key,) = [b["key"] for b in card.copies[user]["button_list"] if b["text"] == text]
+    return str(key)
+
+
+def _click(sender: CallbackSender, fake: FakeWeCom, user: str, card: FakeCard, key: str, at: int) -> bytes:
+    xml = sender.app_card_click_xml(
+        user, card.task_id, key, fake.cards.click_code(card.task_id), AGENT_ID, at
+    )
+    query, body = sender.app_envelope(xml, AGENT_ID)
+    resp = sender.post_app(query, body)
+    assert resp.status_code == 200
+    return body
+
+
+def _state(card: FakeCard, user: str) -> str:
+    rows = {r["keyname"]: r["value"] for r in card.copies[user]["horizontal_content_list"]}
+    return str(rows["State"])
+
+
+def _clicks(db_url: str) -> list[Any]:
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(audit_event).where(audit_event.c.kind == "card_click").order_by(audit_event.c.id)
+        )
+        return list(rows)
+
+
+def _effects(tmp_path: Path) -> list[Any]:
+    path = tmp_path / "effects.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_confirm_by_click_refuses_others_stale_replayed_and_second_clicks(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    llm.add(call("write_note", note="deploy window moved", environment="test"), say("Note written."))
+    bot = start_replica(serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url), db_url)
+    sender = bot.app_sender()
+    assert sender.post_app_text("alice", "note that the deploy window moved", 1, AGENT_ID).status_code == 200
+    card = _card(fake_wecom, "alice")
+    assert (
+        "/confirm" in wait_until(lambda: fake_wecom.contents("alice"), what="text prompt")[0]
+    )  # typed path kept
+    assert _state(card, "alice") == "waiting for alice's confirmation"
+    confirm = _key(card, "alice", "Confirm")
+    now = int(time.time())
+
+    _click(sender, fake_wecom, "bob", card, confirm, now)  # someone else's click
+    wait_until(lambda: len(_clicks(db_url)) == 1, what="the first click audited")  # workers may reorder
+    stale = confirm.rsplit(":", 1)[0] + ":0000000000000000"
+    _click(sender, fake_wecom, "alice", card, stale, now + 1)  # a digest that no longer matches
+    wait_until(lambda: len(_clicks(db_url)) == 2, what="two refused clicks audited")
+    assert _effects(tmp_path) == []
+
+    body = _click(sender, fake_wecom, "alice", card, confirm, now + 2)
+    wait_until(lambda: _effects(tmp_path), what="the note written")
+    assert (
+        sender.session.post(  # WeCom's retry of the same event: acknowledged, not run again
+            sender.base_url + "/wecom/callback",
+            params=sender.signed_query(_encrypt_of(body)),
+            data=body,
+            timeout=30,
+        ).status_code
+        == 200
+    )
+    wait_until(lambda: len(_clicks(db_url)) == 3, what="the accepted click audited")
+    _click(sender, fake_wecom, "alice", card, confirm, now + 3)  # a second physical click
+    clicks = wait_until(lambda: len(_clicks(db_url)) == 4 and _clicks(db_url), what="four clicks audited")
+    assert [c.outcome for c in clicks] == ["refused", "refused", "accepted", "refused"]
+    assert [c.actor for c in clicks] == ["bob", "alice", "alice", "alice"]
+    assert "no longer has the arguments" in clicks[1].reason
+    assert clicks[2].task_id == 1 and clicks[2].detail["pending_id"] == 1
+    assert len(_effects(tmp_path)) == 1  # executed exactly once
+    final = wait_until(lambda: "executed" in _state(card, "alice") and card, what="card shows executed")
+    assert final.copies["alice"]["replace_text"] == "executed"
+    assert _state(final, "alice").startswith("confirmed by alice at ")
+
+
+def _encrypt_of(body: bytes) -> str:
+    text = body.decode()
+    return text.split("<Encrypt><![CDATA[", 1)[1].split("]]>", 1)[0]
+
+
+def test_production_write_approved_by_a_second_users_click(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    llm.add(call("write_note", note="prod window", environment="prod"), say("Note written on prod."))
+    bot = start_replica(serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url), db_url)
+    sender = bot.app_sender()
+    assert sender.post_app_text("bob", "note the prod window", 1, AGENT_ID).status_code == 200
+    mine = _card(fake_wecom, "bob")
+    now = int(time.time())
+    _click(sender, fake_wecom, "bob", mine, _key(mine, "bob", "Confirm"), now)
+    carol, dave = _card(fake_wecom, "carol"), _card(fake_wecom, "dave")
+    wait_until(
+        lambda: "waiting for approval by carol, dave" in _state(mine, "bob"), what="requester card waits"
+    )
+    assert _effects(tmp_path) == []
+
+    _click(sender, fake_wecom, "carol", carol, _key(carol, "carol", "Approve"), now + 1)
+    wait_until(lambda: _effects(tmp_path), what="the prod note written")
+    for card, user in ((mine, "bob"), (carol, "carol"), (dave, "dave")):  # every copy tells the truth
+        wait_until(lambda c=card, u=user: "executed" in _state(c, u), what=f"{user}'s card executed")
+        assert "approved by carol" in _state(card, user)
+    _click(sender, fake_wecom, "dave", dave, _key(dave, "dave", "Approve"), now + 2)  # too late
+    clicks = wait_until(lambda: len(_clicks(db_url)) == 3 and _clicks(db_url), what="three clicks audited")
+    assert [(c.actor, c.outcome) for c in clicks] == [
+        ("bob", "accepted"),
+        ("carol", "accepted"),
+        ("dave", "refused"),
+    ]
+    assert len(_effects(tmp_path)) == 1
+
+
+def test_a_crash_between_click_and_execution_resumes_exactly_once(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    llm.add(call("write_note", note="deploy window moved", environment="test"), say("Note written."))
+    # a short lease: the job that refreshes cards (with the reclaim, at half the lease) runs every 2.5 s
+    cfg = serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url, lease_seconds=5)
+    doomed = start_replica(cfg, db_url, "r1", {"XIHE_TEST_CRASH_AT": "after_confirm_update"})
+    sender = doomed.app_sender()
+    assert sender.post_app_text("alice", "note that the deploy window moved", 1, AGENT_ID).status_code == 200
+    card = _card(fake_wecom, "alice")
+    _click(sender, fake_wecom, "alice", card, _key(card, "alice", "Confirm"), int(time.time()))
+    wait_until(lambda: doomed.proc.poll() is not None, what="the replica to die after the confirm UPDATE")
+    assert _effects(tmp_path) == []
+
+    start_replica(cfg, db_url, "r2")  # the orphan sweep resumes the confirmed action
+    wait_until(lambda: _effects(tmp_path), what="the note written after the restart")
+    wait_until(lambda: "executed" in _state(card, "alice"), what="the card shows executed")
+    assert len(_effects(tmp_path)) == 1

@@ -1,0 +1,74 @@
+"""Template cards against the strict fake: what WeCom refuses, single-use update codes, click keys."""
+
+from __future__ import annotations
+
+import pytest
+from tenacity import wait_none
+
+from tests.wecom.conftest import AGENT_ID, CORP_ID
+from xihe.agent.cards import Button, Card, command_of_key
+from xihe.agent.clock import FakeClock
+from xihe.agent.errors import WeComError
+from xihe.integrations.wecom.app_client import AppClient, TokenCache
+from xihe.integrations.wecom.cards import template_card, validate_card
+from xihe.integrations.wecom.fake import FakeWeCom
+
+CARD = Card(
+    "Confirm action 3",
+    "write_note on test",
+    (("State", "waiting"),),
+    (Button("Confirm", "xihe:confirm:3:ab12cd34ef56ab78"),),
+)
+
+
+@pytest.fixture
+def client(fake_wecom: FakeWeCom, clock: FakeClock) -> AppClient:
+    return AppClient(
+        CORP_ID,
+        "app-secret-value",
+        AGENT_ID,
+        api_base=fake_wecom.url,
+        tokens=TokenCache(clock),
+        wait=wait_none(),
+    )
+
+
+def test_the_fake_refuses_cards_wecom_refuses() -> None:
+    good = template_card(CARD, "xihe-confirm-3-1")
+    assert validate_card(good) is None
+    assert "task_id" in (validate_card({**good, "task_id": "bad id!"}) or "")
+    assert "task_id" in (validate_card({**good, "task_id": "x" * 129}) or "")
+    many = [{"text": str(i), "key": f"k{i}"} for i in range(7)]
+    assert validate_card({**good, "button_list": many}) == "button_list exceed max length 6"
+    assert (
+        validate_card({**good, "button_list": [{"text": "a", "key": "k"}] * 2})
+        == "button_list.key is not unique"
+    )
+    assert "card_action" in (validate_card({"card_type": "text_notice", "main_title": {"title": "t"}}) or "")
+
+
+def test_send_gives_a_single_use_update_code_and_task_ids_never_repeat(
+    client: AppClient, fake_wecom: FakeWeCom, clock: FakeClock
+) -> None:
+    code = client.send_card(["alice"], template_card(CARD, "xihe-confirm-3-1"))
+    assert code
+    with pytest.raises(WeComError, match="task_id duplicated"):
+        client.send_card(["alice"], template_card(CARD, "xihe-confirm-3-1"))
+    done = Card(CARD.title, CARD.desc, (("State", "executed"),), CARD.buttons, "executed")
+    assert (
+        client.update_card(code, template_card(done, "xihe-confirm-3-1", update=True), users=["alice"]) == []
+    )
+    assert fake_wecom.cards.copy("xihe-confirm-3-1", "alice")["replace_text"] == "executed"
+    with pytest.raises(WeComError, match="response_code is invalid or used"):
+        client.update_card(code, template_card(done, "xihe-confirm-3-1", update=True), users=["alice"])
+    late = fake_wecom.cards.click_code("xihe-confirm-3-1")
+    clock.advance(hours=72)
+    with pytest.raises(WeComError, match="response_code is invalid or used"):  # 72 h, then gone
+        client.update_card(late, template_card(done, "xihe-confirm-3-1", update=True))
+
+
+def test_a_button_key_stands_for_its_typed_command() -> None:
+    assert command_of_key("xihe:confirm:3:ab12cd34ef56ab78") == "/confirm 3 ab12cd34ef56ab78"
+    assert command_of_key("xihe:approve:12:ab12cd34") == "/approve 12 ab12cd34"
+    for foreign in ("ack:alert-1", "xihe:sh:3:ab", "xihe:confirm:x:ab12", "xihe:confirm:3:a b"):
+        assert command_of_key(foreign) is None
