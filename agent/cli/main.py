@@ -6,6 +6,7 @@ xihe tools [--config DIR]      the exact JSON schemas the model receives
 xihe task show ID [--json]     which step failed, with what input, how long each took
 xihe task resume ID            continue at the first unfinished step
 xihe audit search [...]        the audit trail, filtered
+xihe ui sessions [list|end]    web UI sessions: list them, end one or all of a user's
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 """
@@ -22,13 +23,13 @@ from typing import Any
 from xihe.agent.errors import BotError, ConfigError
 
 
-def _app(args: argparse.Namespace) -> Any:
+def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
     from xihe.agent.app import build_app
 
     def notify(conversation: str, text: str) -> None:
         print(f"[xihe → {conversation}] {text}", flush=True)
 
-    return build_app(args.config, notify=notify)
+    return build_app(args.config, notify=notify, listen=listen)
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
@@ -44,6 +45,12 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         print(f"{directory}: the check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
+    ui = settings.section("ui")
+    if ui is not None:
+        from xihe.config.ui import config_notes
+
+        for note in config_notes(ui):
+            print(f"NOTE ui.yaml: {note}")
     shell = settings.section("shell")
     if shell is not None:
         from xihe.tools.shell.sandbox import sandbox_warnings
@@ -149,7 +156,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from xihe.agent.web.server import create_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    app = _app(args)
+    app = _app(args, listen=args.host)
     uvicorn.run(
         create_server(app), host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=20
     )
@@ -233,9 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, code, fakes, shell
+    from xihe.agent.cli import alerts, code, fakes, shell, ui
 
-    for feature in (alerts, code, fakes, shell):
+    for feature in (alerts, code, fakes, shell, ui):
         feature.register(sub)
     _accept_config_everywhere(p)
     return p

@@ -1,8 +1,9 @@
 """Operations of `xihe serve`: retention pruning, config reload and structured JSON logs.
 
 Retention deletes finished tasks (their steps and confirmations go with them by cascade), their
-orphaned artifacts, old audit events, delivered outbox rows and old WeCom inbox/stream rows, in
-batches so locks stay short; every replica may run it (deletes are idempotent).
+orphaned artifacts, old audit events, delivered outbox rows, old WeCom inbox/stream rows and ended
+web sessions with old login tries and lockouts, in batches so locks stay short; every replica may
+run it (deletes are idempotent).
 
 Config reload re-reads the directory when a file changed. A valid directory replaces the running
 settings (access rules, loop bounds, confirmation TTL take effect at once; tools, plugins and
@@ -16,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +34,7 @@ from xihe.agent.errors import ConfigError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.redact import Redactor
 from xihe.agent.tasks import FINISHED
+from xihe.agent.web_tables import ui_login_attempt, ui_login_lock, ui_session
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
 from xihe.config.load import Settings, secrets_of
 from xihe.config.ops import OpsConfig
@@ -147,6 +151,12 @@ def prune(app: Runtime, now: datetime | None = None) -> dict[str, int]:
         ("wecom_inbox", wecom_inbox, wecom_inbox.c.seen_at < now - cfg.inbox_days * days),
         ("wecom_stream", wecom_stream, wecom_stream.c.created_at < now - cfg.inbox_days * days),
     ]
+    ended = now - cfg.sessions_days * days
+    plan += [
+        ("ui_session", ui_session, or_(ui_session.c.ended_at < ended, ui_session.c.expires_at < ended)),
+        ("ui_login_attempt", ui_login_attempt, ui_login_attempt.c.at < ended),
+        ("ui_login_lock", ui_login_lock, ui_login_lock.c.until < ended),
+    ]
     plan.append(
         (
             "outbox",
@@ -211,6 +221,13 @@ def _needs_restart(old: Settings, new: Settings) -> list[str]:
     return notes
 
 
+def _relative(text: str, directory: Path) -> str:
+    """File names inside the config directory without the server's path to it (audit, /ui/readyz)."""
+    for form in {str(directory.resolve()), str(directory)}:
+        text = re.sub(r"(?<![\w./-])" + re.escape(form.rstrip(os.sep) + os.sep), "", text)
+    return text
+
+
 def reload_config(app: Runtime) -> str:
     """Re-read the config directory if it changed: 'unchanged', 'applied' or 'refused'."""
     deps = app.deps
@@ -227,14 +244,16 @@ def reload_config(app: Runtime) -> str:
     try:
         new = app.load_checked(app.settings.directory)
     except Exception as exc:  # any failure keeps the last good config and is reported, not only ConfigError
-        reason = deps.redactor.text(
-            str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        reason = _relative(
+            deps.redactor.text(str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"),
+            app.settings.directory,
         )
         state.refused = current
         deps.reload_error = reason
         log.error(
             "config reload refused; the last good config keeps running: %s",
             reason,
+            extra={"config_dir": str(app.settings.directory)},
             exc_info=not isinstance(exc, ConfigError),  # a bug in a plugin or in our code: keep the traceback
         )
         deps.audit.record(
@@ -251,6 +270,11 @@ def reload_config(app: Runtime) -> str:
     note = f"restart needed for: {', '.join(restart)}" if restart else None
     log.info("config reloaded", extra={"restart_needed": restart})
     deps.audit.record(AuditEvent(at=now, kind="config", actor=deps.holder, outcome="reloaded", reason=note))
+    for hook in app.installed.reloaded:  # e.g. end web sessions the new access rules no longer allow
+        try:
+            hook(app)
+        except Exception:
+            log.exception("a feature's reload hook failed; the new config is applied")
     return "applied"
 
 

@@ -72,7 +72,9 @@ def test_wecom_login_refuses_foreign_state_bad_code_and_unknown_users(
     assert r.status_code == 403 and "not listed in access.yaml" in r.text
     assert c.get("/ui/tasks", follow_redirects=False).status_code == 303
     failed = [r for r in oauth_bot.app.deps.audit.search(kind="web") if r["outcome"] == "login_failed"]
-    assert len(failed) == 4
+    # anonymous failures from one address: the first of the burst is audited, the rest counted;
+    # the user id WeCom verified is audited under that id
+    assert sorted(r["actor"] for r in failed) == ["mallory", "unverified:-"]
 
 
 def test_wecom_login_code_works_once_and_only_for_members(oauth_bot: Any, wecom_api: FakeWeCom) -> None:
@@ -93,7 +95,8 @@ def test_wecom_login_code_works_once_and_only_for_members(oauth_bot: Any, wecom_
     failures = [
         r["reason"] for r in oauth_bot.app.deps.audit.search(kind="web") if r["outcome"] == "login_failed"
     ]
-    assert len(failures) == 2 and all("app-secret" not in f for f in failures)
+    assert len(failures) == 1 and "40029" in failures[0]  # the first of the burst; the rest are counted
+    assert all("app-secret" not in f for f in failures)
 
 
 def test_wecom_login_is_off_unless_enabled(ui_bot: MakeUiBot) -> None:
