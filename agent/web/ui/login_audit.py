@@ -42,14 +42,17 @@ def login_failed(
             count=1,
         )
     for lock in ui.throttles.failed(attempt, now, ui.config.login_throttle):
-        locked_out(ui, lock, user, via)
+        _audit_lock(ui, lock, user, via)
 
 
 def locked_out(ui: Pages, lock: Lock, user: str | None, via: str) -> None:
-    """A try met a lockout: counted; audited once, when this try started the lock."""
+    """A try was refused by a lockout: counted; audited once, when this try started the lock."""
     ui.app.deps.metrics.ui_logins.labels(outcome="locked").inc()
-    if not lock.new:
-        return
+    if lock.new:
+        _audit_lock(ui, lock, user, via)
+
+
+def _audit_lock(ui: Pages, lock: Lock, user: str | None, via: str) -> None:
     what = "user id" if lock.scope == "user" else "client address"
     ui.audit(
         unverified(lock.key if lock.scope == "user" else user),
