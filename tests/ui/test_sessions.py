@@ -37,7 +37,7 @@ def test_a_cookie_copied_before_logout_is_dead_after_it_on_every_replica(ui_bot:
 
 
 def test_a_session_ends_after_its_idle_time_or_its_absolute_lifetime(ui_bot: MakeUiBot) -> None:
-    bot = ui_bot(ui={"session_hours": 12, "session_idle_minutes": 60})
+    bot = ui_bot()  # session_hours: 12, session_idle_minutes: 60 (the defaults)
     c = bot.login("dave")
     end = bot.clock() + timedelta(hours=12)
     while bot.clock() + timedelta(minutes=50) < end:  # in use all day: a page every 50 minutes

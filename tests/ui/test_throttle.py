@@ -9,9 +9,6 @@ from starlette.testclient import TestClient
 
 from tests.ui.conftest import TOKENS, MakeUiBot, UiBot, csrf_of
 
-THROTTLE = {"window_minutes": 15, "user_failures": 5, "client_failures": 20, "lockout_minutes": 15}
-
-
 def try_login(c: TestClient, user: str, token: str) -> int:
     page = c.get("/ui/login")
     data = {"csrf": csrf_of(page.text), "user": user, "token": token}
@@ -23,7 +20,7 @@ def web_rows(bot: UiBot, *outcomes: str) -> list[dict[str, Any]]:
 
 
 def test_a_guessed_token_burst_locks_the_user_and_the_right_token_waits(ui_bot: MakeUiBot) -> None:
-    bot = ui_bot(ui={"login_throttle": THROTTLE})
+    bot = ui_bot()  # ui.yaml's defaults: 5 per user, 20 per address in 15 min, 15 min lockout
     attacker = bot.client("203.0.113.9")
     codes = [try_login(attacker, "dave", f"guess-{n}") for n in range(60)]
     assert codes[:5] == [401] * 5 and set(codes[5:]) == {429}  # 5 checked, the rest refused unchecked
@@ -48,7 +45,7 @@ def test_a_guessed_token_burst_locks_the_user_and_the_right_token_waits(ui_bot: 
 
 
 def test_many_user_ids_from_one_address_lock_the_address(ui_bot: MakeUiBot) -> None:
-    bot = ui_bot(ui={"login_throttle": THROTTLE})
+    bot = ui_bot()  # ui.yaml's defaults: 5 per user, 20 per address in 15 min, 15 min lockout
     attacker = bot.client("203.0.113.9")
     codes = [try_login(attacker, f"user{n}", "x") for n in range(25)]
     assert codes[:20] == [401] * 20 and set(codes[20:]) == {429}
@@ -61,7 +58,7 @@ def test_many_user_ids_from_one_address_lock_the_address(ui_bot: MakeUiBot) -> N
 
 
 def test_failures_count_on_every_replica(ui_bot: MakeUiBot) -> None:
-    bot = ui_bot(ui={"login_throttle": THROTTLE})
+    bot = ui_bot()  # ui.yaml's defaults: 5 per user, 20 per address in 15 min, 15 min lockout
     other = ui_bot(config_dir=bot.config_dir)  # the same store and files: a second replica
     for n in range(5):
         assert try_login((bot if n % 2 else other).client("203.0.113.9"), "dave", "wrong") == 401
@@ -70,7 +67,7 @@ def test_failures_count_on_every_replica(ui_bot: MakeUiBot) -> None:
 
 
 def test_the_window_slides_and_a_success_clears_the_users_failures(ui_bot: MakeUiBot) -> None:
-    bot = ui_bot(ui={"login_throttle": THROTTLE})
+    bot = ui_bot()  # ui.yaml's defaults: 5 per user, 20 per address in 15 min, 15 min lockout
     c = bot.client()
     for _ in range(4):
         assert try_login(c, "dave", "wrong") == 401
