@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from tests.ui.conftest import TOKENS, MakeUiBot, UiBot, csrf_of
 
+
 def try_login(c: TestClient, user: str, token: str) -> int:
     page = c.get("/ui/login")
     data = {"csrf": csrf_of(page.text), "user": user, "token": token}
