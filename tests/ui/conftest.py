@@ -81,6 +81,18 @@ class UiBot:
         assert r.status_code == 303, r.text
         return c
 
+    def remove_user(self, user: str) -> str:
+        """Take `user` out of access.yaml (and ui.yaml, which may only name access.yaml's users), then
+        run the config reload job once; its outcome."""
+        from xihe.agent.ops import feature as ops
+
+        for name in ("access.yaml", "ui.yaml"):
+            path = self.config_dir / name
+            data = yaml.safe_load(path.read_text())
+            del data["users"][user]
+            path.write_text(yaml.safe_dump(data))
+        return ops.reload_config(self.app)
+
     def ask(self, user: str, text: str, conv: str | None = None) -> str:
         return self.app.session.handle(Inbound(user, conv or f"wecom:{user}", text, "wecom"))
 
