@@ -32,6 +32,9 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     assert "错误：进程在这一步中途停止" in out and "task 5 done" in out  # /task 5 in alice's language
     assert "tool:1:0 #1 完成 run_shell_command" in out and "tool:1:0 #2" not in out  # not redone
     assert "Traceback" not in out + result.stderr
+    # the web pages: guesses lock the login, a logout ends the session on another replica too
+    assert "8 guessed tokens from 203.0.113.9 → [401, 401, 401, 401, 401, 429, 429, 429]" in out
+    assert "dave's real token → 429" in out and "on another replica → 200; after POST /ui/logout → 303" in out
 
     # --keep: the demo's store and config stay; the fakes come back on new ports and chat goes on there
     assert f"xihe fakes up --dir {kept}" in out
