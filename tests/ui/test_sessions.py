@@ -3,13 +3,14 @@ absolute lifetimes, access.yaml and token changes end sessions, `xihe ui session
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from tests.ui.conftest import MakeUiBot, UiBot, csrf_of
+from tests.ui.conftest import TOKENS, MakeUiBot, UiBot, csrf_of
 from xihe.agent.clock import FakeClock, utc_now
 
 
@@ -56,11 +57,38 @@ def test_a_session_ends_after_its_idle_time_or_its_absolute_lifetime(ui_bot: Mak
 
 
 def test_a_changed_token_ends_the_session(ui_bot: MakeUiBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xihe.agent.ops import feature as ops
+
+    bot = ui_bot(files=("xihe.yaml", "access.yaml", "ops.yaml"))
+    dave, carol = bot.login("dave"), bot.login("carol")
+    assert dave.get("/ui/tasks").status_code == 200
+    monkeypatch.setenv("XIHE_UI_TOKEN_DAVE", "rotated-token")  # checked on the next request
+    assert dave.get("/ui/tasks", follow_redirects=False).status_code == 303
+    ui = bot.config_dir / "ui.yaml"  # carol's sha256 changes in ui.yaml: ended at the reload
+    ui.write_text(ui.read_text().replace(hashlib.sha256(TOKENS["carol"].encode()).hexdigest(), "a" * 64))
+    assert ops.reload_config(bot.app) == "applied"
+    rows = {r.user: r for r in _sessions(bot, with_ended=True)}
+    assert rows["carol"].end_reason == "token changed" and rows["dave"].end_reason == "token changed"
+    assert carol.get("/ui/tasks", follow_redirects=False).status_code == 303
+
+
+def test_retention_prunes_ended_sessions_and_old_login_tries(ui_bot: MakeUiBot) -> None:
+    from xihe.agent.ops import feature as ops
+
     bot = ui_bot()
     c = bot.login("dave")
-    assert c.get("/ui/tasks").status_code == 200
-    monkeypatch.setenv("XIHE_UI_TOKEN_DAVE", "rotated-token")
-    assert c.get("/ui/tasks", follow_redirects=False).status_code == 303
+    bot.login("carol")
+    c.post("/ui/logout", data={"csrf": csrf_of(c.get("/ui/tasks").text)})
+    guess = bot.client()
+    assert (
+        guess.post("/ui/login", data={"csrf": csrf_of(guess.get("/ui/login").text), "user": "x"}).status_code
+        == 401
+    )
+    bot.clock.advance(days=6)
+    assert ops.prune(bot.app)["ui_session"] == 0  # kept a week (ops.yaml retention.sessions_days)
+    bot.clock.advance(days=2)
+    counts = ops.prune(bot.app)
+    assert counts["ui_session"] == 2 and counts["ui_login_attempt"] == 1  # dave's ended, carol's expired
 
 
 def test_a_user_removed_from_access_yaml_loses_the_session_at_the_config_reload(ui_bot: MakeUiBot) -> None:
