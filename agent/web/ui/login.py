@@ -64,9 +64,7 @@ class Login:
         ui = self.ui
         nxt = safe_next(form.get("next") or request.query_params.get("next"))
         pre = ui.read_cookie(request, PRELOGIN_COOKIE)
-        if (
-            request.method == "GET" or not pre
-        ):  # no form of ours was loaded: nothing to check, nothing written
+        if request.method == "GET" or not pre:  # no form of ours was loaded: nothing to check or write
             return self._login_page(request, nxt, None, 200)
         now = ui.app.deps.clock()
         client = request.client.host if request.client else ""
