@@ -110,6 +110,7 @@ def build_app(
     database_url: str | None = None,
     holder: str | None = None,
     features: tuple[Feature, ...] = FEATURES,
+    listen: str = "127.0.0.1",
 ) -> App:
     """Load config, open (and migrate) the store, install the features, then build the loop once."""
     settings = load_config(config_dir, features)
@@ -133,6 +134,7 @@ def build_app(
         redactor=redactor,
         holder=holder or holder_name(),
         fallback_notify=notify,
+        listen=listen,
     )
     llm_cfg = settings.core.llm
     llm = LLMClient(llm_cfg, settings.secret(llm_cfg.api_key_env)) if llm_cfg.base_url else None

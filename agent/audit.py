@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Text, cast, func, insert, or_, select
 
-from xihe.agent.core_tables import audit_event
+from xihe.agent.core_tables import audit_event, task
 
 SCHEMA_VERSION = 1
 _INSERT = insert(audit_event)
@@ -85,10 +85,13 @@ class SqlAuditSink:
         until: datetime | None = None,
         text: str | None = None,
         workflow: str | Collection[str] | None = None,
+        visible_to: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[dict[str, Any]]:
         """Newest first, filtered by any of the given fields.
+
+        `visible_to` keeps the events that user owns: theirs as actor, or of a task they own.
 
         `text` matches (case-insensitively) anywhere in the actor, tool, reason, intent or arguments;
         `workflow` matches a call whose arguments name the workflow (`"workflow": "order_sync"`) by
@@ -133,6 +136,9 @@ class SqlAuditSink:
         ):
             if val is not None:
                 q = q.where(col == val)
+        if visible_to is not None:
+            owned = select(task.c.id).where(task.c.owner == visible_to)
+            q = q.where(or_(audit_event.c.actor == visible_to, audit_event.c.task_id.in_(owned)))
         if since is not None:
             q = q.where(audit_event.c.at >= since)
         if until is not None:

@@ -141,6 +141,7 @@ class Deps(Services):
     metrics: Metrics = field(default_factory=Metrics)
     senders: Mapping[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
     reload_error: str | None = None  # why the latest config reload was refused (read by /readyz)
+    listen: str = "127.0.0.1"  # the address `xihe serve` listens on (ui.yaml's cookie_secure: auto)
 
     def provide(self, services: Services, senders: Mapping[str, Notify]) -> None:
         """The composition root hands over what the features installed, once, before anything runs."""

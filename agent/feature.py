@@ -98,6 +98,7 @@ class Installed:
     routes: list[RouteFactory] = field(default_factory=list)
     startup: list[Lifespan] = field(default_factory=list)
     shutdown: list[Lifespan] = field(default_factory=list)
+    reloaded: list[Lifespan] = field(default_factory=list)  # after a config reload was applied
     services: Services = field(default_factory=Services)
     senders: dict[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
     problems: dict[str, str] = field(default_factory=dict)  # feature → why the replica is not ready
@@ -133,6 +134,7 @@ def merge(parts: Iterable[Installed]) -> Installed:
         out.routes += part.routes
         out.startup += part.startup
         out.shutdown += part.shutdown
+        out.reloaded += part.reloaded
         out.services = out.services.merge(part.services)
         for prefix, sender in part.senders.items():
             if prefix in out.senders:

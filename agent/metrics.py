@@ -18,6 +18,7 @@ class Metrics:
         self.ds_polls = Counter("xihe_ds_poll_requests_total", "DolphinScheduler poll requests", registry=r)
         self.queue = Gauge("xihe_queue_depth", "rows waiting", ["queue"], registry=r)
         self.latency = Histogram("xihe_message_seconds", "time to answer a message", ["channel"], registry=r)
+        self.ui_logins = Counter("xihe_ui_logins_total", "web UI login tries", ["outcome"], registry=r)
         self.job_runs = Counter("xihe_job_runs_total", "scheduler job runs", ["job", "outcome"], registry=r)
 
     def render(self) -> bytes:

@@ -28,6 +28,7 @@ from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
 from xihe.agent.lease import released
 from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.agent.tables import UTCDateTime, metadata
+from xihe.agent.web_tables import ui_login_attempt, ui_login_lock, ui_session
 from xihe.agent.wecom_tables import wecom_card, wecom_inbox, wecom_stream, wecom_ws_lease, wecom_ws_outbox
 
 # Which migrations has this database had, and when?
@@ -174,6 +175,11 @@ MIGRATIONS: list[Migration] = [
         10,
         "wecom action cards: who got which card for which pending action, and its update code",
         _create(wecom_card),
+    ),
+    (
+        11,
+        "web UI: server-side sessions, failed-login attempts and lockouts",
+        _create(ui_session, ui_login_attempt, ui_login_lock),
     ),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.

@@ -1,7 +1,8 @@
 """The one MetaData every xihe table joins, and the column types the tables share.
 
 Each area defines its tables in its own module (`core_tables`, `alert_tables`, `wecom_tables`,
-`dolphin_tables`, `plan_tables`); `agent.migrations` lists the versioned migrations that create them.
+`dolphin_tables`, `plan_tables`, `web_tables`); `agent.migrations` lists the versioned migrations
+that create them.
 """
 
 from __future__ import annotations

@@ -23,6 +23,11 @@ class RetentionConfig(_Strict):
     audit_days: int = Field(365, ge=1, description="audit events")
     outbox_days: int = Field(30, ge=1, description="delivered alert outbox rows")
     inbox_days: int = Field(7, ge=1, description="WeCom MsgId/inbox rows and AI-bot streams")
+    sessions_days: int = Field(
+        7,
+        ge=2,
+        description="ended web sessions, login tries and lockouts (2+: a throttle window is up to a day)",
+    )
     batch: int = Field(1000, ge=10, le=100000, description="rows deleted per statement (short locks)")
     interval_minutes: int = Field(60, ge=1, description="how often the job runs")
 

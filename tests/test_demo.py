@@ -36,6 +36,9 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     assert "$ xihe audit search --workflow payment_reconcile   # 2 events, typed as 支付对账" in out
     assert "谁能使用 `trigger_dolphinscheduler`（prod）（按门禁的判定）：" in out
     assert "🟠 bob（operator）：发起人 /confirm，并由 carol 或 dave /approve 之后" in out
+    # the web pages: guesses lock the login, a logout ends the session on another replica too
+    assert "8 guessed tokens from 203.0.113.9 → [401, 401, 401, 401, 401, 429, 429, 429]" in out
+    assert "dave's real token → 429" in out and "on another replica → 200; after POST /ui/logout → 303" in out
 
     # --keep: the demo's store and config stay; the fakes come back on new ports and chat goes on there
     assert f"xihe fakes up --dir {kept}" in out

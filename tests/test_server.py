@@ -6,7 +6,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import MakeApp
-from xihe.agent.web.server import create_server
+from xihe.agent.web.server import create_server, readiness_body
 
 
 def test_wecom_without_its_secrets_is_off_and_readyz_says_why(
@@ -19,8 +19,11 @@ def test_wecom_without_its_secrets_is_off_and_readyz_says_why(
         assert client.get("/healthz").text == "ok"
         ready = client.get("/readyz")
         assert ready.status_code == 503
-        problem = " ".join(ready.json()["problems"])
-        assert problem.startswith("wecom: ") and "XIHE_WECOM_TOKEN is not set" in problem
+        assert ready.json()["problems"] == ["wecom: not ready"]  # anyone may ask: no variable names
+        assert "XIHE_WECOM" not in ready.text
+        detail, status = readiness_body(app, detailed=True)  # admins (/ui/readyz) and the log
+        problem = " ".join(detail["problems"])
+        assert status == 503 and problem.startswith("wecom: ") and "XIHE_WECOM_TOKEN is not set" in problem
         assert client.get("/wecom/callback").status_code == 404  # no half-configured channel
         assert client.get("/metrics").status_code == 200
 

@@ -60,12 +60,18 @@ def _checked(directory: str, offline: bool) -> Settings | None:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    """Validate; print OK and the shell sandbox's warnings."""
+    """Validate; print OK, the web cookie notes and the shell sandbox's warnings."""
     directory = args.dir or args.config
     settings = _checked(directory, args.offline)
     if settings is None:
         return 1
     print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
+    ui = settings.section("ui")
+    if ui is not None:
+        from xihe.config.ui import config_notes
+
+        for note in config_notes(ui):
+            print(f"NOTE ui.yaml: {note}")
     shell = settings.section("shell")
     if shell is not None:
         from xihe.tools.shell.sandbox import sandbox_warnings

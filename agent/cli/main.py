@@ -8,6 +8,7 @@ xihe task show ID [--json]     which step failed, with what input, how long each
 xihe task resume ID            continue at the first unfinished step
 xihe audit search [...]        the audit trail, filtered (also while the config is broken)
 xihe policy explain --user U   what U may do, where, with whose approval (--tool T --env E: who may)
+xihe ui sessions [list|end]    web UI sessions: list them, end one or all of a user's
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 """
@@ -25,13 +26,13 @@ from typing import Any
 from xihe.agent.errors import BotError, ConfigError
 
 
-def _app(args: argparse.Namespace) -> Any:
+def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
     from xihe.agent.app import build_app
 
     def notify(conversation: str, text: str) -> None:
         print(f"[xihe → {conversation}] {text}", flush=True)
 
-    return build_app(args.config, notify=notify)
+    return build_app(args.config, notify=notify, listen=listen)
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -89,7 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from xihe.agent.web.server import create_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    app = _app(args)
+    app = _app(args, listen=args.host)
     uvicorn.run(
         create_server(app), host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=20
     )
@@ -154,9 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, audit, code, config, fakes, policy, shell
+    from xihe.agent.cli import alerts, audit, code, config, fakes, policy, shell, ui
 
-    for feature in (config, audit, policy, alerts, code, fakes, shell):
+    for feature in (config, audit, policy, alerts, code, fakes, shell, ui):
         feature.register(sub)
     _accept_config_everywhere(p)
     return p

@@ -28,7 +28,11 @@ from xihe.integrations.wecom.robot_sink import RobotSink
 ROBOT_KEY = "demo-robot-key-0000000000"
 ROBOT_KEY_PROD = "demo-robot-key-prod-00000"
 # web UI logins of the demo users (ui.yaml names these variables); loopback-only demo values
-UI_LOGINS = {"XIHE_UI_TOKEN_DAVE": "demo-ui-dave", "XIHE_UI_TOKEN_CAROL": "demo-ui-carol"}
+UI_LOGINS = {
+    "XIHE_UI_TOKEN_DAVE": "demo-ui-dave",
+    "XIHE_UI_TOKEN_CAROL": "demo-ui-carol",
+    "XIHE_UI_SECRET": "demo-ui-cookie-signing-secret",  # every replica signs the same way
+}
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # agent/, tools/, integrations/, config/
 
 
@@ -47,6 +51,7 @@ class Fakes:
             "XIHE_DS_TOKEN": self.sim.token,
             "XIHE_ROBOT_KEY": ROBOT_KEY,
             "XIHE_ROBOT_KEY_PROD": ROBOT_KEY_PROD,
+            **UI_LOGINS,
         }
 
 

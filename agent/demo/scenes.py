@@ -9,6 +9,7 @@ bot and the fakes, so polling and alert windows play out in seconds.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -279,8 +280,47 @@ def _wait_for_model_turn(d: Demo, requests: int, proc: subprocess.Popen[str], ti
     raise RuntimeError("the demo chat process never asked the model for its second turn")
 
 
+def scene_web(d: Demo) -> None:
+    d.scene("6. The web pages: guessed tokens lock the login; a logout ends the session on every replica")
+    from starlette.testclient import TestClient
+
+    from xihe.agent.demo.environment import UI_LOGINS
+    from xihe.agent.web.server import create_server
+
+    def browser(address: str) -> TestClient:  # `xihe serve`'s app, in process; no scheduler
+        return TestClient(create_server(d.bot(), with_scheduler=False), client=(address, 40000))
+
+    def log_in(c: TestClient, token: str) -> int:
+        form = re.search(r'name="csrf" value="([^"]+)"', c.get("/ui/login").text)
+        data = {"csrf": form.group(1) if form else "", "user": "dave", "token": token}
+        return c.post("/ui/login", data=data, follow_redirects=False).status_code
+
+    guesser = browser("203.0.113.9")
+    codes = [log_in(guesser, f"guess-{n}") for n in range(8)]
+    d.out(_indent(f"POST /ui/login as dave with 8 guessed tokens from 203.0.113.9 → {codes}"))
+    right = UI_LOGINS["XIHE_UI_TOKEN_DAVE"]
+    d.out(
+        _indent(f"... then dave's real token → {log_in(browser('198.51.100.4'), right)} (dave is locked out)")
+    )
+    d.clock.advance(minutes=15)
+    dave = browser("198.51.100.4")
+    d.out(
+        _indent(
+            f"15 minutes later → {log_in(dave, right)}; GET /ui/tasks → {dave.get('/ui/tasks').status_code}"
+        )
+    )
+    other = browser("198.51.100.4")  # another replica: its own server over the same store
+    other.cookies.set("xihe_ui", dave.cookies["xihe_ui"])
+    before = other.get("/ui/tasks", follow_redirects=False).status_code
+    form = re.search(r'name="csrf" value="([^"]+)"', dave.get("/ui/tasks").text)
+    dave.post("/ui/logout", data={"csrf": form.group(1) if form else ""}, follow_redirects=False)
+    after = other.get("/ui/tasks", follow_redirects=False)
+    d.out(_indent(f"dave's cookie on another replica → {before}; after POST /ui/logout → {after.status_code} "
+                  f"{after.headers['location']}"))  # fmt: skip
+
+
 def scene_audit(d: Demo) -> None:
-    d.scene("6. What happened, afterwards: the audit trail")
+    d.scene("7. What happened, afterwards: the audit trail")
     rows = d.bot().deps.audit.search(limit=200)
     kinds: dict[str, int] = {}
     for r in rows:
@@ -302,7 +342,15 @@ def scene_audit(d: Demo) -> None:
     d.say("dave", "/policy trigger_dolphinscheduler prod")  # who may start it there: the gate's own answer
 
 
-SCENES = (scene_code_question, scene_backfill, scene_prod_failure, scene_shell, scene_crash, scene_audit)
+SCENES = (
+    scene_code_question,
+    scene_backfill,
+    scene_prod_failure,
+    scene_shell,
+    scene_crash,
+    scene_web,
+    scene_audit,
+)
 
 
 def run_demo(verbose: bool = True, keep: Path | None = None) -> int:

@@ -1,8 +1,9 @@
 """Operations of `xihe serve`: retention pruning, config reload and structured JSON logs.
 
 Retention deletes finished tasks (their steps and confirmations go with them by cascade), their
-orphaned artifacts, old audit events, delivered outbox rows and old WeCom inbox/stream rows, in
-batches so locks stay short; every replica may run it (deletes are idempotent).
+orphaned artifacts, old audit events, delivered outbox rows, old WeCom inbox/stream rows and ended
+web sessions with old login tries and lockouts, in batches so locks stay short; every replica may
+run it (deletes are idempotent).
 
 Config reload (agent/ops/reload.py) re-reads the directory when a file changed, on its job's tick or
 on SIGHUP. A valid directory replaces the running settings; an invalid one keeps the last good config
@@ -27,6 +28,7 @@ from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Sectio
 from xihe.agent.ops.reload import ReloadState, file_digests, on_sighup, reload_config
 from xihe.agent.redact import Redactor
 from xihe.agent.tasks import FINISHED
+from xihe.agent.web_tables import ui_login_attempt, ui_login_lock, ui_session
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
 from xihe.config.ops import OpsConfig
 
@@ -142,6 +144,12 @@ def prune(app: Runtime, now: datetime | None = None) -> dict[str, int]:
         ("audit_event", audit_event, audit_event.c.at < now - cfg.audit_days * days),
         ("wecom_inbox", wecom_inbox, wecom_inbox.c.seen_at < now - cfg.inbox_days * days),
         ("wecom_stream", wecom_stream, wecom_stream.c.created_at < now - cfg.inbox_days * days),
+    ]
+    ended = now - cfg.sessions_days * days
+    plan += [
+        ("ui_session", ui_session, or_(ui_session.c.ended_at < ended, ui_session.c.expires_at < ended)),
+        ("ui_login_attempt", ui_login_attempt, ui_login_attempt.c.at < ended),
+        ("ui_login_lock", ui_login_lock, ui_login_lock.c.until < ended),
     ]
     plan.append(
         (

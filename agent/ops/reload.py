@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import re
 import signal
 import threading
 from collections.abc import Mapping
@@ -182,14 +184,16 @@ def _reload(app: Runtime, state: ReloadState, trigger: str) -> str:
     try:
         new = app.load_checked(directory)
     except Exception as exc:  # any failure keeps the last good config and is reported, not only ConfigError
-        reason = deps.redactor.text(
-            str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        reason = _relative(
+            deps.redactor.text(str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"),
+            directory,
         )
         state.refused = current
         deps.reload_error = reason
         log.error(
             "config reload refused; the last good config keeps running: %s",
             reason,
+            extra={"config_dir": str(directory)},
             exc_info=not isinstance(exc, ConfigError),  # a bug in a plugin or in our code: keep the traceback
         )
         new_texts = _texts_on_disk(directory, files)
@@ -209,7 +213,19 @@ def _reload(app: Runtime, state: ReloadState, trigger: str) -> str:
         "config reloaded", extra={"restart_needed": restart, "files": files, "trigger": detail["trigger"]}
     )
     _record(app, now, "reloaded", person, note, detail)
+    for hook in app.installed.reloaded:  # e.g. end web sessions the new access rules no longer allow
+        try:
+            hook(app)
+        except Exception:
+            log.exception("a feature's reload hook failed; the new config is applied")
     return "applied"
+
+
+def _relative(text: str, directory: Path) -> str:
+    """File names inside the config directory without the server's path to it (audit, /ui/readyz)."""
+    for form in {str(directory.resolve()), str(directory)}:
+        text = re.sub(r"(?<![\w./-])" + re.escape(form.rstrip(os.sep) + os.sep), "", text)
+    return text
 
 
 def _record(

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from starlette.routing import BaseRoute
 
+from xihe.agent.audit import AuditEvent
 from xihe.agent.feature import Context, Feature, Installed, Runtime, Section
-from xihe.config.ui import UiConfig
+from xihe.config.ui import UiConfig, is_loopback
+
+log = logging.getLogger("xihe.ui")
 
 
 def routes(app: Runtime) -> list[BaseRoute]:
@@ -15,9 +20,44 @@ def routes(app: Runtime) -> list[BaseRoute]:
     return ui_routes(app)
 
 
+def end_refused_sessions(app: Runtime) -> None:
+    """After a config reload: end the sessions of users the new config no longer lets in (removed from
+    access.yaml, token changed, WeCom login turned off), on every replica at once (the store)."""
+    from xihe.agent.web.ui.sessions import SessionStore, end_refused
+
+    cfg = app.settings.section("ui")
+    config = cfg if isinstance(cfg, UiConfig) else UiConfig()
+    deps = app.deps
+    now = deps.clock()
+    ended = end_refused(SessionStore(deps.engine), app.settings, config, now)
+    if ended:
+        deps.audit.record(
+            AuditEvent(
+                at=now,
+                kind="web",
+                actor=deps.holder,
+                outcome="sessions_ended",
+                reason="the reloaded configuration no longer lets these users in",
+                detail={"sessions": [{"id": row.id, "user": row.user, "why": why} for row, why in ended]},
+            )
+        )
+
+
+def warn_plain_cookies(app: Runtime) -> None:
+    """At start: say so when the session cookie may travel over plain HTTP off loopback."""
+    cfg = app.settings.section("ui")
+    listen = app.deps.listen
+    if isinstance(cfg, UiConfig) and cfg.enabled and not cfg.secure_for(listen) and not is_loopback(listen):
+        log.warning(
+            "ui.yaml has cookie_secure: false while xihe serve listens on %s: web UI session cookies "
+            "also travel over plain HTTP; serve behind TLS and set cookie_secure: auto (or true)",
+            listen,
+        )
+
+
 def install(ctx: Context) -> Installed:
-    """The pages are routes only."""
-    return Installed(routes=[routes])
+    """The pages are routes; a config reload re-checks the open sessions."""
+    return Installed(routes=[routes], startup=[warn_plain_cookies], reloaded=[end_refused_sessions])
 
 
 FEATURE = Feature("web", Section("ui.yaml", "ui", UiConfig), install)

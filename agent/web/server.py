@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import text
 from starlette.applications import Starlette
@@ -18,34 +19,74 @@ from starlette.routing import BaseRoute, Route
 from xihe.agent import scheduler
 
 if TYPE_CHECKING:
-    from xihe.agent.feature import Runtime
+    from xihe.agent.deps import Deps
+    from xihe.agent.feature import Installed, Runtime
+
+
+class Replica(Protocol):
+    """What readiness reads of the wired bot."""
+
+    deps: Deps
+    installed: Installed
+
 
 log = logging.getLogger("xihe.server")
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One reason a replica is not ready (or a feature is off): a public line and the detailed one."""
+
+    public: str  # for anyone: no paths, no secret or variable names
+    detail: str  # for admins (/ui/readyz) and the log
+
+
+def readiness(app: Replica) -> tuple[list[Problem], list[Problem]]:
+    """(problems: not ready, warnings: configured features that are off)."""
+    problems = []
+    try:
+        with app.deps.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        problems.append(Problem("store unreachable", f"store unreachable: {type(exc).__name__}"))
+    for feature, reason in sorted(app.installed.problems.items()):
+        problems.append(Problem(f"{feature}: not ready", f"{feature}: {reason}"))
+    reload_error = app.deps.reload_error
+    if reload_error:  # the files on disk are not what runs: a deploy must not count this replica ready
+        problems.append(Problem("config reload refused", f"config reload refused: {reload_error}"))
+    warnings = [
+        Problem(f"{f}: off", f"{f}: {reason}") for f, reason in sorted(app.installed.warnings.items())
+    ]
+    return problems, warnings
+
+
+def readiness_body(app: Replica, *, detailed: bool) -> tuple[dict[str, Any], int]:
+    """The /readyz JSON and status; `detailed` (admins only) names the reasons."""
+    problems, warnings = readiness(app)
+    pick = (lambda p: p.detail) if detailed else (lambda p: p.public)
+    reload_error = app.deps.reload_error
+    if reload_error and not detailed:
+        reload_error = "refused; the reason is in the server log and on /ui/readyz for admins"
+    body: dict[str, Any] = {
+        "ready": not problems,
+        "problems": [pick(p) for p in problems],
+        "config_reload_error": reload_error,
+    }
+    if warnings:  # configured features that are off; the replica still serves everything else
+        body["warnings"] = [pick(w) for w in warnings]
+    return body, 200 if not problems else 503
+
+
 def core_routes(app: Runtime) -> list[BaseRoute]:
-    """/healthz (process up), /readyz (store reachable, config valid), /metrics (Prometheus)."""
+    """/healthz (process up), /readyz (store reachable, config valid; reasons without detail, as
+    anyone may ask), /metrics (Prometheus)."""
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
     async def readyz(request: Request) -> Response:
-        problems = []
-        try:
-            with app.deps.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-        except Exception as exc:
-            problems.append(f"store unreachable: {type(exc).__name__}")
-        for feature, reason in sorted(app.installed.problems.items()):
-            problems.append(f"{feature}: {reason}")
-        reload_error = app.deps.reload_error
-        if reload_error:  # the files on disk are not what runs: a deploy must not count this replica ready
-            problems.append(f"config reload refused: {reload_error}")
-        body = {"ready": not problems, "problems": problems, "config_reload_error": reload_error}
-        warnings = app.installed.warnings
-        if warnings:  # configured features that are off; the replica still serves everything else
-            body["warnings"] = [f"{feature}: {reason}" for feature, reason in sorted(warnings.items())]
-        return JSONResponse(body, status_code=200 if not problems else 503)
+        body, status = await run_in_threadpool(readiness_body, app, detailed=False)
+        return JSONResponse(body, status_code=status)
 
     async def metrics(request: Request) -> Response:
         return Response(app.deps.metrics.render(), media_type="text/plain; version=0.0.4")

@@ -1,10 +1,11 @@
 """Optional "log in with WeCom": OAuth2 `snsapi_base`, so the user id is the one WeCom verifies.
 
 Flow: /ui/login/wecom redirects to WeCom's authorize page with a random `state` that is also kept in
-a signed cookie; WeCom sends the browser back to /ui/login/wecom/callback?code=…&state=…; the state
-must match the cookie (login CSRF), then the WeCom app client (`gettoken` + `auth/getuserinfo`) turns
-the code into a userid.
+a signed cookie; WeCom sends the browser back to `redirect_base`/ui/login/wecom/callback?code=…&state=…
+(the configured public address, never the request's Host header); the state must match the cookie
+(login CSRF), then the WeCom app client (`gettoken` + `auth/getuserinfo`) turns the code into a userid.
 Only users listed in access.yaml (or any user when `unknown_user_roles` grants something) get in.
+Callbacks count against the client address's login throttle like failed token logins.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from xihe.agent.errors import WeComError
-from xihe.agent.web.ui.auth import csrf_ok
+from xihe.agent.web.ui.auth import csrf_ok, login_refusal
+from xihe.agent.web.ui.login_audit import locked_out, login_failed
 from xihe.agent.web.ui.page import Pages
+from xihe.agent.web.ui.throttle import Attempt, Lock
 from xihe.integrations.wecom.app_client import AppClient
 
 STATE_COOKIE = "xihe_ui_oauth"
@@ -27,9 +30,9 @@ class OAuthError(Exception):
     """WeCom refused or the reply was not what the API documents."""
 
 
-def _redirect_uri(ui: Pages, request: Request) -> str:
-    base = ui.config.wecom_oauth.redirect_base.rstrip("/") or str(request.base_url).rstrip("/")
-    return f"{base}/ui/login/wecom/callback"
+def _redirect_uri(ui: Pages) -> str:
+    """ui.yaml requires redirect_base whenever the WeCom login is on."""
+    return f"{ui.config.wecom_oauth.redirect_base.rstrip('/')}/ui/login/wecom/callback"
 
 
 def start(ui: Pages, request: Request) -> Response:
@@ -41,7 +44,7 @@ def start(ui: Pages, request: Request) -> Response:
     state = secrets.token_urlsafe(16)
     query = {
         "appid": corp_id,
-        "redirect_uri": _redirect_uri(ui, request),
+        "redirect_uri": _redirect_uri(ui),
         "response_type": "code",
         "scope": "snsapi_base",
         "state": state,
@@ -70,41 +73,57 @@ def user_of_code(ui: Pages, code: str) -> str:
         raise OAuthError(str(exc)) from None
 
 
+def _refused(
+    ui: Pages,
+    request: Request,
+    tried: Attempt,
+    status: int,
+    title: str,
+    message: str,
+    reason: str,
+    user: str = "",
+) -> Response:
+    login_failed(ui, tried, user or None, reason, "wecom", verified=bool(user))
+    return ui.render(request, "error.html", None, status, title=title, message=message)
+
+
 def callback(ui: Pages, request: Request) -> Response:
     """Check the state, resolve the code, start a session."""
     cfg = ui.config.wecom_oauth
     if not cfg.enabled:
         return RedirectResponse("/ui/login", status_code=303)
-    saved = ui.signer.loads("oauth", request.cookies.get(STATE_COOKIE)) or {}
+    client = request.client.host if request.client else ""
+    tried = ui.throttles.begin(None, client, ui.app.deps.clock(), ui.config.login_throttle)
+    if isinstance(tried, Lock):
+        locked_out(ui, tried, None, "wecom")
+        message = f"Too many failed logins from this address; try again after {ui.when(tried.until)}."
+        return ui.render(request, "error.html", None, 429, title="Locked out", message=message)
+    saved = ui.signer.loads("oauth", ui.read_cookie(request, STATE_COOKIE)) or {}
     state, code = request.query_params.get("state"), request.query_params.get("code")
     if not csrf_ok(saved.get("s"), state) or not code:
-        ui.audit("-", "login_failed", "WeCom login with a missing or foreign state", via="wecom")
-        return ui.render(
-            request,
-            "error.html",
-            None,
-            403,
-            title="Refused",
-            message="This WeCom login was not started here; start again from the login page.",
+        message = "This WeCom login was not started here; start again from the login page."
+        return _refused(
+            ui, request, tried, 403, "Refused", message, "WeCom login with a missing or foreign state"
         )
     try:
         user = user_of_code(ui, code)
     except OAuthError as exc:
-        ui.audit("-", "login_failed", f"WeCom login failed: {exc}", via="wecom")
-        return ui.render(
-            request, "error.html", None, 401, title="Login failed", message=f"WeCom login failed: {exc}."
-        )
-    access = ui.app.deps.settings.access
-    if user not in access.users and not access.unknown_user_roles:
-        ui.audit(user, "login_failed", "WeCom user is not in access.yaml", via="wecom")
-        return ui.render(
+        return _refused(
+            ui,
             request,
-            "error.html",
-            None,
-            403,
-            title="Not a xihe user",
-            message=f"{user} is not listed in access.yaml.",
+            tried,
+            401,
+            "Login failed",
+            f"WeCom login failed: {exc}.",
+            f"WeCom login failed: {exc}",
         )
-    response = ui.start_session(request, user, "wecom", "wecom", "/ui/tasks")
-    response.delete_cookie(STATE_COOKIE, path="/ui")
+    if login_refusal(ui.app.deps.settings, ui.config, user, "wecom", "") is not None:
+        message = f"{user} is not listed in access.yaml."
+        return _refused(
+            ui, request, tried, 403, "Not a xihe user", message, "WeCom user is not in access.yaml", user
+        )
+    ui.throttles.succeeded(tried)
+    ui.app.deps.metrics.ui_logins.labels(outcome="ok").inc()
+    response = ui.start_session(request, user, "", "wecom", "/ui/tasks")
+    ui.drop_cookie(response, STATE_COOKIE)
     return response

@@ -19,7 +19,7 @@ from xihe.agent.gate import identify
 from xihe.agent.ops import feature as ops
 from xihe.agent.ops.reload import reload_config
 from xihe.agent.scheduler import _take_orphan, release_leases, renew_leases, resume_orphans
-from xihe.agent.web.server import create_server
+from xihe.agent.web.server import create_server, readiness_body
 from xihe.integrations.fakes.llm_server import say
 from xihe.integrations.wecom.store import SqlMsgIdStore
 
@@ -84,8 +84,11 @@ def test_reload_applies_good_config_and_keeps_last_good_on_error(make_app: MakeA
     assert reload_config(app) == "refused"
     assert reload_config(app) == "unchanged"  # the same bad files are not re-reported every tick
     assert identify("erin", app.deps.settings.access).known  # last good config still running
-    body = client.get("/readyz").json()
-    assert "xihe.yaml" in body["config_reload_error"] and "loop_typo" in body["config_reload_error"]
+    body = client.get("/readyz").json()  # anyone may ask: the reason, not the file or the server's path
+    assert body["problems"] == ["config reload refused"] and "xihe.yaml" not in str(body)
+    detail, _status = readiness_body(app, detailed=True)  # admins (/ui/readyz) and the log
+    assert "xihe.yaml:" in detail["config_reload_error"] and "loop_typo" in detail["config_reload_error"]
+    assert str(directory) not in detail["config_reload_error"]  # no absolute server path
 
     (directory / "xihe.yaml").write_text(good)
     assert reload_config(app) == "unchanged"  # back to what is running

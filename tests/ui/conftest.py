@@ -18,6 +18,7 @@ from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.inbound import Inbound
 from xihe.agent.web.server import create_server
+from xihe.config.ui import is_loopback
 from xihe.integrations.fakes.llm_server import ScriptedLLM, Step, call, fail, say
 
 TOKENS = {
@@ -59,11 +60,13 @@ class UiBot:
     def server(self) -> Any:
         return create_server(self.app, with_scheduler=False)
 
-    def client(self) -> TestClient:
-        return TestClient(self.server(), base_url="http://testserver")
+    def client(self, address: str = "testclient") -> TestClient:
+        """A browser at `address`; over HTTPS when the cookies are Secure (a jar keeps them off HTTP)."""
+        scheme = "http" if is_loopback(self.app.deps.listen) else "https"
+        return TestClient(self.server(), base_url=f"{scheme}://testserver", client=(address, 50000))
 
-    def login(self, user: str, token: str | None = None) -> TestClient:
-        c = self.client()
+    def login(self, user: str, token: str | None = None, address: str = "testclient") -> TestClient:
+        c = self.client(address)
         page = c.get("/ui/login")
         r = c.post(
             "/ui/login",
@@ -77,6 +80,18 @@ class UiBot:
         )
         assert r.status_code == 303, r.text
         return c
+
+    def remove_user(self, user: str) -> str:
+        """Take `user` out of access.yaml (and ui.yaml, which may only name access.yaml's users), then
+        run the config reload job once; its outcome."""
+        from xihe.agent.ops import feature as ops
+
+        for name in ("access.yaml", "ui.yaml"):
+            path = self.config_dir / name
+            data = yaml.safe_load(path.read_text())
+            del data["users"][user]
+            path.write_text(yaml.safe_dump(data))
+        return ops.reload_config(self.app)
 
     def ask(self, user: str, text: str, conv: str | None = None) -> str:
         return self.app.session.handle(Inbound(user, conv or f"wecom:{user}", text, "wecom"))
@@ -120,12 +135,17 @@ def ui_bot(
         script: list[Step] | None = None,
         files: tuple[str, ...] = ("xihe.yaml", "access.yaml"),
         ui: dict[str, Any] | None = None,
+        listen: str = "127.0.0.1",
+        config_dir: Path | None = None,
     ) -> UiBot:
         counter["n"] += 1
         if script:
             llm.add(*script)
-        cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url, files=files)
-        (cfg / "ui.yaml").write_text(yaml.safe_dump({**ui_yaml(), **(ui or {})}))
+        if config_dir is None:  # a new directory; else another replica over the same files
+            cfg = write_config(tmp_path / f"config{counter['n']}", llm_url=llm.base_url, files=files)
+            (cfg / "ui.yaml").write_text(yaml.safe_dump({**ui_yaml(), **(ui or {})}))
+        else:
+            cfg = config_dir
         notes: list[tuple[str, str]] = []
         app = build_app(
             cfg,
@@ -133,6 +153,7 @@ def ui_bot(
             database_url=db_url,
             notify=lambda conv, text: notes.append((conv, text)),
             holder=f"ui-test-{counter['n']}",
+            listen=listen,
         )
         return UiBot(app, cfg, db_url, clock, llm, notes)
 

@@ -10,6 +10,8 @@ from starlette.routing import BaseRoute, Route
 from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import Pages
+from xihe.agent.web.ui.params import MAX_ID, int_param
+from xihe.agent.web.ui.visibility import owner_filter, visible_runs
 
 # Columns worth a glance, in order.
 EVENT_COLUMNS = ("at", "kind", "reason", "tier", "instance_id", "workflow", "task", "detail",
@@ -17,7 +19,8 @@ EVENT_COLUMNS = ("at", "kind", "reason", "tier", "instance_id", "workflow", "tas
 
 
 class Alerts:
-    """Everyone who may log in sees the alert pages."""
+    """Everyone who may log in sees channel health and maintenance; failure events, notifications and
+    pushes follow agent/web/ui/visibility.py's rule (an event's owners: those of its run)."""
 
     def __init__(self, ui: Pages) -> None:
         self.ui = ui
@@ -31,9 +34,14 @@ class Alerts:
         cfg = deps.settings.section("alerts")
         only = request.query_params.get("show", "")
         reasons = sorted(data.SUPPRESSED_REASONS | data.FOLDED_REASONS) if only == "suppressed" else None
-        instance = request.query_params.get("instance", "")
         # an alert's link to the run's trace: that instance's decisions only
-        instance_ids = [int(instance)] if instance.isdigit() else None
+        instance = int_param(request.query_params, "instance", None, 0, MAX_ID)
+        wanted = [instance] if instance is not None else None
+        instance_ids = visible_runs(engine, viewer, wanted)
+        if instance is not None and not instance_ids:
+            return self.ui.error(
+                request, viewer, 403, "Not yours", f"Run {instance} was not started by one of your tasks."
+            )
         events = data.alert_events(engine, limit=size, instance_ids=instance_ids, reasons=reasons)
         if events is not None:
             events = (["verdict", *EVENT_COLUMNS], [{**r, "verdict": data.verdict(r)} for r in events[1]])
@@ -63,10 +71,11 @@ class Alerts:
             configured=cfg is not None,
             events=events,
             only=only,
-            outbox=data.outbox_rows(engine, limit=size),
+            everyone=viewer.sees_all,
+            outbox=data.outbox_rows(engine, limit=size) if viewer.sees_all else None,
             channels=channels,
             health_table=health is not None,
             maintenance=data.maintenance_rows(deps, deps.clock()),
-            pushes=deps.audit.search(kind="alert_push", limit=20),
+            pushes=deps.audit.search(kind="alert_push", visible_to=owner_filter(viewer), limit=20),
             suppressed=data.is_suppressed,
         )

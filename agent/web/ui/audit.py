@@ -11,13 +11,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from xihe.agent.web.ui.auth import Viewer
-from xihe.agent.web.ui.page import SECURITY_HEADERS, Pages
+from xihe.agent.web.ui.page import Pages
+from xihe.agent.web.ui.params import MAX_ID, int_param, page_param
+from xihe.agent.web.ui.visibility import owner_filter
 from xihe.tools.dolphin.names import names_of
 from xihe.tools.dolphin.store import SqlCatalogStore
 
 
 class Audit:
-    """Approvers and admins search everyone's events, others their own."""
+    """Audit events under agent/web/ui/visibility.py's rule (owners: the actor and the task's owner)."""
 
     def __init__(self, ui: Pages) -> None:
         self.ui = ui
@@ -29,12 +31,12 @@ class Audit:
     def _query(self, request: Request, viewer: Viewer) -> tuple[dict[str, Any], list[str]]:
         q = request.query_params
         since, until, errors = self.ui.query_times(request)
-        task_id = int(q["task"]) if q.get("task", "").isdigit() else None
-        limit = int(q["limit"]) if q.get("limit", "").isdigit() else self.ui.config.page_size
-        page = max(1, int(q["page"])) if q.get("page", "").isdigit() else 1
-        limit = min(limit, 1000)
+        task_id = int_param(q, "task", None, 0, MAX_ID)
+        limit = int_param(q, "limit", self.ui.config.page_size, 1, 1000) or 1
+        page = page_param(q)
         filters = dict(
-            actor=(q.get("user") or None) if viewer.sees_all else viewer.user,
+            actor=(q.get("user") or None) if viewer.sees_all else None,  # others: what they may see
+            visible_to=owner_filter(viewer),
             tool=q.get("tool") or None,
             outcome=q.get("outcome") or None,
             kind=q.get("kind") or None,
@@ -82,4 +84,4 @@ class Audit:
             return JSONResponse({"errors": errors}, status_code=400)
         rows = self.ui.app.deps.audit.search(**filters)
         body = json.dumps(rows, ensure_ascii=False, indent=2, default=str)
-        return Response(body, media_type="application/json", headers=SECURITY_HEADERS)
+        return Response(body, media_type="application/json", headers=self.ui.headers)

@@ -1,10 +1,10 @@
-"""Who is looking: token login, the signed session cookie, CSRF tokens, and what a viewer may do.
+"""Who is looking: token check, the signed cookies, CSRF tokens, and what a viewer may do.
 
-The session is a stateless cookie `payload.hmac` (HMAC-SHA256 over base64 JSON) so any replica can
-read it. It carries the user, a per-session CSRF token, the expiry and a fingerprint of the token the
-user logged in with: changing that user's token in ui.yaml (or the environment) ends their sessions,
-and changing the signing secret ends everyone's. Roles are never stored in the cookie; they are read
-from access.yaml on every request, exactly as chat does.
+Sessions live in the store (agent/web/ui/sessions.py); the session cookie carries only a signed
+random id, and the session's CSRF token is an HMAC of that id. Whether a session's user may still
+be in is decided here from the configuration on every request (and on every config reload): a
+changed token, a user gone from access.yaml or a login method turned off ends it. Roles are never
+stored; they are read from access.yaml on every request, exactly as chat does.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import hmac
 import json
 import logging
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from xihe.agent.gate import Who, identify, is_admin
 from xihe.config.load import Settings
@@ -26,8 +28,9 @@ from xihe.config.ui import UiConfig
 log = logging.getLogger("xihe.ui")
 
 COOKIE = "xihe_ui"
-PRELOGIN_COOKIE = "xihe_ui_pre"  # double-submit CSRF token of the login form (no session yet)
+PRELOGIN_COOKIE = "xihe_ui_pre"  # signed double-submit CSRF token of the login form (no session yet)
 FLASH_COOKIE = "xihe_ui_flash"
+PRELOGIN_SECONDS = 3600
 
 
 def _b64(data: bytes) -> str:
@@ -66,6 +69,10 @@ class Signer:
         except (ValueError, TypeError):
             return None
         return value if isinstance(value, dict) else None
+
+    def mac(self, purpose: str, text: str) -> str:
+        """A token derived from `text` that only the holder of the secret can compute."""
+        return _b64(hmac.new(self._key, f"{purpose}:{text}".encode(), hashlib.sha256).digest())
 
 
 def secret_of(settings: Settings, config: UiConfig) -> bytes:
@@ -121,6 +128,7 @@ class Viewer:
     via: str
     approver: bool
     admin: bool
+    session_id: int = 0
 
     @property
     def sees_all(self) -> bool:
@@ -132,46 +140,29 @@ class Viewer:
         return ", ".join(self.who.roles) or "no roles"
 
 
-def viewer_of(settings: Settings, user: str, csrf: str, via: str) -> Viewer:
+def viewer_of(settings: Settings, user: str, csrf: str, via: str, session_id: int = 0) -> Viewer:
     """Roles read fresh from access.yaml."""
     access = settings.access
     who = identify(user, access)
     approver = any(r in access.roles and access.roles[r].approver for r in who.roles)
-    return Viewer(user, who, csrf, via, approver, is_admin(who, access))
+    return Viewer(user, who, csrf, via, approver, is_admin(who, access), session_id)
 
 
-def new_session(user: str, fp: str, via: str, now: datetime, hours: float) -> dict[str, Any]:
-    """A session payload: user, CSRF token, expiry, token fingerprint, login method."""
-    return {
-        "u": user,
-        "c": secrets.token_urlsafe(24),
-        "x": int(now.timestamp() + hours * 3600),
-        "k": fp,
-        "v": via,
-    }
-
-
-def session_viewer(
-    settings: Settings, config: UiConfig, payload: dict[str, Any] | None, now: datetime
-) -> Viewer | None:
-    """The viewer of a verified session payload, or None (expired, token changed, login method off)."""
-    if not payload:
-        return None
-    user, csrf, exp, fp, via = (payload.get(k) for k in ("u", "c", "x", "k", "v"))
-    if not isinstance(user, str) or not isinstance(csrf, str) or not isinstance(exp, int):
-        return None
-    if exp <= now.timestamp():
-        return None
+def login_refusal(settings: Settings, config: UiConfig, user: str, via: str, token_fp: str) -> str | None:
+    """Why the configuration no longer lets `user` hold a session of this kind, or None."""
+    access = settings.access
+    if user not in access.users and not access.unknown_user_roles:
+        return "not in access.yaml"
     if via == "token":
         want = expected_hash(settings, config, user)
-        if want is None or not hmac.compare_digest(str(fp), fingerprint(want)):
-            return None
-    elif via == "wecom":
-        if not config.wecom_oauth.enabled:
-            return None
-    else:
+        if want is None:
+            return "no token in ui.yaml"
+        if not hmac.compare_digest(token_fp, fingerprint(want)):
+            return "token changed"
         return None
-    return viewer_of(settings, user, csrf, via)
+    if via == "wecom":
+        return None if config.wecom_oauth.enabled else "WeCom login turned off"
+    return "unknown login method"
 
 
 def csrf_ok(expected: str | None, given: str | None) -> bool:
@@ -179,3 +170,33 @@ def csrf_ok(expected: str | None, given: str | None) -> bool:
     if not expected or not given:
         return False
     return hmac.compare_digest(expected.encode(), given.encode())
+
+
+def prelogin_pair(signer: Signer, now: datetime) -> tuple[str, str]:
+    """(cookie, form field) of a login form: a random nonce, and in the cookie that nonce signed with
+    its expiry, so a cookie made anywhere but here (a sibling host, a script) is not accepted."""
+    nonce = secrets.token_urlsafe(24)
+    return signer.dumps("prelogin", {"n": nonce, "x": int(now.timestamp()) + PRELOGIN_SECONDS}), nonce
+
+
+def prelogin_ok(signer: Signer, cookie: str | None, given: str | None, now: datetime) -> bool:
+    """The login form's CSRF field matches a pre-login cookie we signed that has not expired."""
+    payload = signer.loads("prelogin", cookie) or {}
+    nonce, expires = payload.get("n"), payload.get("x")
+    if not isinstance(nonce, str) or not isinstance(expires, int) or expires <= now.timestamp():
+        return False
+    return csrf_ok(nonce, given)
+
+
+def cross_site(headers: Mapping[str, str]) -> bool:
+    """A browser says this POST came from another site or origin (Sec-Fetch-Site, else Origin vs Host).
+
+    A request without either header (curl, an old browser) is not refused here; its CSRF token is
+    still checked."""
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = headers.get("origin")
+    if origin is None:
+        return False
+    return origin == "null" or urlsplit(origin).netloc.lower() != headers.get("host", "").lower()

@@ -1,4 +1,4 @@
-"""The /ui routes: one page module each (login, tasks, audit, alerts, runs, pending) over shared Pages."""
+"""The /ui routes: one page module each (login, tasks, audit, alerts, runs, pending, status) over shared Pages."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from xihe.agent.web.ui.login import Login
 from xihe.agent.web.ui.page import Host, Pages
 from xihe.agent.web.ui.pending import Pending
 from xihe.agent.web.ui.runs import Runs
+from xihe.agent.web.ui.status import Status
 from xihe.agent.web.ui.tasks import Tasks
 
-PAGES = (Login, Tasks, Audit, Alerts, Runs, Pending)
+PAGES = (Login, Tasks, Audit, Alerts, Runs, Pending, Status)
 
 
 def routes(app: Host) -> list[BaseRoute]:

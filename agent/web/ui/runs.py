@@ -19,12 +19,13 @@ from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
 from xihe.agent.web.ui.run_facts import read_run
+from xihe.agent.web.ui.visibility import may_see, owner_filter
 
 EVENT_COLUMNS = ("at", "kind", "reason", "tier", "workflow", "task", "detail", "notification_key")
 
 
 class Runs:
-    """A viewer who sees only their own tasks sees only the runs their tasks started."""
+    """Runs under agent/web/ui/visibility.py's rule (owners: those of the tasks that started the run)."""
 
     def __init__(self, ui: Pages) -> None:
         self.ui = ui
@@ -37,12 +38,12 @@ class Runs:
         deps = self.ui.app.deps
         run_id = int(request.path_params["run_id"])
         tasks = deps.tasks.with_run(run_id)
-        if not viewer.sees_all:
-            if not any(t.owner == viewer.user for t in tasks):
-                return self.ui.error(
-                    request, viewer, 403, "Not yours", f"Run {run_id} was not started by one of your tasks."
-                )
-            tasks = [t for t in tasks if t.owner == viewer.user]
+        if not may_see(viewer, {t.owner for t in tasks}):
+            return self.ui.error(
+                request, viewer, 403, "Not yours", f"Run {run_id} was not started by one of your tasks."
+            )
+        only = owner_filter(viewer)
+        tasks = [t for t in tasks if only is None or t.owner == only]
         alerts = data.alert_events(deps.engine, limit=200, instance_ids=[run_id])
         if alerts is not None:
             alerts = (list(EVENT_COLUMNS), alerts[1])

@@ -16,11 +16,13 @@ from xihe.agent.report import task_data
 from xihe.agent.tasks import Task
 from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
-from xihe.agent.web.ui.page import REFRESH_SECONDS, SECURITY_HEADERS, Pages
+from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
+from xihe.agent.web.ui.params import page_param
+from xihe.agent.web.ui.visibility import may_see, owner_filter, visible_runs
 
 
 class Tasks:
-    """Who may see what: approvers and admins everyone's tasks, others their own."""
+    """Tasks and artifacts under agent/web/ui/visibility.py's rule (owner: the task's owner)."""
 
     def __init__(self, ui: Pages) -> None:
         self.ui = ui
@@ -39,13 +41,13 @@ class Tasks:
         since, until, errors = ui.query_times(request)
         f = data.TaskFilter(
             status=q.get("status") or None,
-            owner=(q.get("user") or None) if viewer.sees_all else viewer.user,
+            owner=owner_filter(viewer) or q.get("user") or None,
             kind=q.get("kind") or None,
             since=since,
             until=until,
             text=(q.get("q") or "").strip() or None,
         )
-        page = max(1, int(q["page"])) if q.get("page", "").isdigit() else 1
+        page = page_param(q)
         size = ui.config.page_size
         deps = ui.app.deps
         rows = data.list_tasks(deps.engine, f, limit=size + 1, offset=(page - 1) * size)
@@ -73,7 +75,7 @@ class Tasks:
             t = self.ui.app.deps.tasks.get(task_id)
         except TaskStateError:
             return self.ui.error(request, viewer, 404, "Not found", f"There is no task {task_id}.")
-        if not viewer.sees_all and t.owner != viewer.user:
+        if not may_see(viewer, [t.owner]):
             return self.ui.error(
                 request, viewer, 403, "Not yours", f"Task {task_id} belongs to someone else."
             )
@@ -87,7 +89,14 @@ class Tasks:
         attempts, span = data.timeline(deps.tasks.steps(t.id), deps.clock(), data.is_finished(t))
         audit_rows = deps.audit.search(task_id=t.id, limit=500)
         ids = data.linked_ids(attempts, audit_rows)
-        instance_ids = [v for k, vs in ids.items() if "instance" in k for v in vs]
+        named = [
+            int(v)
+            for k, vs in ids.items()
+            if "instance" in k
+            for v in vs
+            if str(v).isascii() and str(v).isdigit()
+        ]
+        instance_ids = visible_runs(deps.engine, viewer, named) or []  # a run named here may not be theirs
         alerts = data.alert_events(deps.engine, limit=50, instance_ids=instance_ids) if instance_ids else None
         pending = [p for p in deps.pending.open_for(statuses=LIVE) if p.task_id == t.id]
         return self.ui.render(
@@ -111,14 +120,14 @@ class Tasks:
         if isinstance(t, Response):
             return t
         body = json.dumps(task_data(self.ui.app.deps, t.id), ensure_ascii=False, indent=2, default=str)
-        return Response(body, media_type="application/json", headers=SECURITY_HEADERS)
+        return Response(body, media_type="application/json", headers=self.ui.headers)
 
     def artifact(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         found = self.ui.app.deps.artifacts.get(request.path_params["art_id"])
         if found is None:
             return self.ui.error(request, viewer, 404, "Not found", "There is no such artifact.")
         ref, content, owner = found
-        if not viewer.sees_all and owner != viewer.user:
+        if not may_see(viewer, [owner]):
             return self.ui.error(
                 request, viewer, 403, "Not yours", "This artifact belongs to someone else's task."
             )
@@ -126,7 +135,7 @@ class Tasks:
             return Response(
                 content,
                 media_type="text/plain; charset=utf-8",
-                headers={**SECURITY_HEADERS, "Content-Disposition": "inline"},
+                headers={**self.ui.headers, "Content-Disposition": "inline"},
             )
         return self.ui.render(
             request, "artifact.html", viewer, ref=ref, owner=owner, text=content.decode("utf-8", "replace")
