@@ -117,8 +117,11 @@ class LLMError(IntegrationError):
 
     service = "llm"
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, too_long: bool = False
+    ) -> None:
         self.status = status
+        self.too_long = too_long  # the server refused the prompt as longer than its context window
         super().__init__(message, retryable=retryable)
 
 

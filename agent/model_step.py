@@ -27,8 +27,8 @@ class ContextOverflow(Exception):
 
 
 def too_long(exc: LLMError) -> bool:
-    """The API refused the request for its length (HTTP 400 context_length_exceeded)."""
-    return exc.status == 400 and "context_length_exceeded" in str(exc)
+    """The API refused the request for its length (in any shape the profile knows)."""
+    return exc.too_long
 
 
 class ModelSteps:
