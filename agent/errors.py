@@ -118,10 +118,17 @@ class LLMError(IntegrationError):
     service = "llm"
 
     def __init__(
-        self, message: str, *, status: int | None = None, retryable: bool = False, too_long: bool = False
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        too_long: bool = False,
+        sizes: tuple[int | None, int | None] = (None, None),
     ) -> None:
         self.status = status
         self.too_long = too_long  # the server refused the prompt as longer than its context window
+        self.sizes = sizes  # (window, prompt tokens) as the server counted them, when it said
         super().__init__(message, retryable=retryable)
 
 

@@ -24,7 +24,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from xihe.agent.errors import LLMError
 from xihe.agent.model_text import read_answer
-from xihe.agent.profiles import Profile, outgoing, resolve
+from xihe.agent.profiles import Profile, outgoing, reported_sizes, resolve
 from xihe.agent.redact import excerpt
 from xihe.config.core import LLMConfig
 
@@ -112,7 +112,8 @@ class LLMClient:
                 + (f": {said}" if said else ""),
                 status=exc.status_code,
                 retryable=_retryable(exc),
-                too_long=self.profile.is_too_long(exc.status_code, body),
+                too_long=(too_long := self.profile.is_too_long(exc.status_code, body)),
+                sizes=reported_sizes(body) if too_long else (None, None),
             ) from None
         except openai.APITimeoutError:
             raise LLMError(

@@ -72,7 +72,7 @@ class Agent:
         self.llm = llm
         self.executor = Executor(deps)
         self.hooks = hooks = hooks or Hooks()
-        self.requests = Requests(deps, registry, hooks)
+        self.requests = Requests(deps, registry, hooks, llm.profile.window if llm is not None else 8192)
         self.model_steps = ModelSteps(deps, registry, llm, self.requests)
         self.tool_steps = ToolSteps(deps, registry, self.executor, hooks)
         self.sleep: Callable[[float], None] = time.sleep  # back-off waits (tests pass a recorder)

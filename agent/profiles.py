@@ -22,6 +22,21 @@ TextFormat = Literal["hermes", "json"]
 _TOO_LONG_TEXT = re.compile(r"maximum context length|context length is \d+|prompt is too long", re.I)
 
 
+_SIZES = re.compile(r"maximum context length is (\d+) tokens.*?However,[^\d]*(\d+)", re.I | re.S)
+
+
+def reported_sizes(body: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(window, prompt) from "maximum context length is N tokens. However, you requested M tokens"
+    (OpenAI writes "your messages resulted in M tokens"), else (None, None)."""
+    inner = body.get("error")
+    message = str((inner if isinstance(inner, dict) else body).get("message") or "")
+    found = _SIZES.search(message)
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    window = re.search(r"maximum context length is (\d+)", message, re.I)
+    return (int(window.group(1)) if window else None), None
+
+
 @dataclass(frozen=True)
 class Overflow:
     """One error shape that means "the prompt is longer than the context window"."""
@@ -123,7 +138,7 @@ TOLERANT = Profile(
     think_tags=True,
     echo_reasoning=True,
     text_tools=("hermes", "json"),
-    window=8192,
+    window=32768,  # a guess: a smaller window is learned from the server's "maximum context length is N"
 )
 BY_NAME = {p.name: p for p in (OPENAI, DEEPSEEK, QWEN, VLLM, OLLAMA)}
 

@@ -49,7 +49,6 @@ class LoopConfig(_Strict):
     max_tool_calls: int = Field(12, ge=1, le=100, description="tool calls per message")
     max_arg_retries: int = Field(3, ge=0, le=10, description="invalid tool calls tolerated per message")
     result_cap_chars: int = Field(8000, ge=500, description="tool result characters the model sees")
-    history_chars: int = Field(24000, ge=2000, description="prompt budget for earlier turns")
     history_tasks: int = Field(6, ge=0, le=50, description="earlier exchanges of the conversation to include")
     max_args_bytes: int = Field(65536, ge=1024, description="tool arguments larger than this never execute")
 
