@@ -39,6 +39,7 @@ from xihe.agent.gate import Who, identify
 from xihe.agent.hooks import Hooks
 from xihe.agent.i18n import Lang, Text, say, text
 from xihe.agent.llm import LLMClient
+from xihe.agent.model_failure import model_failed, what_stands
 from xihe.agent.model_step import ContextOverflow, ModelSteps
 from xihe.agent.registry import Registry
 from xihe.agent.reply import command_reply, first_complaint, marked
@@ -190,13 +191,12 @@ class Agent:
             outcome = self._walk(
                 Walk(task, identify(task.owner, deps.settings.access), deps.tasks.latest(task.id))
             )
-        except LLMError as exc:
-            reply = say(
-                STOPS, "llm_failed", self.lang(task), error=deps.redactor.text(str(exc)), task=task.id
-            )
-            outcome = self._finish(task, TaskStatus.FAILED, reply, error=str(exc))
+        except LLMError as exc:  # what the task's tools already did stands, and is said
+            reply, error = model_failed(deps, self.registry, self.executor, task, exc, self.lang(task))
+            outcome = self._finish(task, TaskStatus.FAILED, reply, error=error)
         except (ContextOverflow, ContextTooLarge) as exc:
-            outcome = self._stop(task, text(STOPS, "too_large", error=str(exc)))
+            stands = what_stands(deps, self.registry, self.executor, task, self.lang(task))
+            outcome = self._stop(task, text(STOPS, "too_large", error=str(exc)), stands)
         finally:
             deps.tasks.release(task.id, deps.holder)
         return outcome
@@ -250,9 +250,11 @@ class Agent:
         notes = [n for n in (note(task) for note in self.hooks.stop_notes) if n]
         return "".join(f"\n\n{n}" for n in notes)
 
-    def _stop(self, task: Task, reason: Text) -> Outcome:
-        """End an unfinished task with the reason (said in the task's language) and what is still open."""
+    def _stop(self, task: Task, reason: Text, stands: str = "") -> Outcome:
+        """End an unfinished task with the reason (said in the task's language), what already happened
+        and what is still open."""
         reply = say(STOPS, "stopped", self.lang(task), reason=reason, task=task.id)
+        reply += f"\n{stands}" if stands else ""
         return self._finish(task, TaskStatus.FAILED, reply + self._notes(task), error=str(reason))
 
     def lang(self, task: Task) -> Lang:

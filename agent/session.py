@@ -42,6 +42,8 @@ HELP_COMMANDS = [
     HelpEntry("/tasks", "your recent tasks", "/tasks", "你最近的任务"),
     HelpEntry("/task ID", "a task's steps: what ran, with what input, how long, what failed", "/task 7",
               "任务的每一步：做了什么、输入、耗时、哪里失败"),
+    HelpEntry("/resume ID", "continue your task that stopped (e.g. the model was down)", "/resume 7",
+              "继续你停下的任务（例如模型暂时不可用时）"),
 ]  # fmt: skip
 
 
@@ -68,6 +70,7 @@ class Session:
             "tasks": task_commands.list_tasks,
             "pending": action_commands.pending,
             "task": task_commands.show_task,
+            "resume": task_commands.resume_task,
             **(commands or {}),
         }
         self.help_lines: list[HelpEntry | tuple[str, str]] = [*HELP_COMMANDS, *help_lines]
