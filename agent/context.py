@@ -279,7 +279,8 @@ def build(
     used = counter.messages([rules]) + counter.tools(tools)
     if used > limit:
         raise ContextTooLarge(
-            f"the system rules and tool schemas alone take {used} tokens, over the {limit}-token budget"
+            f"the system rules and tool schemas alone take {used} tokens, over the {limit}-token budget "
+            "(a larger model window is needed: the server's, e.g. Ollama's num_ctx, and llm.context_tokens)"
         )
     rest = [m for m in transcript if m["role"] != "system" or m.get("_keep")]
     gs = groups(rest)

@@ -8,6 +8,7 @@ xihe task resume ID            continue at the first unfinished step
 xihe audit search [...]        the audit trail, filtered
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
+xihe eval model [--repeat K]   everyday conversations against the configured model endpoint
 """
 
 from __future__ import annotations
@@ -233,10 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, code, fakes, shell
+    from xihe.agent.cli import alerts, code, eval_model, fakes, shell
 
     for feature in (alerts, code, fakes, shell):
         feature.register(sub)
+    evals = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_what", required=True)
+    code.register_eval(evals)
+    eval_model.register(evals)
     _accept_config_everywhere(p)
     return p
 
