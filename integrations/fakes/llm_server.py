@@ -104,6 +104,7 @@ class ScriptedLLM:
         self.token_scale = token_scale  # the server's tokenizer against cl100k
         self.refused: list[dict[str, Any]] = []  # the 400 bodies sent for invalid or too long requests
         self.truncated: list[int] = []  # messages dropped silently per request (ollama)
+        self.answers: list[dict[str, Any]] = []  # every assistant message sent, as the mode wrote it
         self.responder = (
             responder  # answers past the end of the script (`xihe fakes up`); tests leave it None
         )
@@ -160,6 +161,7 @@ class ScriptedLLM:
                 headers=step.headers,
             )
         message = answer(self.mode, step.content, step.tool_calls, step.reasoning, n)
+        self.answers.append(message)
         native = bool(step.tool_calls) and self.mode.calls == "native"
         finish = step.finish_reason or ("tool_calls" if native else "stop")
         data: dict[str, Any] = {
