@@ -74,6 +74,7 @@ class TokenCounter:
     def message(self, message: dict[str, Any]) -> int:
         """Tokens one chat message costs, tool calls included."""
         n = MESSAGE_OVERHEAD + self.text(str(message.get("content") or ""))
+        n += self.text(str(message.get("reasoning_content") or ""))  # echoed back to DeepSeek
         for tc in message.get("tool_calls") or ():
             fn = tc.get("function", {})
             n += 3 + self.text(fn.get("name", "")) + self.text(fn.get("arguments") or "")

@@ -1,7 +1,7 @@
-"""What the model sees: tool results capped and labelled, history trimmed in whole groups.
+"""What the model sees: tool results capped and labelled, each request built within a token budget.
 
 A group is one user message, one plain assistant message, or an assistant message with tool
-calls together with every tool result answering it. Trimming drops the oldest groups whole, so a
+calls together with every tool result answering it. The budget drops the oldest groups whole, so a
 tool call never loses its result (or the other way round), and the goal and the latest turn stay.
 """
 
@@ -51,13 +51,6 @@ def render_output(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1, default=str)
 
 
-def _size(message: Message) -> int:
-    size = len(message.get("content") or "")
-    for tc in message.get("tool_calls") or ():
-        size += len(tc["function"]["name"]) + len(tc["function"].get("arguments") or "")
-    return size + 20
-
-
 def groups(messages: list[Message]) -> list[list[Message]]:
     """Split a message list (without the system prompt) into trimming groups."""
     out: list[list[Message]] = []
@@ -66,33 +59,6 @@ def groups(messages: list[Message]) -> list[list[Message]]:
             out[-1].append(m)
         else:
             out.append([m])
-    return out
-
-
-def trim(messages: list[Message], budget_chars: int, *, keep_last: int = 1) -> list[Message]:
-    """Drop the oldest groups until the messages fit; system messages and the last groups stay."""
-    system = [m for m in messages if m["role"] == "system"]
-    rest = groups([m for m in messages if m["role"] != "system"])
-    total = sum(_size(m) for m in system) + sum(_size(m) for g in rest for m in g)
-    dropped = 0
-    while total > budget_chars and len(rest) > keep_last:
-        # Never drop the user's goal (the first user message of the task) while later groups remain.
-        victim = next((i for i, g in enumerate(rest[:-keep_last]) if not g[0].get("_goal")), None)
-        if victim is None:
-            break
-        group = rest.pop(victim)
-        total -= sum(_size(m) for m in group)
-        dropped += len(group)
-    out = list(system)
-    if dropped:
-        out.append(
-            {
-                "role": "system",
-                "content": f"[{dropped} earlier message(s) were trimmed to fit the context; "
-                "their full record is in the task's steps.]",
-            }
-        )
-    out.extend(m for g in rest for m in g)
     return out
 
 
@@ -112,11 +78,12 @@ def for_api(messages: list[Message]) -> list[Message]:
 #                                       other providers' context; each whole, else cut line-wise, else left out
 #                                       (room stays for the newest turn and a summary; facts and other
 #                                       blocks take at most a quarter of the budget each)
-#   4. recent turns, newest first       whole groups only (a tool call never loses its result); a
-#                                       group that does not fit is tried with its results cut to
-#                                       previews that point at the stored step/artifact; the first
-#                                       group that still does not fit ends the walk, so what is kept
-#                                       is a contiguous recent suffix
+#   4. recent turns, newest first       whole groups only (a tool call never loses its result); the
+#                                       newest group (the results the next answer is made from) is cut
+#                                       as little as lets it fit, older groups to previews; cut results
+#                                       point at the stored step/artifact; the first group that still
+#                                       does not fit ends the walk, so what is kept is a contiguous
+#                                       recent suffix
 #   5. a mechanical summary             of the task's dropped turns, from the step log (every turn is
 #                                       archived in task_step before it enters the transcript), where
 #                                       an outcome that is not known stays "unknown"; never a model call
@@ -207,15 +174,18 @@ def summarize_groups(dropped: list[list[Message]], steps: dict[str, TaskStep] | 
     return "\n".join(lines)
 
 
-def _previewed(group: list[Message]) -> list[Message]:
-    """The group with long tool results cut to a preview that says where the rest is."""
+def _previewed(group: list[Message], chars: int = PREVIEW_CHARS) -> list[Message]:
+    """The group with long tool results cut to `chars` characters that say where the rest is."""
     out: list[Message] = []
     for m in group:
         content = m.get("content") or ""
-        if m["role"] != "tool" or len(content) <= PREVIEW_CHARS + 200:
+        if m.get("tool_calls"):
+            out.append({**m, "tool_calls": [_args_cut(tc, chars) for tc in m["tool_calls"]]})
+            continue
+        if m["role"] != "tool" or len(content) <= chars + 200:
             out.append(m)
             continue
-        head, _, body = content.partition("\n")
+        head, _, body = content.partition("\n") if content.startswith("[Tool Result:") else ("", "", content)
         art = _ARTIFACT.search(content)
         where = (
             f'artifact {art.group(1)} (read_artifact(artifact_id="{art.group(1)}"))'
@@ -225,11 +195,41 @@ def _previewed(group: list[Message]) -> list[Message]:
         out.append(
             {
                 **m,
-                "content": f"{head}\n{body[:PREVIEW_CHARS]}\n…[cut to a preview to fit the context: "
+                "content": f"{head}\n"
+                * bool(head)
+                + f"{body[:chars]}\n…[cut to a preview to fit the context: "
                 f"{len(body)} characters in all; the full result is {where}]",
             }
         )
     return out
+
+
+def _args_cut(tc: Message, chars: int) -> Message:
+    """A tool call whose arguments are longer than a preview, with a JSON note in their place (its
+    result says what came of it; the step log keeps the call as the model sent it)."""
+    args = tc["function"].get("arguments") or ""
+    if len(args) <= max(chars, PREVIEW_CHARS) + 200:
+        return tc
+    note = json.dumps({"left_out": f"{len(args)} characters of arguments, not repeated to fit the context"})
+    return {**tc, "function": {**tc["function"], "arguments": note}}
+
+
+def _cut_to_fit(group: list[Message], room: int, counter: TokenCounter) -> list[Message] | None:
+    """The group with its tool results cut as little as lets it fit `room` tokens (the call and each
+    result stay together), or None when not even a short preview fits."""
+    longest = max(
+        [len(m.get("content") or "") for m in group if m["role"] == "tool"]
+        + [len(tc["function"].get("arguments") or "") for tc in group[0].get("tool_calls") or ()]
+    )
+    low, high, best = 0, longest, None
+    while low <= high:
+        mid = (low + high) // 2
+        trial = _previewed(group, mid)
+        if sum(counter.message(m) for m in trial) <= room:
+            best, low = trial, mid + 1
+        else:
+            high = mid - 1
+    return best
 
 
 def _fit_block(block: Block, room: int, counter: TokenCounter) -> str | None:
@@ -279,7 +279,8 @@ def build(
     used = counter.messages([rules]) + counter.tools(tools)
     if used > limit:
         raise ContextTooLarge(
-            f"the system rules and tool schemas alone take {used} tokens, over the {limit}-token budget"
+            f"the system rules and tool schemas alone take {used} tokens, over the {limit}-token budget "
+            "(a larger model window is needed: the server's, e.g. Ollama's num_ctx, and llm.context_tokens)"
         )
     rest = [m for m in transcript if m["role"] != "system" or m.get("_keep")]
     gs = groups(rest)
@@ -314,15 +315,17 @@ def build(
         block_msgs.append(msg)
         used += counter.message(msg)
 
-    def fill(room: int) -> tuple[list[list[Message]], int, int]:
+    def fill(room: int, spare: int = 0) -> tuple[list[list[Message]], int, int]:
         kept: list[list[Message]] = []
         previews = 0
         for group in reversed(ordered):
             cost = sum(counter.message(m) for m in group)
             if cost > room:
-                short = _previewed(group)
-                cost = sum(counter.message(m) for m in short)
-                if cost > room:
+                # the newest results are what the next answer is made from: as much of them as fits
+                # (leaving `spare` for the summary of what is dropped)
+                short = _cut_to_fit(group, room - spare, counter) if not kept else _previewed(group)
+                cost = sum(counter.message(m) for m in short) if short is not None else room + 1
+                if short is None or cost > room:
                     break
                 previews += 1
                 group = short
@@ -331,12 +334,13 @@ def build(
         kept.reverse()
         return kept, previews, room
 
-    kept, previews, _ = fill(limit - used)
+    kept, previews, _ = fill(limit - used, min(summary_tokens, limit // 8) if len(ordered) > 1 else 0)
     summary = None
     if len(kept) < len(ordered):
         dropped = ordered[: len(ordered) - len(kept)]
         summary = summarize_groups(dropped, steps, task_id)
-        room_for_summary = min(summary_tokens, max(0, limit - used - 16))
+        newest = sum(counter.message(m) for m in kept[-1]) if kept else 0  # the summary never displaces it
+        room_for_summary = min(summary_tokens, max(0, limit - used - newest - 16))
         s_msg = {"role": "system", "content": summary}
         while counter.message(s_msg) > room_for_summary and "\n" in summary:
             lines = summary.splitlines()

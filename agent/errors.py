@@ -117,8 +117,18 @@ class LLMError(IntegrationError):
 
     service = "llm"
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        too_long: bool = False,
+        sizes: tuple[int | None, int | None] = (None, None),
+    ) -> None:
         self.status = status
+        self.too_long = too_long  # the server refused the prompt as longer than its context window
+        self.sizes = sizes  # (window, prompt tokens) as the server counted them, when it said
         super().__init__(message, retryable=retryable)
 
 

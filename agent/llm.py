@@ -1,5 +1,10 @@
 """The model endpoint: the `openai` client against any OpenAI-compatible server.
 
+What differs between server families is the configured `Profile` (`xihe.agent.profiles`), applied
+here and nowhere else: requests leave through `outgoing` (reasoning echoed or dropped), answers come
+back through `read_answer` (reasoning out of the content, tool calls written as text), and an error
+in any "prompt too long" shape of the family is an `LLMError` with `too_long`.
+
 Timeouts, 429 and 5xx are retried with tenacity inside a budget (attempts and seconds), honouring
 Retry-After; anything else is an `LLMError` right away. Under pytest the guard refuses any
 endpoint that is not on loopback, so no test can reach a real model.
@@ -18,6 +23,8 @@ import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from xihe.agent.errors import LLMError
+from xihe.agent.model_text import read_answer
+from xihe.agent.profiles import Profile, outgoing, reported_sizes, resolve
 from xihe.agent.redact import excerpt
 from xihe.config.core import LLMConfig
 
@@ -59,6 +66,7 @@ class LLMClient:
         if os.environ.get(GUARD_ENV) and host not in _LOOPBACK:
             raise LLMError(f"model requests to {host or cfg.base_url!r} are forbidden under tests")
         self.cfg = cfg
+        self.profile: Profile = resolve(cfg.profile, cfg.model, cfg.base_url)
         self._sleep = sleep
         self._key = api_key or ""
         self._client = openai.OpenAI(
@@ -74,7 +82,7 @@ class LLMClient:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         """One completion, retried within the configured budget."""
-        kwargs: dict[str, Any] = {"model": self.cfg.model, "messages": messages}
+        kwargs: dict[str, Any] = {"model": self.cfg.model, "messages": outgoing(self.profile, messages)}
         if tools:
             kwargs["tools"] = tools
         if self.cfg.temperature is not None:
@@ -92,11 +100,20 @@ class LLMClient:
                     self.calls += 1
                     resp = self._client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
-            code = excerpt(_error_code(exc), self._key, limit=80)
+            body = _error_body(exc)
+            code = excerpt(str(body.get("code") or ""), self._key, limit=80)
+            said = (
+                excerpt(str(body.get("message") or ""), self._key, limit=200)
+                if exc.status_code == 400
+                else ""
+            )
             raise LLMError(
-                f"the model endpoint answered HTTP {exc.status_code}{f' ({code})' if code else ''}",
+                f"the model endpoint answered HTTP {exc.status_code}{f' ({code})' if code else ''}"
+                + (f": {said}" if said else ""),
                 status=exc.status_code,
                 retryable=_retryable(exc),
+                too_long=(too_long := self.profile.is_too_long(exc.status_code, body)),
+                sizes=reported_sizes(body) if too_long else (None, None),
             ) from None
         except openai.APITimeoutError:
             raise LLMError(
@@ -105,27 +122,18 @@ class LLMClient:
         except openai.APIConnectionError:
             raise LLMError("the model endpoint could not be reached", retryable=True) from None
         choice = resp.choices[0]
-        msg = choice.message
-        data: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
-        if msg.tool_calls:
-            data["tool_calls"] = [
-                {
-                    "id": tc.id,
-                    "type": "function",
-                    "function": {"name": tc.function.name, "arguments": tc.function.arguments},
-                }
-                for tc in msg.tool_calls
-                if getattr(tc, "function", None) is not None
-            ]
+        raw = choice.message.model_dump(exclude_none=False)  # extra fields (reasoning) included
+        message, finish = read_answer(self.profile, raw, choice.finish_reason or "stop")
         usage = (
             {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens}
             if resp.usage
-            else {}
+            else {}  # Ollama (some versions) and some proxies send none (docs.ollama.com)
         )
-        return Completion(data, choice.finish_reason or "stop", usage)
+        return Completion(message, finish, usage)
 
 
-def _error_code(exc: openai.APIStatusError) -> str:
+def _error_body(exc: openai.APIStatusError) -> dict[str, Any]:
+    """The error object: OpenAI's `error` (the client already unwrapped it) or vLLM's top level."""
     body = exc.body if isinstance(exc.body, dict) else {}
-    err = body.get("error", body) if isinstance(body, dict) else {}
-    return str(err.get("code") or "") if isinstance(err, dict) else ""
+    inner = body.get("error")
+    return inner if isinstance(inner, dict) else body

@@ -39,6 +39,7 @@ from xihe.agent.gate import Who, identify
 from xihe.agent.hooks import Hooks
 from xihe.agent.i18n import Lang, Text, say, text
 from xihe.agent.llm import LLMClient
+from xihe.agent.model_failure import model_failed, what_stands
 from xihe.agent.model_step import ContextOverflow, ModelSteps
 from xihe.agent.registry import Registry
 from xihe.agent.reply import command_reply, first_complaint, marked
@@ -72,7 +73,7 @@ class Agent:
         self.llm = llm
         self.executor = Executor(deps)
         self.hooks = hooks = hooks or Hooks()
-        self.requests = Requests(deps, registry, hooks)
+        self.requests = Requests(deps, registry, hooks, llm.profile.window if llm is not None else 8192)
         self.model_steps = ModelSteps(deps, registry, llm, self.requests)
         self.tool_steps = ToolSteps(deps, registry, self.executor, hooks)
         self.sleep: Callable[[float], None] = time.sleep  # back-off waits (tests pass a recorder)
@@ -207,11 +208,12 @@ class Agent:
         try:
             who = who or identify(task.owner, deps.settings.access)
             outcome = self._walk(Walk(task, who, deps.tasks.latest(task.id), lang))
-        except LLMError as exc:
-            reply = say(STOPS, "llm_failed", lang, error=deps.redactor.text(str(exc)), task=task.id)
-            outcome = self._finish(task, TaskStatus.FAILED, reply, error=str(exc))
+        except LLMError as exc:  # what the task's tools already did stands, and is said
+            reply, error = model_failed(deps, self.registry, self.executor, task, exc, lang)
+            outcome = self._finish(task, TaskStatus.FAILED, reply, error=error)
         except (ContextOverflow, ContextTooLarge) as exc:
-            outcome = self._stop(task, lang, text(STOPS, "too_large", error=str(exc)))
+            stands = what_stands(deps, self.registry, self.executor, task, lang)
+            outcome = self._stop(task, lang, text(STOPS, "too_large", error=str(exc)), stands)
         finally:
             deps.tasks.release(task.id, deps.holder)
         return outcome
@@ -265,9 +267,11 @@ class Agent:
         notes = [n for n in (note(task) for note in self.hooks.stop_notes) if n]
         return "".join(f"\n\n{n}" for n in notes)
 
-    def _stop(self, task: Task, lang: Lang, reason: Text) -> Outcome:
-        """End an unfinished task with the reason (said in the task's language) and what is still open."""
+    def _stop(self, task: Task, lang: Lang, reason: Text, stands: str = "") -> Outcome:
+        """End an unfinished task with the reason (said in the task's language), what already happened
+        and what is still open."""
         reply = say(STOPS, "stopped", lang, reason=reason, task=task.id)
+        reply += f"\n{stands}" if stands else ""
         return self._finish(task, TaskStatus.FAILED, reply + self._notes(task), error=str(reason))
 
     def lang(self, task: Task) -> Lang:

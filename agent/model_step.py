@@ -2,8 +2,9 @@
 
 The whole answer (message and finish reason) is stored, so a resumed task never asks the model again
 for a turn it already had. A model call has no side effect: one a crash interrupted is asked again.
-A request the API rejects as too long is compacted once (`xihe.agent.request`) and retried; rejected
-again, the task stops (`ContextOverflow`).
+A request the server refuses as too long (in any shape its profile knows) is compacted once
+(`xihe.agent.request`, sized by the window the server reported) and retried; refused again, the
+task stops (`ContextOverflow`) and says so plainly.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ class ContextOverflow(Exception):
 
 
 def too_long(exc: LLMError) -> bool:
-    """The API refused the request for its length (HTTP 400 context_length_exceeded)."""
-    return exc.status == 400 and "context_length_exceeded" in str(exc)
+    """The API refused the request for its length (in any shape the profile knows)."""
+    return exc.too_long
 
 
 class ModelSteps:
@@ -60,17 +61,21 @@ class ModelSteps:
             deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(exc))
             if not isinstance(exc, LLMError) or not too_long(exc):
                 raise
-            # Compact once (a smaller share of the budget: fewer turns, results as previews), retry once.
+            # Compact once (within a share of what was refused and the window the server reported:
+            # fewer turns, older results as previews, the newest cut to fit), retry once.
             begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, deps.clock())
             try:
-                completion = self.llm.complete(
-                    self.requests.build(run.task, messages, rejected=api_messages), self.registry.schemas()
-                )
+                smaller = self.requests.build(run.task, messages, rejected=api_messages, sizes=exc.sizes)
+                completion = self.llm.complete(smaller, self.registry.schemas())
             except (LLMError, ContextTooLarge) as again:
                 deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(again))
                 if isinstance(again, LLMError) and too_long(again):
+                    window = again.sizes[0] or exc.sizes[0]
                     raise ContextOverflow(
-                        "the model rejected it as too long, and again after compacting it once"
+                        "the model refused it as too long"
+                        + (f" (its context window is {window} tokens)" if window else "")
+                        + ", and again after compacting it to the rules, the tool list, your message and "
+                        "what fitted of the latest results"
                     ) from None
                 raise
         stored = json.dumps(

@@ -11,7 +11,7 @@ import json
 from xihe.agent.deps import Deps
 from xihe.agent.executor import StepResult
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import say
+from xihe.agent.i18n import Lang, say
 from xihe.agent.registry import Registry
 from xihe.agent.tasks import Task
 from xihe.agent.user_text import STOPS, for_people
@@ -25,7 +25,12 @@ def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] |
         return run.refusal
     if last is None:
         return say(STOPS, "no_answer", run.lang)
-    tool, result = last
+    return result_for_people(deps, registry, *last, run.lang)
+
+
+def result_for_people(deps: Deps, registry: Registry, tool: str, result: StepResult, lang: Lang) -> str:
+    """One tool result as people read it: the tool's own summary of a success, the failure from its
+    catalog, else the result's text without the instructions meant for the model."""
     spec = registry.specs.get(tool)
     if result.ok and spec is not None and spec.summarize is not None:
         try:  # a JSON result as data; a text result (e.g. a shell run's) as it is
@@ -33,10 +38,9 @@ def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] |
         except ValueError:
             data = result.body
         try:
-            return spec.summarize(data, run.lang)
+            return spec.summarize(data, lang)
         except (ValueError, TypeError, KeyError):
             pass
-    lang = run.lang
     if not result.ok and result.said is not None:  # the failure from its catalog, in their language
         return for_people(deps.redactor.text(result.said.in_(lang)), lang)
     return for_people(result.body, lang)

@@ -50,6 +50,8 @@ HELP_COMMANDS = [
               "may use a tool", "/policy alice", "某个用户能做什么、在哪里、要谁批准；或谁能用某个工具",
               needs="admin", detail="The answer is the gate's own decision over the loaded access.yaml.",
               detail_zh="答案就是门禁按当前 access.yaml 做出的判定。"),
+    HelpEntry("/resume ID", "continue your task that stopped (e.g. the model was down)", "/resume 7",
+              "继续你停下的任务（例如模型暂时不可用时）"),
 ]  # fmt: skip
 
 
@@ -77,6 +79,7 @@ class Session:
             "pending": action_commands.pending,
             "task": task_commands.show_task,
             "policy": policy.command,
+            "resume": task_commands.resume_task,
             **(commands or {}),
         }
         self.help_lines: list[HelpEntry | tuple[str, str]] = [*HELP_COMMANDS, *help_lines]

@@ -67,10 +67,15 @@ class Task:
         """What people read: the lifecycle status, and what came of it when that matters.
 
         `done · refused`, `done · failed`, `done · run FAILURE`; a plain `done` only when the
-        last action ran and (for a followed run) the run succeeded.
+        last action ran and (for a followed run) the run succeeded. A task that failed (its model
+        was lost) after starting a run shows how the run ended: `failed · run SUCCESS`.
         """
+        if self.status == TaskStatus.FAILED:  # a run it started still ends, and shows how
+            return (
+                f"failed · {self.outcome}" if self.outcome and self.outcome.startswith("run ") else "failed"
+            )
         if self.outcome and self.outcome != "run SUCCESS":
-            return f"{self.status} · {self.outcome}" if self.status != TaskStatus.FAILED else "failed"
+            return f"{self.status} · {self.outcome}"
         return self.status
 
 

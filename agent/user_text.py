@@ -41,10 +41,6 @@ STOPS: Catalog = {  # how the loop tells people a task ended without the model's
         "zh": "没有配置模型，所以我只能执行命令。试试 /help。",
     },
     "busy": {"en": "Task {task} is being worked on elsewhere.", "zh": "任务 {task} 正在别处处理。"},
-    "llm_failed": {
-        "en": "The model endpoint failed ({error}). Task {task} is saved; `xihe task resume {task}` continues it.",
-        "zh": "模型接口出错（{error}）。任务 {task} 已保存；`xihe task resume {task}` 可以继续它。",
-    },
     "stopped": {
         "en": "I stopped: {reason}. Task {task} keeps what was done so far.",
         "zh": "我停下了：{reason}。任务 {task} 保留了目前做完的部分。",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Strict(BaseModel):
@@ -22,6 +22,24 @@ class LLMConfig(_Strict):
     retry_budget_seconds: float = Field(120, gt=0, description="total time spent retrying one request")
     max_wait_seconds: float = Field(20, ge=0, description="longest single back-off wait")
     temperature: float | None = Field(None, description="omit to use the endpoint's default")
+    profile: Literal["openai", "deepseek", "qwen", "vllm", "ollama", "auto"] = Field(
+        "auto",
+        description="the server family (reasoning fields, think tags, text tool calls, 'too long' errors); "
+        "auto: by model name and by what the server sends",
+    )
+    context_tokens: int | None = Field(
+        None,
+        ge=1024,
+        description="the model's context window (vLLM --max-model-len, Ollama num_ctx); "
+        "unset: the profile's default",
+    )
+    reply_tokens: int = Field(2000, ge=100, description="of the window, kept free for the answer")
+
+    @model_validator(mode="after")
+    def _reply_fits(self) -> LLMConfig:
+        if self.context_tokens is not None and self.reply_tokens * 2 > self.context_tokens:
+            raise ValueError("reply_tokens must be at most half of context_tokens")
+        return self
 
 
 class LoopConfig(_Strict):
@@ -31,7 +49,6 @@ class LoopConfig(_Strict):
     max_tool_calls: int = Field(12, ge=1, le=100, description="tool calls per message")
     max_arg_retries: int = Field(3, ge=0, le=10, description="invalid tool calls tolerated per message")
     result_cap_chars: int = Field(8000, ge=500, description="tool result characters the model sees")
-    history_chars: int = Field(24000, ge=2000, description="prompt budget for earlier turns")
     history_tasks: int = Field(6, ge=0, le=50, description="earlier exchanges of the conversation to include")
     max_args_bytes: int = Field(65536, ge=1024, description="tool arguments larger than this never execute")
 

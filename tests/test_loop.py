@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from tests.conftest import MakeApp
-from xihe.agent.context import groups, trim
+from xihe.agent.budget import counter_for
+from xihe.agent.context import build, groups
 from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, calls, fail, raw, say, truncated
 
@@ -138,7 +139,7 @@ def test_conversation_history_reaches_the_model(make_app: MakeApp, llm: Scripted
     ]
 
 
-def test_trimming_keeps_tool_calls_with_their_results() -> None:
+def test_the_budget_keeps_tool_calls_with_their_results() -> None:
     tc = {
         "role": "assistant",
         "content": "",
@@ -147,15 +148,16 @@ def test_trimming_keeps_tool_calls_with_their_results() -> None:
             {"id": "b", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
         ],
     }
-    msgs = [{"role": "system", "content": "rules"}, {"role": "user", "content": "goal", "_goal": True}]
+    msgs: list[dict] = [{"role": "user", "content": "goal", "_goal": True}]
     for i in range(10):
         msgs += [
             dict(tc),
             {"role": "tool", "tool_call_id": "a", "content": f"r{i}" * 200},
             {"role": "tool", "tool_call_id": "b", "content": "x" * 100},
         ]
-    for budget in (500, 2000, 4000, 8000):
-        out = trim(msgs, budget)
+    counter = counter_for("gpt-4")
+    for limit in (300, 600, 1500, 3000):
+        out = build("rules", msgs, tools=[], counter=counter, limit=limit).messages
         assert out[0]["content"] == "rules" and any(m.get("_goal") for m in out)
         for group in groups([m for m in out if m["role"] != "system"]):
             if group[0].get("tool_calls"):
@@ -163,6 +165,7 @@ def test_trimming_keeps_tool_calls_with_their_results() -> None:
             else:
                 assert group[0]["role"] != "tool"  # no orphaned result
         assert out[-1]["content"] == "x" * 100  # the latest turn stays
+        assert out[-2]["content"].startswith("r9")  # its results cut as little as fits, not dropped
 
 
 def test_several_calls_in_one_turn_run_in_order(make_app: MakeApp, llm: ScriptedLLM) -> None:

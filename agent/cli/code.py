@@ -133,7 +133,7 @@ def _config_option(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    """Add `index`, `search` and `eval search` to the xihe sub-parsers."""
+    """Add `index` and `search` to the xihe sub-parsers."""
     p = sub.add_parser("index", help="build or update the code index of a repository")
     p.add_argument("path", nargs="?", help="repository path (same as --repo)")
     p.add_argument("--repo", help="repository path (default: current directory)")
@@ -152,9 +152,10 @@ def register(sub: Any) -> None:
     _config_option(s)
     s.set_defaults(func=cmd_search)
 
-    e = sub.add_parser("eval", help="evaluations")
-    esub = e.add_subparsers(dest="eval_what", required=True)
-    es = esub.add_parser("search", help="code search evaluation on held-out repositories")
+
+def register_eval(evals: Any) -> None:
+    """Add `eval search` to the `xihe eval` sub-parsers."""
+    es = evals.add_parser("search", help="code search evaluation on held-out repositories")
     es.add_argument(
         "--sets",
         default="react-native-android,apscheduler",

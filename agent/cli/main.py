@@ -11,6 +11,7 @@ xihe policy explain --user U   what U may do, where, with whose approval (--tool
 xihe ui sessions [list|end]    web UI sessions: list them, end one or all of a user's
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
+xihe eval model [--repeat K]   everyday conversations against the configured model endpoint
 """
 
 from __future__ import annotations
@@ -155,10 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, audit, code, config, fakes, policy, shell, ui
+    from xihe.agent.cli import alerts, audit, code, config, eval_model, fakes, policy, shell, ui
 
     for feature in (config, audit, policy, alerts, code, fakes, shell, ui):
         feature.register(sub)
+    evals = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_what", required=True)
+    code.register_eval(evals)
+    eval_model.register(evals)
     _accept_config_everywhere(p)
     return p
 

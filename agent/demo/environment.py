@@ -105,6 +105,12 @@ def source_repo(root: Path) -> Path:
             repo / part,
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "templates", "static"),
         )
+    commit_all(repo)
+    return repo
+
+
+def commit_all(repo: Path) -> None:
+    """Make `repo` a git repository with everything in one commit (when git is installed)."""
     if shutil.which("git"):
         env = {
             **os.environ,
@@ -115,7 +121,6 @@ def source_repo(root: Path) -> Path:
         }
         for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "demo"]):
             subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True)
-    return repo
 
 
 def _load(path: Path) -> dict[str, Any]:

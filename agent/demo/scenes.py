@@ -119,7 +119,8 @@ def demo_environment(verbose: bool = True, keep: Path | None = None) -> Iterator
         # simulated time starts in the past so it can be moved to the real now before the crash scene,
         # where a separate process writes step times with the real clock
         clock = FakeClock(utc_now().replace(microsecond=0) - timedelta(hours=3))
-        fakes = stack.enter_context(running_fakes(clock, ScriptedLLM(model="scripted-demo")))
+        # the model server plays Qwen3 on vLLM without parsers: <think> and <tool_call> come as text
+        fakes = stack.enter_context(running_fakes(clock, ScriptedLLM(model="scripted-demo", mode="qwen")))
         saved = {k: os.environ.get(k) for k in fakes.env()}
         os.environ.update(fakes.env())
         db = f"sqlite:///{root / 'xihe.db'}"
@@ -168,6 +169,8 @@ def scene_code_question(d: Demo) -> None:
     )
     before = len(d.llm.requests)
     d.say("alice", "确认操作是在哪里绑定到用户和会话的？")
+    wrote = " ".join(str(d.llm.answers[0]["content"]).split())
+    d.out(_indent(f"(the model server wrote, as Qwen3 on vLLM without parsers does)\n{wrote[:150]}…"))
     for shown in d.tool_results(before):
         head = "\n".join(shown.splitlines()[:6])
         d.out(_indent(f"(the model saw)\n{head}\n…"))
@@ -357,7 +360,8 @@ def run_demo(verbose: bool = True, keep: Path | None = None) -> int:
     """Play every scene; exit 0 when the script was consumed exactly."""
     with demo_environment(verbose, keep) as d:
         d.out(
-            "xihe demo — loopback fakes: scripted LLM (openai client), DolphinScheduler 3.2 simulator, "
+            "xihe demo — loopback fakes: scripted LLM (openai client; it answers like Qwen3 on vLLM "
+            "without parsers, read by llm.profile auto), DolphinScheduler 3.2 simulator, "
             "WeCom robot sink, SMTP sink; SQLite in a temp dir; simulated clock"
         )
         for scene in SCENES:

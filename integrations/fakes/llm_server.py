@@ -1,10 +1,16 @@
-"""A scripted OpenAI-compatible chat-completions server on loopback.
+"""A scripted OpenAI-compatible chat-completions server on loopback, as strict as the real ones.
 
 The real `openai` client talks to it over HTTP. Each request consumes the next scripted step:
 `say(text)`, `call(name, **args)`, `calls(...)` for several tool calls in one turn, `raw(name, text)`
 for malformed arguments, `truncated(name, text)` for a cut-off response, `fail(status)` for HTTP
 errors. A request past the end of the script is an error the test sees (`unexpected`), and
 `assert_consumed()` catches steps that were never used.
+
+`mode` plays one server family (`xihe.integrations.fakes.model_modes`: openai, deepseek, qwen, vllm,
+ollama): every request is validated the way that family's API does and refused with its HTTP 400
+(kept in `refused`, no step consumed); answers carry reasoning and tool calls where that family puts
+them. With `window`, a longer prompt is refused in the family's "too long" shape (Ollama: truncated
+silently, kept in `truncated`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xihe.integrations.fakes.loopback import LoopbackServer, Request, Response
+from xihe.integrations.fakes.model_modes import (
+    MODES,
+    Refused,
+    answer,
+    check_messages,
+    check_tools,
+    prompt_tokens,
+    too_long,
+    truncate,
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +45,7 @@ class Step:
     headers: dict[str, str] = field(default_factory=dict)
     error_code: str = ""
     delay: float = 0.0  # seconds the server stalls before answering (a slow model, or time to kill a client)
+    reasoning: str = ""  # the model's thinking, where the mode puts it (a default when empty)
 
 
 def say(text: str) -> Step:
@@ -76,9 +93,18 @@ class ScriptedLLM:
         *,
         model: str = "scripted",
         responder: Callable[[dict[str, Any]], Step] | None = None,
+        mode: str = "openai",
+        window: int | None = None,
+        token_scale: float = 1.0,
     ) -> None:
         self.script = list(script or [])
         self.model = model
+        self.mode = MODES[mode]
+        self.window = window  # context tokens; None = no limit
+        self.token_scale = token_scale  # the server's tokenizer against cl100k
+        self.refused: list[dict[str, Any]] = []  # the 400 bodies sent for invalid or too long requests
+        self.truncated: list[int] = []  # messages dropped silently per request (ollama)
+        self.answers: list[dict[str, Any]] = []  # every assistant message sent, as the mode wrote it
         self.responder = (
             responder  # answers past the end of the script (`xihe fakes up`); tests leave it None
         )
@@ -107,6 +133,11 @@ class ScriptedLLM:
         body = req.json()
         with self._lock:
             self.requests.append(body)
+            try:
+                self._check(body)
+            except Refused as exc:
+                self.refused.append(exc.body)
+                return Response.of_json(exc.body, 400)
             if not self.script and self.responder is not None:
                 self.script.append(self.responder(body))
             if not self.script:
@@ -129,28 +160,39 @@ class ScriptedLLM:
                 step.status,
                 headers=step.headers,
             )
-        message: dict[str, Any] = {"role": "assistant", "content": step.content or None}
-        if step.tool_calls:
-            message["tool_calls"] = [
-                {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
-                for i, (name, args) in enumerate(step.tool_calls)
-            ]
-        finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
-        return Response.of_json(
-            {
-                "id": f"chatcmpl-{n}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": self.model,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            },
-            delay=step.delay,
-        )
+        message = answer(self.mode, step.content, step.tool_calls, step.reasoning, n)
+        self.answers.append(message)
+        native = bool(step.tool_calls) and self.mode.calls == "native"
+        finish = step.finish_reason or ("tool_calls" if native else "stop")
+        data: dict[str, Any] = {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        if self.mode.usage:
+            data["usage"] = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        return Response.of_json(data, delay=step.delay)
+
+    def _check(self, body: dict[str, Any]) -> None:
+        """Refuse what the real family refuses; over the window, refuse or (ollama) truncate."""
+        check_tools(self.mode, body.get("tools"))
+        check_messages(self.mode, body.get("messages"))
+        if self.window is None:
+            return
+        tokens = prompt_tokens(body, self.token_scale)
+        if tokens <= self.window:
+            return
+        if self.mode.overflow == "truncate":
+            self.truncated.append(truncate(body, self.window, self.token_scale))
+            return
+        raise too_long(self.mode, self.window, tokens)
 
     def assert_consumed(self) -> None:
         """Every scripted step was used and no request came past the end."""
         assert not self.unexpected, f"{len(self.unexpected)} unexpected model call(s)"
+        assert not self.refused, f"requests the real server would refuse: {self.refused}"
         assert not self.script, f"{len(self.script)} scripted step(s) never used"
 
     def start(self) -> ScriptedLLM:

@@ -231,7 +231,7 @@ def test_a_second_rejection_stops_the_task_with_a_clear_message(
         ]
     )
     reply = app.session.handle(Inbound("alice", "c1", "read it"))
-    assert "does not fit the model's context" in reply and "again after compacting it once" in reply
+    assert "does not fit the model's context" in reply and "again after compacting it" in reply
     assert "#1 [pending] read the data" in reply  # the remaining work is named
     assert app.deps.tasks.get(1).status == "failed"
     llm.assert_consumed()
