@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xihe.agent import approvals, pending_view
 from xihe.agent.audit import AuditEvent
-from xihe.agent.cards import digest_matches
+from xihe.agent.cards import card_digest, digest_matches
 from xihe.agent.commands import Command
 from xihe.agent.crashpoint import crash_point
 from xihe.agent.errors import TaskStateError
@@ -41,9 +41,10 @@ def _pick(session: CommandSession, who: Who, msg: Inbound, cmd: Command, verb: s
 
 
 def _stale(action: PendingAction, cmd: Command, lang: Lang) -> str | None:
-    """A card's click carries the digest of the arguments it showed (`/confirm 12 <digest>`): refuse
-    it when the action's arguments are no longer those."""
-    if len(cmd.args) > 1 and not digest_matches(action, cmd.args[1]):
+    """A card's click carries the digest of the arguments it showed (`/confirm 12 digest=<prefix>`):
+    refuse it when the action's arguments are no longer those."""
+    given = card_digest(cmd.args)
+    if given is not None and not digest_matches(action, given):
         return say(CONFIRM, "stale", lang, id=action.id)
     return None
 

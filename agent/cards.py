@@ -10,7 +10,7 @@ renders it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -49,14 +49,24 @@ def button_key(verb: str, action: PendingAction) -> str:
 
 
 def command_of_key(key: str) -> str | None:
-    """The typed command a button click stands for (`/confirm 12 <digest>`), or None for a foreign key."""
+    """The typed command a button click stands for (`/confirm 12 digest=<prefix>`), or None for a foreign
+    key. The digest is marked, so it is never mistaken for the words a person types after an id
+    (`/reject 2 驳回`)."""
     parts = key.split(":")
     if len(parts) != 4 or parts[0] != KEY_PREFIX or parts[1] not in VERBS:
         return None
     _, verb, action_id, digest = parts
     if not action_id.isdigit() or not digest.isalnum():
         return None
-    return f"/{verb} {action_id} {digest}"
+    return f"/{verb} {action_id} {DIGEST_ARG}{digest}"
+
+
+DIGEST_ARG = "digest="
+
+
+def card_digest(args: Sequence[str]) -> str | None:
+    """The digest a card's click carries among a command's arguments, or None for a typed command."""
+    return next((a[len(DIGEST_ARG) :] for a in args[1:] if a.startswith(DIGEST_ARG)), None)
 
 
 def digest_matches(action: PendingAction, given: str) -> bool:

@@ -68,7 +68,7 @@ def test_send_gives_a_single_use_update_code_and_task_ids_never_repeat(
 
 
 def test_a_button_key_stands_for_its_typed_command() -> None:
-    assert command_of_key("xihe:confirm:3:ab12cd34ef56ab78") == "/confirm 3 ab12cd34ef56ab78"
-    assert command_of_key("xihe:approve:12:ab12cd34") == "/approve 12 ab12cd34"
+    assert command_of_key("xihe:confirm:3:ab12cd34ef56ab78") == "/confirm 3 digest=ab12cd34ef56ab78"
+    assert command_of_key("xihe:approve:12:ab12cd34") == "/approve 12 digest=ab12cd34"
     for foreign in ("ack:alert-1", "xihe:sh:3:ab", "xihe:confirm:x:ab12", "xihe:confirm:3:a b"):
         assert command_of_key(foreign) is None
