@@ -221,6 +221,13 @@ class AlertsConfig(BaseModel):
         default=False,
         description="also fold P0 failures into fingerprint windows (default: P0 always pushed)",
     )
+    repeat_lookback_minutes: int = Field(
+        default=60,
+        ge=0,
+        le=10080,
+        description="a failure of the same workflow with the same fingerprint within this many minutes "
+        "of the last one is marked as a repeat (第 3 次（40 分钟内）) with a link to the first; 0: off",
+    )
     node_storm: NodeStorm = Field(default_factory=lambda: NodeStorm(), description="suspect-node detection")
     memory_hours: int = Field(default=24, ge=1, description="how long instance and dedupe state is kept")
     log_tail_chars: int = Field(

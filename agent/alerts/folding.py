@@ -27,9 +27,11 @@ from xihe.agent.alerts.state import (
     NS_MAINT,
     NS_NODE,
     NS_P2,
+    NS_REPEAT,
     AlertStateStore,
     HostHits,
     InstanceState,
+    Repeat,
     Window,
     rank,
 )
@@ -79,13 +81,16 @@ class Folding:
         self._window = timedelta(minutes=config.window_minutes)
         self._storm = timedelta(minutes=config.node_storm.window_minutes)
         self._wait = timedelta(seconds=config.instance_wait_seconds)
+        self._lookback = timedelta(minutes=config.repeat_lookback_minutes)
 
     def _hold(self, tier: Tier) -> timedelta:
         """How long a new instance's message waits for its other tasks: P0 not at all."""
         return timedelta(0) if tier is Tier.P0 else self._wait
 
-    def final_failure(self, event: AlertEvent, now: datetime, notes: list[Notification]) -> AlertRecord:
-        """Tier and group a final failure (not seen before, outside maintenance) and apply the decision."""
+    def final_failure(self, event: AlertEvent, now: datetime, notes: list[Notification]) -> list[AlertRecord]:
+        """Tier and group a final failure (not seen before, outside maintenance) and apply the decision.
+
+        Its record comes last, after one for each earlier instance a node window opened by it absorbed."""
         st = self.state
         wf = self.index.find(event)
         tier, tier_reason = tier_for(event, wf, self.index.production)
@@ -107,24 +112,30 @@ class Folding:
 
         if g is Reason.JOINED_INSTANCE or g is Reason.INSTANCE_ALREADY_NOTIFIED:
             assert inst is not None
-            return self._join(inst, event, g, now, why)
+            return [self._join(inst, event, g, now, why)]
 
+        repeat = self._repeat(event, fp, now)
+        absorbed: list[AlertRecord] = []
         if g is Reason.NODE_STORM:
             assert node is not None
-            node = node.add(event, tier, mentions, folded=True)
-            target = window_key(node, "end")
-            if node.announced is not None and rank(tier) < rank(node.announced):
+            node = node.add(event, tier, mentions, folded=node.announced is not None)
+            target = window_key(node, "end" if node.announced is not None else "")
+            if node.announced is None:
+                if tier is Tier.P0:  # a held storm alert goes out at once when a P0 joins it
+                    node = self._announce(node, now, notes)
+            elif rank(tier) < rank(node.announced):
                 # a higher tier joined a storm announced lower: say so now, at the new tier
-                node = replace(node, announced=tier, escalations=node.escalations + 1)
+                node = replace(node, announced=tier, escalations=node.escalations + 1, named=0)
                 target = window_key(node, f"up{node.escalations}")
                 notes.extend(
                     self.emitter.window(
                         node, now, "node.md.j2", Kind.NODE, f"up{node.escalations}", escalated=True
                     )
                 )
-            st.put(NS_NODE, event.host, node, node.ends_at)
+                node = replace(node, named=len(node.instances))
+            st.put(NS_NODE, event.host, node, self._node_due(node))
         elif g is Reason.NODE_STORM_OPENED:
-            node = self._open_storm(event, tier, mentions, hits, now, notes)
+            node, absorbed = self._open_storm(event, tier, mentions, hits, now, notes)
             target = window_key(node)
         elif g is Reason.AGGREGATED_P2:
             p2 = st.get(NS_P2, channel)
@@ -148,7 +159,17 @@ class Folding:
             st.put(
                 NS_INSTANCE,
                 iid,
-                InstanceState(event.instance_id, "held", tier, channel, now, (event,), target, fpw.ends_at),
+                InstanceState(
+                    event.instance_id,
+                    "held",
+                    tier,
+                    channel,
+                    now,
+                    (event,),
+                    target,
+                    fpw.ends_at,
+                    repeat=repeat,
+                ),
                 now + self._hold(tier),
             )
         if g is not Reason.NEW_INSTANCE:
@@ -167,7 +188,38 @@ class Folding:
                 HostHits(event.host, (*kept, (now, event.instance_id))),
                 now + self._storm,
             )
-        return record_of(event, now, g, tier, why, target)
+        return [*absorbed, record_of(event, now, g, tier, why, target)]
+
+    def _repeat(self, event: AlertEvent, fp: str, now: datetime) -> Repeat | None:
+        """Count this instance's failure against the same workflow + fingerprint within the look-back;
+        the count when it is a repeat (the second time or later), else None."""
+        if not self._lookback:
+            return None
+        key = f"{event.workflow}|{fp}"
+        seen = self.state.get(NS_REPEAT, key)
+        assert seen is None or isinstance(seen, Repeat)
+        if seen is None or now - seen.last_at > self._lookback:
+            rep = Repeat(1, now, event.instance_id, now)
+        else:
+            rep = seen.again(now)
+        self.state.put(NS_REPEAT, key, rep, now + self._lookback)
+        return rep if rep.count > 1 else None
+
+    def _node_due(self, node: Window) -> datetime:
+        """A node window comes due to be announced (held ones), then at its end (a follow-up)."""
+        return node.ends_at if node.announced is not None else min(node.opened_at + self._wait, node.ends_at)
+
+    def _announce(self, node: Window, now: datetime, notes: list[Notification]) -> Window:
+        """Send a node window's alert now (naming every instance so far) and mark it announced."""
+        notes.extend(self.emitter.window(node, now, "node.md.j2", Kind.NODE))
+        return replace(node, announced=node.top_tier, named=len(node.instances))
+
+    def announce_due(self, node: Window, now: datetime) -> list[Notification]:
+        """A held node alert came due: send it and keep the window for its end-of-window follow-up."""
+        notes: list[Notification] = []
+        node = self._announce(node, now, notes)
+        self.state.put(NS_NODE, node.key, node, node.ends_at)
+        return notes
 
     def _join(
         self, inst: InstanceState, event: AlertEvent, g: Reason, now: datetime, why: str
@@ -225,14 +277,19 @@ class Folding:
         hits: HostHits | None,
         now: datetime,
         notes: list[Notification],
-    ) -> Window:
-        """Open a suspect-node window over the host's recent failures and emit its alert now.
+    ) -> tuple[Window, list[AlertRecord]]:
+        """Open a suspect-node window over the host's recent failures.
 
-        Held instance messages of that host still go out (their records already name them); the
-        node alert takes the highest tier among its instances."""
+        The window names the host's recent instances; those whose own message was still held, or
+        that were counted in a summary or same-error window, are named only here (one message per
+        problem). Its alert goes out at once when it holds a P0, else after `instance_wait_seconds`
+        so the rest of the burst joins it; later failures come in one end-of-window follow-up. Returns
+        the window and a record for each instance it absorbed (its earlier record named another key)."""
         st = self.state
         ns_cfg = self.config.node_storm
         node = Window("node", event.host, ns_cfg.channel, now, now + self._storm, event, top_tier=Tier.P2)
+        target = window_key(node)
+        absorbed: list[AlertRecord] = []
         since = now - self._storm
         for at, iid in hits.hits if hits is not None else ():
             if at <= since:
@@ -248,9 +305,37 @@ class Folding:
                 tuple(wf.oncall) if wf is not None and inst.tier is Tier.P0 else (),
                 folded=False,
             )
+            if inst.status in ("held", "folded") and self._absorb(inst, target):
+                why = f"named in the node alert of {event.host} instead of {inst.target}"
+                absorbed.append(record_of(first, now, Reason.NODE_STORM, inst.tier, why, target))
         node = node.add(event, tier, mentions, folded=False)
-        node = replace(node, announced=node.top_tier)
         st.delete(NS_HOST, event.host)  # these hits are spent on this storm
-        st.put(NS_NODE, event.host, node, node.ends_at)
-        notes.extend(self.emitter.window(node, now, "node.md.j2", Kind.NODE))
-        return node
+        if node.top_tier is Tier.P0 or not self._wait:
+            node = self._announce(node, now, notes)
+        st.put(NS_NODE, event.host, node, self._node_due(node))
+        return node, absorbed
+
+    def _absorb(self, inst: InstanceState, target: str) -> bool:
+        """An instance a new node window names: its held message is not sent, and it leaves the
+        summary or same-error window it was counted in. False when it is named elsewhere already."""
+        st, first = self.state, inst.events[0]
+        if inst.status == "held":
+            fp_key = f"{fingerprint(first.error, first.workflow, first.task_name)}|{inst.channel}"
+            ns, key, folded = NS_FP, fp_key, False
+        elif inst.target.startswith("p2:"):
+            ns, key, folded = NS_P2, inst.channel, True
+        elif inst.target.startswith("fp:"):
+            fp_key = f"{fingerprint(first.error, first.workflow, first.task_name)}|{inst.channel}"
+            ns, key, folded = NS_FP, fp_key, True
+        else:
+            return False  # already in another node or maintenance window
+        w = st.get(ns, key)
+        if isinstance(w, Window):
+            st.put(ns, key, w.drop(inst.instance_id, first.workflow, folded), w.ends_at)
+        st.put(
+            NS_INSTANCE,
+            str(inst.instance_id),
+            replace(inst, status="folded", target=target),
+            inst.opened_at + self._memory,
+        )
+        return True

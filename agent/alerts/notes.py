@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.model import Kind, Notification, Tier
 from xihe.agent.alerts.render import Renderer, duration_seconds
-from xihe.agent.alerts.state import InstanceState, Window
+from xihe.agent.alerts.state import InstanceState, Repeat, Window
 from xihe.config.alerts import AlertsConfig
 from xihe.config.workflows import Workflow
 
@@ -120,11 +120,37 @@ def instance_note(
         "next_summary": inst.next_summary_at,
         "maint_scope": scope,
         **links(config, first, origin),
+        **_repeat_ctx(config, inst),
     }
     text = renderer.render("instance.md.j2", ctx)
     more = f" (update {inst.followups})" if inst.followups else ""
+    if inst.repeat is not None:
+        more += f" ({_ordinal(inst.repeat.count)} time in {_minutes(inst.repeat)} minutes)"
     subject = f"[xihe {inst.tier.value}] {first.workflow} #{inst.instance_id} failed{more}"
     return Notification(key, Kind.INSTANCE, inst.tier, inst.channel, now, text, subject, mentions)
+
+
+def _minutes(rep: Repeat) -> int:
+    return max(1, round((rep.last_at - rep.first_at).total_seconds() / 60))
+
+
+def _ordinal(n: int) -> str:
+    words = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+    return words.get(n, f"{n}th")
+
+
+def _repeat_ctx(config: AlertsConfig, inst: InstanceState) -> dict[str, Any]:
+    """The repeat line of an instance alert: the how-many-th time, within how long, and the first run."""
+    rep = inst.repeat
+    if rep is None:
+        return {"repeat_count": 0, "repeat_minutes": 0, "first_instance": 0, "first_url": ""}
+    base = config.public_base_url.rstrip("/")
+    return {
+        "repeat_count": rep.count,
+        "repeat_minutes": _minutes(rep),
+        "first_instance": rep.first_instance,
+        "first_url": f"{base}/ui/runs/{rep.first_instance}" if base else "",
+    }
 
 
 _TITLES = {
@@ -159,11 +185,14 @@ def window_notes(
         "sample_name": w.sample.workflow,
         "sample_task_name": w.sample.task_name or "-",
         "sample_error": w.sample.error or "-",
+        "latest_error": w.last_error or w.sample.error or "-",
         "host_name": w.key,
         "parts": 1,
+        "listed_count": len(w.instances) - (w.named if kind is Kind.NODE else 0),
         **extra,
     }
-    ids = [str(i) for i in w.instances]
+    # a node follow-up names only what its alerts did not (w.named of them were named already)
+    ids = [str(i) for i in w.instances[w.named if kind is Kind.NODE else 0 :]]
     what, title = (
         (f"suspect node {w.key}", f"疑似节点故障：{w.key}")
         if kind is Kind.NODE

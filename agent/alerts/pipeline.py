@@ -158,9 +158,12 @@ class Pipeline:
             return [note]
         if ns == NS_FP and isinstance(value, Window) and value.folded > 0:
             return self.emitter.window(value, now, "aggregate.md.j2", Kind.AGGREGATE)
-        if ns == NS_P2 and isinstance(value, Window):
+        if ns == NS_P2 and isinstance(value, Window) and value.instances:
             return self.emitter.window(value, now, "summary.md.j2", Kind.SUMMARY)
-        if ns == NS_NODE and isinstance(value, Window) and value.folded > 0:
+        if ns == NS_NODE and isinstance(value, Window) and value.announced is None:
+            return self.folding.announce_due(value, now)
+        if ns == NS_NODE and isinstance(value, Window) and len(value.instances) > value.named:
+            # the follow-up names only the instances the node alert did not
             return self.emitter.window(value, now, "node.md.j2", Kind.NODE, "end", followup=True)
         if ns == NS_MAINT and isinstance(value, Window):
             return self.emitter.window(value, now, "maint.md.j2", Kind.MAINT)
@@ -198,4 +201,4 @@ class Pipeline:
             return [self.folding.suppress(event, now, detail, ekey, self.book)]
         if reason is not Reason.FINAL_FAILURE:
             return [record_of(event, now, reason, detail=detail, ekey=ekey)]
-        return [self.folding.final_failure(event, now, notes)]
+        return self.folding.final_failure(event, now, notes)

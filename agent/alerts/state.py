@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -28,6 +28,7 @@ NS_NODE = "node"  # Window(kind=node) by host
 NS_FP = "fp"  # Window(kind=fp) by fingerprint|channel
 NS_P2 = "p2"  # Window(kind=p2) by channel
 NS_MAINT = "maint"  # Window(kind=maint) by maintenance window name: what it suppressed
+NS_REPEAT = "repeat"  # Repeat by workflow|fingerprint: how often the same problem came back
 
 
 def _t(value: datetime | None) -> str | None:
@@ -52,6 +53,7 @@ class InstanceState:
     next_summary_at: datetime | None = None
     extra_tasks: int = 0  # tasks beyond the ones kept in `events`
     followups: int = 0  # follow-up messages queued after the first (a task that failed later)
+    repeat: Repeat | None = None  # the same workflow and fingerprint failed before (count includes this)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -67,6 +69,7 @@ class InstanceState:
             "next_summary_at": _t(self.next_summary_at),
             "extra_tasks": self.extra_tasks,
             "followups": self.followups,
+            "repeat": self.repeat.to_dict() if self.repeat else None,
         }
 
     @classmethod
@@ -83,7 +86,37 @@ class InstanceState:
             _dt(d["next_summary_at"]) if d.get("next_summary_at") else None,
             int(d.get("extra_tasks", 0)),
             int(d.get("followups", 0)),
+            Repeat.from_dict(d["repeat"]) if d.get("repeat") else None,
         )
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """The same problem (workflow + fingerprint) again: the how-many-th time, since when, first instance."""
+
+    count: int
+    first_at: datetime
+    first_instance: int
+    last_at: datetime
+
+    def again(self, at: datetime) -> Repeat:
+        """One more occurrence at `at`."""
+        return Repeat(self.count + 1, self.first_at, self.first_instance, at)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "v": SCHEMA_VERSION,
+            "count": self.count,
+            "first_at": _t(self.first_at),
+            "first_instance": self.first_instance,
+            "last_at": _t(self.last_at),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Repeat:
+        """Inverse of `to_dict`."""
+        return cls(int(d["count"]), _dt(d["first_at"]), int(d["first_instance"]), _dt(d["last_at"]))
 
 
 @dataclass(frozen=True)
@@ -127,6 +160,8 @@ class Window:
     last_at: datetime | None = None
     announced: Tier | None = None  # node: the tier its alert went out with (a higher one escalates)
     escalations: int = 0
+    named: int = 0  # node: instances (first of `instances`) its alerts named already
+    last_error: str = ""  # the latest error counted (a follow-up's 最近错误)
 
     def add(self, event: AlertEvent, tier: Tier, mentions: tuple[str, ...], folded: bool) -> Window:
         """A copy with `event` counted."""
@@ -158,6 +193,21 @@ class Window:
             event.at,
             self.announced,
             self.escalations,
+            self.named,
+            event.error or self.last_error,
+        )
+
+    def drop(self, instance_id: int, workflow: str, folded: bool) -> Window:
+        """A copy without one instance's single failure (it was named in a node alert instead)."""
+        if instance_id not in self.instances:
+            return self
+        wfs = tuple((w, n - (w == workflow)) for w, n in self.workflows if n - (w == workflow) > 0)
+        return replace(
+            self,
+            instances=tuple(i for i in self.instances if i != instance_id),
+            workflows=wfs,
+            folded=max(0, self.folded - (1 if folded else 0)),
+            total=max(0, self.total - 1),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,6 +230,8 @@ class Window:
             "last_at": _t(self.last_at),
             "announced": self.announced.value if self.announced else None,
             "escalations": self.escalations,
+            "named": self.named,
+            "last_error": self.last_error,
         }
 
     @classmethod
@@ -202,6 +254,8 @@ class Window:
             _dt(d["last_at"]) if d.get("last_at") else None,
             Tier(d["announced"]) if d.get("announced") else None,
             int(d.get("escalations", 0)),
+            int(d.get("named", 0)),
+            str(d.get("last_error", "")),
         )
 
 
@@ -214,7 +268,7 @@ def _rank(tier: Tier) -> int:
     return {Tier.P0: 0, Tier.P1: 1, Tier.P2: 2}[tier]
 
 
-Value = InstanceState | HostHits | Window | str
+Value = InstanceState | HostHits | Window | Repeat | str
 _DECODERS: dict[str, Any] = {
     NS_INSTANCE: InstanceState.from_dict,
     NS_HOST: HostHits.from_dict,
@@ -222,6 +276,7 @@ _DECODERS: dict[str, Any] = {
     NS_FP: Window.from_dict,
     NS_P2: Window.from_dict,
     NS_MAINT: Window.from_dict,
+    NS_REPEAT: Repeat.from_dict,
 }
 
 

@@ -27,6 +27,7 @@ from xihe.integrations.wecom.robot_sink import RobotSink
 
 ROBOT_KEY = "demo-robot-key-0000000000"
 ROBOT_KEY_PROD = "demo-robot-key-prod-00000"
+WEB_URL = "http://127.0.0.1:8080"  # `xihe serve`'s default address
 # web UI logins of the demo users (ui.yaml names these variables); loopback-only demo values
 UI_LOGINS = {
     "XIHE_UI_TOKEN_DAVE": "demo-ui-dave",
@@ -161,7 +162,8 @@ def write_config(cfg: Path, fakes: Fakes, *, db: str, repo: Path, index_dir: Pat
     dolphin["retries"] = 0
     _dump(cfg / "dolphin.yaml", dolphin)
     alerts = _load(shipped / "alerts.yaml")
-    alerts.update({"maintenance": [], "instance_wait_seconds": 10})
+    # alerts link each run's page on the web UI `xihe serve` starts (its default port, loopback)
+    alerts.update({"maintenance": [], "instance_wait_seconds": 10, "public_base_url": WEB_URL})
     alerts["delivery"]["tries_per_run"] = 1
     alerts["smtp"]["starttls"] = False
     _dump(cfg / "alerts.yaml", alerts)

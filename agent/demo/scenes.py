@@ -35,6 +35,7 @@ from xihe.agent.demo.environment import (
 )
 from xihe.agent.errors import BotError
 from xihe.agent.inbound import Inbound
+from xihe.agent.web.ui.run_facts import read_run
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say, slow
 from xihe.integrations.fakes.smtp_sink import SmtpSink
@@ -209,6 +210,19 @@ def scene_prod_failure(d: Demo) -> None:
                     + textwrap.indent(message.content, "  ")
                 )
             )
+    _open_run_page(d, [m.content for m in d.robot.messages.get(ROBOT_KEY_PROD, [])])
+
+
+def _open_run_page(d: Demo, alerts: list[str]) -> None:
+    """Follow the alert's 运行详情 link: what the run page (`/ui/runs/ID`, run_facts.py) says failed."""
+    found = next((m for a in alerts if (m := re.search(r"\((http[^)\s]*/ui/runs/(\d+))\)", a))), None)
+    if found is None:
+        d.out(_indent("[run page] the alert has no /ui/runs/ link"))
+        return
+    facts = read_run(d.bot().deps, int(found.group(2)))
+    lines = [f"[run page {found.group(1)}] state {facts.state or '-'} {facts.problem}".rstrip()]
+    lines += [f"  failed task {t.name} on {t.host or '-'}: {t.error}" for t in facts.failed]
+    d.out(_indent("\n".join(lines)))
 
 
 def scene_shell(d: Demo) -> None:

@@ -119,7 +119,7 @@ def test_retried_failures_are_summarised_once_per_window(make_pipeline):
     assert kinds(outbox) == [Kind.SUMMARY.value] and "3 次" in outbox.rows()[0].text
 
 
-def test_node_storm_folds_later_failures_and_held_messages_still_go_out(make_pipeline):
+def test_node_storm_absorbs_held_messages_and_follows_up_with_only_later_failures(make_pipeline):
     clock = FakeClock(T0)
     outbox = InMemoryOutbox()
     p = make_pipeline(
@@ -130,15 +130,18 @@ def test_node_storm_folds_later_failures_and_held_messages_still_go_out(make_pip
         out = p.feed(
             event(instance_id=i, host="10.0.0.9:1234", error=f"distinct cause {'x' * i}"), clock.advance(2)
         )
-        reasons.append(out.records[0].reason)
+        reasons.append(out.records[-1].reason)  # absorbed instances' records come first
     assert reasons[:2] == [Reason.NEW_INSTANCE, Reason.NEW_INSTANCE]
     assert reasons[2] is Reason.NODE_STORM_OPENED and set(reasons[3:]) == {Reason.NODE_STORM}
-    p.tick(clock.advance(60))  # the two held instance messages (their records name them) go out
-    assert kinds(outbox) == [Kind.NODE.value, Kind.INSTANCE.value, Kind.INSTANCE.value]
-    assert "10.0.0.9:1234" in outbox.rows()[0].text and "实例（3 个）：1、2、3" in outbox.rows()[0].text
-    p.tick(T0 + timedelta(minutes=11))  # end of the storm window: one follow-up with the 3 later ones
-    assert kinds(outbox) == [Kind.NODE.value, Kind.INSTANCE.value, Kind.INSTANCE.value, Kind.NODE.value]
-    assert "又有 3 次失败" in outbox.rows()[3].text and "1、2、3、4、5、6" in outbox.rows()[3].text
+    p.tick(clock.advance(60))  # the held instance messages are named in the node alert instead
+    assert kinds(outbox) == [Kind.NODE.value]
+    assert (
+        "10.0.0.9:1234" in outbox.rows()[0].text and "实例（6 个）：1、2、3、4、5、6" in outbox.rows()[0].text
+    )
+    p.feed(event(instance_id=7, host="10.0.0.9:1234", error="later"), clock.advance(60))
+    p.tick(T0 + timedelta(minutes=11))  # end of the storm window: one follow-up with the later one only
+    assert kinds(outbox) == [Kind.NODE.value, Kind.NODE.value]
+    assert "又有 1 次失败" in outbox.rows()[1].text and "新增实例（1 个）：7" in outbox.rows()[1].text
 
 
 def test_maintenance_from_yaml_cron_suppresses(make_pipeline):
@@ -195,7 +198,7 @@ def test_a_node_alert_takes_the_highest_tier_present_and_escalates_when_a_higher
     p.feed(event(instance_id=1, error="a", **host), clock.advance(1))  # P1
     p.feed(event(instance_id=2, error="bb", **host, **core), clock.advance(1))  # P0, sent at once
     opened = p.feed(event(instance_id=3, error="ccc", **host), clock.advance(1))  # P1 opens the storm
-    assert opened.records[0].reason is Reason.NODE_STORM_OPENED
+    assert opened.records[-1].reason is Reason.NODE_STORM_OPENED
     node = [n for n in opened.notifications if n.kind is Kind.NODE]
     assert [n.tier.value for n in node] == ["P0"] and node[0].text.startswith("<@zhangsan> <@lisi>")
 

