@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.pending import PendingAction
 
 KEY_PREFIX = "xihe"
@@ -74,31 +75,65 @@ def digest_matches(action: PendingAction, given: str) -> bool:
     return len(given) >= 8 and action.args_digest.startswith(given)
 
 
-def state_text(action: PendingAction, approvers: tuple[str, ...], at: Callable[[datetime], str]) -> str:
-    """Where the action stands, in words: what every copy of its card says."""
-    waiting_approval = "waiting for approval by " + (", ".join(approvers) or "an approver")
+@dataclass(frozen=True)
+class RunSeen:
+    """The DolphinScheduler run an executed action started, as its task knows it: `ended` is the final
+    state once the watcher saw it end (`SUCCESS`, `FAILURE`, ...), "" while it runs."""
+
+    id: int
+    ended: str = ""
+
+
+def state_parts(
+    action: PendingAction,
+    approvers: tuple[str, ...],
+    at: Callable[[datetime], str],
+    lang: Lang = "en",
+    run: RunSeen | None = None,
+) -> list[str]:
+    """Where the action stands, in `lang`, oldest fact first: what every copy of its card says."""
+    who = say(CARDS, "or", lang).join(approvers) if approvers else say(CARDS, "an_approver", lang)
+    waiting_approval = say(CARDS, "waiting_approval", lang, approvers=who)
     if action.status == "pending":
-        then = f"; then {waiting_approval}" if action.needs_approval else ""
-        return f"waiting for {action.user_id}'s confirmation{then}"
-    confirmed = f"confirmed by {action.user_id}" + (
-        f" at {at(action.confirmed_at)}" if action.confirmed_at else ""
-    )
-    approved = f"approved by {action.approved_by}" + (
-        f" at {at(action.approved_at)}" if action.approved_at else ""
-    )
+        asked = say(CARDS, "waiting_confirm", lang, user=action.user_id)
+        return [asked, say(CARDS, "then", lang, next=waiting_approval)] if action.needs_approval else [asked]
+    confirmed = _by(say(CARDS, "confirmed_by", lang, user=action.user_id), action.confirmed_at, at, lang)
+    done = [confirmed]
+    if action.approved_by:
+        done.append(
+            _by(say(CARDS, "approved_by", lang, user=action.approved_by), action.approved_at, at, lang)
+        )
     if action.status == "confirmed":
-        if action.needs_approval and action.approved_by is None:
-            return f"{confirmed}; {waiting_approval}"
-        return f"{confirmed}; {approved}; running" if action.approved_by else f"{confirmed}; running"
+        waits = action.needs_approval and action.approved_by is None
+        return [*done, waiting_approval if waits else say(CARDS, "running", lang)]
     if action.status == "executed":
-        return f"{confirmed}; {approved}; executed" if action.approved_by else f"{confirmed}; executed"
+        done.append(say(CARDS, "executed", lang))
+        if run is not None:
+            key, values = ("run_ended", {"state": run.ended}) if run.ended else ("run_started", {})
+            done.append(say(CARDS, key, lang, id=run.id, **values))
+        return done
     if action.status == "expired":
-        return f"expired at {at(action.expires_at)}; nothing was run"
+        return [say(CARDS, "expired", lang, at=at(action.expires_at))]
     if action.status == "rejected":
-        return "rejected; nothing was run"
+        return [say(CARDS, "rejected", lang)]
     if action.status == "cancelled":
-        return f"cancelled by {action.user_id}; nothing was run"
-    return action.status
+        return [say(CARDS, "cancelled", lang, user=action.user_id)]
+    return [action.status]
+
+
+def _by(done: str, when: datetime | None, at: Callable[[datetime], str], lang: Lang) -> str:
+    return say(CARDS, "at", lang, what=done, at=at(when)) if when else done
+
+
+def state_text(
+    action: PendingAction,
+    approvers: tuple[str, ...],
+    at: Callable[[datetime], str],
+    lang: Lang = "en",
+    run: RunSeen | None = None,
+) -> str:
+    """`state_parts` in one line."""
+    return say(CARDS, "sep", lang).join(state_parts(action, approvers, at, lang, run))
 
 
 def open_for(action: PendingAction, role: str) -> bool:
@@ -114,21 +149,58 @@ def render(
     summary: str,
     approvers: tuple[str, ...],
     at: Callable[[datetime], str],
+    lang: Lang = "en",
+    run: RunSeen | None = None,
 ) -> Card:
-    """The card of `role` (`confirm`: the requester's; `approve`: an approver's) in the action's state."""
-    state = state_text(action, approvers, at)
-    rows = (("Asked by", action.user_id), ("Expires", at(action.expires_at)), ("State", state))
-    if role == "confirm":
-        title = f"Confirm action {action.id}"
-        buttons = (
-            Button("Confirm", button_key("confirm", action)),
-            Button("Cancel", button_key("cancel", action), 4),
-        )
-    else:
-        title = f"Approve action {action.id} ({action.environment})"
-        buttons = (
-            Button("Approve", button_key("approve", action)),
-            Button("Reject", button_key("reject", action), 4),
-        )
-    closed = "" if open_for(action, role) else state.rsplit("; ", 1)[-1][:20]
+    """The card of `role` (`confirm`: the requester's; `approve`: an approver's) in the action's state,
+    in `lang`; a closed card's greyed button says what became of the action (e.g. "executed")."""
+    parts = state_parts(action, approvers, at, lang, run)
+    rows = (
+        (say(CARDS, "asked_by", lang), action.user_id),
+        (say(CARDS, "expires", lang), at(action.expires_at)),
+        (say(CARDS, "state", lang), say(CARDS, "sep", lang).join(parts)),
+    )
+    yes, no = ("confirm", "cancel") if role == "confirm" else ("approve", "reject")
+    title = say(CARDS, f"{role}_title", lang, id=action.id, environment=action.environment)
+    buttons = (
+        Button(say(CARDS, yes, lang), button_key(yes, action)),
+        Button(say(CARDS, no, lang), button_key(no, action), 4),
+    )
+    label = f"closed_{action.status}"
+    closed = "" if open_for(action, role) else (say(CARDS, label, lang) if label in CARDS else action.status)
     return Card(title, summary, rows, buttons, closed)
+
+
+CARDS: Catalog = {
+    "confirm_title": {"en": "Confirm action {id}", "zh": "确认操作 {id}"},
+    "approve_title": {"en": "Approve action {id} ({environment})", "zh": "审批操作 {id}（{environment}）"},
+    "confirm": {"en": "Confirm", "zh": "确认执行"},
+    "cancel": {"en": "Cancel", "zh": "取消"},
+    "approve": {"en": "Approve", "zh": "批准"},
+    "reject": {"en": "Reject", "zh": "拒绝"},
+    "asked_by": {"en": "Asked by", "zh": "发起人"},
+    "expires": {"en": "Expires", "zh": "过期时间"},
+    "state": {"en": "State", "zh": "状态"},
+    "sep": {"en": "; ", "zh": "；"},
+    "or": {"en": ", ", "zh": "、"},
+    "an_approver": {"en": "an approver", "zh": "审批人"},
+    "waiting_confirm": {"en": "waiting for {user}'s confirmation", "zh": "等待 {user} 确认"},
+    "waiting_approval": {"en": "waiting for approval by {approvers}", "zh": "等待 {approvers} 审批"},
+    "then": {"en": "then {next}", "zh": "然后{next}"},
+    "confirmed_by": {"en": "confirmed by {user}", "zh": "{user} 已确认"},
+    "approved_by": {"en": "approved by {user}", "zh": "{user} 已批准"},
+    "at": {"en": "{what} at {at}", "zh": "{what}（{at}）"},
+    "running": {"en": "running", "zh": "执行中"},
+    "executed": {"en": "executed", "zh": "已执行"},
+    "run_started": {"en": "run {id} started", "zh": "运行 {id} 已启动"},
+    "run_ended": {"en": "run {id} ended {state}", "zh": "运行 {id} 已结束：{state}"},
+    "expired": {"en": "expired at {at}; nothing was run", "zh": "已于 {at} 过期，未执行任何操作"},
+    "rejected": {"en": "rejected; nothing was run", "zh": "已被拒绝，未执行任何操作"},
+    "cancelled": {"en": "cancelled by {user}; nothing was run", "zh": "{user} 已取消，未执行任何操作"},
+    "closed_pending": {"en": "waiting", "zh": "等待中"},
+    "closed_confirmed": {"en": "confirmed", "zh": "已确认"},
+    "closed_executed": {"en": "executed", "zh": "已执行"},
+    "closed_expired": {"en": "expired", "zh": "已过期"},
+    "closed_rejected": {"en": "rejected", "zh": "已拒绝"},
+    "closed_cancelled": {"en": "cancelled", "zh": "已取消"},
+}

@@ -8,7 +8,10 @@ production write. A click arrives as the typed command its button stands for (se
 refused, with the reply as the reason) and `refresh` updates every copy whose state changed.
 WeCom's app updates a card with `message/update_template_card`, each call spending one single-use
 `response_code` (from the send answer or from a click): a card with no unused code left cannot be
-updated, which is logged. Only app conversations get cards; the AI bot and the group robot keep the
+updated, which is logged. After execution a card keeps telling the truth about the DolphinScheduler
+run the action started ("run 102 started", then "run 102 ended SUCCESS" once the watcher saw it end,
+as the task records it); a card's last code is kept for that end. Each card is drawn in the language
+of its recipient's conversation. Only app conversations get cards; the AI bot and the group robot keep the
 text commands (the AI bot's cards are not built yet).
 """
 
@@ -21,12 +24,12 @@ from datetime import datetime
 from typing import Any
 
 from xihe.agent.audit import AuditEvent
-from xihe.agent.cards import Card, render, state_text
+from xihe.agent.cards import Card, RunSeen, render, state_text
 from xihe.agent.deps import Deps
-from xihe.agent.errors import WeComError
+from xihe.agent.errors import TaskStateError, WeComError
 from xihe.agent.pending import PendingAction
 from xihe.agent.pending_view import approvers_for, view
-from xihe.agent.tasks import Task
+from xihe.agent.tasks import FINISHED, Task
 from xihe.agent.timefmt import show
 from xihe.integrations.wecom.app_client import AppClient
 from xihe.integrations.wecom.card_store import CardStore
@@ -37,6 +40,7 @@ log = logging.getLogger("xihe.wecom")
 
 APP_PREFIX = "wecom:app:"
 FINAL = ("executed", "expired", "rejected", "cancelled")  # the last states a card shows
+CLOSED = ("expired", "rejected", "cancelled")  # nothing ran: nothing more to follow
 
 
 class ActionCards:
@@ -52,12 +56,42 @@ class ActionCards:
     def _at(self, value: datetime | None) -> str:
         return show(value, self.deps.settings.core.timezone, seconds=False) if value else "-"
 
-    def _card(self, action: PendingAction, role: str) -> Card:
+    def _card(self, action: PendingAction, role: str, conversation: str) -> Card:
         summary = view(action, self.deps, self.registry()).summary
-        return render(action, role, summary, approvers_for(action, self.deps), self._at)
+        lang = self.deps.lang("", conversation)
+        return render(
+            action, role, summary, approvers_for(action, self.deps), self._at, lang, self._run(action)
+        )
 
     def _state(self, action: PendingAction) -> str:
-        return state_text(action, approvers_for(action, self.deps), self._at)[:200]
+        """The state in English: what a card was last drawn with (compared to see whether it moved on)."""
+        return state_text(action, approvers_for(action, self.deps), self._at, run=self._run(action))[:200]
+
+    def _task(self, action: PendingAction) -> Task | None:
+        try:
+            return self.deps.tasks.get(action.task_id)
+        except TaskStateError:
+            return None
+
+    def _run(self, action: PendingAction) -> RunSeen | None:
+        """The latest run the executed action's task started, and how it ended (`run SUCCESS`)."""
+        task = self._task(action) if action.status == "executed" else None
+        if task is None or not task.runs:
+            return None
+        outcome = task.outcome or ""
+        return RunSeen(task.runs[-1], outcome[len("run ") :] if outcome.startswith("run ") else "")
+
+    def _settled(self, action: PendingAction) -> bool:
+        """Nothing more will change on its cards: closed unrun, or run and its run (if any) ended."""
+        if action.status in CLOSED:
+            return True
+        if action.status != "executed":
+            return False
+        task = self._task(action)
+        if task is None or task.status == "failed":
+            return True
+        run = self._run(action)
+        return task.status in FINISHED and (run is None or bool(run.ended))
 
     # ---- sending -------------------------------------------------------------------------------
 
@@ -80,7 +114,7 @@ class ActionCards:
 
     def _send(self, action: PendingAction, role: str, user: str, conversation: str) -> None:
         task_id = card_task_id(role, action.id, self.store.next_serial())
-        code = self.client.send_card([user], template_card(self._card(action, role), task_id))
+        code = self.client.send_card([user], template_card(self._card(action, role, conversation), task_id))
         self.store.add(
             task_id=task_id,
             channel="app",
@@ -152,20 +186,26 @@ class ActionCards:
             action = self.deps.pending.get(card.action_id)
             if action is None or action.released:
                 continue
-            state = self._state(action)
+            state, settled = self._state(action), self._settled(action)
             if state == card.state:
+                if settled:  # drawn already; nothing more will change
+                    self.store.shown(card.task_id, action.status, now)
                 continue
+            if action.status == "executed" and not settled and len((card.response_code or "").split()) == 1:
+                continue  # the last code waits for the run's end (the card says what it last said)
             code = self.store.take_code(card.task_id, now)
             if code is None:
                 log.warning("card %s shows a stale state: no unused update code left", card.task_id)
-                self.store.shown(card.task_id, action.status if action.status in FINAL else state, now)
+                self.store.shown(card.task_id, action.status if settled else state, now)
                 continue
             try:
-                body = template_card(self._card(action, card.role), card.task_id, update=True)
+                body = template_card(
+                    self._card(action, card.role, card.conversation), card.task_id, update=True
+                )
                 self.client.update_card(code, body, users=[card.recipient])
             except WeComError as exc:
                 log.error("wecom card update failed: %s", exc, extra={"card": card.task_id})
                 continue
-            self.store.shown(card.task_id, action.status if action.status in FINAL else state, now)
+            self.store.shown(card.task_id, action.status if settled else state, now)
             updated += 1
         return updated
