@@ -8,8 +8,12 @@ Roles are not set here: a user's roles come from access.yaml, exactly as in chat
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from xihe.config.semantic import unknown_name
+from xihe.config.settings import Problem, Section, Settings
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -61,3 +65,14 @@ class UiConfig(_Strict):
     page_size: int = Field(50, ge=5, le=500, description="rows per list page")
     users: dict[str, UiUser] = Field(default_factory=dict, description="user id (access.yaml) → token")
     wecom_oauth: WeComOAuth = Field(default_factory=lambda: WeComOAuth())
+
+
+def user_problems(settings: Settings, cfg: UiConfig) -> Iterator[Problem]:
+    """Logins for user ids that access.yaml does not define."""
+    users = set(settings.access.users)
+    for uid in cfg.users:
+        if uid not in users:
+            yield "ui.yaml", ("users", uid), unknown_name("user", uid, users, "access.yaml users")
+
+
+UI_SECTION = Section("ui.yaml", "ui", UiConfig, checks=user_problems)

@@ -44,7 +44,9 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         print(f"{directory}: the check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
-    shell = settings.section("shell")
+    from xihe.config.shell.file import SHELL_SECTION
+
+    shell = settings.get(SHELL_SECTION)
     if shell is not None:
         from xihe.tools.shell.sandbox import sandbox_warnings
 

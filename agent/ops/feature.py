@@ -28,20 +28,19 @@ from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.audit import AuditEvent
 from xihe.agent.core_tables import artifact, audit_event, task
 from xihe.agent.errors import ConfigError
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, StateKey
 from xihe.agent.redact import Redactor
 from xihe.agent.tasks import FINISHED
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
 from xihe.config.load import Settings, secrets_of
-from xihe.config.ops import OpsConfig
+from xihe.config.ops import OPS_SECTION, OpsConfig
 
 log = logging.getLogger("xihe.ops")
 
 
 def ops_config(app: Runtime | Context) -> OpsConfig:
     """ops.yaml, or its defaults when the file is absent."""
-    cfg = app.settings.section("ops")
-    return cfg if isinstance(cfg, OpsConfig) else OpsConfig.model_validate({})
+    return app.settings.get(OPS_SECTION) or OpsConfig.model_validate({})
 
 
 # ---- structured logs -------------------------------------------------------------------------------
@@ -186,6 +185,9 @@ class ReloadState:
     refused: str = ""
 
 
+RELOAD = StateKey("ops", ReloadState)  # the ops feature's state: what `reload_config` compares with
+
+
 def fingerprint(directory: Path) -> str:
     """sha256 over every YAML file's name and bytes (an unreadable one counts by its error)."""
     h = hashlib.sha256()
@@ -214,8 +216,8 @@ def _needs_restart(old: Settings, new: Settings) -> list[str]:
 def reload_config(app: Runtime) -> str:
     """Re-read the config directory if it changed: 'unchanged', 'applied' or 'refused'."""
     deps = app.deps
-    state = app.state("ops")
-    assert isinstance(state, ReloadState), "the ops feature is installed in every app"
+    state = app.get(RELOAD)
+    assert state is not None, "the ops feature is installed in every app"
     current = fingerprint(app.settings.directory)
     if current == state.applied and state.refused:
         # the files are back to what is running: nothing to apply, nothing wrong any more
@@ -269,4 +271,4 @@ def install(ctx: Context) -> Installed:
     return Installed(jobs=jobs, startup=[startup], state=ReloadState(fingerprint(ctx.settings.directory)))
 
 
-FEATURE = Feature("ops", Section("ops.yaml", "ops", OpsConfig), install)
+FEATURE = Feature("ops", OPS_SECTION, install)

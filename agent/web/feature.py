@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from xihe.agent.feature import Context, Feature, Installed, Runtime, Section
-from xihe.config.ui import UiConfig
+from xihe.agent.feature import Context, Feature, Installed, Runtime
+from xihe.config.ui import UI_SECTION
 
 
 def routes(app: Runtime) -> list[BaseRoute]:
@@ -20,4 +20,4 @@ def install(ctx: Context) -> Installed:
     return Installed(routes=[routes])
 
 
-FEATURE = Feature("web", Section("ui.yaml", "ui", UiConfig), install)
+FEATURE = Feature("web", UI_SECTION, install)

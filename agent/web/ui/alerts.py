@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Route
 from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import Pages
+from xihe.config.alerts import ALERTS_SECTION
 
 # Columns worth a glance, in order.
 EVENT_COLUMNS = ("at", "kind", "reason", "tier", "instance_id", "workflow", "task", "detail",
@@ -28,7 +29,7 @@ class Alerts:
     def alerts(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         deps = self.ui.app.deps
         engine, size = deps.engine, self.ui.config.page_size
-        cfg = deps.settings.section("alerts")
+        cfg = deps.settings.get(ALERTS_SECTION)
         only = request.query_params.get("show", "")
         reasons = sorted(data.SUPPRESSED_REASONS | data.FOLDED_REASONS) if only == "suppressed" else None
         instance = request.query_params.get("instance", "")

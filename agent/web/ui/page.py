@@ -37,7 +37,7 @@ from xihe.agent.web.ui.auth import (
     session_viewer,
 )
 from xihe.agent.web.ui.data import parse_when, readable
-from xihe.config.ui import UiConfig
+from xihe.config.ui import UI_SECTION, UiConfig
 
 HERE = Path(__file__).parent
 REFRESH_SECONDS = 10  # pages showing unfinished tasks reload themselves (no JavaScript: a meta refresh)
@@ -112,8 +112,7 @@ class Pages:
     @property
     def config(self) -> UiConfig:
         """ui.yaml (its defaults when the file is absent)."""
-        cfg = self.app.deps.settings.section("ui")
-        return cfg if isinstance(cfg, UiConfig) else UiConfig()
+        return self.app.deps.settings.get(UI_SECTION) or UiConfig()
 
     @property
     def tz(self) -> ZoneInfo:
