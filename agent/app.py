@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from xihe.agent.alerts.feature import FEATURE as ALERTS
 from xihe.agent.artifacts import ArtifactStore
@@ -20,7 +21,7 @@ from xihe.agent.code.feature import FEATURE as CODE
 from xihe.agent.db import open_store_engine
 from xihe.agent.deps import Deps, Notify
 from xihe.agent.dolphin.feature import FEATURE as DOLPHIN
-from xihe.agent.feature import Context, Feature, Installed, Section, merge
+from xihe.agent.feature import Context, Feature, Installed, StateKey, merge
 from xihe.agent.holder import holder_name
 from xihe.agent.llm import LLMClient
 from xihe.agent.longtask.feature import FEATURE as LONGTASK
@@ -35,11 +36,12 @@ from xihe.agent.task_store import TaskStore
 from xihe.agent.toolset import build_tools, offline_deps
 from xihe.agent.web.feature import FEATURE as WEB
 from xihe.agent.wecom.feature import FEATURE as WECOM
-from xihe.config.load import Settings, load_dir
+from xihe.config.load import Section, Settings, load_dir
 from xihe.config.load import secrets_of as secrets_of
 from xihe.tools import read_artifact
 
 log = logging.getLogger("xihe")
+T = TypeVar("T")
 
 # the spine's own tool: artifacts belong to every task
 ARTIFACTS = Feature(
@@ -50,7 +52,7 @@ ARTIFACTS = Feature(
 FEATURES: tuple[Feature, ...] = (ARTIFACTS, WEB, SHELL, ALERTS, CODE, DOLPHIN, WECOM, OPS, LONGTASK)
 
 
-def sections(features: tuple[Feature, ...] = FEATURES) -> list[Section]:
+def sections(features: tuple[Feature, ...] = FEATURES) -> list[Section[Any]]:
     """The config sections the features declare (what `load_dir` accepts beside the core files)."""
     return [f.section for f in features if f.section is not None]
 
@@ -92,9 +94,14 @@ class App:
     states: dict[str, object]
     features: tuple[Feature, ...] = FEATURES
 
-    def state(self, feature: str) -> object:
-        """The `Installed.state` of one feature (None when it is off or keeps none)."""
-        return self.states.get(feature)
+    def get(self, key: StateKey[T]) -> T | None:
+        """The `Installed.state` of `key`'s feature (None when it is off or keeps none)."""
+        state = self.states.get(key.feature)
+        if state is not None and not isinstance(state, key.type):
+            raise TypeError(
+                f"the {key.feature} feature keeps a {type(state).__name__}, not {key.type.__name__}"
+            )
+        return state
 
     def load_checked(self, directory: str | Path) -> Settings:
         """Load a config directory with this app's features and build its tool set offline."""

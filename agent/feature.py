@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from xihe.agent.deps import Deps, Notify, Services
 from xihe.agent.help import HelpEntry
@@ -31,6 +31,18 @@ if TYPE_CHECKING:
     from xihe.agent.session import Handler, Session
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StateKey(Generic[T]):
+    """The typed key of one feature's `Installed.state`: the feature's name and the state's type.
+    The feature defines it; `Runtime.get(key)` gives the state as that type (None when it is off)."""
+
+    feature: str
+    type: type[T]
+
+
 class Runtime(Protocol):
     """The wired bot, as jobs, routes and lifespan hooks see it (`xihe.agent.app.App`)."""
 
@@ -41,8 +53,8 @@ class Runtime(Protocol):
     session: Session
     installed: Installed
 
-    def state(self, feature: str) -> object:
-        """The `Installed.state` of one feature (None when it is off)."""
+    def get(self, key: StateKey[T]) -> T | None:
+        """The `Installed.state` of `key`'s feature (None when it is off or keeps none)."""
         ...
 
     def load_checked(self, directory: str | Path) -> Settings:
@@ -103,7 +115,7 @@ class Installed:
     senders: dict[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
     problems: dict[str, str] = field(default_factory=dict)  # feature → why the replica is not ready
     warnings: dict[str, str] = field(default_factory=dict)  # feature → why it is off (still ready)
-    state: object = None  # the feature's own objects, for its jobs and commands (`Runtime.state`)
+    state: object = None  # the feature's own objects, for its jobs and commands (`Runtime.get`)
 
 
 @dataclass(frozen=True)
@@ -112,7 +124,7 @@ class Feature:
     names of the tools it adds when it is on (names in access.yaml stay valid while it is off)."""
 
     name: str
-    section: Section | None
+    section: Section[Any] | None
     install: Callable[[Context], Installed]
     tools: tuple[str, ...] = ()
 
@@ -145,4 +157,4 @@ def merge(parts: Iterable[Installed]) -> Installed:
     return out
 
 
-__all__ = ["Context", "Feature", "Installed", "Job", "Runtime", "Section", "merge"]
+__all__ = ["Context", "Feature", "Installed", "Job", "Runtime", "StateKey", "merge"]

@@ -65,15 +65,17 @@ def _is_glob(pattern: str) -> bool:
 def name_problems(
     settings: Settings, specs: list[ToolSpec], declared: Iterable[str] = ()
 ) -> list[ConfigError]:
-    """Tool names in xihe.yaml, access.yaml and longtask.yaml that name no tool (`declared`: the names
-    features add when they are on, which stay valid while a feature is off)."""
+    """Tool names in xihe.yaml, access.yaml and the feature sections (`Section.tool_names`, e.g.
+    longtask.yaml) that name no tool (`declared`: the names features add when they are on, which stay
+    valid while a feature is off)."""
     known = sorted({s.name for s in specs} | set(declared))
     places: list[tuple[str, tuple[Any, ...], list[str]]] = [("xihe.yaml", ("tools",), settings.core.tools)]
     for role_name, role in settings.access.roles.items():
         places.append(("access.yaml", ("roles", role_name, "tools"), role.tools))
-    longtask = settings.section("longtask")
-    if longtask is not None:
-        places.append(("longtask.yaml", ("memory", "fact_tools"), longtask.memory.fact_tools))
+    for section in settings.sections:
+        value = settings.get(section)
+        if section.tool_names is not None and value is not None:
+            places += [(section.file, loc, names) for loc, names in section.tool_names(value)]
     errors = []
     for file, loc, names in places:
         for i, name in enumerate(names):

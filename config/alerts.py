@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xihe.agent.cron import CronSpec
+from xihe.config.semantic import unknown_name
+from xihe.config.settings import Problem, Section, Settings
 
 
 class NodeStorm(BaseModel):
@@ -270,3 +274,19 @@ class AlertsConfig(BaseModel):
         if self.node_storm.channel not in self.channels:
             raise ValueError(f"node_storm.channel {self.node_storm.channel!r} is not defined under channels")
         return self
+
+
+def channel_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]:
+    """Workflows (workflows.yaml) naming a channel this file does not define; a missing templates_dir."""
+    for i, wf in enumerate(settings.workflows.workflows):
+        if wf.channel not in cfg.channels:
+            yield (
+                "workflows.yaml",
+                ("workflows", i, "channel"),
+                unknown_name("channel", wf.channel, cfg.channels, "alerts.yaml channels"),
+            )
+    if cfg.templates_dir and not Path(cfg.templates_dir).is_dir():
+        yield "alerts.yaml", ("templates_dir",), f"{cfg.templates_dir!r} is not a directory"
+
+
+ALERTS_SECTION = Section("alerts.yaml", "alerts", AlertsConfig, checks=channel_problems)

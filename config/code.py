@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xihe.config.settings import Problem, Section, Settings
 from xihe.config.yamlmodel import load_model
 
 DEFAULT_VENDORED = [
@@ -181,6 +183,17 @@ class CodeConfig(BaseModel):
             for i, p in enumerate(self.repos)
             if not Path(p).is_dir()
         ]
+
+
+def service_problems(settings: Settings, cfg: CodeConfig) -> Iterator[Problem]:
+    """A reranker or an embedding service switched on without its address or model."""
+    if cfg.rerank.enabled and not (cfg.rerank.base_url and cfg.rerank.model):
+        yield "code.yaml", ("rerank", "enabled"), "rerank is enabled but base_url or model is empty"
+    if cfg.embedding.kind == "openai" and not (cfg.embedding.base_url and cfg.embedding.model):
+        yield "code.yaml", ("embedding", "kind"), "kind openai needs base_url and model"
+
+
+CODE_SECTION = Section("code.yaml", "code", CodeConfig, checks=service_problems)
 
 
 def load(text: str, name: str = "code.yaml") -> CodeConfig:

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xihe.agent.errors import ConfigError
+from xihe.config.settings import Section
 from xihe.config.yamlmodel import load_model
 
 
@@ -82,3 +83,6 @@ def credentials(cfg: DolphinConfig, env: Mapping[str, str] | None = None) -> dic
     raise ConfigError(
         f"no DolphinScheduler credentials: set {names}", "config/dolphin.yaml", None, "token_env"
     )
+
+
+DOLPHIN_SECTION = Section("dolphin.yaml", "dolphin", DolphinConfig)

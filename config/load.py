@@ -25,7 +25,7 @@ from xihe.config.yamlmodel import MAX_BYTES, load_model
 __all__ = ["CORE_SECTIONS", "Section", "Settings", "host_problems", "load_dir", "problem_at", "secrets_of"]
 
 # the spine's own files; features bring theirs (`Section`s) in the order they are listed
-CORE_SECTIONS: tuple[Section, ...] = (
+CORE_SECTIONS: tuple[Section[Any], ...] = (
     Section("xihe.yaml", "core", CoreConfig),
     Section("access.yaml", "access", AccessConfig),
     Section("workflows.yaml", "workflows", WorkflowsConfig),
@@ -78,24 +78,24 @@ def cross_check(settings: Settings) -> list[ConfigError]:
     return errors
 
 
-def host_problems(settings: Settings, sections: Iterable[Section]) -> list[ConfigError]:
+def host_problems(settings: Settings, sections: Iterable[Section[Any]]) -> list[ConfigError]:
     """What this host lacks for the loaded files to work (a workspace or repository that is not a
     directory here): each section model's `host_problems()`, as `file:line: key: problem`. Not part
     of loading, which must work wherever the files are checked; `xihe config check` runs it."""
     errors: list[ConfigError] = []
     for section in (*CORE_SECTIONS, *sections):
-        check = getattr(settings.section(section.key), "host_problems", None)
+        check = getattr(settings.get(section), "host_problems", None)
         for loc, problem in check() if check is not None else ():
             errors.append(problem_at(settings, section.file, loc, problem))
     return errors
 
 
-def load_dir(directory: str | Path, sections: Iterable[Section] = ()) -> Settings:
+def load_dir(directory: str | Path, sections: Iterable[Section[Any]] = ()) -> Settings:
     """Validate every YAML file in `directory` against the core files and the features' `sections`;
     raise ConfigErrors listing all problems."""
     root = Path(directory)
     known = {s.file: s for s in (*CORE_SECTIONS, *sections)}
-    settings = Settings(directory=root)
+    settings = Settings(directory=root, sections=tuple(known.values()))
     errors: list[ConfigError] = []
     if not root.is_dir():
         raise ConfigErrors([ConfigError("config directory does not exist", str(root))])

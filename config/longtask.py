@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from xihe.config.settings import Loc, Section
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -77,3 +79,11 @@ class LongTaskConfig(_Strict):
     plan: PlanConfig = Field(default_factory=PlanConfig)
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+
+
+def fact_tool_names(cfg: LongTaskConfig) -> list[tuple[Loc, list[str]]]:
+    """The tool names in this file (each must name a tool)."""
+    return [(("memory", "fact_tools"), cfg.memory.fact_tools)]
+
+
+LONGTASK_SECTION = Section("longtask.yaml", "longtask", LongTaskConfig, tool_names=fact_tool_names)

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xihe.config.settings import Section
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -52,3 +54,6 @@ class OpsConfig(_Strict):
     retention: RetentionConfig = Field(default_factory=lambda: RetentionConfig.model_validate({}))
     config_reload: ReloadConfig = Field(default_factory=lambda: ReloadConfig.model_validate({}))
     logging: LoggingConfig = Field(default_factory=lambda: LoggingConfig.model_validate({}))
+
+
+OPS_SECTION = Section("ops.yaml", "ops", OpsConfig)

@@ -4,7 +4,8 @@ close, suggests it ("did you mean 'prod'?").
 
 Some checks are generic over every section, so a field added later is covered by its name: any key
 `timezone`/`*_timezone` must be an IANA zone, any `*url`/`*_base`/`api_base`/`*url_prefix` a URL
-with scheme and host (or empty), any `port`/`*_port` within 1..65535.
+with scheme and host (or empty), any `port`/`*_port` within 1..65535. A feature's own checks live
+beside its model (`Section.checks`) and run here, after these.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ import difflib
 import zoneinfo
 from collections.abc import Iterable, Iterator
 from functools import cache
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from xihe.agent.errors import ConfigError
-from xihe.config.settings import Section, Settings, problem_at
+from xihe.config.settings import Problem, Section, Settings, problem_at
 
 URL_SCHEMES = ("http", "https", "ws", "wss")
 
@@ -31,7 +31,8 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _unknown(kind: str, name: str, known: Iterable[str], where: str) -> str:
+def unknown_name(kind: str, name: str, known: Iterable[str], where: str) -> str:
+    """'unknown <kind> <name>' with the closest known name, or the known names and `where` they are."""
     names = sorted(known)
     hint = did_you_mean(name, names) or f" ({where}: {', '.join(names) or 'none'})"
     return f"unknown {kind} {name!r}{hint}"
@@ -59,7 +60,7 @@ def _is_url_key(key: str) -> bool:
     return key.endswith(("url", "_base", "url_prefix")) or key == "api_base"
 
 
-def _generic(file: str, section: BaseModel) -> Iterator[tuple[str, tuple[Any, ...], str]]:
+def _generic(file: str, section: BaseModel) -> Iterator[Problem]:
     for loc, value in _leaves(section.model_dump()):
         key = str(loc[-1]) if loc else ""
         if key == "timezone" or key.endswith("_timezone"):
@@ -102,36 +103,8 @@ def _store_url(url: str) -> str | None:
     return None
 
 
-def _access(settings: Settings) -> Iterator[tuple[str, tuple[Any, ...], str]]:
-    access = settings.access
-    roles, envs, users = set(access.roles), set(access.environments), set(access.users)
-    shell = settings.section("shell")
-    if shell is not None:
-        for i, entry in enumerate(shell.entries):
-            for j, role in enumerate(entry.roles):
-                if role not in roles:
-                    yield (
-                        "shell.yaml",
-                        ("entries", i, "roles", j),
-                        _unknown("role", role, roles, "access.yaml roles"),
-                    )
-            for j, env in enumerate(entry.environments):
-                if env not in envs:
-                    yield (
-                        "shell.yaml",
-                        ("entries", i, "environments", j),
-                        _unknown("environment", env, envs, "access.yaml environments"),
-                    )
-    ui = settings.section("ui")
-    if ui is not None:
-        for uid in ui.users:
-            if uid not in users:
-                yield "ui.yaml", ("users", uid), _unknown("user", uid, users, "access.yaml users")
-
-
-def _workflows(settings: Settings) -> Iterator[tuple[str, tuple[Any, ...], str]]:
+def _workflows(settings: Settings) -> Iterator[Problem]:
     seen: dict[str, tuple[int, str]] = {}  # casefolded name or alias → (workflow index, what)
-    alerts = settings.section("alerts")
     for i, wf in enumerate(settings.workflows.workflows):
         for loc, name, what in [(("workflows", i, "name"), wf.name, "name")] + [
             (("workflows", i, "aliases", j), alias, "alias") for j, alias in enumerate(wf.aliases)
@@ -145,39 +118,23 @@ def _workflows(settings: Settings) -> Iterator[tuple[str, tuple[Any, ...], str]]
                     f"{what} {name!r} is already the {first[1]} of workflow {other!r}",
                 )
             seen.setdefault(name.casefold(), (i, what))
-        if alerts is not None and wf.channel not in alerts.channels:
-            yield (
-                "workflows.yaml",
-                ("workflows", i, "channel"),
-                _unknown("channel", wf.channel, alerts.channels, "alerts.yaml channels"),
-            )
 
 
-def _features(settings: Settings) -> Iterator[tuple[str, tuple[Any, ...], str]]:
+def semantic_problems(settings: Settings, sections: list[Section[Any]]) -> list[ConfigError]:
+    """Every problem of meaning across the loaded files, in the order of `sections`."""
+    found: list[Problem] = []
+    for known in sections:
+        section = settings.get(known)
+        if section is not None and known.file in settings.texts:
+            found.extend(_generic(known.file, section))
+    found.extend(_workflows(settings))
     problem = _store_url(settings.core.store.url)
     if problem:
-        yield "xihe.yaml", ("store", "url"), problem
-    alerts = settings.section("alerts")
-    if alerts is not None and alerts.templates_dir and not Path(alerts.templates_dir).is_dir():
-        yield "alerts.yaml", ("templates_dir",), f"{alerts.templates_dir!r} is not a directory"
-    code = settings.section("code")
-    if code is not None:
-        if code.rerank.enabled and not (code.rerank.base_url and code.rerank.model):
-            yield "code.yaml", ("rerank", "enabled"), "rerank is enabled but base_url or model is empty"
-        if code.embedding.kind == "openai" and not (code.embedding.base_url and code.embedding.model):
-            yield "code.yaml", ("embedding", "kind"), "kind openai needs base_url and model"
-
-
-def semantic_problems(settings: Settings, sections: list[Section]) -> list[ConfigError]:
-    """Every problem of meaning across the loaded files, in the order of `sections`."""
-    found: list[tuple[str, tuple[Any, ...], str]] = []
+        found.append(("xihe.yaml", ("store", "url"), problem))
     for known in sections:
-        section = settings.section(known.key)
-        if isinstance(section, BaseModel) and known.file in settings.texts:
-            found.extend(_generic(known.file, section))
-    found.extend(_access(settings))
-    found.extend(_workflows(settings))
-    found.extend(_features(settings))
+        value = settings.get(known)
+        if known.checks is not None and value is not None:
+            found.extend(known.checks(settings, value))
     order = {known.file: i for i, known in enumerate(sections)}
     errors = [
         (order.get(file, len(order)), problem_at(settings, file, loc, problem))

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -16,14 +17,25 @@ from xihe.config.core import CoreConfig
 from xihe.config.workflows import WorkflowsConfig
 from xihe.config.yamlmodel import config_error
 
+M = TypeVar("M", bound=BaseModel)
+Loc = tuple[Any, ...]  # a key path inside a file, e.g. ("entries", 0, "roles", 1)
+Problem = tuple[str, Loc, str]  # (file, key path, what is wrong) of a check across files
+
 
 @dataclass(frozen=True)
-class Section:
-    """One config file: `<file>` in the config directory, read as `Settings.section(key)`, its model."""
+class Section(Generic[M]):
+    """One config file: `<file>` in the config directory, its model, and the typed key it is read
+    with (`Settings.get(section) -> model | None`). The module of the model defines it.
+
+    `checks` finds what the model cannot check alone: names it refers to in other files (and names
+    other files refer to in it). `tool_names` gives the lists of tool names in it (each must name a
+    tool)."""
 
     file: str
     key: str
-    model: type[BaseModel]
+    model: type[M]
+    checks: Callable[[Settings, M], Iterable[Problem]] | None = None
+    tool_names: Callable[[M], Iterable[tuple[Loc, list[str]]]] | None = None
 
 
 @dataclass
@@ -36,10 +48,17 @@ class Settings:
     workflows: WorkflowsConfig = field(default_factory=WorkflowsConfig)
     extra: dict[str, BaseModel] = field(default_factory=dict)  # sections registered by later modules
     texts: dict[str, str] = field(default_factory=dict)
+    sections: tuple[Section[Any], ...] = ()  # every section it was loaded with, core first
 
-    def section(self, name: str) -> Any:
-        """A section by attribute name (core, access, ...), or a feature section; None when not configured."""
-        return getattr(self, name) if name in Settings.__dataclass_fields__ else self.extra.get(name)
+    def get(self, section: Section[M]) -> M | None:
+        """A section's model (core, access, ... or a feature's); None when its file is absent."""
+        key = section.key
+        value = getattr(self, key) if key in Settings.__dataclass_fields__ else self.extra.get(key)
+        if value is not None and not isinstance(value, section.model):
+            raise TypeError(
+                f"{section.file} was loaded as {type(value).__name__}, not {section.model.__name__}"
+            )
+        return value
 
     def secret(self, env_name: str) -> str | None:
         """The value of a secret the YAML names; never logged."""

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterator
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from xihe.config.semantic import unknown_name
+from xihe.config.settings import Problem, Section, Settings
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
@@ -144,3 +148,14 @@ def config_notes(config: UiConfig) -> list[str]:
     if config.hsts_seconds and config.cookie_secure is False:
         notes.append("hsts_seconds is set but cookie_secure is false: browsers ignore HSTS over plain HTTP")
     return notes
+
+
+def user_problems(settings: Settings, cfg: UiConfig) -> Iterator[Problem]:
+    """Logins for user ids that access.yaml does not define."""
+    users = set(settings.access.users)
+    for uid in cfg.users:
+        if uid not in users:
+            yield "ui.yaml", ("users", uid), unknown_name("user", uid, users, "access.yaml users")
+
+
+UI_SECTION = Section("ui.yaml", "ui", UiConfig, checks=user_problems)

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xihe.agent.errors import ConfigError, ConfigErrors
+from xihe.config.settings import Section
 from xihe.config.yamlmodel import load_model
 
 _AES_KEY_RE = re.compile(r"^[A-Za-z0-9]{43}$")
@@ -263,3 +264,6 @@ def resolve_settings(
         progress_interval_seconds=config.progress_interval_seconds,
         aibot=aibot,
     )
+
+
+WECOM_SECTION = Section("wecom.yaml", "wecom", WeComConfig)

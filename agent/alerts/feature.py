@@ -20,13 +20,13 @@ from xihe.agent.alerts.messages import MAINT
 from xihe.agent.alerts.service import AlertService
 from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Services
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
 from xihe.agent.gate import is_admin
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.timefmt import show
-from xihe.config.alerts import AlertsConfig
+from xihe.config.alerts import ALERTS_SECTION
 from xihe.tools.send_wecom_alert import NAME as TOOL_NAME
 from xihe.tools.send_wecom_alert import make_spec
 
@@ -35,11 +35,6 @@ if TYPE_CHECKING:
     from xihe.agent.gate import Who
     from xihe.agent.inbound import Inbound
     from xihe.agent.session import Session
-
-
-def _config(settings: Any) -> AlertsConfig | None:
-    cfg = settings.section("alerts")
-    return cfg if isinstance(cfg, AlertsConfig) else None
 
 
 def service(app: Runtime) -> AlertService | None:
@@ -63,7 +58,7 @@ MAINT_HELP = [
 def install(ctx: Context) -> Installed:
     """When alerts.yaml exists: the tool, the service over the SQL stores, `/maint` and the jobs (flush
     windows every 5 s, deliver the outbox every 3 s, both idempotent and replica-safe)."""
-    cfg = _config(ctx.settings)
+    cfg = ctx.settings.get(ALERTS_SECTION)
     if cfg is None:
         return Installed()
     tool = make_spec(sorted(cfg.channels))
@@ -95,7 +90,7 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("alerts", Section("alerts.yaml", "alerts", AlertsConfig), install, (TOOL_NAME,))
+FEATURE = Feature("alerts", ALERTS_SECTION, install, (TOOL_NAME,))
 
 
 def flush_windows(app: Runtime) -> None:

@@ -66,13 +66,16 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     if settings is None:
         return 1
     print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
-    ui = settings.section("ui")
+    from xihe.config.shell.file import SHELL_SECTION
+    from xihe.config.ui import UI_SECTION
+
+    ui = settings.get(UI_SECTION)
     if ui is not None:
         from xihe.config.ui import config_notes
 
         for note in config_notes(ui):
             print(f"NOTE ui.yaml: {note}")
-    shell = settings.section("shell")
+    shell = settings.get(SHELL_SECTION)
     if shell is not None:
         from xihe.tools.shell.sandbox import sandbox_warnings
 
@@ -87,7 +90,7 @@ def cmd_config_reload(args: argparse.Namespace) -> int:
     from xihe.agent.clock import utc_now
     from xihe.agent.db import open_store_engine
     from xihe.agent.ops.reload import REQUEST, file_digests, fingerprint
-    from xihe.config.ops import OpsConfig
+    from xihe.config.ops import OPS_SECTION, OpsConfig
 
     directory = args.dir or args.config
     settings = _checked(directory, args.offline)
@@ -111,8 +114,8 @@ def cmd_config_reload(args: argparse.Namespace) -> int:
         )
     )
     engine.dispose()
-    ops = settings.section("ops")
-    cfg = (ops if isinstance(ops, OpsConfig) else OpsConfig.model_validate({})).config_reload
+    ops = settings.get(OPS_SECTION)
+    cfg = (ops or OpsConfig.model_validate({})).config_reload
     print(f"{directory}: OK; reload requested by {who} (sha256 {digest[:12]}).")
     if cfg.enabled:
         print(

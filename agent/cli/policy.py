@@ -36,11 +36,12 @@ def cmd_policy_explain(args: argparse.Namespace) -> int:
     from xihe.agent.app import check_config, declared_tools
     from xihe.agent.policy import explain, for_tool, for_user, read_query, subjects
     from xihe.agent.subject import Subject
+    from xihe.config.shell.file import SHELL_SECTION
     from xihe.tools.shell.policy import entry_subject
 
     settings, registry = check_config(args.config)
     access = settings.access
-    shell = settings.section("shell")
+    shell = settings.get(SHELL_SECTION)
     expand: dict[str, list[Subject]] = {}
     if shell is not None:
         for entry in shell.entries:

@@ -32,12 +32,12 @@ from starlette.routing import BaseRoute, Route
 from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Services
 from xihe.agent.errors import ToolFailed
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
 from xihe.agent.hooks import Hooks
 from xihe.agent.i18n import Catalog, say, text
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
-from xihe.config.code import CodeConfig
+from xihe.config.code import CODE_SECTION
 from xihe.tools.codeindex import githook
 from xihe.tools.codeindex.api import NOTHING_FOUND
 from xihe.tools.codeindex.live import LiveIndexes
@@ -294,7 +294,7 @@ def tools() -> list[ToolSpec]:
 def install(ctx: Context) -> Installed:
     """When code.yaml exists: the tools, the saved indexes opened, the answer check and follow-ups,
     the index jobs and the git webhook."""
-    cfg: CodeConfig | None = ctx.settings.section("code")
+    cfg = ctx.settings.get(CODE_SECTION)
     if cfg is None:
         return Installed()
     if ctx.offline:
@@ -317,7 +317,7 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("code", Section("code.yaml", "code", CodeConfig), install, CODE_TOOLS)
+FEATURE = Feature("code", CODE_SECTION, install, CODE_TOOLS)
 
 
 def reconcile_job(app: Runtime) -> None:

@@ -30,12 +30,12 @@ from xihe.agent.commands import Command
 from xihe.agent.deps import Services
 from xihe.agent.dolphin.sources import install_sources
 from xihe.agent.errors import ConfigError, TaskStateError
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section, merge
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, merge
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.tasks import TaskStatus
-from xihe.config.dolphin import DolphinConfig, credentials
+from xihe.config.dolphin import DOLPHIN_SECTION, credentials
 from xihe.integrations.dolphinscheduler.states import is_terminal
 from xihe.tools.dolphin.messages import (
     appeared_text,
@@ -84,7 +84,7 @@ def install_chat(ctx: Context) -> Installed:
     """When dolphin.yaml is configured and its credentials are set: the service, the tools, the
     commands and their help lines, the poll and name-sync jobs. Without credentials it is off, which
     /readyz shows as a warning."""
-    cfg: DolphinConfig | None = ctx.settings.section("dolphin")
+    cfg = ctx.settings.get(DOLPHIN_SECTION)
     if cfg is None:
         return Installed()
     try:
@@ -109,7 +109,7 @@ def install_chat(ctx: Context) -> Installed:
 
 
 DS_TOOLS = ("trigger_dolphinscheduler", "query_ds_task_status", "ds_failed_tasks", "rerun_failed", "stop_run")
-FEATURE = Feature("dolphin", Section("dolphin.yaml", "dolphin", DolphinConfig), install, DS_TOOLS)
+FEATURE = Feature("dolphin", DOLPHIN_SECTION, install, DS_TOOLS)
 
 
 # ---- commands --------------------------------------------------------------------------------

@@ -56,9 +56,7 @@ class Scanner:
     def client(self, ds: DolphinService) -> DolphinClient:
         """A client of its own, so every request it sends is counted as a scan request."""
         if self._client is None:
-            client = client_from_config(ds.config)
-            client.http.hooks["response"].append(lambda response, *a, **kw: self.requests.inc())
-            self._client = client
+            self._client = client_from_config(ds.config, count_request=self.requests.inc)
         return self._client
 
     def targets(self, ds: DolphinService, client: DolphinClient, result: ScanResult) -> list[Target]:

@@ -29,22 +29,17 @@ from xihe.agent.dolphin.origin import SqlRunOrigins
 from xihe.agent.dolphin.scan import ScanResult
 from xihe.agent.dolphin.scanner import Scanner
 from xihe.agent.dolphin.webhook import handle_ds_webhook
-from xihe.agent.feature import Context, Installed, Job, Runtime
-from xihe.config.alerts import AlertsConfig
-from xihe.config.settings import Settings
+from xihe.agent.feature import Context, Installed, Job, Runtime, StateKey
+from xihe.config.alerts import ALERTS_SECTION
 from xihe.tools.dolphin.service import DolphinService
 
 log = logging.getLogger("xihe.alerts")
-
-
-def _config(settings: Settings) -> AlertsConfig | None:
-    cfg = settings.section("alerts")
-    return cfg if isinstance(cfg, AlertsConfig) else None
+SCANNER = StateKey("dolphin", Scanner)  # the failed-run scanner, when alerts.yaml enables `scan`
 
 
 def install_sources(ctx: Context) -> Installed:
     """When alerts.yaml exists: the webhook route, the run origins and (if on) the scan job and its Scanner."""
-    cfg = _config(ctx.settings)
+    cfg = ctx.settings.get(ALERTS_SECTION)
     if cfg is None or ctx.offline:
         return Installed()
     jobs, scan = [], None
@@ -56,15 +51,9 @@ def install_sources(ctx: Context) -> Installed:
     )
 
 
-def scanner(app: Runtime) -> Scanner | None:
-    """The failed-run scanner, when alerts.yaml enables `scan`."""
-    found = app.state("dolphin")
-    return found if isinstance(found, Scanner) else None
-
-
 def scan_failed_runs(app: Runtime) -> ScanResult | None:
     """Job: report failed runs of the configured DS projects the bot did not start (once each)."""
-    alerts, scan = app.deps.alerts, scanner(app)
+    alerts, scan = app.deps.alerts, app.get(SCANNER)
     if alerts is None or scan is None:
         return None
     ds = app.deps.dolphin
@@ -89,7 +78,7 @@ def _audit_rejected(app: Runtime, request: Request, now: datetime, reason: str) 
 
 def routes(app: Runtime) -> list[BaseRoute]:
     """POST /hooks/dolphinscheduler."""
-    cfg = _config(app.settings)
+    cfg = app.settings.get(ALERTS_SECTION)
     if cfg is None:
         return []
 

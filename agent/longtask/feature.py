@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from xihe.agent.budget import counter_for
 from xihe.agent.context import PRIORITY, Block
 from xihe.agent.errors import TaskStateError
-from xihe.agent.feature import Context, Feature, Installed, Section
+from xihe.agent.feature import Context, Feature, Installed
 from xihe.agent.help import HelpEntry
 from xihe.agent.hooks import ContextBudget, Hooks
 from xihe.agent.i18n import Lang, Text, say
@@ -28,7 +28,7 @@ from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
 from xihe.agent.tasks import Task
 from xihe.agent.timefmt import show
-from xihe.config.longtask import LongTaskConfig
+from xihe.config.longtask import LONGTASK_SECTION, LongTaskConfig
 from xihe.tools.longtask import memory_tools, plan_tools
 from xihe.tools.longtask.memory import MemoryStore
 from xihe.tools.longtask.messages import CHANGE, MEMORY, PLAN
@@ -47,12 +47,6 @@ HELP = [
               "当前长任务的计划：事项、负责人、证据"),
     HelpEntry("/memory [KEY]", "what I remember about you (with sources)", "/memory", "我记住的关于你的事（含来源）"),
 ]  # fmt: skip
-
-
-def config(deps: Deps) -> LongTaskConfig | None:
-    """longtask.yaml, or None when the feature is not configured."""
-    cfg = deps.settings.section("longtask")
-    return cfg if isinstance(cfg, LongTaskConfig) else None
 
 
 class LongTasks:
@@ -219,7 +213,7 @@ class PlanClaims:
 def install(ctx: Context) -> Installed:
     """Tools, context providers, budget, recovery, reminder, reply check and commands (nothing when
     longtask.yaml is absent)."""
-    cfg = config(ctx.deps)
+    cfg = ctx.settings.get(LONGTASK_SECTION)
     if cfg is None:
         return Installed()
     lt = LongTasks(ctx.deps, cfg)
@@ -257,7 +251,7 @@ LONGTASK_TOOLS = (
     *("plan_view", "plan_add", "plan_claim", "plan_complete", "plan_fail", "plan_revise"),
     *("remember", "recall"),
 )
-FEATURE = Feature("longtask", Section("longtask.yaml", "longtask", LongTaskConfig), install, LONGTASK_TOOLS)
+FEATURE = Feature("longtask", LONGTASK_SECTION, install, LONGTASK_TOOLS)
 
 
 def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command, lang: Lang) -> str:

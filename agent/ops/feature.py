@@ -24,21 +24,20 @@ from sqlalchemy.exc import SQLAlchemyError
 from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.audit import AuditEvent
 from xihe.agent.core_tables import artifact, audit_event, task
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
 from xihe.agent.ops.reload import ReloadState, file_digests, on_sighup, reload_config
 from xihe.agent.redact import Redactor
 from xihe.agent.tasks import FINISHED
 from xihe.agent.web_tables import ui_login_attempt, ui_login_lock, ui_session
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
-from xihe.config.ops import OpsConfig
+from xihe.config.ops import OPS_SECTION, OpsConfig
 
 log = logging.getLogger("xihe.ops")
 
 
 def ops_config(app: Runtime | Context) -> OpsConfig:
     """ops.yaml, or its defaults when the file is absent."""
-    cfg = app.settings.section("ops")
-    return cfg if isinstance(cfg, OpsConfig) else OpsConfig.model_validate({})
+    return app.settings.get(OPS_SECTION) or OpsConfig.model_validate({})
 
 
 # ---- structured logs -------------------------------------------------------------------------------
@@ -194,4 +193,4 @@ def install(ctx: Context) -> Installed:
     return Installed(jobs=jobs, startup=[startup], state=ReloadState(file_digests(ctx.settings.directory)))
 
 
-FEATURE = Feature("ops", Section("ops.yaml", "ops", OpsConfig), install)
+FEATURE = Feature("ops", OPS_SECTION, install)

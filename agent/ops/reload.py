@@ -31,7 +31,7 @@ import yaml
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.errors import ConfigError
-from xihe.agent.feature import Runtime
+from xihe.agent.feature import Runtime, StateKey
 from xihe.config.load import Settings, secrets_of
 
 log = logging.getLogger("xihe.ops")
@@ -55,6 +55,9 @@ class ReloadState:
     def applied(self) -> str:
         """The fingerprint of the running files."""
         return fingerprint(self.files)
+
+
+RELOAD = StateKey("ops", ReloadState)  # the ops feature's state: what `reload_config` compares with
 
 
 def file_digests(directory: Path) -> dict[str, str]:
@@ -154,8 +157,8 @@ def _requested_by(app: Runtime, digest: str, now: datetime) -> str | None:
 
 def reload_config(app: Runtime, trigger: str = JOB) -> str:
     """Re-read the config directory if it changed: 'unchanged', 'applied' or 'refused'."""
-    state = app.state("ops")
-    assert isinstance(state, ReloadState), "the ops feature is installed in every app"
+    state = app.get(RELOAD)
+    assert state is not None, "the ops feature is installed in every app"
     with state.lock:
         return _reload(app, state, trigger)
 

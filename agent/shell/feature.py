@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Services
 from xihe.agent.errors import ConfigError, OutcomeUnknown, ToolError
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
 from xihe.agent.gate import Scope, Who
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Lang, say
@@ -34,7 +34,7 @@ from xihe.agent.inbound import reply_lang
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
 from xihe.agent.subject import Subject
 from xihe.config.access import AccessConfig
-from xihe.config.shell.file import ShellConfig
+from xihe.config.shell.file import SHELL_SECTION, ShellConfig
 from xihe.tools.shell.messages import SH, refusal_text, result_for_people
 from xihe.tools.shell.policy import (
     entry_environment,
@@ -280,7 +280,7 @@ SH_HELP = HelpEntry("/sh COMMAND LINE", "run one whitelisted command (no shell)"
 def install(ctx: Context) -> Installed:
     """When shell.yaml exists: `run_shell_command`, `/sh` and its help line, the sandbox status under
     /help, and the hot reload of shell.yaml."""
-    if ctx.settings.section("shell") is None:
+    if ctx.settings.get(SHELL_SECTION) is None:
         return Installed()
     svc = ShellService(ctx.deps, Path(ctx.settings.directory) / "shell.yaml")
     return Installed(
@@ -294,7 +294,7 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("shell", Section("shell.yaml", "shell", ShellConfig), install, (TOOL,))
+FEATURE = Feature("shell", SHELL_SECTION, install, (TOOL,))
 
 
 def reload_job(app: Runtime) -> None:

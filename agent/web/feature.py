@@ -7,8 +7,8 @@ import logging
 from starlette.routing import BaseRoute
 
 from xihe.agent.audit import AuditEvent
-from xihe.agent.feature import Context, Feature, Installed, Runtime, Section
-from xihe.config.ui import UiConfig, is_loopback
+from xihe.agent.feature import Context, Feature, Installed, Runtime
+from xihe.config.ui import UI_SECTION, UiConfig, is_loopback
 
 log = logging.getLogger("xihe.ui")
 
@@ -25,7 +25,7 @@ def end_refused_sessions(app: Runtime) -> None:
     access.yaml, token changed, WeCom login turned off), on every replica at once (the store)."""
     from xihe.agent.web.ui.sessions import SessionStore, end_refused
 
-    cfg = app.settings.section("ui")
+    cfg = app.settings.get(UI_SECTION)
     config = cfg if isinstance(cfg, UiConfig) else UiConfig()
     deps = app.deps
     now = deps.clock()
@@ -45,7 +45,7 @@ def end_refused_sessions(app: Runtime) -> None:
 
 def warn_plain_cookies(app: Runtime) -> None:
     """At start: say so when the session cookie may travel over plain HTTP off loopback."""
-    cfg = app.settings.section("ui")
+    cfg = app.settings.get(UI_SECTION)
     listen = app.deps.listen
     if isinstance(cfg, UiConfig) and cfg.enabled and not cfg.secure_for(listen) and not is_loopback(listen):
         log.warning(
@@ -60,4 +60,4 @@ def install(ctx: Context) -> Installed:
     return Installed(routes=[routes], startup=[warn_plain_cookies], reloaded=[end_refused_sessions])
 
 
-FEATURE = Feature("web", Section("ui.yaml", "ui", UiConfig), install)
+FEATURE = Feature("web", UI_SECTION, install)

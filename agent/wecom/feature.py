@@ -32,11 +32,11 @@ from starlette.routing import BaseRoute
 from xihe.agent.channels import Channel
 from xihe.agent.deps import Deps, Notify, Progress
 from xihe.agent.errors import ConfigErrors, WeComError
-from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, StateKey
 from xihe.agent.hooks import Hooks
 from xihe.agent.session import Session
 from xihe.agent.wecom.cards import ActionCards
-from xihe.config.wecom import AibotSettings, WeComConfig, WeComSettings, resolve_settings
+from xihe.config.wecom import WECOM_SECTION, AibotSettings, WeComConfig, WeComSettings, resolve_settings
 from xihe.integrations.wecom.aibot import ResponseUrlClient
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
 from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, CHANNEL_APP, InboundMessage, Rejected
@@ -200,15 +200,12 @@ class WeCom:
     conn: LongConnection | None = None
 
 
-def channel(app: Runtime) -> WeCom | None:
-    """This app's WeCom channel, or None when it is off."""
-    found = app.state("wecom")
-    return found if isinstance(found, WeCom) else None
+CHANNEL = StateKey("wecom", WeCom)  # this app's WeCom channel (None when it is off)
 
 
 def install(ctx: Context) -> Installed:
     """The gateway when wecom.yaml exists; missing secrets leave the channel off and /readyz not ready."""
-    cfg = ctx.settings.section("wecom")
+    cfg = ctx.settings.get(WECOM_SECTION)
     if cfg is None or ctx.offline:
         return Installed()
     deps = ctx.deps
@@ -245,7 +242,7 @@ def install(ctx: Context) -> Installed:
     )
 
 
-FEATURE = Feature("wecom", Section("wecom.yaml", "wecom", WeComConfig), install)
+FEATURE = Feature("wecom", WECOM_SECTION, install)
 
 
 def _long_connection(deps: Deps, gateway: Gateway, bot: AibotSettings) -> tuple[LongConnection, Notify]:
@@ -285,7 +282,7 @@ def _long_connection(deps: Deps, gateway: Gateway, bot: AibotSettings) -> tuple[
 
 def routes(app: Runtime) -> list[BaseRoute]:
     """/wecom/callback and /wecom/aibot (as configured; none when the channel could not start)."""
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     if wecom is None:
         return []
     gateway = wecom.gateway
@@ -306,7 +303,7 @@ def routes(app: Runtime) -> list[BaseRoute]:
 
 def reclaim(app: Runtime) -> None:
     """Job: see Gateway.reclaim."""
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     if wecom is not None:
         wecom.gateway.reclaim()
         if wecom.gateway.cards is not None:
@@ -315,14 +312,14 @@ def reclaim(app: Runtime) -> None:
 
 def startup(app: Runtime) -> None:
     """Server lifespan start: open the AI bot's long connection (in websocket mode)."""
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     if wecom is not None and wecom.conn is not None:
         wecom.conn.start()
 
 
 def shutdown(app: Runtime) -> None:
     """Server lifespan end: stop the workers and hand queued messages over, then the connection."""
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     if wecom is None:
         return
     wecom.gateway.stop()

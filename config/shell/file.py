@@ -6,12 +6,15 @@ cross-checks alike.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from xihe.agent.errors import ConfigErrors
+from xihe.config.semantic import unknown_name
+from xihe.config.settings import Problem, Section, Settings
 from xihe.config.shell.entry import Entry
 from xihe.config.shell.entry_checks import entry_problems
 from xihe.config.shell.sandbox import Limits, UidRange
@@ -121,6 +124,23 @@ def load_shell_config(text: str, name: str = "config/shell.yaml") -> ShellConfig
     if problems:
         raise ConfigErrors([config_error(text, name, loc, p) for loc, p in problems])
     return cfg
+
+
+def access_problems(settings: Settings, cfg: ShellConfig) -> Iterator[Problem]:
+    """Roles and environments of the entries that access.yaml does not define."""
+    access = settings.access
+    for i, entry in enumerate(cfg.entries):
+        for key, kind, names, known in (
+            ("roles", "role", entry.roles, set(access.roles)),
+            ("environments", "environment", entry.environments, set(access.environments)),
+        ):
+            for j, name in enumerate(names):
+                if name not in known:
+                    where = f"access.yaml {key}"
+                    yield "shell.yaml", ("entries", i, key, j), unknown_name(kind, name, known, where)
+
+
+SHELL_SECTION = Section("shell.yaml", "shell", ShellConfig, checks=access_problems)
 
 
 def load_shell_file(path: str | Path) -> ShellConfig:

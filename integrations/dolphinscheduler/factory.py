@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import tenacity
 
@@ -15,8 +15,10 @@ def client_from_config(
     env: Mapping[str, str] | None = None,
     *,
     wait: tenacity.wait.wait_base | None = None,
+    count_request: Callable[[], object] | None = None,
 ) -> DolphinClient:
-    """A client with the configured URL, profile, credentials (from env), timeouts and retries."""
+    """A client with the configured URL, profile, credentials (from env), timeouts and retries;
+    `count_request` counts every response it receives."""
     creds = credentials(cfg, env)
     return DolphinClient(
         cfg.base_url,
@@ -29,4 +31,5 @@ def client_from_config(
         token=creds.get("token"),
         user=creds.get("user"),
         password=creds.get("password"),
+        count_request=count_request,
     )

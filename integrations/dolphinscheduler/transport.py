@@ -12,7 +12,7 @@ parameter names per version) is probed once when the version is `auto`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -52,6 +52,7 @@ class DolphinTransport:
         server_timezone: str = "UTC",
         page_size: int = 100,
         session: requests.Session | None = None,
+        count_request: Callable[[], object] | None = None,  # called once per response received
     ) -> None:
         if not token and not (user and password):
             raise ValueError("DolphinClient needs a token or a user and password")
@@ -70,6 +71,8 @@ class DolphinTransport:
         self.page_size = page_size
         self.http = session or requests.Session()
         self.http.trust_env = False  # DS is an internal service; proxies from the environment only hurt
+        if count_request is not None:
+            self.http.hooks["response"].append(lambda response, *args, **kwargs: count_request())
         self._dags: dict[tuple[int, int], Dag] = {}  # (definition code, version) -> its DAG (task_total)
 
     def __repr__(self) -> str:  # never show the token or password

@@ -21,8 +21,7 @@ from xihe.agent.clock import FakeClock
 from xihe.agent.dolphin.feature import poll_watches
 from xihe.agent.dolphin.scan import ScanResult
 from xihe.agent.dolphin.scan_marks import mark_key
-from xihe.agent.dolphin.scanner import Scanner
-from xihe.agent.dolphin.sources import scan_failed_runs
+from xihe.agent.dolphin.sources import SCANNER, scan_failed_runs
 from xihe.agent.errors import ConfigError
 from xihe.agent.inbound import Inbound
 from xihe.agent.scheduler import all_jobs, run_job
@@ -301,8 +300,8 @@ def test_a_claim_left_by_a_dead_replica_lapses(
     cron = bot.sim.run_directly("order_sync")
     bot.sim.advance(300)
     inst = bot.app.deps.dolphin.client.get_instance(ETL, cron.id)
-    scanner = bot.app.state("dolphin")
-    assert isinstance(scanner, Scanner)
+    scanner = bot.app.get(SCANNER)
+    assert scanner is not None
     dead = type(scanner.marks)(bot.app.deps.engine, "dead-replica")
     lease = timedelta(seconds=120)
     assert dead.claim(mark_key(inst), clock(), lease, clock() + timedelta(hours=1), None)
@@ -314,6 +313,6 @@ def test_a_claim_left_by_a_dead_replica_lapses(
 def test_the_scan_is_off_by_default_and_needs_project_names(scan_bot: ScanBots, sqlite_url: str) -> None:
     bot = scan_bot(sqlite_url)
     assert "alerts_scan" not in {j.id for j in all_jobs(bot.app)}
-    assert bot.app.state("dolphin") is None and scan_failed_runs(bot.app) is None
+    assert bot.app.get(SCANNER) is None and scan_failed_runs(bot.app) is None
     with pytest.raises(ConfigError, match="scan"):
         scan_bot(sqlite_url, scan={"enabled": True})

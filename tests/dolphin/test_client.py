@@ -239,6 +239,15 @@ def test_bad_credentials_are_10013(sim: DolphinSimulator) -> None:
     assert "nope" not in str(err.value) and "nope" not in repr(client)
 
 
+def test_a_request_counter_given_at_construction_counts_every_response(sim: DolphinSimulator) -> None:
+    counted: list[int] = []
+    client = client_for(sim, version=sim.version, count_request=lambda: counted.append(1))
+    sim.fail("/projects/list", status=502, times=1)
+    assert client.list_projects()  # a 502 then a success: two responses
+    client.list_definitions(client.project_code("etl"))
+    assert len(counted) == len(sim.server.requests) == 4
+
+
 def test_5xx_is_retried_then_succeeds(sim: DolphinSimulator, client: DolphinClient) -> None:
     sim.fail("/projects/list", status=502, times=2)
     assert client.list_projects()

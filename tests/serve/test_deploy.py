@@ -15,6 +15,7 @@ import yaml
 from tests.conftest import REPO
 from xihe.agent.app import load_config
 from xihe.agent.cli.main import build_parser, cmd_serve
+from xihe.config.wecom import WECOM_SECTION
 
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
@@ -66,7 +67,7 @@ def env_names_in(config_dir: Path) -> set[str]:
     """Every environment variable the config names through an *_env key (enabled parts only)."""
     settings = load_config(config_dir)
     names = {settings.core.llm.api_key_env}
-    wecom = settings.section("wecom")
+    wecom = settings.get(WECOM_SECTION)
     if wecom is not None and wecom.enabled:
         names |= {wecom.corp_id_env, wecom.token_env, wecom.aes_key_env, wecom.secret_env}
         if wecom.aibot.enabled:

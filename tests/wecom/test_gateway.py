@@ -12,7 +12,7 @@ from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, WECOM_ENV, serve_conf
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.deps import Progress
-from xihe.agent.wecom.feature import Gateway, channel
+from xihe.agent.wecom.feature import CHANNEL, Gateway
 from xihe.integrations.wecom.fake import FakeWeCom
 from xihe.integrations.wecom.inbound import CHANNEL_APP, InboundMessage
 
@@ -63,7 +63,7 @@ def test_aibot_late_results_use_the_stream_or_response_url(
     tmp_path: Path, fake: FakeWeCom, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = _app(tmp_path, fake, clock, monkeypatch)
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     assert wecom is not None
     gw: Gateway = wecom.gateway
     stream = gw.streams.open("m-1", clock(), "收到")
@@ -85,7 +85,7 @@ def test_full_memory_queue_spills_to_the_inbox_and_stop_hands_messages_over(
     tmp_path: Path, fake: FakeWeCom, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = _app(tmp_path, fake, clock, monkeypatch, queue_size=1)
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     assert wecom is not None
     gw: Gateway = wecom.gateway
     gw._stopping.set()  # no workers: watch the queue itself
@@ -106,7 +106,7 @@ def test_worker_answers_and_marks_the_message_done(
     tmp_path: Path, fake: FakeWeCom, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = _app(tmp_path, fake, clock, monkeypatch)
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     assert wecom is not None
     gw: Gateway = wecom.gateway
     m = InboundMessage("alice", APP_CONV, "/tasks", "5", 0, str(AGENT_ID), CHANNEL_APP)

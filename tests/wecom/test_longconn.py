@@ -98,7 +98,7 @@ def start_bot(
 
 
 def longconn(app: App) -> LongConnection:
-    wecom = wecom_feature.channel(app)
+    wecom = app.get(wecom_feature.CHANNEL)
     assert wecom is not None
     conn = wecom.conn
     assert isinstance(conn, LongConnection)

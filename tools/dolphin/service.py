@@ -67,9 +67,7 @@ class DolphinService:
 def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None = None) -> DolphinService:
     """A service from config; ConfigError when the credentials the config names are not set."""
     client = client_from_config(cfg, env)
-    poll_client = client_from_config(cfg, env)
-    counter = deps.metrics.ds_polls
-    poll_client.http.hooks["response"].append(lambda response, *a, **kw: counter.inc())
+    poll_client = client_from_config(cfg, env, count_request=deps.metrics.ds_polls.inc)
     lease = timedelta(seconds=deps.settings.core.store.lease_seconds)
     return DolphinService(
         config=cfg,

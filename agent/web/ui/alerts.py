@@ -12,6 +12,7 @@ from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import Pages
 from xihe.agent.web.ui.params import MAX_ID, int_param
 from xihe.agent.web.ui.visibility import owner_filter, visible_runs
+from xihe.config.alerts import ALERTS_SECTION
 
 # Columns worth a glance, in order.
 EVENT_COLUMNS = ("at", "kind", "reason", "tier", "instance_id", "workflow", "task", "detail",
@@ -31,7 +32,7 @@ class Alerts:
     def alerts(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         deps = self.ui.app.deps
         engine, size = deps.engine, self.ui.config.page_size
-        cfg = deps.settings.section("alerts")
+        cfg = deps.settings.get(ALERTS_SECTION)
         only = request.query_params.get("show", "")
         reasons = sorted(data.SUPPRESSED_REASONS | data.FOLDED_REASONS) if only == "suppressed" else None
         # an alert's link to the run's trace: that instance's decisions only

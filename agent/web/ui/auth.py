@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from xihe.agent.gate import Who, identify, is_admin
 from xihe.config.load import Settings
-from xihe.config.ui import UiConfig
+from xihe.config.ui import UI_SECTION, UiConfig
 
 log = logging.getLogger("xihe.ui")
 
@@ -80,7 +80,7 @@ def secret_of(settings: Settings, config: UiConfig) -> bytes:
     value = settings.secret(config.session_secret_env)
     if value:
         return value.encode()
-    if settings.section("ui") is None:
+    if settings.get(UI_SECTION) is None:
         return secrets.token_bytes(32)  # no ui.yaml: nobody can log in anyway
     log.warning(
         "%s is not set: UI sessions use a random secret and end when this process restarts "

@@ -30,6 +30,7 @@ from xihe.agent.deps import Deps
 from xihe.agent.task_store import outcome_filter, task_of
 from xihe.agent.tasks import FINISHED, StepStatus, Task, TaskStep
 from xihe.agent.timefmt import show
+from xihe.config.alerts import ALERTS_SECTION
 
 STATUSES = ("pending", "running", "awaiting_confirmation", "failed", "refused", "done", "cancelled")
 
@@ -315,7 +316,7 @@ class MaintRow:
 
 def maintenance_rows(deps: Deps, now: datetime) -> list[MaintRow]:
     """Windows from alerts.yaml (cron and fixed) plus chat-created ones from `alert_maintenance`."""
-    cfg = deps.settings.section("alerts")
+    cfg = deps.settings.get(ALERTS_SECTION)
     tz = deps.settings.core.timezone
     rows: list[MaintRow] = []
     if cfg is not None:

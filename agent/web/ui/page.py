@@ -47,7 +47,7 @@ from xihe.agent.web.ui.params import BadParam, check_ids
 from xihe.agent.web.ui.sessions import SessionStore, lapsed
 from xihe.agent.web.ui.throttle import LoginThrottles
 from xihe.agent.web.ui.visibility import owner_filter
-from xihe.config.ui import UiConfig
+from xihe.config.ui import UI_SECTION, UiConfig
 
 HERE = Path(__file__).parent
 REFRESH_SECONDS = 10  # pages showing unfinished tasks reload themselves (no JavaScript: a meta refresh)
@@ -125,8 +125,7 @@ class Pages:
     @property
     def config(self) -> UiConfig:
         """ui.yaml (its defaults when the file is absent)."""
-        cfg = self.app.deps.settings.section("ui")
-        return cfg if isinstance(cfg, UiConfig) else UiConfig()
+        return self.app.deps.settings.get(UI_SECTION) or UiConfig()
 
     @property
     def tz(self) -> ZoneInfo:

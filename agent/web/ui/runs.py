@@ -8,8 +8,6 @@ links back to both, so alert ↔ task ↔ run is one click each way.
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -20,6 +18,7 @@ from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
 from xihe.agent.web.ui.run_facts import read_run
 from xihe.agent.web.ui.visibility import may_see, owner_filter
+from xihe.config.alerts import ALERTS_SECTION
 
 EVENT_COLUMNS = ("at", "kind", "reason", "tier", "workflow", "task", "detail", "notification_key")
 
@@ -66,8 +65,8 @@ class Runs:
     def _ds_url(self, run_id: int) -> str:
         """The run's page in DolphinScheduler's UI, from alerts.yaml's template (needs the project code)."""
         deps = self.ui.app.deps
-        cfg: Any = deps.settings.section("alerts")
-        template = getattr(cfg, "dolphinscheduler_instance_url", "") if cfg is not None else ""
+        cfg = deps.settings.get(ALERTS_SECTION)
+        template = cfg.dolphinscheduler_instance_url if cfg is not None else ""
         if not template:
             return ""
         origin = SqlRunOrigins(deps.engine).find(run_id)
