@@ -1,0 +1,74 @@
+"""Finding 1 of issue 26: outside text in a P0 robot alert must not become a live link under a real mention.
+
+The event goes through the real pipeline, outbox, deliverer and robot client into the loopback robot
+sink; the assertions read what the sink received.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tenacity import wait_none
+
+from tests.alerts.conftest import PRODUCTION, T0, config, event
+from tests.support.wecom_view import added, live
+from xihe.agent.alerts.deliver import Deliverer
+from xihe.agent.alerts.notify.wecom_robot import WeComRobotNotifier
+from xihe.agent.alerts.outbox import InMemoryOutbox
+from xihe.agent.alerts.pipeline import Pipeline
+from xihe.agent.alerts.ratelimit import RateLimiter
+from xihe.agent.alerts.state import InMemoryAlertStateStore
+from xihe.config.workflows import WorkflowsConfig
+from xihe.integrations.wecom.robot import RobotClient
+from xihe.integrations.wecom.robot_sink import RobotSink
+
+KEY = "robot-key-prod"
+PHISH = "[点此处理](http://evil.example/phish)"
+# order_sync is a P0 core workflow paging zhangsan; DolphinScheduler reports it under whatever name it now has
+WORKFLOWS = WorkflowsConfig.model_validate(
+    {
+        "workflows": [
+            {
+                "name": "order_sync",
+                "project": "etl",
+                "code": 1001,
+                "environment": "prod",
+                "core": True,
+                "oncall": ["zhangsan"],
+                "channel": "prod",
+            }
+        ]
+    }
+)
+
+
+def p0_alert(**fields: str) -> str:
+    """The P0 message the robot sink receives for one failed order_sync run with these event fields."""
+    cfg = config(public_base_url="https://xihe.example")
+    outbox = InMemoryOutbox()
+    pipeline = Pipeline(cfg, WORKFLOWS, InMemoryAlertStateStore(), outbox, production=PRODUCTION)
+    base = dict(project="etl", workflow="order_sync", workflow_code=1001, environment="prod", instance_id=42)
+    pipeline.feed(event(**{**base, **fields}), T0)
+    pipeline.tick(T0 + timedelta(seconds=1))
+    with RobotSink(keys={KEY}) as sink:
+        notifier = WeComRobotNotifier(RobotClient(sink.url, timeout=2), {"XIHE_ROBOT_KEY_PROD": KEY})
+        Deliverer(
+            cfg, outbox, [notifier], None, RateLimiter(), wait=wait_none(), sleep=lambda _s: None
+        ).run_once(T0 + timedelta(seconds=1))
+        (message,) = sink.messages[KEY]
+    assert message.msgtype == "markdown"
+    return message.content
+
+
+def test_a_phishing_link_in_names_error_and_log_stays_text_under_the_real_mention():
+    benign = p0_alert(workflow="order_sync", task="load", error="boom", log_tail="ERROR boom")
+    hostile = p0_alert(
+        workflow=f"order_sync {PHISH}",
+        task=f"load{PHISH}",
+        error=f"failed, see {PHISH}",
+        log_tail=f"line 1\n{PHISH}\nline 3",
+    )
+    assert ("mention", "zhangsan") in live(hostile)  # the page itself still goes out
+    assert not [k for k in live(hostile) if k[1].startswith("http://evil")], hostile
+    assert added(hostile, benign) == {}, hostile
+    assert hostile.count("点此处理") == 4 and hostile.count("evil.example/phish") == 4  # still readable
