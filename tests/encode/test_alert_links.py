@@ -71,4 +71,5 @@ def test_a_phishing_link_in_names_error_and_log_stays_text_under_the_real_mentio
     assert ("mention", "zhangsan") in live(hostile)  # the page itself still goes out
     assert not [k for k in live(hostile) if k[1].startswith("http://evil")], hostile
     assert added(hostile, benign) == {}, hostile
-    assert hostile.count("点此处理") == 4 and hostile.count("evil.example/phish") == 4  # still readable
+    # still readable, in the heading, the failed-task line, the error and the log tail
+    assert hostile.count("［点此处理］(http://evil.example/phish)") >= 4
