@@ -67,8 +67,13 @@ def _line_start(m: re.Match[str]) -> str:
     return lead + mark[:-1] + _FULL[mark[-1]]
 
 
+def drop_invisible(text: str) -> str:
+    """`text` without control characters (but tab and newline), bidi overrides and invisible spaces."""
+    return _DROP.sub("", text)
+
+
 def _swap(text: str) -> str:
-    text = _DROP.sub("", text).translate(_SWAP)
+    text = drop_invisible(text).translate(_SWAP)
     return _UNDERSCORE.sub("＿", text)
 
 
@@ -131,7 +136,7 @@ def link(label: str, url: object) -> Md:
 def reply(text: str) -> str:
     """A chat reply made safe for any WeCom markdown: formatting kept (headings, bold, code, quotes,
     lists), but no link, image, mention, colour, HTML tag or entity, whoever wrote it."""
-    return _ENTITY.sub("＆", _DROP.sub("", text).translate(_REPLY))
+    return _ENTITY.sub("＆", drop_invisible(text).translate(_REPLY))
 
 
 _REPLY = str.maketrans({"<": "＜", "[": "［", "]": "］"})

@@ -21,9 +21,10 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
 from xihe.agent.errors import DolphinError, ToolFailed
-from xihe.agent.i18n import Lang, Text, say
+from xihe.agent.i18n import Lang, Text, say_md
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.timefmt import show
+from xihe.agent.wecom_markdown import Md
 from xihe.integrations.dolphinscheduler.dag import tasks_total
 from xihe.integrations.dolphinscheduler.errors import StartOutcomeUnknown
 from xihe.integrations.dolphinscheduler.models import Instance
@@ -173,8 +174,10 @@ def _explain_instance(verb: str) -> Callable[[InstanceArgs, Deps, Lang], str]:
     def explain(args: InstanceArgs, deps: Deps, lang: Lang) -> str:
         inst = locate(deps, args.instance_id, args.project)
         info = _instance_info(deps, inst)
-        when = say(DS, "explain_for", lang, date=info["business_date"]) if info["business_date"] else ""
-        return say(
+        when = (
+            say_md(DS, "explain_for", lang, date=info["business_date"]) if info["business_date"] else Md("")
+        )
+        return say_md(
             DS,
             verb,
             lang,
