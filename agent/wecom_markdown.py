@@ -17,8 +17,11 @@ Outside text (DS names and errors, log lines, shell output, code, user text, YAM
   (joiners stay: emoji need them); `inline` folds every run of white space into one space;
 - `<` `>` become `＜` `＞`: no tag, `<@mention>`, `<font>`, HTML or `<http://…>` autolink survives;
 - `[` `]` become `［` `］`: no link, image or reference link can open;
-- `` ` `` becomes `｀` (no code span or fence), `*` `＊`, `~` `～`, `|` `｜` (no table), `&` `＆`
-  (no entity); `_` becomes `＿` unless it sits between two letters or digits (`order_sync` stays);
+- `` ` `` becomes `｀` (no code span or fence), `*` `＊`, `~` `～`; `&` becomes `＆` where it
+  would start an entity (`&lt;`, `&#60;`), so `a && b` stays; `_` becomes `＿` unless it sits
+  between two letters or digits (`order_sync` stays);
+- a table's delimiter row (`|---|:--|`, only `|`, `-`, `:` and blanks) gets `｜`, so no table
+  forms; a `|` anywhere else stays (`ls | grep`);
 - at a line start, `#` becomes `＃`, a list mark (`-`, `+`, `1.`, `1)` before a blank) its
   full-width twin, and a line of `-` or `=` starts with `－` / `＝` (no heading, list, rule or
   setext underline); `10.0.0.1` or `-5` at a line start stay as written.
@@ -40,9 +43,7 @@ from urllib.parse import urlsplit
 _DROP = re.compile(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b\u2060\ufeff]"
 )
-_SWAP = str.maketrans(
-    {"<": "＜", ">": "＞", "[": "［", "]": "］", "`": "｀", "*": "＊", "~": "～", "|": "｜", "&": "＆"}
-)
+_SWAP = str.maketrans({"<": "＜", ">": "＞", "[": "［", "]": "］", "`": "｀", "*": "＊", "~": "～"})
 _UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # not between two letters/digits
 # a heading mark; a list mark followed by a blank; a line of - or = (setext underline, rule)
 _LINE_START = re.compile(r"^([ \t]*)(#|[-+](?=[ \t]|$)|\d+[.)](?=[ \t]|$)|[=-](?=[=-]*[ \t]*$))", re.M)
@@ -52,6 +53,7 @@ _USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 COLORS = ("info", "comment", "warning")  # the only colours WeCom's <font> knows
 _URL_SAFE = re.compile(r"^[^\s()<>\[\]`\"'\\]+$")
 _ENTITY = re.compile(r"&(?=#?\w+;)")
+_TABLE_RULE = re.compile(r"^(?=[^\n]*\|)(?=[^\n]*-)[ \t|:-]+$", re.M)
 
 
 class Md(str):
@@ -73,7 +75,8 @@ def drop_invisible(text: str) -> str:
 
 
 def _swap(text: str) -> str:
-    text = drop_invisible(text).translate(_SWAP)
+    text = _ENTITY.sub("＆", drop_invisible(text).translate(_SWAP))
+    text = _TABLE_RULE.sub(lambda m: m.group(0).replace("|", "｜"), text)
     return _UNDERSCORE.sub("＿", text)
 
 

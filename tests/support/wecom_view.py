@@ -16,7 +16,7 @@ _LINE_RULES = {
     "heading": re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)", re.M),
     "setext": re.compile(r"^ {0,3}(?:=+|-{2,})[ \t]*$", re.M),
     "list": re.compile(r"^[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]", re.M),
-    "table": re.compile(r"^[ \t]*\|.*\|", re.M),
+    "table": re.compile(r"^(?=[^\n]*\|)(?=[^\n]*-)[ \t|:-]+$", re.M),  # a delimiter row makes a table
     "rule": re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$", re.M),
     "fence": re.compile(r"^ {0,3}(?:```|~~~)", re.M),
     "nested_quote": re.compile(r"^ {0,3}>[ \t]*>", re.M),
