@@ -16,6 +16,7 @@ from xihe.agent.registry import Registry
 from xihe.agent.tasks import Task
 from xihe.agent.user_text import STOPS, for_people
 from xihe.agent.walk import Walk, task_lang
+from xihe.agent.wecom_markdown import block
 
 
 def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] | None, run: Walk) -> str:
@@ -37,9 +38,10 @@ def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] |
         except (ValueError, TypeError, KeyError):
             pass
     lang = task_lang(deps, run.task)
+    # a result's own text (an outside service's error, a tool's output) is outside text
     if not result.ok and result.said is not None:  # the failure from its catalog, in their language
-        return for_people(deps.redactor.text(result.said.in_(lang)), lang)
-    return for_people(result.body, lang)
+        return block(for_people(deps.redactor.text(result.said.in_(lang)), lang))
+    return block(for_people(result.body, lang))
 
 
 def first_complaint(hooks: Hooks, task: Task, reply: str) -> str | None:

@@ -18,9 +18,10 @@ from xihe.agent.errors import BotError
 from xihe.agent.gate import Who, identify
 from xihe.agent.help import HelpEntry, entry
 from xihe.agent.help import render as render_help
-from xihe.agent.i18n import say
+from xihe.agent.i18n import say_md
 from xihe.agent.inbound import Inbound, reply_lang
 from xihe.agent.loop import Agent, Outcome
+from xihe.agent.wecom_markdown import block
 
 Handler = Callable[["Session", Who, Inbound, Command], str]
 
@@ -92,7 +93,7 @@ class Session:
         try:
             command = parse(msg.text, phrases)
         except CommandSyntaxError as exc:
-            return str(exc)
+            return block(str(exc))  # it quotes what the user typed
         if command is not None and command.name == "confirm" and resumed:
             answer = self._after_resume(who, msg, command, resumed)
             if answer is not None:
@@ -101,7 +102,7 @@ class Session:
             return self.agent.start(who, msg.conversation, msg.text, channel=msg.channel).reply
         handler = self.commands.get(command.name)
         if handler is None:
-            return say(CONFIRM, "unknown", reply_lang(self, msg), name=command.name)
+            return say_md(CONFIRM, "unknown", reply_lang(self, msg), name=command.name)
         self.deps.audit.record(
             AuditEvent(
                 at=self.deps.clock(),
@@ -119,7 +120,7 @@ class Session:
         except BotError as exc:
             lang = reply_lang(self, msg)
             error = self.deps.redactor.text(exc.said(lang))
-            return say(CONFIRM, "failed", lang, name=command.name, error=error)
+            return say_md(CONFIRM, "failed", lang, name=command.name, error=error)
 
     def _after_resume(self, who: Who, msg: Inbound, command: Command, resumed: list[Outcome]) -> str | None:
         """A /confirm that may have been meant for the task just resumed: never confirm something else by it."""
@@ -127,7 +128,7 @@ class Session:
         if not command.args:
             others = pending.open_for(user_id=who.user, conversation=msg.conversation)
             ids = ", ".join(str(p.id) for p in others)
-            return say(CONFIRM, "also_waiting", reply_lang(self, msg), ids=ids) if others else ""
+            return say_md(CONFIRM, "also_waiting", reply_lang(self, msg), ids=ids) if others else ""
         action = pending.get(int(command.args[0])) if command.args[0].isdigit() else None
         return "" if action is not None and action.task_id in {o.task_id for o in resumed} else None
 

@@ -139,6 +139,7 @@ def link(label: str, url: object) -> Md:
 def reply(text: str) -> str:
     """A chat reply made safe for any WeCom markdown: formatting kept (headings, bold, code, quotes,
     lists), but no link, image, mention, colour, HTML tag or entity, whoever wrote it."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return _ENTITY.sub("＆", drop_invisible(text).translate(_REPLY))
 
 
