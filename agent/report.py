@@ -143,7 +143,7 @@ def task_report(deps: Deps, task_id: int, lang: Lang = "en") -> str:
             goal=task.goal[:80],
         ),
         say_md(REPORT, "times", lang, created=show(task.created_at, tz), updated=show(task.updated_at, tz)),
-        say_md(REPORT, "current", lang, step=task.current_step or "-"),
+        say_md(REPORT, "current", lang, step=task.current_step or Md("-")),
     ]
     if task.runs:
         runs = Md(", ".join(say_md(REPORT, "run", lang, id=r) for r in task.runs))
