@@ -7,6 +7,7 @@ compared after NFKC normalisation (which folds the full-width twins an encoder u
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 PHISH = "[点此处理](http://evil.example/phish)"
@@ -48,9 +49,12 @@ HOSTILE: list[tuple[str, str, tuple[str, ...]]] = [
 ]
 
 
+INVISIBLE = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
 def readable(received: str) -> str:
-    """`received` as a person reads it: full-width twins folded back (NFKC)."""
-    return unicodedata.normalize("NFKC", received)
+    """`received` as a person reads it: invisible characters gone, full-width twins folded back (NFKC)."""
+    return unicodedata.normalize("NFKC", INVISIBLE.sub("", received))
 
 
 def ids() -> list[str]:
