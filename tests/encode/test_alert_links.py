@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from tenacity import wait_none
 
-from tests.alerts.conftest import PRODUCTION, T0, config, event
+from tests.alerts.conftest import PRODUCTION, T0, WORKFLOWS, config, event
 from tests.encode.corpus import HOSTILE, ids, readable
 from tests.support.wecom_view import added, live
 from xihe.agent.alerts.deliver import Deliverer
@@ -21,28 +21,13 @@ from xihe.agent.alerts.outbox import InMemoryOutbox
 from xihe.agent.alerts.pipeline import Pipeline
 from xihe.agent.alerts.ratelimit import RateLimiter
 from xihe.agent.alerts.state import InMemoryAlertStateStore
-from xihe.config.workflows import WorkflowsConfig
 from xihe.integrations.wecom.robot import RobotClient
 from xihe.integrations.wecom.robot_sink import RobotSink
 
 KEY = "robot-key-prod"
 PHISH = "[点此处理](http://evil.example/phish)"
-# order_sync is a P0 core workflow paging zhangsan; DolphinScheduler reports it under whatever name it now has
-WORKFLOWS = WorkflowsConfig.model_validate(
-    {
-        "workflows": [
-            {
-                "name": "order_sync",
-                "project": "etl",
-                "code": 1001,
-                "environment": "prod",
-                "core": True,
-                "oncall": ["zhangsan"],
-                "channel": "prod",
-            }
-        ]
-    }
-)
+# order_sync (tests/alerts/conftest.py) is a P0 core workflow paging zhangsan and lisi; DolphinScheduler
+# reports it under whatever name it now has (its code is what identifies it)
 
 
 def p0_alert(**fields: str) -> str:

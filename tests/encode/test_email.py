@@ -8,13 +8,13 @@ a plain part that reads the alert, and an HTML part whose only tags and links ar
 from __future__ import annotations
 
 from datetime import timedelta
-from html.parser import HTMLParser
 
 import pytest
 from tenacity import wait_none
 
 from tests.alerts.conftest import PRODUCTION, T0, config, event
 from tests.encode.corpus import HOSTILE, ids, readable
+from tests.encode.html_page import parsed
 from tests.encode.test_alert_links import KEY, WORKFLOWS
 from xihe.agent.alerts.deliver import Deliverer
 from xihe.agent.alerts.notify.email import EmailNotifier
@@ -30,21 +30,6 @@ from xihe.integrations.wecom.robot_sink import RobotSink
 
 OURS = {"html", "body", "p", "div", "span", "a", "b", "br"}
 TRUSTED = "https://xihe.example/ui/runs/42"
-
-
-class Tags(HTMLParser):
-    """Every start tag with its attributes, and the text a mail client shows."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
 
 
 def mailed(**fields: str) -> Mail:
@@ -73,8 +58,7 @@ def test_hostile_fields_reach_the_fallback_mail_as_text(text: str, words: tuple[
     subject = got.message["Subject"]
     assert "\n" not in subject and "\r" not in subject and got.message["Bcc"] is None
     assert got.subject.strip().startswith("[xihe P0]") and len(got.subject.strip()) <= 200
-    page = Tags()
-    page.feed(got.html)
+    page = parsed(got.html)
     assert {tag for tag, _a in page.tags} <= OURS, got.html
     assert [a.get("href") for tag, a in page.tags if tag == "a"] == [TRUSTED]  # only xihe's own link
     assert all(set(a) <= {"href", "style"} for _tag, a in page.tags)  # no onerror=, no src=
@@ -88,6 +72,6 @@ def test_hostile_fields_reach_the_fallback_mail_as_text(text: str, words: tuple[
 def test_a_plain_alert_mail_reads_like_the_robot_message() -> None:
     got = mailed(task="load", error="boom", log_tail="ERROR boom")
     assert got.subject == "[xihe P0] order_sync #42 failed"
-    assert got.body.startswith("@zhangsan \nP0 工作流失败：order_sync")
+    assert got.body.startswith("@zhangsan @lisi \nP0 工作流失败：order_sync")
     assert f"运行详情 <{TRUSTED}>" in got.body and "> ERROR boom" in got.body
     assert f'<a href="{TRUSTED}">运行详情</a>' in got.html and "<b>错误</b>" in got.html

@@ -6,32 +6,10 @@ hold no tag, attribute or link that came from them, and still shows their words.
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
-
 from tests.encode.corpus import HOSTILE, readable
+from tests.encode.html_page import parsed
 from tests.ui.conftest import MakeUiBot, ui_bot  # noqa: F401  (the fixture)
 from xihe.agent.tasks import TaskStatus
-
-
-class Page(HTMLParser):
-    """Start tags with attributes, and the text a browser shows."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-
-def parsed(html: str) -> Page:
-    page = Page()
-    page.feed(html)
-    return page
 
 
 def test_hostile_goals_and_errors_reach_the_browser_as_text(ui_bot: MakeUiBot) -> None:  # noqa: F811
