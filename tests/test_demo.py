@@ -27,6 +27,8 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     # backfill followed to the end, told in the conversation's language
     assert 'complementStartDate":"20' in out and "，已结束：成功" in out
     assert "正在等待审批" in out and "，已结束：失败" in out and "<@bob>" in out  # P0 alert
+    # the link in DolphinScheduler's error reaches the robot and the chat as text, never as a link
+    assert "［点此处理］(http://evil.example/phish)" in out and "[点此处理](" not in out
     # alice writes Chinese: the shell's result and refusals are told in Chinese
     assert "［沙箱：bwrap］" in out and "（路径穿越）" in out and "'rm' 不是白名单里的程序" in out
     assert "错误：进程在这一步中途停止" in out and "task 5 done" in out  # /task 5 in alice's language
