@@ -63,6 +63,27 @@ def say_md(catalog: Catalog, key: str, lang: Lang, /, **values: object) -> Md:
     return Md(say(catalog, key, lang, **shown))
 
 
+def said_md(message: str | Text, lang: Lang) -> Md:
+    """A message for people as WeCom markdown: a `Text` keeps its catalog's markup with every value
+    (nested messages too) encoded as outside text; a plain string is outside text as a whole."""
+    if isinstance(message, Text):
+        values = {k: _md_value(v, lang) for k, v in message.values.items()}
+        return say_md(message.catalog, message.key, lang, **values)
+    return Md(inline(message))
+
+
+def _md_value(value: object, lang: Lang) -> object:
+    if isinstance(value, Text):
+        return said_md(value, lang)
+    if isinstance(value, tuple):
+        return Md(
+            ("；" if lang == "zh" else "; ").join(
+                said_md(v if isinstance(v, Text) else str(v), lang) for v in value
+            )
+        )
+    return value
+
+
 @dataclass(frozen=True, eq=False)
 class Text:
     """A catalog message with its values, said later in whichever language is asked: English for the

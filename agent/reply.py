@@ -11,7 +11,7 @@ import json
 from xihe.agent.deps import Deps
 from xihe.agent.executor import StepResult
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import say
+from xihe.agent.i18n import said_md, say
 from xihe.agent.registry import Registry
 from xihe.agent.tasks import Task
 from xihe.agent.user_text import STOPS, for_people
@@ -40,7 +40,7 @@ def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] |
     lang = task_lang(deps, run.task)
     # a result's own text (an outside service's error, a tool's output) is outside text
     if not result.ok and result.said is not None:  # the failure from its catalog, in their language
-        return block(for_people(deps.redactor.text(result.said.in_(lang)), lang))
+        return for_people(deps.redactor.text(said_md(result.said, lang)), lang)
     return block(for_people(result.body, lang))
 
 

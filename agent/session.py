@@ -18,10 +18,10 @@ from xihe.agent.errors import BotError
 from xihe.agent.gate import Who, identify
 from xihe.agent.help import HelpEntry, entry
 from xihe.agent.help import render as render_help
-from xihe.agent.i18n import say_md
+from xihe.agent.i18n import said_md, say_md
 from xihe.agent.inbound import Inbound, reply_lang
 from xihe.agent.loop import Agent, Outcome
-from xihe.agent.wecom_markdown import block
+from xihe.agent.wecom_markdown import Md, block
 
 Handler = Callable[["Session", Who, Inbound, Command], str]
 
@@ -119,7 +119,7 @@ class Session:
             return handler(self, who, msg, command)
         except BotError as exc:
             lang = reply_lang(self, msg)
-            error = self.deps.redactor.text(exc.said(lang))
+            error = Md(self.deps.redactor.text(said_md(exc.text or str(exc), lang)))
             return say_md(CONFIRM, "failed", lang, name=command.name, error=error)
 
     def _after_resume(self, who: Who, msg: Inbound, command: Command, resumed: list[Outcome]) -> str | None:

@@ -10,7 +10,7 @@ from tests.encode.corpus import HOSTILE, ids, readable
 from tests.support.wecom_view import live
 from tests.wecom.conftest import BOT_AES_KEY, BOT_TOKEN, Gateway, clock, make_gateway  # noqa: F401
 from xihe.agent import email_text, wecom_text
-from xihe.agent.i18n import say_md
+from xihe.agent.i18n import said_md, say_md, text
 from xihe.agent.wecom_markdown import Md, Url, block, checked_url, font, inline, link, mention, quote, reply
 from xihe.config.wecom import AibotSettings
 
@@ -127,3 +127,10 @@ def test_the_ai_bot_welcome_from_yaml_is_a_text_message_that_pages_nobody(
     resp, nonce = bot.post_aibot({**event, "event": {"eventtype": "enter_chat"}})
     answer = bot.open_reply(resp.json(), nonce)
     assert answer == {"msgtype": "text", "text": {"content": "欢迎 ＜@all> [点此](http://evil.example) "}}
+
+
+def test_said_md_keeps_each_catalogs_markup_and_encodes_every_value() -> None:
+    inner = text({"i": {"en": "`{name}` failed", "zh": "`{name}` 失败"}}, "i", name="[x](http://evil)")
+    outer = text({"o": {"en": "**{what}**: {why}"}}, "o", what=inner, why=("<@all>", inner))
+    assert said_md(outer, "zh") == "**`［x］(http://evil)` 失败**: ＜@all＞；`［x］(http://evil)` 失败"
+    assert str(outer).startswith("**`[x](http://evil)` failed**")  # the model and the audit keep it raw
