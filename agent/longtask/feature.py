@@ -28,7 +28,6 @@ from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
 from xihe.agent.tasks import Task
 from xihe.agent.timefmt import show
-from xihe.agent.wecom_markdown import inline
 from xihe.config.longtask import LongTaskConfig
 from xihe.tools.longtask import memory_tools, plan_tools
 from xihe.tools.longtask.memory import MemoryStore
@@ -288,7 +287,7 @@ def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command, lang: Lan
         say(PLAN, "open", lang, open=open_count(items), total=len(items)),
         "",
     ]
-    lines += [f"- {inline(i.line(now, lang))}" for i in items]
+    lines += [f"- {i.line(now, lang, markdown=True)}" for i in items]
     changes = [
         c for c in lt.plans.history(plan) if c.change in ("replaced", "dropped", "failed", "reclaimed")
     ]
