@@ -14,7 +14,7 @@ from xihe.agent.commands import Command
 from xihe.agent.crashpoint import crash_point
 from xihe.agent.errors import TaskStateError
 from xihe.agent.gate import Who
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, say, say_md
 from xihe.agent.inbound import CommandSession, Inbound, reply_lang
 from xihe.agent.pending import LIVE, PendingAction, expired, waiting
 from xihe.agent.tasks import FINISHED, TaskStatus
@@ -286,13 +286,13 @@ def pending(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
     live = [p for p in deps.pending.open_for(statuses=LIVE) if not expired(p, now)]
     shown = [p for p in live if approver or p.user_id == who.user]
     if not shown:
-        return say(PENDING, "none", lang)
-    lines = [say(PENDING, "head", lang)]
+        return say_md(PENDING, "none", lang)
+    lines: list[str] = [say_md(PENDING, "head", lang)]
     tz = deps.settings.core.timezone
     for p in shown:
         v = pending_view.view(p, deps, session.agent.registry, lang)
         lines.append(
-            say(
+            say_md(
                 PENDING,
                 "line",
                 lang,
@@ -304,5 +304,5 @@ def pending(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
             )
         )
         if who.user in v.approvers and p.approved_by is None:
-            lines.append(say(PENDING, "approve", lang, id=p.id))
+            lines.append(say_md(PENDING, "approve", lang, id=p.id))
     return "\n".join(lines)

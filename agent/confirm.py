@@ -24,12 +24,13 @@ from xihe.agent.deps import Deps
 from xihe.agent.errors import ToolError
 from xihe.agent.frontier import UNCERTAIN
 from xihe.agent.gate import Confirm
-from xihe.agent.i18n import Catalog, Lang, Text, say, text
+from xihe.agent.i18n import Catalog, Lang, Text, say_md, text
 from xihe.agent.pending import PendingAction, expired
 from xihe.agent.pending_view import approvers_for
 from xihe.agent.registry import ParsedCall
 from xihe.agent.tasks import Task, TaskStatus
 from xihe.agent.user_text import outcome, readable_args
+from xihe.agent.wecom_markdown import Md, inline
 
 ASK: Catalog = {
     "reply": {
@@ -155,34 +156,35 @@ def prompt(
     unsure: str | None = None,
 ) -> str:
     """What the user reads while the task waits: the call, what it means, and how to answer."""
-    args_text = "— " + readable_args(deps.redactor.data(call.data, call.spec.secret_args)).replace(
-        "\n", " · "
+    # the arguments and what they resolve to are outside text (the model's, DolphinScheduler's)
+    args_text = "— " + inline(
+        readable_args(deps.redactor.data(call.data, call.spec.secret_args)).replace("\n", " · ")
     )
     try:  # what the arguments resolve to (e.g. which workflow, which dates), so the yes is informed
         meaning = call.spec.explain(call.subject, deps, lang) if call.spec.explain is not None else ""
     except ToolError:
         meaning = ""
-    meaning = f"→ {deps.redactor.text(meaning)}\n" if meaning else ""
+    meaning = f"→ {inline(deps.redactor.text(meaning))}\n" if meaning else ""
     minutes = deps.settings.core.confirm.ttl_minutes
     if pending.needs_approval and pending.status == "confirmed":
         names = ", ".join(approvers_for(pending, deps)) or "-"
-        return say(ASK, "approver", lang, id=pending.id, approvers=names)
+        return say_md(ASK, "approver", lang, id=pending.id, approvers=names)
     if unsure:
         why = deps.redactor.text(unsure.removeprefix(UNCERTAIN).split(";")[0].strip())
-        return say(
+        return say_md(
             ASK,
             "interrupted",
             lang,
             task=task.id,
             tool=call.spec.name,
-            args=args_text,
+            args=Md(args_text),
             why=why,
-            meaning=meaning,
+            meaning=Md(meaning),
             id=pending.id,
             ttl=minutes,
         )
-    why = say(ASK, "why", lang, reason=decision.text(lang))
-    return f"{why}\n`{call.spec.name}` {args_text}\n{meaning}" + say(
+    why = say_md(ASK, "why", lang, reason=decision.text(lang))
+    return f"{why}\n`{call.spec.name}` {args_text}\n{meaning}" + say_md(
         ASK, "reply", lang, id=pending.id, ttl=minutes
     )
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from xihe.agent.wecom_markdown import Md, inline
+
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -51,6 +53,35 @@ def say(catalog: Catalog, key: str, lang: Lang, /, **values: object) -> str:
     entry = catalog[key]
     shown = {k: v.in_(lang) if isinstance(v, Text) else v for k, v in values.items()}
     return (entry.get(lang) or entry["en"]).format(**shown)
+
+
+def say_md(catalog: Catalog, key: str, lang: Lang, /, **values: object) -> Md:
+    """`say` for a message people read as WeCom markdown (chat replies): the catalog's text is xihe's
+    own markup, and every value that is not `Md` (another message said this way) or a number is
+    outside text, encoded for one line (`wecom_markdown.inline`: it can link, mention or format nothing)."""
+    shown = {k: v if isinstance(v, Md | int | float) else inline(_said(v, lang)) for k, v in values.items()}
+    return Md(say(catalog, key, lang, **shown))
+
+
+def said_md(message: str | Text, lang: Lang) -> Md:
+    """A message for people as WeCom markdown: a `Text` keeps its catalog's markup with every value
+    (nested messages too) encoded as outside text; a plain string is outside text as a whole."""
+    if isinstance(message, Text):
+        values = {k: _md_value(v, lang) for k, v in message.values.items()}
+        return say_md(message.catalog, message.key, lang, **values)
+    return Md(inline(message))
+
+
+def _md_value(value: object, lang: Lang) -> object:
+    if isinstance(value, Text):
+        return said_md(value, lang)
+    if isinstance(value, tuple):
+        return Md(
+            ("；" if lang == "zh" else "; ").join(
+                said_md(v if isinstance(v, Text) else str(v), lang) for v in value
+            )
+        )
+    return value
 
 
 @dataclass(frozen=True, eq=False)

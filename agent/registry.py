@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from xihe.agent.errors import ConfigError, ToolRetry
 from xihe.agent.i18n import Catalog, Lang, Text, text
+from xihe.agent.wecom_markdown import Md, inline
 
 if TYPE_CHECKING:
     from xihe.agent.deps import Deps
@@ -156,8 +157,8 @@ def _describe_validation(name: str, exc: ValidationError) -> Text:
     parts = []
     for err in exc.errors(include_url=False):
         where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        parts.append(f"`{where}`: {err['msg']}")
-    return text(INVALID, "invalid", tool=name, problems="; ".join(parts))
+        parts.append(f"`{inline(where)}`: {inline(err['msg'])}")  # the model's keys and values, inert
+    return text(INVALID, "invalid", tool=name, problems=Md("; ".join(parts)))
 
 
 class Registry:

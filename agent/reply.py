@@ -11,11 +11,12 @@ import json
 from xihe.agent.deps import Deps
 from xihe.agent.executor import StepResult
 from xihe.agent.hooks import Hooks
-from xihe.agent.i18n import Lang, say
+from xihe.agent.i18n import Lang, said_md, say
 from xihe.agent.registry import Registry
 from xihe.agent.tasks import Task
 from xihe.agent.user_text import STOPS, for_people
 from xihe.agent.walk import Walk
+from xihe.agent.wecom_markdown import block
 
 
 def command_reply(deps: Deps, registry: Registry, last: tuple[str, StepResult] | None, run: Walk) -> str:
@@ -41,9 +42,10 @@ def result_for_people(deps: Deps, registry: Registry, tool: str, result: StepRes
             return spec.summarize(data, lang)
         except (ValueError, TypeError, KeyError):
             pass
+    # a result's own text (an outside service's error, a tool's output) is outside text
     if not result.ok and result.said is not None:  # the failure from its catalog, in their language
-        return for_people(deps.redactor.text(result.said.in_(lang)), lang)
-    return for_people(result.body, lang)
+        return for_people(deps.redactor.text(said_md(result.said, lang)), lang)
+    return block(for_people(result.body, lang))
 
 
 def first_complaint(hooks: Hooks, task: Task, reply: str) -> str | None:

@@ -1,6 +1,7 @@
 """Task reports: which step failed, with what input, how long each took. Shared by chat, CLI and UI.
 
-Chat shows them in the conversation's language (REPORT); the CLI and `--json` keep English.
+Chat shows them in the conversation's language (REPORT); the CLI and `--json` keep English. The
+readable forms are WeCom markdown (`say_md`): a goal, an input or an error is outside text.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from typing import Any
 
 from xihe.agent.deps import Deps
 from xihe.agent.frontier import INTERRUPTED
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, say_md
 from xihe.agent.tasks import StepStatus, Task
 from xihe.agent.timefmt import offset_of, show, zone
 from xihe.agent.user_text import readable_args
+from xihe.agent.wecom_markdown import Md, inline
 
 REPORT: Catalog = {
     "head": {
@@ -61,10 +63,10 @@ WORDS: Catalog = {  # task and step statuses, outcomes and kinds as people read 
 }
 
 
-def _word(value: str, lang: Lang) -> str:
+def _word(value: str, lang: Lang) -> Md:
     if value.startswith("run "):
-        return say(REPORT, "run_state", lang, state=value.removeprefix("run "))
-    return say(WORDS, value, lang) if value in WORDS else value
+        return say_md(REPORT, "run_state", lang, state=value.removeprefix("run "))
+    return say_md(WORDS, value, lang) if value in WORDS else Md(inline(value))
 
 
 def readable_input(preview: str) -> str:
@@ -81,14 +83,14 @@ def readable_input(preview: str) -> str:
 
 
 def _step_error(error: str, lang: Lang) -> str:
-    return say(REPORT, "interrupted", lang) if error == INTERRUPTED else error
+    return say_md(REPORT, "interrupted", lang) if error == INTERRUPTED else error
 
 
-def status_text(task: Task, lang: Lang = "en") -> str:
+def status_text(task: Task, lang: Lang = "en") -> Md:
     """`Task.shown_status` in `lang`, e.g. `done · run FAILURE` / `完成 · 运行 FAILURE`."""
     shown = task.shown_status
     if shown != task.status and task.outcome:
-        return say(
+        return say_md(
             REPORT, "with_outcome", lang, status=_word(task.status, lang), outcome=_word(task.outcome, lang)
         )
     return _word(shown, lang)
@@ -98,12 +100,12 @@ def task_lines(tasks: list[Task], lang: Lang = "en", tz: str = "UTC", queries: i
     """`/tasks`: one line per task with when it started (in the team's zone) and the runs it started;
     `queries` read-only commands (/status ...) among them were left out and are counted at the end."""
     if not tasks:
-        return say(REPORT, "none", lang)
+        return say_md(REPORT, "none", lang)
     offset = offset_of(tasks[0].created_at.astimezone(zone(tz)))
-    lines = [say(REPORT, "list_head", lang, zone=f"{tz} {offset}")]
+    lines = [say_md(REPORT, "list_head", lang, zone=f"{tz} {offset}")]
     for t in tasks:
         lines.append(
-            say(
+            say_md(
                 REPORT,
                 "line_runs" if t.runs else "line",
                 lang,
@@ -116,7 +118,7 @@ def task_lines(tasks: list[Task], lang: Lang = "en", tz: str = "UTC", queries: i
             )
         )
     if queries:
-        lines.append(say(REPORT, "queries", lang, n=queries))
+        lines.append(say_md(REPORT, "queries", lang, n=queries))
     return "\n".join(lines)
 
 
@@ -142,8 +144,8 @@ def task_report(deps: Deps, task_id: int, lang: Lang = "en") -> str:
     task = deps.tasks.get(task_id)
     steps = deps.tasks.steps(task_id)
     tz = deps.settings.core.timezone
-    lines = [
-        say(
+    lines: list[str] = [
+        say_md(
             REPORT,
             "head",
             lang,
@@ -153,33 +155,33 @@ def task_report(deps: Deps, task_id: int, lang: Lang = "en") -> str:
             owner=task.owner,
             goal=task.goal[:80],
         ),
-        say(REPORT, "times", lang, created=show(task.created_at, tz), updated=show(task.updated_at, tz)),
-        say(REPORT, "current", lang, step=task.current_step or "-"),
+        say_md(REPORT, "times", lang, created=show(task.created_at, tz), updated=show(task.updated_at, tz)),
+        say_md(REPORT, "current", lang, step=task.current_step or Md("-")),
     ]
     if task.runs:
-        runs = ", ".join(say(REPORT, "run", lang, id=r) for r in task.runs)
-        lines.append(say(REPORT, "runs", lang, runs=runs))
+        runs = Md(", ".join(say_md(REPORT, "run", lang, id=r) for r in task.runs))
+        lines.append(say_md(REPORT, "runs", lang, runs=runs))
     finished = {(s.step_key, s.attempt) for s in steps if s.status != StepStatus.RUNNING}
     for s in steps:
         if s.status == StepStatus.RUNNING and (s.step_key, s.attempt) in finished:
             continue
-        took = say(REPORT, "ms", lang, ms=s.duration_ms) if s.duration_ms is not None else "…"
+        took = say_md(REPORT, "ms", lang, ms=s.duration_ms) if s.duration_ms is not None else Md("…")
         status = _word(s.status, lang)
-        line = say(
+        line: str = say_md(
             REPORT,
             "step",
             lang,
             step=s.step_key,
             attempt=s.attempt,
-            status=f"{status:7}" if lang == "en" else status,  # a column in English
+            status=Md(f"{status:7}") if lang == "en" else status,  # a column in English
             tool=s.tool_name,
             took=took,
         )
         if s.input_preview:
-            line += say(REPORT, "input", lang, text=readable_input(s.input_preview)[:120])
+            line += say_md(REPORT, "input", lang, text=readable_input(s.input_preview)[:120])
         if s.error:
-            line += say(REPORT, "step_error", lang, text=_step_error(s.error, lang)[:160])
+            line += say_md(REPORT, "step_error", lang, text=_step_error(s.error, lang)[:160])
         lines.append(line)
     if task.error:
-        lines.append(say(REPORT, "error", lang, text=task.error))
+        lines.append(say_md(REPORT, "error", lang, text=task.error))
     return "\n".join(lines)

@@ -21,9 +21,10 @@ from xihe.agent.errors import BotError
 from xihe.agent.gate import Who, identify
 from xihe.agent.help import HelpEntry, entry
 from xihe.agent.help import render as render_help
-from xihe.agent.i18n import say
+from xihe.agent.i18n import said_md, say_md
 from xihe.agent.inbound import Inbound, reply_lang
 from xihe.agent.loop import Agent, Outcome
+from xihe.agent.wecom_markdown import Md, block
 
 Handler = Callable[["Session", Who, Inbound, Command], str]
 GUESS = 70.0  # how close (rapidfuzz ratio) a mistyped command must be to a real one: /stauts → /status
@@ -105,7 +106,7 @@ class Session:
         try:
             command = parse(msg.text, phrases)
         except CommandSyntaxError as exc:
-            return str(exc)
+            return block(str(exc))  # it quotes what the user typed
         if command is not None and command.name == "confirm" and resumed:
             answer = self._after_resume(who, msg, command, resumed)
             if answer is not None:
@@ -119,8 +120,8 @@ class Session:
                 command.name, list(self.commands), scorer=fuzz.ratio, score_cutoff=GUESS
             )
             if guess is None:
-                return say(CONFIRM, "unknown", lang, name=command.name)
-            return say(CONFIRM, "did_you_mean", lang, name=command.name, guess=guess[0])
+                return say_md(CONFIRM, "unknown", lang, name=command.name)
+            return say_md(CONFIRM, "did_you_mean", lang, name=command.name, guess=guess[0])
         self.deps.audit.record(
             AuditEvent(
                 at=self.deps.clock(),
@@ -137,8 +138,8 @@ class Session:
             return handler(self, who, msg, command)
         except BotError as exc:
             lang = reply_lang(self, msg)
-            error = self.deps.redactor.text(exc.said(lang))
-            return say(CONFIRM, "failed", lang, name=command.name, error=error)
+            error = Md(self.deps.redactor.text(said_md(exc.text or str(exc), lang)))
+            return say_md(CONFIRM, "failed", lang, name=command.name, error=error)
 
     def _after_resume(self, who: Who, msg: Inbound, command: Command, resumed: list[Outcome]) -> str | None:
         """A /confirm that may have been meant for the task just resumed: never confirm something else by it."""
@@ -146,7 +147,7 @@ class Session:
         if not command.args:
             others = pending.open_for(user_id=who.user, conversation=msg.conversation)
             ids = ", ".join(str(p.id) for p in others)
-            return say(CONFIRM, "also_waiting", reply_lang(self, msg), ids=ids) if others else ""
+            return say_md(CONFIRM, "also_waiting", reply_lang(self, msg), ids=ids) if others else ""
         action = pending.get(int(command.args[0])) if command.args[0].isdigit() else None
         return "" if action is not None and action.task_id in {o.task_id for o in resumed} else None
 

@@ -1,4 +1,8 @@
-"""E-mail fallback over the standard library's smtplib (STARTTLS optional, password from the environment)."""
+"""E-mail fallback over the standard library's smtplib (STARTTLS optional, password from the environment).
+
+The subject is always made one safe header line here (`email_text.subject`); the caller gives the
+body parts already encoded (`email_text.plain` / `email_text.html`).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,14 @@ from collections.abc import Mapping, Sequence
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
+from xihe.agent.email_text import subject as subject_line
 from xihe.agent.errors import MailError
 from xihe.agent.redact import excerpt
 
 
 class Mailer:
-    """Sends plain-text mail; raises MailError (retryable for transport trouble and 4xx replies)."""
+    """Sends plain-text mail (with an HTML alternative when given); raises MailError (retryable for
+    transport trouble and 4xx replies)."""
 
     def __init__(
         self,
@@ -35,15 +41,19 @@ class Mailer:
         self._env = env if env is not None else os.environ
         self._ssl = ssl_context
 
-    def send(self, to: Sequence[str], subject: str, body: str, message_id_key: str = "") -> str:
+    def send(
+        self, to: Sequence[str], subject: str, body: str, message_id_key: str = "", *, html: str = ""
+    ) -> str:
         """Send one mail; returns the server's reply to DATA (for the audit)."""
         if not to:
             raise MailError("no recipients configured for the e-mail fallback")
         msg = EmailMessage()
-        msg["From"], msg["To"], msg["Subject"] = self.from_addr, ", ".join(to), subject
+        msg["From"], msg["To"], msg["Subject"] = self.from_addr, ", ".join(to), subject_line(subject)
         msg["Date"] = formatdate(localtime=False)
         msg["Message-ID"] = make_msgid(idstring=message_id_key[:40] or None, domain="xihe")
         msg.set_content(body)
+        if html:
+            msg.add_alternative(html, subtype="html")
         password = self._env.get(self.password_env, "") if self.password_env else ""
         try:
             with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:

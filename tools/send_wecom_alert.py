@@ -45,7 +45,8 @@ class Args(BaseModel):
     markdown: str = Field(
         min_length=1,
         max_length=20000,
-        description="message body in WeCom markdown (headings, **bold**, links, > quotes); cut to 4096 bytes",
+        description="message body in WeCom markdown (headings, **bold**, > quotes, `code`); links, "
+        "mentions and colours in it show as plain text; cut to 4096 bytes",
     )
     mentions: list[str] = Field(
         default_factory=list,

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.model import Kind, Notification, Tier
 from xihe.agent.alerts.render import Renderer, duration_seconds
 from xihe.agent.alerts.state import InstanceState, Repeat, Window
+from xihe.agent.wecom_markdown import Url, checked_url
 from xihe.config.alerts import AlertsConfig
 from xihe.config.workflows import Workflow
 
@@ -48,22 +50,31 @@ class NoOrigins:
         return None
 
 
-def links(config: AlertsConfig, event: AlertEvent, origin: RunOrigin | None) -> dict[str, str]:
-    """The run's trace page in xihe's UI and its page in DolphinScheduler ("" when not configured)."""
+def links(
+    config: AlertsConfig, event: AlertEvent, origin: RunOrigin | None, log_url: str = ""
+) -> dict[str, Url | str | None]:
+    """The run's trace page in xihe's UI, its page in DolphinScheduler and its log, as checked `Url`s
+    (None when not configured). The event's own values are quoted into the configured addresses, and
+    a log address the event brings is a link only under one of them (else it is shown as text)."""
     base = config.public_base_url.rstrip("/")
     # the run's page names the task that started it (if any) and every alert about it
-    trace = f"{base}/ui/runs/{event.instance_id}" if base else ""
-    ds = ""
+    trace = checked_url(f"{base}/ui/runs/{event.instance_id}") if base else None
+    ds = None
     template = config.dolphinscheduler_instance_url
     project_code = origin.project_code if origin else 0
     if template and (project_code or "{project_code}" not in template):
-        ds = template.format(
-            project=event.project,
-            project_code=project_code,
-            workflow_code=event.workflow_code,
-            instance_id=event.instance_id,
+        ds = checked_url(
+            template.format(
+                project=quote(event.project, safe=""),
+                project_code=project_code,
+                workflow_code=event.workflow_code,
+                instance_id=event.instance_id,
+            )
         )
-    return {"trace_url": trace, "ds_url": ds}
+    parts = urlsplit(template)
+    bases = [b for b in (base, f"{parts.scheme}://{parts.netloc}" if parts.netloc else "") if b]
+    log = checked_url(log_url, bases) if bases else None
+    return {"trace_url": trace, "ds_url": ds, "log_url": log or log_url}
 
 
 def instance_note(
@@ -113,13 +124,12 @@ def instance_note(
         "seconds": duration_seconds(start, end),
         "summary_error": error or "-",
         "tail_log": log,
-        "log_url": next((e.log_url for e in inst.events if e.log_url), ""),
         "origin": origin,
         "started_by_name": origin.started_by if origin else "",
         "approved_by_name": origin.approved_by if origin else "",
         "next_summary": inst.next_summary_at,
         "maint_scope": scope,
-        **links(config, first, origin),
+        **links(config, first, origin, next((e.log_url for e in inst.events if e.log_url), "")),
         **_repeat_ctx(config, inst),
     }
     text = renderer.render("instance.md.j2", ctx)

@@ -1,18 +1,15 @@
 """Render notifications as WeCom robot `markdown` (v1) with Jinja2, escaped and fitted to the byte limit.
 
-Every `{{ value }}` goes through `finalize`, which escapes it for one line, so an admin's override
-template cannot forget to escape. Markup we produce ourselves (`<@userid>`, `<font>`, the quoted log
-block, links) is returned as `Md`, which `finalize` passes through untouched.
-
-Escaping: `<`/`>` become full-width ＜＞ (v1 gives `<font>` and `<@…>`
-meaning), backticks become ｀ (unbalanced fences truncate messages), and a markdown control at the
-start of a line (#, >, -, *, +, =, |, "1.") is swapped for its full-width twin. Backslash escapes
-are not honoured by WeCom, so none are used.
+Every `{{ value }}` goes through `finalize`, which encodes it for one line of WeCom markdown
+(`xihe.agent.wecom_markdown.inline`: no link, mention, colour, heading or emphasis can come from a
+value), so an admin's override template cannot forget to escape. Markup we produce ourselves
+(`<@userid>`, `<font>`, the quoted log block, links) is `Md`, which `finalize` passes through
+untouched; a link needs a `Url` (composed from configured parts and checked), anything else is shown
+as inert text.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
+from xihe.agent import wecom_markdown as md
 from xihe.agent.timefmt import show
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -34,67 +32,14 @@ TEMPLATE_NAMES = (
     "maint.md.j2",
     "more.md.j2",
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
-_LINE_START = re.compile(r"^(\s*)([#*+\-=|]|\d+\.)", re.M)
-_FULL = {"#": "＃", "*": "＊", "+": "＋", "-": "－", "=": "＝", "|": "｜"}
-_USERID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
-_URL = re.compile(r"^https?://[^\s()<>\[\]`]+$")
-
-
-class Md(str):
-    """Markdown we generated ourselves: `finalize` does not escape it again."""
-
-
-def _line_start(m: re.Match[str]) -> str:
-    lead, ctl = m.group(1), m.group(2)
-    return lead + (_FULL[ctl] if ctl in _FULL else ctl[:-1] + "．")
-
-
-def escape_md(value: Any) -> str:
-    """Escape free text for WeCom markdown v1, keeping line breaks."""
-    text = _CONTROL.sub("", str(value).replace("\r\n", "\n").replace("\r", "\n"))
-    text = text.replace("<", "＜").replace(">", "＞").replace("`", "｀")
-    return _LINE_START.sub(_line_start, text)
-
-
-def escape_inline(value: Any) -> str:
-    """Escape free text for use inside one line (newlines and tabs become spaces).
-
-    Only a leading #*+-=| is neutralised: "10.0.0.1" or "3. step" in the middle of a line is not a list.
-    """
-    text = _CONTROL.sub("", re.sub(r"\s+", " ", str(value)).strip())
-    text = text.replace("<", "＜").replace(">", "＞").replace("`", "｀")
-    return _FULL[text[0]] + text[1:] if text and text[0] in _FULL else text
 
 
 def _finalize(value: Any) -> str:
-    if isinstance(value, Md):
-        return str(value)
-    if value is None:
-        return ""
-    return escape_inline(value)
+    return "" if value is None else md.inline(value)
 
 
-def _quote(value: Any) -> Md:
-    lines = escape_md(value).strip("\n").split("\n")
-    return Md("\n".join(f"> {line}" if line.strip() else ">" for line in lines))
-
-
-def _at(userid: Any) -> Md:
-    uid = str(userid)
-    return Md(f"<@{uid}>") if _USERID.match(uid) else Md("")
-
-
-def _link(url: Any, label: str = "日志") -> Md:
-    u = str(url or "")
-    if _URL.match(u):
-        return Md(f"[{escape_inline(label)}]({u})")
-    return Md(escape_inline(u))
-
-
-def _font(tier: Any) -> Md:
-    color = {"P0": "warning", "P1": "comment", "P2": "info"}.get(str(tier), "comment")
-    return Md(f'<font color="{color}">{escape_inline(tier)}</font>')
+def _font(tier: Any) -> md.Md:
+    return md.font({"P0": "warning", "P1": "comment", "P2": "info"}.get(str(tier), "comment"), tier)
 
 
 def _duration(seconds: Any) -> str:
@@ -168,13 +113,13 @@ class Renderer:
         self.max_bytes = max_bytes
         self.log_tail_chars = log_tail_chars
         self.env.filters.update(
-            quote=_quote,
-            at=_at,
-            link=_link,
+            quote=md.quote,
+            at=md.mention,
+            link=lambda url, label="日志": md.link(label, url),
             font=_font,
             duration=_duration,
             t=self._time,
-            esc=lambda v: Md(escape_inline(v)),
+            esc=lambda v: md.Md(md.inline(v)),
         )
         # Compile now (once per config load), so a bad override template fails at load, not mid-storm.
         for name in TEMPLATE_NAMES:

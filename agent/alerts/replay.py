@@ -78,8 +78,10 @@ class SimMailer:
         self.sent: list[tuple[datetime, list[str], str, str]] = []
         self.down: list[tuple[datetime, datetime]] = []
 
-    def send(self, to: list[str], subject: str, body: str, message_id_key: str = "") -> str:
-        """Record one mail."""
+    def send(
+        self, to: list[str], subject: str, body: str, message_id_key: str = "", *, html: str = ""
+    ) -> str:
+        """Record one mail (its plain part)."""
         now = self.clock()
         if any(a <= now < b for a, b in self.down):
             raise MailError("SMTP 451: simulated outage", retryable=True)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xihe.agent.cli.terminal import shown
 from xihe.agent.errors import BotError, ConfigError
 
 
@@ -31,7 +32,7 @@ def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
     from xihe.agent.app import build_app
 
     def notify(conversation: str, text: str) -> None:
-        print(f"[xihe → {conversation}] {text}", flush=True)
+        print(f"[xihe → {conversation}] {shown(text)}", flush=True)
 
     return build_app(args.config, notify=notify, listen=listen)
 
@@ -50,13 +51,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     app = _app(args)
     for outcome in app.agent.resume_orphans():
-        print(f"[resumed task {outcome.task_id}: {outcome.status}] {outcome.reply}", flush=True)
+        print(f"[resumed task {outcome.task_id}: {outcome.status}] {shown(outcome.reply)}", flush=True)
     conversation = args.conversation or f"cli:{args.user}"
     for text in prompt_lines(f"{args.user}> "):
         if text in ("/quit", "/exit"):
             break
         reply = app.session.handle(Inbound(args.user, conversation, text, "cli"))
-        print(f"xihe> {reply}", flush=True)
+        print(f"xihe> {shown(reply)}", flush=True)
     return 0
 
 
@@ -67,7 +68,7 @@ def cmd_task_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(task_data(app.deps, args.id), ensure_ascii=False, indent=2, default=str))
     else:
-        print(task_report(app.deps, args.id))
+        print(shown(task_report(app.deps, args.id)))
     return 0
 
 
@@ -79,7 +80,7 @@ def cmd_task_resume(args: argparse.Namespace) -> int:
 
     take_over = args.force or holder_is_dead(task.lease_owner)
     outcome = app.agent.resume(args.id, take_over=take_over)
-    print(f"task {outcome.task_id} {outcome.status}: {outcome.reply}")
+    print(f"task {outcome.task_id} {outcome.status}: {shown(outcome.reply)}")
     return 0 if outcome.status in (TaskStatus.DONE, TaskStatus.AWAITING_CONFIRMATION) else 1
 
 

@@ -1,4 +1,11 @@
-"""Lines typed at `xihe chat`: line editing and history on a terminal, plain lines from a pipe."""
+"""Lines typed at `xihe chat` (line editing and history on a terminal, plain lines from a pipe), and
+text printed to the terminal.
+
+The terminal is a destination of its own: a reply (or a task report) may quote outside text (a DS
+error, shell output, a log line) that carries terminal escape sequences, which would recolour,
+retitle or rewrite the screen. `shown` drops every escape sequence and control character (tab and
+newline stay) and bidi overrides; WeCom markdown's full-width twins in a reply stay as they are.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from xihe.agent.wecom_markdown import drop_invisible
+
 HISTORY_LENGTH = 1000
 
 
@@ -18,12 +27,20 @@ def history_file() -> Path:
 
 
 ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")  # CSI sequences (arrow keys) and 2-byte escapes
+# OSC (title, hyperlink) and DCS/PM/APC strings up to their terminator, and their 8-bit forms
+STRING = re.compile(r"(?:\x1b[\]P^_]|[\x90\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
 
 
 def clean(line: str) -> str:
     """The line without surrounding blanks, terminal escape sequences (^[[A) or control characters."""
     text = ESCAPE.sub("", line).replace("\t", " ")
     return "".join(ch for ch in text if ch.isprintable()).strip()
+
+
+def shown(text: str) -> str:
+    """`text` safe to print: no escape sequence, control character or bidi override; lines kept."""
+    out = ESCAPE.sub("", STRING.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
+    return drop_invisible(out.replace("\x1b", ""))
 
 
 def prompt_lines(prompt: str) -> Iterator[str]:

@@ -89,7 +89,10 @@ def seed(task_seconds: int = 60) -> list[SimProject]:
                         kind="fail",
                         max_retry_times=1,
                         host="10.0.0.13:1234",
-                        error="java.sql.SQLException: Connection refused (pay_db:3306)",
+                        # the error carries a link (as anyone who can make a task print a line could):
+                        # the alert and the chat show it as text (issue 26)
+                        error="java.sql.SQLException: Connection refused (pay_db:3306) "
+                        "[点此处理](http://evil.example/phish)",
                     ),
                 ),
             ],

@@ -192,7 +192,10 @@ def scene_backfill(d: Demo) -> None:
 
 
 def scene_prod_failure(d: Demo) -> None:
-    d.scene("3. A production run: an approver releases it, it fails, on-call gets one P0 alert")
+    d.scene(
+        "3. A production run: an approver releases it, it fails, on-call gets one P0 alert "
+        "(the link in DolphinScheduler's error arrives as text, not as a link)"
+    )
     d.say("bob", "/run 支付对账 2026-12-01")
     d.say("bob", "/confirm")
     pending = d.bot().deps.pending.open_for(user_id="bob", statuses=("pending", "confirmed"))

@@ -22,7 +22,7 @@ from xihe.agent.errors import TaskStateError
 from xihe.agent.feature import Context, Feature, Installed
 from xihe.agent.help import HelpEntry
 from xihe.agent.hooks import ContextBudget, Hooks
-from xihe.agent.i18n import Lang, Text, say
+from xihe.agent.i18n import Lang, Text, say, say_md
 from xihe.agent.inbound import reply_lang
 from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
@@ -276,12 +276,12 @@ def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command, lang: Lan
         return say(PLAN, "no_plan", lang, task=plan)
     now = lt.deps.clock()
     goal = tasks.get(plan).goal
-    lines = [
-        say(PLAN, "head", lang, task=plan, goal=goal[:100]),
+    lines: list[str] = [
+        say_md(PLAN, "head", lang, task=plan, goal=goal[:100]),  # the goal and items are outside text
         say(PLAN, "open", lang, open=open_count(items), total=len(items)),
         "",
     ]
-    lines += [f"- {i.line(now, lang)}" for i in items]
+    lines += [f"- {i.line(now, lang, markdown=True)}" for i in items]
     changes = [
         c for c in lt.plans.history(plan) if c.change in ("replaced", "dropped", "failed", "reclaimed")
     ]
@@ -299,7 +299,7 @@ def _plan_command(lt: LongTasks, who: Who, msg: Inbound, cmd: Command, lang: Lan
                 actor=c.actor,
                 at=show(c.at, tz, seconds=False),
             )
-            + (say(PLAN, "change_reason", lang, reason=c.reason) if c.reason else "")
+            + (say_md(PLAN, "change_reason", lang, reason=c.reason) if c.reason else "")
             for c in changes[-10:]
         ]
     return "\n".join(lines)

@@ -51,8 +51,8 @@ from xihe.tools.shell.tool import (
     Args,
     args_model,
     audit_fields,
-    redact_argv,
     result_text,
+    shown_argv,
     tool_description,
 )
 from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist
@@ -333,9 +333,12 @@ def _sh(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         return refusal_text(exc.code, exc.values, exc.problem, lang)
     args: dict[str, object] = {
         "command": match.entry.name,
-        "args": dict(match.values),
+        "args": svc.whitelist.shown_values(
+            match
+        ),  # paths relative to their workspace, as the user wrote them
         "flags": list(match.flags),
     }
-    # the task's goal is the line with secret arguments masked: it is stored and shown in the UI
-    shown = replace(msg, text="/sh " + shlex.join(redact_argv(match)))
+    # the task's goal is the line with secret arguments masked and paths relative to their workspace:
+    # it is stored and shown in replies, /tasks and the UI, which never show the server's own paths
+    shown = replace(msg, text="/sh " + shlex.join(shown_argv(match, svc.whitelist)))
     return session.run_tool(who, shown, TOOL, args).reply

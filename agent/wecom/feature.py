@@ -14,7 +14,8 @@ under a lease) into the same inbox and workers; answers are `aibot_respond_msg` 
 late results `aibot_send_msg`.
 
 Identity is the verified FromUserName (or the AI bot's from.userid); the gate decides what an
-unknown user may do.
+unknown user may do. Every text leaves through `wecom_markdown.reply`: whoever wrote a reply (xihe,
+the model, a tool's output quoted in it), WeCom gets no link, image, mention, colour or tag from it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, StateK
 from xihe.agent.hooks import Hooks
 from xihe.agent.session import Session
 from xihe.agent.wecom.cards import ActionCards
+from xihe.agent.wecom_markdown import reply
 from xihe.config.wecom import WECOM_SECTION, AibotSettings, WeComConfig, WeComSettings, resolve_settings
 from xihe.integrations.wecom.aibot import ResponseUrlClient
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
@@ -132,7 +134,9 @@ class Gateway(Channel[InboundMessage]):
         if message.channel == CHANNEL_APP:
             self._send_app(message.user, text)
             return
-        if message.stream_id and self.streams.update(message.stream_id, text, self.deps.clock(), finish=True):
+        if message.stream_id and self.streams.update(
+            message.stream_id, reply(text), self.deps.clock(), finish=True
+        ):
             return
         if not self._send_response_url(message.conversation, text) and self.aibot_fallback is not None:
             self.aibot_fallback(message.conversation, text)
@@ -151,7 +155,7 @@ class Gateway(Channel[InboundMessage]):
             log.error("wecom app replies need secret_env and agent_id; reply dropped", extra={"user": user})
             return
         try:
-            self.client.send_markdown(user, text)
+            self.client.send_markdown(user, reply(text))
         except WeComError as exc:
             log.error("wecom send failed: %s", exc, extra={"user": user})
             self.deps.metrics.messages.labels("wecom_app", "send_failed").inc()
@@ -166,12 +170,14 @@ class Gateway(Channel[InboundMessage]):
         if isinstance(text, Progress):
             stream = self.streams.open_for(conversation, now)
             if stream is not None:
-                self.streams.update(stream.id, f"{stream.content}\n\n{text}".strip(), now)
+                self.streams.update(stream.id, f"{stream.content}\n\n{reply(text)}".strip(), now)
             return
         if self._send_response_url(conversation, str(text)):
             return
         stream = self.streams.open_for(conversation, now)
-        if stream is not None and self.streams.update(stream.id, f"{stream.content}\n\n{text}".strip(), now):
+        if stream is not None and self.streams.update(
+            stream.id, f"{stream.content}\n\n{reply(text)}".strip(), now
+        ):
             return
         log.warning("no way to reach %s (no open stream, no unused response_url)", conversation)
         self.deps.metrics.messages.labels("wecom_aibot", "undeliverable").inc()
@@ -181,7 +187,7 @@ class Gateway(Channel[InboundMessage]):
         if url is None or self.responder is None:
             return False
         try:
-            self.responder.send_markdown(url, text)
+            self.responder.send_markdown(url, reply(text))
         except WeComError as exc:
             log.error("wecom response_url failed: %s", exc, extra={"conversation": conversation})
             return False
@@ -273,7 +279,7 @@ def _long_connection(deps: Deps, gateway: Gateway, bot: AibotSettings) -> tuple[
         if isinstance(text, Progress):
             gateway.send_aibot(conversation, text)
             return
-        conn.deliver(send_msg_frame(conversation.rsplit(":", 1)[-1], str(text)))
+        conn.deliver(send_msg_frame(conversation.rsplit(":", 1)[-1], reply(str(text))))
         count("sent")
 
     gateway.aibot_fallback = send_late

@@ -42,6 +42,12 @@ class Mail:
         part = self.message.get_body(("plain",))
         return part.get_content() if part is not None else ""
 
+    @property
+    def html(self) -> str:
+        """Decoded HTML body ("" when the mail has none)."""
+        part = self.message.get_body(("html",))
+        return part.get_content() if part is not None else ""
+
 
 @dataclass
 class _State:

@@ -19,8 +19,10 @@ from typing import Any, Protocol
 import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from xihe.agent import wecom_text
 from xihe.agent.errors import WeComError
 from xihe.agent.redact import excerpt
+from xihe.agent.wecom_markdown import reply
 from xihe.integrations.wecom.crypto import MsgCrypto
 from xihe.integrations.wecom.inbound import (
     CHANNEL_AIBOT,
@@ -275,8 +277,8 @@ class AibotCallback:
         self.streams = streams
         self.window_seconds = window_seconds
         self.max_body_bytes = max_body_bytes
-        self.ack_text = ack_text
-        self.welcome_text = welcome_text
+        self.ack_text = reply(ack_text)  # YAML text, shown as WeCom markdown
+        self.welcome_text = wecom_text.text(welcome_text)  # a WeCom text message
 
     def verify(self, query: Mapping[str, str], now: datetime) -> Echo | Rejected:
         """GET: answer the decrypted echostr."""

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from xihe.agent import wecom_text
+from xihe.agent.wecom_markdown import reply
 from xihe.integrations.wecom.aibot import AibotPayload
 from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, InboundMessage, MsgIdStore
 from xihe.integrations.wecom.ws_frames import RESPOND_WELCOME, make_frame, respond_frame
@@ -43,8 +45,8 @@ class Intake:
         self.accept = accept
         self.deliver = deliver
         self.clock = clock
-        self.ack_text = ack_text
-        self.welcome_text = welcome_text
+        self.ack_text = reply(ack_text)  # YAML text, shown as WeCom markdown
+        self.welcome_text = wecom_text.text(welcome_text)  # a WeCom text message
         self.count = count
 
     def on_frame(self, frame: dict[str, Any]) -> None:

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2 import UndefinedError
 
-from xihe.agent.alerts.render import Renderer, escape_md, fit_bytes
+from xihe.agent.alerts.render import Renderer, fit_bytes
+from xihe.agent.wecom_markdown import block, checked_url
 
 
 def ctx(**kw: Any) -> dict[str, Any]:
@@ -32,14 +33,14 @@ def ctx(**kw: Any) -> dict[str, Any]:
         "seconds": 300,
         "summary_error": "boom",
         "tail_log": "ok\nERROR: cause",
-        "log_url": "http://ds.example/log/42",
+        "log_url": checked_url("http://ds.example/log/42"),
         "origin": None,
         "started_by_name": "",
         "approved_by_name": "",
         "next_summary": None,
         "maint_scope": "workflow:order_sync",
-        "trace_url": "https://xihe.example/ui/runs/42",
-        "ds_url": "http://ds.example/ui/projects/7/workflow/instances/42",
+        "trace_url": checked_url("https://xihe.example/ui/runs/42"),
+        "ds_url": checked_url("http://ds.example/ui/projects/7/workflow/instances/42"),
     }
     base.update(kw)
     return base
@@ -50,7 +51,7 @@ def nbytes(s: str) -> int:
 
 
 def test_escapes_tags_backticks_and_line_start_controls():
-    out = escape_md("<font color=red>x</font>\n# head\n> q\n- item\n1. one\n```code```\n<@all>")
+    out = block("<font color=red>x</font>\n# head\n> q\n- item\n1. one\n```code```\n<@all>")
     assert "<" not in out and ">" not in out and "`" not in out
     assert out.splitlines()[1].startswith("＃") and out.splitlines()[3].startswith("－")
     assert out.splitlines()[4].startswith("1．")
@@ -97,6 +98,11 @@ def test_values_cannot_inject_mentions_or_fonts():
 def test_bad_log_url_is_shown_as_text_not_a_link():
     text = Renderer().render("instance.md.j2", ctx(log_url="javascript:alert(1)"))
     assert "](javascript" not in text
+
+
+def test_only_a_checked_url_becomes_a_link():
+    text = Renderer().render("instance.md.j2", ctx(log_url="http://evil.example/log"))
+    assert "](http://evil" not in text and "http://evil.example/log" in text
 
 
 def test_missing_variable_fails_loudly():

@@ -13,6 +13,7 @@ from tests.shell.test_injection import LINES
 from tests.shell.test_product import ask, shell_audit
 from xihe.agent.app import App
 from xihe.agent.i18n import CJK, Text
+from xihe.agent.wecom_markdown import inline
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.tools.shell.messages import refusal_text
 from xihe.tools.shell.whitelist import ShellRefused, Whitelist
@@ -75,14 +76,15 @@ def test_the_argument_a_refusal_names_reads_in_each_language(
     assert "contains" not in zh and "argument" not in zh
     en = ask(app, "/sh ls -la -- ../etc", conv="en")
     assert en.endswith(": entry 'ls': argument 'path' contains '..': '../etc' (path traversal)")
-    assert ask(app, "/sh ls -R -- agent", conv="zh").endswith("：argv[1] 应是 '-la'，实际是 '-R'")
-    assert ask(app, "/sh ls -R -- agent", conv="en").endswith(": expected '-la' at argv[1], got '-R'")
+    assert ask(app, "/sh ls -R -- agent", conv="zh").endswith("：argv［1］ 应是 '-la'，实际是 '-R'")
+    assert ask(app, "/sh ls -R -- agent", conv="en").endswith(": expected '-la' at argv［1］, got '-R'")
     count = ask(app, "/sh git log --oneline -n abc -- agent", conv="zh")
     assert count.endswith("参数 'count' 'abc' 不是十进制整数")
-    assert ask(app, "/sh ls -la -- agent extra", conv="zh").endswith("argv[4] 多出了参数 'extra'")
+    assert ask(app, "/sh ls -la -- agent extra", conv="zh").endswith("argv［4］ 多出了参数 'extra'")
     hidden = ask(app, "/sh ls -la -- a\u202eb", conv="zh")
     assert (
-        hidden == "已拒绝，没有执行任何命令：argv[3] 含有不可见或双向控制字符 U+202E (RIGHT-TO-LEFT OVERRIDE)"
+        hidden
+        == "已拒绝，没有执行任何命令：argv［3］ 含有不可见或双向控制字符 U+202E (RIGHT-TO-LEFT OVERRIDE)"
     )
     # the audit keeps the English
     reasons = [e["reason"] for e in shell_audit(app)]
@@ -98,8 +100,12 @@ def test_every_refusal_in_the_corpus_has_its_detail_in_chinese(whitelist: Whitel
     assert CJK.search(zh.removeprefix("已拒绝，没有执行任何命令："))
     detail = exc.values.get("detail")
     if isinstance(detail, Text):
-        assert detail.in_("zh") in zh and str(detail) not in zh
-    assert refusal_text(exc.code, exc.values, exc.problem, "en") == f"Refused, nothing was run: {exc.reason}"
+        assert inline(detail.in_("zh")) in zh and inline(str(detail)) not in zh
+    # what people read is the model's English, encoded as outside text for WeCom markdown
+    assert (
+        refusal_text(exc.code, exc.values, exc.problem, "en")
+        == f"Refused, nothing was run: {inline(exc.reason)}"
+    )
 
 
 def test_the_model_reads_the_english_refusal(shell_app: Callable[..., App], llm: ScriptedLLM) -> None:

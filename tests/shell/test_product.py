@@ -14,6 +14,7 @@ from xihe.agent.app import App
 from xihe.agent.cli.main import main as cli_main
 from xihe.agent.inbound import Inbound
 from xihe.agent.shell.feature import reload_job
+from xihe.agent.wecom_markdown import inline
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")
@@ -105,7 +106,7 @@ def test_sh_injection_lines_are_refused_with_a_reason_and_nothing_runs(
 ) -> None:
     app = shell_app()
     reply = ask(app, f"/sh {line}")
-    assert reply.startswith("Refused, nothing was run:") and why in reply
+    assert reply.startswith("Refused, nothing was run:") and inline(why) in reply  # shown as outside text
     assert app.deps.tasks.recent() == []  # no task, no step, no tool call
     (event,) = shell_audit(app)
     assert event["outcome"] == "refused" and event["tool"] == "/sh" and why in event["reason"]
@@ -229,3 +230,18 @@ def test_a_secret_typed_in_a_sh_line_is_not_stored(shell_app: Callable[..., App]
         assert SECRET not in task.goal and SECRET not in (task.reply or "")
         for step in app.deps.tasks.steps(task.id):
             assert SECRET not in (step.input_preview or "")
+
+
+def test_a_sh_task_never_shows_the_workspace_server_path(
+    shell_app: Callable[..., App], workspace: Path
+) -> None:
+    app = shell_app()
+    reply = ask(app, "/sh ls -la -- agent")  # the path value resolves to <workspace>/agent on the server
+    listing = ask(app, "/tasks")
+    (task,) = app.deps.tasks.recent(limit=10)
+    assert task.goal == "/sh ls -la -- agent"  # as the user wrote it, relative to the workspace
+    shown = [reply, listing, task.goal, task.reply or ""]
+    shown += [step.input_preview or "" for step in app.deps.tasks.steps(task.id)]
+    report = ask(app, f"/task {task.id}")
+    for text in [*shown, report]:
+        assert str(workspace) not in text and str(workspace.resolve()) not in text, text

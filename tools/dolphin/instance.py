@@ -25,9 +25,10 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
 from xihe.agent.errors import DolphinError, ToolFailed
-from xihe.agent.i18n import Lang, Text, say
+from xihe.agent.i18n import Lang, Text, say_md
 from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.agent.timefmt import show
+from xihe.agent.wecom_markdown import Md
 from xihe.integrations.dolphinscheduler.dag import tasks_total
 from xihe.integrations.dolphinscheduler.errors import StartOutcomeUnknown
 from xihe.integrations.dolphinscheduler.models import Instance
@@ -214,8 +215,10 @@ def _explain_instance(verb: str) -> Callable[[Target, Deps, Lang], str]:
     def explain(call: Target, deps: Deps, lang: Lang) -> str:
         inst = call.target
         info = _instance_info(deps, inst)
-        when = say(DS, "explain_for", lang, date=info["business_date"]) if info["business_date"] else ""
-        return say(
+        when = (
+            say_md(DS, "explain_for", lang, date=info["business_date"]) if info["business_date"] else Md("")
+        )
+        return say_md(
             DS,
             verb,
             lang,

@@ -4,7 +4,9 @@ Command replies (`/run`, `/status`, `/rerun`, `/stop`, failed tasks) render a to
 poll job's messages (progress, a run that ended, a backfill chain that stopped at a date, a start DS
 never ran, credentials DS rejects) render a poll outcome. Each message is one catalog entry; an
 optional part (a business date, a duration, a list of running tasks) is its own entry, filled in
-the same language. The tools' results stay English JSON for the model.
+the same language. The tools' results stay English JSON for the model. Messages are WeCom markdown
+(`say_md`): every value from DolphinScheduler (names, states, errors, hosts, log lines) is encoded as
+outside text, so a task named `[点此](http://…)` is shown, not linked.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from datetime import date
 from typing import Any
 
 from xihe.agent.alert_event import AlertEvent
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, say_md
 from xihe.agent.timefmt import show
+from xihe.agent.wecom_markdown import Md, block, inline
 from xihe.config.dolphin import DolphinConfig
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.schedule import is_contiguous
@@ -178,10 +181,10 @@ DS: Catalog = {
 }
 
 
-def state_text(state: str, lang: Lang) -> str:
+def state_text(state: str, lang: Lang) -> Md:
     """A DS state for people: `RUNNING_EXECUTION` reads RUNNING; zh names it in Chinese."""
     short = state.replace("_EXECUTION", "").replace("SUBMITTED_SUCCESS", "SUBMITTED")
-    return say(STATES, short, lang) if short in STATES else short
+    return say_md(STATES, short, lang) if short in STATES else Md(inline(short))
 
 
 def dates_text(dates: Sequence[str]) -> str:
@@ -191,9 +194,9 @@ def dates_text(dates: Sequence[str]) -> str:
     return ",".join(dates)
 
 
-def _opt(key: str, lang: Lang, present: object, **values: object) -> str:
+def _opt(key: str, lang: Lang, present: object, **values: object) -> Md:
     """An optional part of a message: the `key` entry when `present`, else nothing."""
-    return say(DS, key, lang, **values) if present else ""
+    return say_md(DS, key, lang, **values) if present else Md("")
 
 
 # ---- command replies (a tool's result) ---------------------------------------------------------
@@ -205,22 +208,24 @@ def trigger_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     days = [date.fromisoformat(d) for d in r.get("dates") or []]
     label = backfill_label(days, int(r.get("biz_date_offset", 0))) if days else ""
     status = r["status"]
-    return say(
+    return say_md(
         DS,
         "trigger",
         lang,
-        head=say(DS, status, lang) if status in DS else status,
+        head=say_md(DS, status, lang) if status in DS else status,
         workflow=r["workflow"],
         project=r["project"],
-        environment=r["environment"] or say(DS, "no_env", lang),
+        environment=r["environment"] or say_md(DS, "no_env", lang),
         span=_opt("span", lang, days, label=label),
-        which=say(DS, "instances", lang, ids=", ".join(map(str, ids))) if ids else say(DS, "no_id_yet", lang),
+        which=say_md(DS, "instances", lang, ids=", ".join(map(str, ids)))
+        if ids
+        else say_md(DS, "no_id_yet", lang),
     )
 
 
 def status_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     """`/status`: state, task progress, times and attempts of one instance."""
-    line = say(
+    line = say_md(
         DS,
         "status",
         lang,
@@ -234,20 +239,20 @@ def status_reply(r: dict[str, Any], lang: Lang = "en") -> str:
         failed=_opt("failed_tasks", lang, r["failed_tasks"], names=", ".join(r["failed_tasks"])),
     )
     start = r.get("start_time")
-    times = say(DS, "started_at", lang, at=start) if start else say(DS, "not_started", lang)
+    times: str = say_md(DS, "started_at", lang, at=start) if start else say_md(DS, "not_started", lang)
     times += _opt("ended_at", lang, r.get("end_time"), at=r.get("end_time"))
     if r.get("duration"):
-        times += say(DS, "took" if r["final"] else "running_for", lang, duration=r["duration"])
+        times += say_md(DS, "took" if r["final"] else "running_for", lang, duration=r["duration"])
     lines = [line, times]
     if r["run_times"] > 1:
-        lines.append(say(DS, "run_times", lang, n=r["run_times"]))
+        lines.append(say_md(DS, "run_times", lang, n=r["run_times"]))
     for f in r.get("failures") or []:  # what went wrong, from each failed task's log
-        host = f["host"] or say(DS, "not_dispatched", lang)
+        host = f["host"] or say_md(DS, "not_dispatched", lang)
         retries, most = f["retry_times"], f["max_retry_times"]
         values = {"task": f["task"], "state": f["state"], "error": f["error"]}
-        lines.append(say(DS, "task_failed", lang, host=host, retries=retries, max_retries=most, **values))
+        lines.append(say_md(DS, "task_failed", lang, host=host, retries=retries, max_retries=most, **values))
     if r.get("next"):
-        lines.append(say(DS, "rerun_hint", lang, id=r["instance_id"]))
+        lines.append(say_md(DS, "rerun_hint", lang, id=r["instance_id"]))
     return "\n".join(lines)
 
 
@@ -255,29 +260,29 @@ def failed_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     """The failed tasks of a run: host, retries and the last lines of each log."""
     values = {"workflow": r["workflow"], "id": r["instance_id"], "state": state_text(r["state"], lang)}
     if not r["failed"]:
-        return say(DS, "no_failed", lang, **values)
-    parts = [say(DS, "failed_head", lang, **values)]
+        return say_md(DS, "no_failed", lang, **values)
+    parts: list[str] = [say_md(DS, "failed_head", lang, **values)]
     for t in r["failed"]:
         parts.append(
-            say(
+            say_md(
                 DS,
                 "failed_task",
                 lang,
                 task=t["task"],
                 state=t["state"],
-                host=t["host"] or say(DS, "not_dispatched", lang),
+                host=t["host"] or say_md(DS, "not_dispatched", lang),
                 retries=t["retry_times"],
                 max_retries=t["max_retry_times"],
             )
         )
         if t["log_tail"]:
-            parts.append("```\n" + "\n".join(t["log_tail"].splitlines()[-8:]) + "\n```")
+            parts.append("```\n" + block("\n".join(t["log_tail"].splitlines()[-8:])) + "\n```")
     return "\n".join(parts)
 
 
 def action_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     """`/rerun` and `/stop`: what was sent for which run."""
-    return say(
+    return say_md(
         DS, r["action"], lang, workflow=r["workflow"], id=r["instance_id"], state=state_text(r["state"], lang)
     )
 
@@ -288,19 +293,19 @@ def action_reply(r: dict[str, Any], lang: Lang = "en") -> str:
 def _when(w: Watch, inst: Instance, lang: Lang) -> str:
     if inst.schedule_time is None:
         return ""
-    return say(DS, "when", lang, date=run_date_label(inst.schedule_time.date(), w.biz_date_offset))
+    return say_md(DS, "when", lang, date=run_date_label(inst.schedule_time.date(), w.biz_date_offset))
 
 
 def appeared_text(workflow: str, instance_id: int, task_id: int, lang: Lang = "en") -> str:
     """A run DS created after the start was answered (3.1/3.2): its id, once."""
-    return say(DS, "appeared", lang, workflow=workflow, id=instance_id, task=task_id)
+    return say_md(DS, "appeared", lang, workflow=workflow, id=instance_id, task=task_id)
 
 
 def progress_text(outcome: Progress, lang: Lang = "en") -> str:
     """A short progress line, e.g. "⏳ order_sync instance 101 for 2026-12-01 RUNNING, 1/3 tasks done"."""
     w, inst = outcome.watch, outcome.instance
     counted = outcome.tasks_done is not None
-    return say(
+    return say_md(
         DS,
         "progress",
         lang,
@@ -314,13 +319,13 @@ def progress_text(outcome: Progress, lang: Lang = "en") -> str:
 
 
 def _failure_lines(events: Sequence[AlertEvent], lang: Lang) -> list[str]:
-    lines = []
+    lines: list[str] = []
     for e in events:
         if not e.failed_task:
-            lines.append(say(DS, "event", lang, error=e.error))
+            lines.append(say_md(DS, "event", lang, error=e.error))
             continue
         lines.append(
-            say(
+            say_md(
                 DS,
                 "task_failed",
                 lang,
@@ -339,8 +344,8 @@ def finished_text(outcome: Finished, events: Sequence[AlertEvent], lang: Lang = 
     """A run that ended: its state, the failed tasks, the backfill dates that did not run, what to do."""
     w, inst = outcome.watch, outcome.instance
     took = _opt("in", lang, inst.duration, duration=inst.duration)
-    lines = [
-        say(
+    lines: list[str] = [
+        say_md(
             DS,
             "finished",
             lang,
@@ -357,20 +362,20 @@ def finished_text(outcome: Finished, events: Sequence[AlertEvent], lang: Lang = 
     if outcome.not_run:
         n = len(outcome.not_run)
         key = "chain_stopped_many" if n > 1 else "chain_stopped"
-        lines.append(say(DS, key, lang, dates=dates_text(outcome.not_run), n=n))
+        lines.append(say_md(DS, key, lang, dates=dates_text(outcome.not_run), n=n))
     if outcome.state == "FAILURE":
-        lines.append(say(DS, "rerun_hint_chain" if outcome.not_run else "rerun_hint", lang, id=inst.id))
+        lines.append(say_md(DS, "rerun_hint_chain" if outcome.not_run else "rerun_hint", lang, id=inst.id))
     return "\n".join(lines)
 
 
 def not_found_text(outcome: NotFound, tz: str, timeout_seconds: float, lang: Lang = "en") -> str:
     """A start DS never ran, or a rerun it never took, with the one command to retry."""
     w = outcome.watch
-    waited = say(DS, "minutes", lang, n=round(timeout_seconds / 60))
+    waited = say_md(DS, "minutes", lang, n=round(timeout_seconds / 60))
     if outcome.rerun_of:
-        return say(DS, "rerun_not_taken", lang, workflow=w.workflow, id=outcome.rerun_of, waited=waited)
+        return say_md(DS, "rerun_not_taken", lang, workflow=w.workflow, id=outcome.rerun_of, waited=waited)
     dates = dates_text(w.dates)
-    return say(
+    return say_md(
         DS,
         "never_ran",
         lang,
@@ -386,9 +391,9 @@ def auth_text(outcome: AuthFailed, cfg: DolphinConfig, lang: Lang = "en") -> str
     """A followed run the bot can no longer read because DS rejects its credentials, and the fix."""
     w = outcome.watch
     ids = ", ".join(map(str, w.instance_ids))
-    runs = say(DS, "instances", lang, ids=ids) if w.instance_ids else say(DS, "the_run", lang)
+    runs = say_md(DS, "instances", lang, ids=ids) if w.instance_ids else say_md(DS, "the_run", lang)
     if cfg.token_env:
-        fix = say(DS, "fix_token", lang, env=cfg.token_env)
+        fix = say_md(DS, "fix_token", lang, env=cfg.token_env)
     else:
-        fix = say(DS, "fix_password", lang, user=cfg.user, env=cfg.password_env)
-    return say(DS, "auth", lang, workflow=w.workflow, runs=runs, fix=fix)
+        fix = say_md(DS, "fix_password", lang, user=cfg.user, env=cfg.password_env)
+    return say_md(DS, "auth", lang, workflow=w.workflow, runs=runs, fix=fix)

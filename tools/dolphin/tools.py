@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
 from xihe.agent.errors import TaskStateError, ToolFailed
-from xihe.agent.i18n import Lang, say
+from xihe.agent.i18n import Lang, say_md
 from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.integrations.dolphinscheduler.errors import DefinitionOffline
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
@@ -122,11 +122,13 @@ def explain_trigger(call: Target, deps: Deps, lang: Lang) -> str:
     """What a trigger would start, for the confirmation prompt."""
     plan = call.target
     e = plan.entry
-    where = plan.environment or say(DS, "no_environment", lang)
-    what = say(DS, "explain_start", lang, workflow=e.name, project=e.project, code=e.code, environment=where)
+    where = plan.environment or say_md(DS, "no_environment", lang)
+    what = say_md(
+        DS, "explain_start", lang, workflow=e.name, project=e.project, code=e.code, environment=where
+    )
     if not plan.dates:
-        return what + say(DS, "explain_now", lang)
-    return what + say(DS, "explain_backfill", lang, label=backfill_label(plan.dates, plan.offset))
+        return what + say_md(DS, "explain_now", lang)
+    return what + say_md(DS, "explain_backfill", lang, label=backfill_label(plan.dates, plan.offset))
 
 
 def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:

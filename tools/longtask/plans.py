@@ -20,8 +20,9 @@ from datetime import datetime
 from typing import Any
 
 from xihe.agent.errors import TaskStateError
-from xihe.agent.i18n import Lang, say
+from xihe.agent.i18n import Lang, say, say_md
 from xihe.agent.lease import is_held
+from xihe.agent.wecom_markdown import Md
 from xihe.tools.longtask.messages import PLAN, STATUS
 
 OPEN = ("pending", "in_progress")
@@ -48,23 +49,25 @@ class PlanItem:
     created_at: datetime
     updated_at: datetime
 
-    def line(self, now: datetime | None = None, lang: Lang = "en") -> str:
-        """One line for the model (English) and for /plan (in `lang`)."""
+    def line(self, now: datetime | None = None, lang: Lang = "en", *, markdown: bool = False) -> str:
+        """One line for the model (English) and for /plan (in `lang`; `markdown`: for chat, the
+        description, owner, evidence and reason encoded as outside text)."""
+        fill = say_md if markdown else say
         after = ""
         if self.depends_on:
-            after = say(PLAN, "after", lang, deps=", ".join(f"#{d}" for d in self.depends_on))
+            after = fill(PLAN, "after", lang, deps=Md(", ".join(f"#{d}" for d in self.depends_on)))
         who = ""
         if self.status == "in_progress" and self.lease_owner:
             lapsed = now is not None and not is_held(self.lease_until, now)
-            who = say(PLAN, "owner_lapsed" if lapsed else "owner", lang, owner=self.lease_owner)
+            who = fill(PLAN, "owner_lapsed" if lapsed else "owner", lang, owner=self.lease_owner)
         tail = ""
         if self.status == "completed" and self.evidence:
             evidence = self.evidence.get("summary") or self.evidence.get("kind")
-            tail = say(PLAN, "evidence", lang, evidence=evidence)
+            tail = fill(PLAN, "evidence", lang, evidence=evidence)
         elif self.status in ("failed", "cancelled") and self.reason:
-            tail = say(PLAN, "reason", lang, reason=self.reason)
-        status = say(STATUS, self.status, lang) if self.status in STATUS else self.status
-        return say(
+            tail = fill(PLAN, "reason", lang, reason=self.reason)
+        status = fill(STATUS, self.status, lang) if self.status in STATUS else self.status
+        return fill(
             PLAN,
             "item",
             lang,

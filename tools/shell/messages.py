@@ -4,7 +4,8 @@ A refusal is a code with values (REASONS): its English text is `ShellRefused.rea
 model, the audit and `xihe shell check` read; `refusal_text` renders it for people. The finer
 problem a refusal quotes (the closest entry's mismatch, a bad value) is a catalog text too
 (tools/shell/problems.py), said in the same language. A run's result keeps its English text for the model;
-`result_for_people` restates its first line (exit code, time, sandbox) and the full-output note.
+`result_for_people` restates its first line (exit code, time, sandbox) and the full-output note, and
+shows the program's output as outside text (inert in WeCom markdown).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from xihe.agent.i18n import Catalog, Lang, Text, said, say
+from xihe.agent.i18n import Catalog, Lang, Text, said, say, say_md
+from xihe.agent.wecom_markdown import block
 
 REASONS: Catalog = {
     "line_too_long": {
@@ -118,9 +120,10 @@ SH: Catalog = {
 
 
 def refusal_text(code: str, values: Mapping[str, object], reason: str | Text, lang: Lang) -> str:
-    """`/sh`'s reply to a refused line: its headline `code`, else its `reason` (from a catalog or English)."""
-    shown = say(REASONS, code, lang, **values) if code in REASONS else said(reason, lang)
-    return say(SH, "refused", lang, reason=shown)
+    """`/sh`'s reply to a refused line: its headline `code`, else its `reason` (from a catalog or English).
+    The user's own words quoted in it are encoded as outside text (`say_md`)."""
+    shown = say_md(REASONS, code, lang, **values) if code in REASONS else said(reason, lang)
+    return say_md(SH, "refused", lang, reason=shown)
 
 
 def head_text(
@@ -166,17 +169,20 @@ ARTIFACT = re.compile(r"^\(full output: artifact (?P<ref>\S+)\)$")
 
 def result_for_people(text: str, lang: Lang) -> str:
     """A run's result as `/sh` shows it: the first line and the full-output note in `lang`; the
-    program's own output as it printed it."""
+    program's own output as it printed it, encoded as outside text for WeCom markdown (`block`)."""
     lines = text.split("\n")
     head = HEAD.match(lines[0])
-    if lang == "en" or head is None:
-        return text
-    g = head.groupdict()
-    values = _head_values(
-        g["entry"], int(g["code"] or 0), float(g["seconds"]), g["sandbox"], g["by"], g["limit"]
-    )
-    lines[0] = say(SH, _head_key(g["by"], g["limit"]), lang, **values)
-    tail = ARTIFACT.match(lines[-1])
-    if tail is not None and len(lines) > 1:
-        lines[-1] = say(SH, "artifact", lang, ref=tail["ref"])
-    return "\n".join(lines)
+    if head is None:
+        return block(text)
+    tail = ARTIFACT.match(lines[-1]) if len(lines) > 1 else None
+    output = lines[1:-1] if tail is not None else lines[1:]
+    if lang != "en":
+        g = head.groupdict()
+        values = _head_values(
+            g["entry"], int(g["code"] or 0), float(g["seconds"]), g["sandbox"], g["by"], g["limit"]
+        )
+        lines[0] = say(SH, _head_key(g["by"], g["limit"]), lang, **values)
+    shown = [lines[0], *([block("\n".join(output))] if output else [])]
+    if tail is not None:
+        shown.append(say(SH, "artifact", lang, ref=tail["ref"]) if lang != "en" else lines[-1])
+    return "\n".join(shown)

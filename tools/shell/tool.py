@@ -86,6 +86,13 @@ def redact_argv(match: Match) -> tuple[str, ...]:
     return render_values(match.entry, masked, match.flags)
 
 
+def shown_argv(match: Match, whitelist: Whitelist) -> tuple[str, ...]:
+    """The argv as people read it (a task's goal): secret values masked, paths relative to their workspace."""
+    values = whitelist.shown_values(match)
+    masked = {k: (MASK if match.entry.args[k].secret else v) for k, v in values.items()}
+    return render_values(match.entry, masked, match.flags)
+
+
 def redact_args(match: Match) -> dict[str, str]:
     """The argument values with secrets masked."""
     return {k: (MASK if match.entry.args[k].secret else v) for k, v in match.values.items()}

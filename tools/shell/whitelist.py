@@ -102,6 +102,16 @@ class Whitelist:
         name = spec.root or entry.workspace
         return Path(self.config.workspaces[name]) if name else None
 
+    def shown_values(self, match: Match) -> dict[str, str]:
+        """The match's values as people read them: a path relative to its workspace ("." for the root),
+        never the server's absolute path (the tool takes it back in this form)."""
+        out = dict(match.values)
+        for name, value in match.values.items():
+            root = self.root_for(match.entry, name) if match.entry.args[name].type == "path" else None
+            if root is not None and Path(value).is_relative_to(root.resolve()):
+                out[name] = str(Path(value).relative_to(root.resolve()))
+        return out
+
     def _value(self, entry: Entry, arg: str, value: object) -> str:
         try:
             return check_value(value, entry.args[arg], self.root_for(entry, arg))

@@ -1,10 +1,15 @@
-"""The e-mail fallback every channel shares: the row's text to `channel.email_to` (or smtp.admins)."""
+"""The e-mail fallback every channel shares: the row's text to `channel.email_to` (or smtp.admins).
+
+A row holds WeCom markdown (every channel kind renders it, render.MARKUPS); the mail carries it as a
+plain part and an HTML part (`xihe.agent.email_text`), the subject made one safe header line.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Protocol
 
+from xihe.agent import email_text
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.errors import MailError
 from xihe.config.alerts import AlertsConfig, Channel
@@ -14,8 +19,10 @@ from xihe.integrations.mailer import Mailer
 class MailSender(Protocol):
     """What this notifier needs from a mailer (integrations.mailer.Mailer)."""
 
-    def send(self, to: list[str], subject: str, body: str, message_id_key: str = "") -> str:
-        """Send; raise MailError on failure; return the server reply."""
+    def send(
+        self, to: list[str], subject: str, body: str, message_id_key: str = "", *, html: str = ""
+    ) -> str:
+        """Send (`html`: an alternative part); raise MailError on failure; return the server reply."""
         ...
 
 
@@ -40,7 +47,9 @@ class EmailNotifier:
     def send(self, channel: Channel, text: str, *, subject: str = "", ref: str = "") -> Attempt:
         """One mail; `ref` (the outbox key) seeds the Message-ID."""
         try:
-            reply = self.mailer.send(self.recipients(channel), subject, text, ref)
+            reply = self.mailer.send(
+                self.recipients(channel), subject, email_text.plain(text), ref, html=email_text.html(text)
+            )
         except MailError as exc:
             return Attempt(False, error=str(exc), retryable=exc.retryable)
         return Attempt(True, body=reply)
