@@ -32,7 +32,10 @@ def test_demo_plays_every_scene_and_keeps_its_world(tmp_path: Path) -> None:
     assert "] state FAILURE" in out and "failed task report on 10.0.0.13:1234:" in out
     assert "Connection refused (pay_db:3306)" in out.split("] state FAILURE", 1)[1].split("===", 1)[0]
     # the link in DolphinScheduler's error reaches the robot and the chat as text, never as a link
-    assert "［点此处理］(http://evil.example/phish)" in out and "[点此处理](" not in out
+    # (only the run page's facts, printed as plain text for an HTML page that escapes them, keep it as is)
+    raw = [line for line in out.splitlines() if "[点此处理](" in line]
+    assert "［点此处理］(http://evil.example/phish)" in out
+    assert raw and all(line.lstrip().startswith("failed task report") for line in raw), raw
     # alice writes Chinese: the shell's result and refusals are told in Chinese
     assert "［沙箱：bwrap］" in out and "（路径穿越）" in out and "'rm' 不是白名单里的程序" in out
     assert "错误：进程在这一步中途停止" in out and "task 5 done" in out  # /task 5 in alice's language
