@@ -20,7 +20,7 @@ from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, WECOM_ENV, serve_conf
 from tests.support.wecom_view import live
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
-from xihe.agent.wecom.feature import Gateway, channel
+from xihe.agent.wecom.feature import CHANNEL, Gateway
 from xihe.integrations.wecom.fake import FakeWeCom
 from xihe.integrations.wecom.inbound import CHANNEL_APP, InboundMessage
 from xihe.tools.dolphin.messages import failed_reply
@@ -46,7 +46,7 @@ def bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, FakeWeC
 
 
 def gateway(app: App) -> Gateway:
-    wecom = channel(app)
+    wecom = app.get(CHANNEL)
     assert wecom is not None
     return wecom.gateway
 
