@@ -23,9 +23,10 @@ from xihe.agent.deps import Services
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
 from xihe.agent.gate import is_admin
 from xihe.agent.help import HelpEntry
-from xihe.agent.i18n import Lang, say
+from xihe.agent.i18n import Lang, said_md, say_md
 from xihe.agent.inbound import reply_lang
 from xihe.agent.timefmt import show
+from xihe.agent.wecom_markdown import Md
 from xihe.config.alerts import ALERTS_SECTION
 from xihe.tools.send_wecom_alert import NAME as TOOL_NAME
 from xihe.tools.send_wecom_alert import make_spec
@@ -108,10 +109,10 @@ def deliver_outbox(app: Runtime) -> None:
 
 
 # ---- /maint --------------------------------------------------------------------------------------
-def _fmt(svc: AlertService, number: int, w: Any, lang: Lang) -> str:
+def _fmt(svc: AlertService, number: int, w: Any, lang: Lang) -> Md:
     tz = svc.pipeline.renderer.tz
     start, end = show(w.start, tz, seconds=False), show(w.end, tz, seconds=False)
-    return say(
+    return say_md(
         MAINT, "window", lang, n=number, scope=w.scope, start=start, end=end, who=w.created_by or w.source
     )
 
@@ -121,14 +122,14 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     svc = app_deps.alerts
     lang = reply_lang(session, msg)
     if not isinstance(svc, AlertService):
-        return say(MAINT, "not_configured", lang)
+        return say_md(MAINT, "not_configured", lang)
     now = app_deps.clock()
     if not cmd.args:
         open_windows = svc.open_windows(now)
         yaml_names = [s.name for s in svc.config.maintenance]
-        lines = [_fmt(svc, n, w, lang) for n, w in open_windows] or [say(MAINT, "none_open", lang)]
+        lines = [_fmt(svc, n, w, lang) for n, w in open_windows] or [say_md(MAINT, "none_open", lang)]
         if yaml_names:
-            lines.append(say(MAINT, "scheduled", lang, names=", ".join(yaml_names)))
+            lines.append(say_md(MAINT, "scheduled", lang, names=", ".join(yaml_names)))
         return "\n".join(lines)
     if not is_admin(who, app_deps.settings.access):
         app_deps.audit.record(
@@ -142,8 +143,8 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
                 reason="no admin role",
             )
         )
-        roles = ", ".join(who.roles) or say(MAINT, "no_roles", lang)
-        return say(MAINT, "needs_admin", lang, verb=cmd.args[0], user=who.user, roles=roles)
+        roles = ", ".join(who.roles) or say_md(MAINT, "no_roles", lang)
+        return say_md(MAINT, "needs_admin", lang, verb=cmd.args[0], user=who.user, roles=roles)
     number: int | None = None
     if cmd.args[0] == "off" and len(cmd.args) == 2 and cmd.args[1].lstrip("#").isdigit():
         number = int(cmd.args[1].lstrip("#"))
@@ -152,16 +153,16 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         try:
             parsed = parse_maint_command("/maint " + cmd.rest, now, who.user)
         except MaintError as exc:
-            return exc.message.in_(lang)
+            return said_md(exc.message, lang)
     change = svc.apply_maint(parsed, who.user, number)
     if change.opened:
         n, w = change.opened[0]
-        reply = say(MAINT, "on", lang, window=_fmt(svc, n, w, lang))
+        reply: str = say_md(MAINT, "on", lang, window=_fmt(svc, n, w, lang))
         p0 = svc.p0_covered(w)
         if p0:
-            where = say(MAINT, "p0_host", lang) if w.scope.kind == "host" else ""
-            reply += "\n" + say(MAINT, "p0", lang, workflows=", ".join(p0), where=where)
+            where = say_md(MAINT, "p0_host", lang) if w.scope.kind == "host" else Md("")
+            reply += "\n" + say_md(MAINT, "p0", lang, workflows=", ".join(p0), where=where)
         return reply
     if not change.closed:
-        return say(MAINT, "none_matched", lang)
-    return say(MAINT, "closed", lang, n=len(change.closed))
+        return say_md(MAINT, "none_matched", lang)
+    return say_md(MAINT, "closed", lang, n=len(change.closed))
