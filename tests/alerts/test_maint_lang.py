@@ -63,3 +63,12 @@ def test_maint_in_an_english_conversation(
         == "Closed 1 maintenance window(s); alerts are pushed again."
     )
     assert ask(app, "/maint", "en") == "No maintenance window is open."
+
+
+def test_a_hostile_maint_scope_is_shown_inert(alerts_app: AlertsApp, clock: FakeClock, db_url: str) -> None:
+    """A scope is what the user typed: in the reply it can neither link nor format (WeCom markdown)."""
+    app = alerts_app(db_url)
+    on = ask(app, "/maint on 1h workflow:[点此处理](http://evil.example/x)", "en")
+    assert "[点此处理](" not in on and "［点此处理］(http://evil.example/x)" in on, on
+    bad = ask(app, "/maint on **now** workflow:x", "en")
+    assert "**now**" not in bad and "＊＊now＊＊" in bad, bad
