@@ -91,8 +91,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     elif not hits:
         print("no matching implementation in the repository")
     else:
+        from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
+
         for h in hits:
-            print(f"{h.score:.4f}  {h.path}:{h.start}-{h.end}  {h.symbol}")
+            print(shown(f"{h.score:.4f}  {h.path}:{h.start}-{h.end}  {h.symbol}"))
     return 0
 
 
