@@ -25,6 +25,7 @@ from xihe.agent.holder import holder_name
 from xihe.agent.llm import LLMClient
 from xihe.agent.longtask.feature import FEATURE as LONGTASK
 from xihe.agent.loop import Agent
+from xihe.agent.mailbox import Mailbox
 from xihe.agent.ops.feature import FEATURE as OPS
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import RedactingFilter, Redactor
@@ -132,7 +133,8 @@ def build_app(
         artifacts=ArtifactStore(engine),
         redactor=redactor,
         holder=holder or holder_name(),
-        fallback_notify=notify,
+        # conversations no channel claims are terminal chats: their mail waits in the store
+        fallback_notify=notify if notify is not None else Mailbox(engine, clock).post,
     )
     llm_cfg = settings.core.llm
     llm = LLMClient(llm_cfg, settings.secret(llm_cfg.api_key_env)) if llm_cfg.base_url else None

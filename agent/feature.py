@@ -52,12 +52,17 @@ class Runtime(Protocol):
 
 @dataclass(frozen=True)
 class Job:
-    """A periodic job; `run` takes the Runtime. All its state lives in the database."""
+    """A periodic job; `run` takes the Runtime. All its state lives in the database.
+
+    `follows` marks the jobs that follow what a conversation started (runs, confirmations, the
+    alerts a run raised): a `xihe chat` process runs those too while it lives, beside any replica.
+    """
 
     id: str
     run: Callable[[Runtime], Any]
     seconds: float
     run_at_start: bool = False
+    follows: bool = False
 
 
 @dataclass(frozen=True)

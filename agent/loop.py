@@ -161,10 +161,6 @@ class Agent:
                 out.append(outcome)
         return out
 
-    def resume_orphans(self) -> list[Outcome]:
-        """Resume tasks left `running` by a process that died (its lease lapsed, or it is gone from this host)."""
-        return [self.resume(t.id, take_over=True) for t in self.deps.tasks.orphans(self.deps.clock())]
-
     # ---- the walk
     def _create(self, kind: str, who: Who, conversation: str, text: str, channel: str) -> Task:
         now = self.deps.clock()

@@ -20,6 +20,7 @@ from xihe.agent.alert_tables import (
 )
 from xihe.agent.core_tables import artifact, audit_event, memory, pending_action, task, task_step
 from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
+from xihe.agent.mail_tables import chat_mail
 from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.agent.tables import UTCDateTime, metadata
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream, wecom_ws_lease, wecom_ws_outbox
@@ -78,6 +79,7 @@ MIGRATIONS: list[Migration] = [
     (5, "long tasks: plan items and plan changes", _create(plan_item, plan_change)),
     (7, "wecom long connection: holder lease, outbox of frames", _create(wecom_ws_lease, wecom_ws_outbox)),
     (8, "task outcome and the runs a task started", _add_columns(task, "outcome", "runs")),
+    (10, "terminal chats' mail: late messages waiting for their xihe chat", _create(chat_mail)),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

@@ -91,7 +91,7 @@ def install(ctx: Context) -> Installed:
         services=Services(dolphin=svc),
         commands={"run": _run, "status": _status, "rerun": _rerun, "stop": _stop},
         help=list(HELP),
-        jobs=[Job("ds_poll", poll_watches, tick), Job("ds_catalog_sync", sync_names, 600)],
+        jobs=[Job("ds_poll", poll_watches, tick, follows=True), Job("ds_catalog_sync", sync_names, 600)],
     )
 
 
