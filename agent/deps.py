@@ -78,7 +78,7 @@ class DolphinAccess(Protocol):
 class ShellAccess(Protocol):
     """The whitelisted shell (`xihe.agent.shell.feature.ShellService`)."""
 
-    def status_line(self) -> str: ...
+    def status_line(self, lang: Lang = ...) -> str: ...
 
 
 class CodeSearch(Protocol):

@@ -1,5 +1,5 @@
 """What features add to the loop: answer checks, context, reminders, stop notes, step listeners,
-a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
+command hints (for when no model is configured), a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
 every feature's `Hooks`); the loop only reads them."""
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ Provider = Callable[[Task], "str | Block | None"]
 Reminder = Callable[[Task, list[dict[str, Any]]], str | None]
 StopNote = Callable[[Task], str | None]
 StepListener = Callable[[Task, str, str], None]
+CommandHint = Callable[[str], "str | None"]  # free text → the explicit command that does it, if any
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Hooks:
     reminders: tuple[Reminder, ...] = ()
     stop_notes: tuple[StopNote, ...] = ()
     step_listeners: tuple[StepListener, ...] = ()
+    command_hints: tuple[CommandHint, ...] = ()
     context_budget: ContextBudget | None = None
     recovery: RetryPolicy | None = None
     retry_budget: int = 0
@@ -68,6 +70,7 @@ class Hooks:
             self.reminders + other.reminders,
             self.stop_notes + other.stop_notes,
             self.step_listeners + other.step_listeners,
+            self.command_hints + other.command_hints,
             self.context_budget or other.context_budget,
             self.recovery or other.recovery,
             self.retry_budget or other.retry_budget,

@@ -81,10 +81,28 @@ class Agent:
     def start(self, who: Who, conversation: str, text: str, *, channel: str = "cli") -> Outcome:
         """A new task for a free-text message."""
         if self.llm is None:
-            lang = self.deps.lang(text, conversation)
-            return Outcome(0, TaskStatus.FAILED, say(STOPS, "no_model", lang))
+            return self._no_model(who, conversation, text, channel)
         task = self._create("chat", who, conversation, text, channel)
         return self._drive(task)
+
+    def _no_model(self, who: Who, conversation: str, text: str, channel: str) -> Outcome:
+        """Without a model only commands run: the message is a failed task (so later commands are
+        answered in its language), and the reply names the command that does what it asks, if one does."""
+        deps = self.deps
+        lang = deps.lang(text, conversation)
+        hint = next((c for c in (h(text) for h in self.hooks.command_hints) if c), None)
+        reply = say(STOPS, "no_model_hint" if hint else "no_model", lang, command=hint)
+        task = deps.tasks.create(
+            kind="chat",
+            owner=who.user,
+            conversation=conversation,
+            goal=text,
+            now=deps.clock(),
+            channel=channel,
+            status=TaskStatus.FAILED,
+        )
+        deps.tasks.update(task.id, deps.clock(), reply=reply, error="no model is configured")
+        return Outcome(task.id, TaskStatus.FAILED, reply)
 
     def start_command(
         self, who: Who, conversation: str, text: str, tool: str, args: dict[str, Any], *, channel: str = "cli"

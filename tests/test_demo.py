@@ -181,12 +181,7 @@ def test_readme_try_it_path_works_end_to_end(
             alice.type("把订单同步任务补跑一下昨天的")
             alice.wait_for("`/confirm ")
             alice.type("/confirm")
-            bob.type("/run 支付对账 2026-12-01")
-            asked = bob.wait_for("`/confirm ")
-            action = bob.lines[asked].split("`/confirm ")[1].split("`")[0]
-            bob.type(f"/confirm {action}")
-            bob.wait_for("审批", after=asked + 1)
-            carol.type(f"/approve {action}")
+            bob.ask_approval("/run 支付对账 2026-12-01", carol)
             done = alice.lines[alice.wait_for("✅ order_sync 实例")]
             failed = bob.lines[bob.wait_for("❌ payment_reconcile 实例")]
             run = int(failed.split("实例 ")[1].split("（")[0])

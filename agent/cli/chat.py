@@ -5,8 +5,8 @@ While it lives the process runs the jobs that follow what conversations started 
 DolphinScheduler runs, confirmations that expire, the alerts a run raised, orphaned tasks), beside
 any `xihe serve` or other chat on the same store; their leases decide which process handles each
 row, so every message is made once. Late messages for a terminal conversation wait in the store's
-mail (`xihe.agent.mailbox`): this process prints its own conversation's, whichever process made
-them, and never another's.
+mail (`xihe.agent.mailbox`): this process prints its own conversation's (`[xihe → cli:alice] …`,
+where a reply reads `xihe> …`), whichever process made them, and never another's.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     def show_mail(_app: Runtime) -> None:
         for text in mailbox.take(conversation):
-            screen.show(f"xihe> {text}")
+            screen.show(f"[xihe → {conversation}] {text}")
 
     show_mail(app)  # what came while this conversation's chat was closed
     jobs = scheduler.start(app, [*scheduler.follow_jobs(app), Job("chat_mail", show_mail, MAIL_SECONDS)])

@@ -29,11 +29,11 @@ from xihe.agent.errors import ConfigError, OutcomeUnknown, ToolError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
 from xihe.agent.gate import Scope, Who
 from xihe.agent.help import HelpEntry
-from xihe.agent.i18n import say
+from xihe.agent.i18n import Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
 from xihe.config.shell.file import ShellConfig
-from xihe.tools.shell.messages import SH, refusal_text, result_for_people
+from xihe.tools.shell.messages import SH, STATUS, refusal_text, result_for_people
 from xihe.tools.shell.policy import entry_environment, entry_risk, entry_scope
 from xihe.tools.shell.reload import ReloadingWhitelist
 from xihe.tools.shell.sandbox import ShellRunner
@@ -230,21 +230,19 @@ class ShellService:
         log.info("shell.yaml reloaded: %d entries", len(self.whitelist.entries))
         return True
 
-    def status_line(self) -> str:
-        """The sandbox status for /help: loud when sandbox: none or when the sandbox is missing."""
+    def status_line(self, lang: Lang = "en") -> str:
+        """The sandbox status for /help in `lang`: loud when sandbox: none or when the sandbox is missing."""
         status = self.runner.status()
         if status.unsandboxed:
-            text = (
-                "⚠️ **SHELL SANDBOX DISABLED** (`sandbox: none` in shell.yaml): whitelisted commands run "
-                "directly on the bot's host with its privileges."
-            )
+            text = say(STATUS, "disabled", lang)
         elif not status.available:
-            text = f"⚠️ Shell: {status.detail}."
+            shown = say(STATUS, "why", lang, why=status.why) if status.why else ""
+            text = say(STATUS, "missing", lang, sandbox=status.backend, why=shown)
         else:
-            text = f"Shell: {status.detail}; {len(self.whitelist.entries)} whitelisted commands."
-            text += "".join(f"\n⚠️ Shell sandbox: {w}." for w in status.warnings)
+            text = say(STATUS, "ok", lang, sandbox=status.backend, n=len(self.whitelist.entries))
+            text += "".join("\n" + say(STATUS, "warning", lang, warning=w) for w in status.warnings)
         if self.last_error is not None:
-            text += f"\n⚠️ shell.yaml reload failed, the last good version is running: {self.last_error}"
+            text += "\n" + say(STATUS, "reload_failed", lang, error=self.last_error)
         return text
 
 

@@ -60,6 +60,16 @@ class Terminal:
             time.sleep(0.1)
         raise AssertionError(f"{self.user}'s terminal never showed {needle!r}:\n{self.screen[-4000:]}")
 
+    def ask_approval(self, command: str, approver: Terminal) -> str:
+        """Type a production write and /confirm it, then have `approver` /approve it; its action id."""
+        self.type(command)
+        asked = self.wait_for("`/confirm ")
+        action = self.lines[asked].split("`/confirm ")[1].split("`")[0]
+        self.type(f"/confirm {action}")
+        self.wait_for("审批", after=asked + 1)
+        approver.type(f"/approve {action}")
+        return action
+
     def close(self) -> str:
         """End the chat (end of input) and return everything it printed."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:

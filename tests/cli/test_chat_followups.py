@@ -48,12 +48,7 @@ def test_each_terminal_hears_only_its_own_followups(tmp_path: Path) -> None:
             alice.type("把订单同步任务补跑一下昨天的")
             alice.wait_for("`/confirm ", tick=tick)
             alice.type("/confirm")
-            bob.type("/run 支付对账 2026-12-01")
-            asked = bob.wait_for("`/confirm ")
-            action = bob.lines[asked].split("`/confirm ")[1].split("`")[0]
-            bob.type(f"/confirm {action}")
-            bob.wait_for("审批", after=asked + 1)
-            carol.type(f"/approve {action}")
+            bob.ask_approval("/run 支付对账 2026-12-01", carol)
             carol.wait_for("已批准操作")
             alice.wait_for("✅ order_sync 实例", tick=tick)
             failed = bob.lines[bob.wait_for("❌ payment_reconcile 实例", tick=tick)]
@@ -67,7 +62,7 @@ def test_each_terminal_hears_only_its_own_followups(tmp_path: Path) -> None:
             screens = {t.user: t.close() for t in (alice, bob, carol)}
 
     # bob hears his run start (after carol's approval) and end, in his own terminal
-    assert "xihe> 已启动 **payment_reconcile**" in screens["bob"]
+    assert "[xihe → cli:bob] 已启动 **payment_reconcile**" in screens["bob"]
     assert "order_sync" not in screens["bob"]
     # carol hears her approval's answer, and nothing addressed to bob or alice
     assert screens["carol"].count("已启动 **payment_reconcile**") == 1  # inside her own reply:

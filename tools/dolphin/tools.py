@@ -108,7 +108,7 @@ def explain_trigger(args: TriggerArgs, deps: Deps, lang: Lang) -> str:
     what = say(DS, "explain_start", lang, workflow=e.name, project=e.project, code=e.code, environment=where)
     if not plan.dates:
         return what + say(DS, "explain_now", lang)
-    return what + say(DS, "explain_backfill", lang, label=backfill_label(plan.dates, plan.offset))
+    return what + say(DS, "explain_backfill", lang, label=backfill_label(plan.dates, plan.offset, lang))
 
 
 def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:
