@@ -29,6 +29,7 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.core_tables import artifact, audit_event, task
 from xihe.agent.errors import ConfigError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, Section
+from xihe.agent.mail_tables import chat_mail
 from xihe.agent.redact import Redactor
 from xihe.agent.tasks import FINISHED
 from xihe.agent.wecom_tables import wecom_inbox, wecom_stream
@@ -147,6 +148,7 @@ def prune(app: Runtime, now: datetime | None = None) -> dict[str, int]:
         ("wecom_inbox", wecom_inbox, wecom_inbox.c.seen_at < now - cfg.inbox_days * days),
         ("wecom_stream", wecom_stream, wecom_stream.c.created_at < now - cfg.inbox_days * days),
     ]
+    plan.append(("chat_mail", chat_mail, chat_mail.c.created_at < now - cfg.tasks_days * days))
     plan.append(
         (
             "outbox",
