@@ -125,6 +125,9 @@ def test_a_late_message_prints_above_the_line_being_typed(tmp_path: Path) -> Non
         _read_until(leader, b"[xihe \xe2\x86\x92 cli:alice] run 101 ended SUCCESS\r\nalice> /tas", seen)
         os.write(leader, b"ks\r")
         _read_until(leader, b"no tasks yet", seen)
+        after = bytearray(seen[seen.index(b"no tasks yet") :])
+        _read_until(leader, b"alice> ", after)  # the next prompt: Ctrl-D now ends the input
+        seen.extend(after)
         os.write(leader, b"\x04")
         assert proc.wait(timeout=30) == 0
     finally:
