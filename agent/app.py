@@ -26,6 +26,7 @@ from xihe.agent.holder import holder_name
 from xihe.agent.llm import LLMClient
 from xihe.agent.longtask.feature import FEATURE as LONGTASK
 from xihe.agent.loop import Agent
+from xihe.agent.mailbox import Mailbox
 from xihe.agent.ops.feature import FEATURE as OPS
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import RedactingFilter, Redactor
@@ -140,7 +141,8 @@ def build_app(
         artifacts=ArtifactStore(engine),
         redactor=redactor,
         holder=holder or holder_name(),
-        fallback_notify=notify,
+        # conversations no channel claims are terminal chats: their mail waits in the store
+        fallback_notify=notify if notify is not None else Mailbox(engine, clock).post,
         listen=listen,
     )
     llm_cfg = settings.core.llm

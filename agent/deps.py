@@ -90,7 +90,7 @@ class RunOrigins(Protocol):
 class ShellAccess(Protocol):
     """The whitelisted shell (`xihe.agent.shell.feature.ShellService`)."""
 
-    def status_line(self) -> str: ...
+    def status_line(self, lang: Lang = ...) -> str: ...
 
     def subjects(self, access: AccessConfig) -> list[Subject]:
         """Each whitelisted entry as the gate sees it (its roles, environments and risk there)."""

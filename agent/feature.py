@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from xihe.agent.deps import Deps, Notify, Services
 from xihe.agent.help import HelpEntry
 from xihe.agent.hooks import Hooks
+from xihe.agent.i18n import Lang
 from xihe.agent.loop import Agent
 from xihe.agent.registry import Registry, ToolSpec
 from xihe.config.settings import Section, Settings
@@ -64,12 +65,17 @@ class Runtime(Protocol):
 
 @dataclass(frozen=True)
 class Job:
-    """A periodic job; `run` takes the Runtime. All its state lives in the database."""
+    """A periodic job; `run` takes the Runtime. All its state lives in the database.
+
+    `follows` marks the jobs that follow what a conversation started (runs, confirmations, the
+    alerts a run raised): a `xihe chat` process runs those too while it lives, beside any replica.
+    """
 
     id: str
     run: Callable[[Runtime], Any]
     seconds: float
     run_at_start: bool = False
+    follows: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,7 @@ class Installed:
     commands: dict[str, Handler] = field(default_factory=dict)
     private_commands: set[str] = field(default_factory=set)  # their handler records arguments itself
     help: list[HelpEntry] = field(default_factory=list)
-    status_lines: list[Callable[[], str]] = field(default_factory=list)  # live lines under /help
+    status_lines: list[Callable[[Lang], str]] = field(default_factory=list)  # live lines under /help
     hooks: Hooks = field(default_factory=Hooks)
     jobs: list[Job] = field(default_factory=list)
     routes: list[RouteFactory] = field(default_factory=list)

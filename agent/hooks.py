@@ -1,5 +1,5 @@
 """What features add to the loop: answer checks, context, reminders, stop notes, step and pause
-listeners, a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
+listeners, command hints (for when no model is configured), a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
 every feature's `Hooks`); the loop only reads them."""
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ Reminder = Callable[[Task, list[dict[str, Any]]], str | None]
 StopNote = Callable[[Task], str | None]
 StepListener = Callable[[Task, str, str], None]
 PauseListener = Callable[[Task, int], None]  # a task now waits on this pending action
+CommandHint = Callable[[str], "str | None"]  # free text → the explicit command that does it, if any
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Hooks:
     stop_notes: tuple[StopNote, ...] = ()
     step_listeners: tuple[StepListener, ...] = ()
     pause_listeners: tuple[PauseListener, ...] = ()
+    command_hints: tuple[CommandHint, ...] = ()
     context_budget: ContextBudget | None = None
     recovery: RetryPolicy | None = None
     retry_budget: int = 0
@@ -71,6 +73,7 @@ class Hooks:
             self.stop_notes + other.stop_notes,
             self.step_listeners + other.step_listeners,
             self.pause_listeners + other.pause_listeners,
+            self.command_hints + other.command_hints,
             self.context_budget or other.context_budget,
             self.recovery or other.recovery,
             self.retry_budget or other.retry_budget,

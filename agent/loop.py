@@ -84,11 +84,28 @@ class Agent:
     ) -> Outcome:
         """A new task for a free-text message; `lang`: the message's language, when already derived."""
         if self.llm is None:
-            return Outcome(
-                0, TaskStatus.FAILED, say(STOPS, "no_model", lang or self.deps.lang(text, conversation))
-            )
+            return self._no_model(who, conversation, text, channel)
         task = self._create("chat", who, conversation, text, channel)
         return self._drive(task, who, lang)
+
+    def _no_model(self, who: Who, conversation: str, text: str, channel: str) -> Outcome:
+        """Without a model only commands run: the message is a failed task (so later commands are
+        answered in its language), and the reply names the command that does what it asks, if one does."""
+        deps = self.deps
+        lang = deps.lang(text, conversation)
+        hint = next((c for c in (h(text) for h in self.hooks.command_hints) if c), None)
+        reply = say(STOPS, "no_model_hint" if hint else "no_model", lang, command=hint)
+        task = deps.tasks.create(
+            kind="chat",
+            owner=who.user,
+            conversation=conversation,
+            goal=text,
+            now=deps.clock(),
+            channel=channel,
+            status=TaskStatus.FAILED,
+        )
+        deps.tasks.update(task.id, deps.clock(), reply=reply, error="no model is configured")
+        return Outcome(task.id, TaskStatus.FAILED, reply)
 
     def start_command(
         self,
@@ -176,10 +193,6 @@ class Agent:
             if outcome.status != "busy":
                 out.append(outcome)
         return out
-
-    def resume_orphans(self) -> list[Outcome]:
-        """Resume tasks left `running` by a process that died (its lease lapsed, or it is gone from this host)."""
-        return [self.resume(t.id, take_over=True) for t in self.deps.tasks.orphans(self.deps.clock())]
 
     # ---- the walk
     def _create(self, kind: str, who: Who, conversation: str, text: str, channel: str) -> Task:

@@ -26,6 +26,7 @@ from xihe.agent.alert_tables import (
 from xihe.agent.core_tables import artifact, audit_event, memory, pending_action, task, task_step
 from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
 from xihe.agent.lease import released
+from xihe.agent.mail_tables import chat_mail
 from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.agent.tables import UTCDateTime, metadata
 from xihe.agent.web_tables import ui_login_attempt, ui_login_lock, ui_session
@@ -181,6 +182,7 @@ MIGRATIONS: list[Migration] = [
         "web UI: server-side sessions, failed-login attempts and lockouts",
         _create(ui_session, ui_login_attempt, ui_login_lock),
     ),
+    (12, "terminal chats' mail: late messages waiting for their xihe chat", _create(chat_mail)),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

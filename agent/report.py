@@ -12,6 +12,7 @@ from typing import Any
 from xihe.agent.deps import Deps
 from xihe.agent.frontier import INTERRUPTED
 from xihe.agent.i18n import Catalog, Lang, say_md
+from xihe.agent.run_states import state_text
 from xihe.agent.tasks import StepStatus, Task
 from xihe.agent.timefmt import offset_of, show, zone
 from xihe.agent.user_text import readable_args
@@ -47,7 +48,7 @@ REPORT: Catalog = {
     },
     "none": {"en": "You have no tasks yet.", "zh": "你还没有任务。"},
     "with_outcome": {"en": "{status} · {outcome}", "zh": "{status} · {outcome}"},
-    "run_state": {"en": "run {state}", "zh": "运行 {state}"},
+    "run_state": {"en": "run {state}", "zh": "运行{state}"},
 }
 WORDS: Catalog = {  # task and step statuses, outcomes and kinds as people read them
     "pending": {"en": "pending", "zh": "排队中"},
@@ -65,7 +66,7 @@ WORDS: Catalog = {  # task and step statuses, outcomes and kinds as people read 
 
 def _word(value: str, lang: Lang) -> Md:
     if value.startswith("run "):
-        return say_md(REPORT, "run_state", lang, state=value.removeprefix("run "))
+        return say_md(REPORT, "run_state", lang, state=state_text(value.removeprefix("run "), lang))
     return say_md(WORDS, value, lang) if value in WORDS else Md(inline(value))
 
 
@@ -87,7 +88,7 @@ def _step_error(error: str, lang: Lang) -> str:
 
 
 def status_text(task: Task, lang: Lang = "en") -> Md:
-    """`Task.shown_status` in `lang`, e.g. `done · run FAILURE` / `完成 · 运行 FAILURE`."""
+    """`Task.shown_status` in `lang`, e.g. `done · run FAILURE` / `完成 · 运行失败`."""
     shown = task.shown_status
     if shown != task.status and task.outcome:
         return say_md(

@@ -37,12 +37,19 @@ def all_jobs(app: Runtime) -> list[Job]:
     lease = app.settings.core.store.lease_seconds
     jobs = [
         # a dead replica's task is taken over within half a lease after its lease lapsed
-        Job("resume_orphans", resume_orphans, max(1.0, min(30.0, lease / 2)), run_at_start=True),
-        Job("expire_confirmations", expire_confirmations, 30),
+        Job(
+            "resume_orphans", resume_orphans, max(1.0, min(30.0, lease / 2)), run_at_start=True, follows=True
+        ),
+        Job("expire_confirmations", expire_confirmations, 30, follows=True),
         # a live replica keeps its tasks however long a step takes
-        Job("renew_leases", renew_leases, max(1.0, lease / 3)),
+        Job("renew_leases", renew_leases, max(1.0, lease / 3), follows=True),
     ]
     return jobs + app.installed.jobs
+
+
+def follow_jobs(app: Runtime) -> list[Job]:
+    """The jobs a `xihe chat` process runs while it lives: those that follow what conversations started."""
+    return [job for job in all_jobs(app) if job.follows]
 
 
 def start(app: Runtime, jobs: list[Job] | None = None) -> BackgroundScheduler:

@@ -21,7 +21,7 @@ from xihe.agent.errors import BotError
 from xihe.agent.gate import Who, identify
 from xihe.agent.help import HelpEntry, entry
 from xihe.agent.help import render as render_help
-from xihe.agent.i18n import said_md, say_md
+from xihe.agent.i18n import Lang, said_md, say_md
 from xihe.agent.inbound import Inbound, reply_lang
 from xihe.agent.loop import Agent, Outcome
 from xihe.agent.wecom_markdown import Md, block
@@ -66,7 +66,7 @@ class Session:
         help_lines: Iterable[HelpEntry | tuple[str, str]] = (),
         *,
         private_commands: Iterable[str] = (),
-        status_lines: Iterable[Callable[[], str]] = (),
+        status_lines: Iterable[Callable[[Lang], str]] = (),
     ) -> None:
         self.agent = agent
         self.deps = agent.deps
@@ -87,7 +87,7 @@ class Session:
         # commands whose arguments may hold secrets: their handler records them itself, redacted
         self.private_commands: frozenset[str] = frozenset(private_commands)
         # live status shown under /help (e.g. the shell sandbox), read when /help is asked
-        self.status_lines: tuple[Callable[[], str], ...] = tuple(status_lines)
+        self.status_lines: tuple[Callable[[Lang], str], ...] = tuple(status_lines)
 
     def handle(self, msg: Inbound) -> str:
         """The reply to one inbound message (progress and late results go through deps.notify).
@@ -161,12 +161,6 @@ class Session:
 def _help(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     entries = [entry(e) for e in session.help_lines]
     topic = cmd.args[0] if cmd.args else ""
-    text = render_help(
-        entries,
-        who,
-        session.deps.settings.access,
-        session.agent.registry.specs,
-        reply_lang(session, msg),
-        topic,
-    )
-    return text + "".join("\n\n" + line() for line in session.status_lines)
+    lang = reply_lang(session, msg)
+    text = render_help(entries, who, session.deps.settings.access, session.agent.registry.specs, lang, topic)
+    return text + "".join("\n\n" + line(lang) for line in session.status_lines)

@@ -40,6 +40,10 @@ STOPS: Catalog = {  # how the loop tells people a task ended without the model's
         "en": "No model is configured, so I can only run commands. Try /help.",
         "zh": "没有配置模型，所以我只能执行命令。试试 /help。",
     },
+    "no_model_hint": {
+        "en": "No model is configured, so I can only run commands. This one does what you asked: `{command}`",
+        "zh": "没有配置模型，所以我只能执行命令。你要的可以这样做：`{command}`",
+    },
     "busy": {"en": "Task {task} is being worked on elsewhere.", "zh": "任务 {task} 正在别处处理。"},
     "stopped": {
         "en": "I stopped: {reason}. Task {task} keeps what was done so far.",

@@ -20,7 +20,8 @@ class RetentionConfig(_Strict):
     tasks_days: int = Field(
         90,
         ge=1,
-        description="finished tasks (done/failed/cancelled) with their steps, confirmations, artifacts",
+        description="finished tasks (done/failed/cancelled) with their steps, confirmations, artifacts; "
+        "messages for a terminal chat that was never opened again",
     )
     audit_days: int = Field(365, ge=1, description="audit events")
     outbox_days: int = Field(30, ge=1, description="delivered alert outbox rows")

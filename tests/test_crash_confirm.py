@@ -106,7 +106,7 @@ def test_confirmed_but_not_resumed_runs_exactly_once_at_restart(tmp_path: Path, 
 
     code, out = bot.chat()  # start-up: the orphan sweep finds the confirmed task
     assert code == 0, out
-    assert "[resumed task 1: done] appended" in out
+    assert "[xihe → cli:alice] appended" in out  # the orphan job resumed it and told its conversation
     assert bot.lines() == ["hello"]
     assert bot.pending().get(1).status == "executed"  # type: ignore[union-attr]
 
@@ -148,7 +148,7 @@ def test_an_interrupted_write_without_a_check_is_uncertain_and_never_rerun_silen
 
     code, out = bot.chat()  # start-up sweep: the step is uncertain, nothing runs
     assert code == 0, out
-    assert "[resumed task 1: awaiting_confirmation]" in out
+    assert "[xihe → cli:alice] " in out  # the orphan job resumed it and told its conversation
     assert "may or may not have happened" in out and "NOT run again" in out and "/confirm 2" in out
     assert bot.lines() == ["hello"]
     first, fresh = bot.pending().get(1), bot.pending().get(2)
@@ -158,7 +158,7 @@ def test_an_interrupted_write_without_a_check_is_uncertain_and_never_rerun_silen
 
     for _ in range(2):  # neither another restart nor an explicit resume reruns it
         code, out = bot.chat()
-        assert "resumed" not in out
+        assert "[xihe → " not in out
         resumed = subprocess.run(
             [*bot.cli, "task", "resume", "1"], capture_output=True, text=True, env=bot.env, timeout=120
         )
@@ -190,7 +190,7 @@ def test_a_check_command_decides_whether_an_interrupted_write_runs_again(
     assert bot.lines() == ([] if crash_at == "before_tool_effect" else ["hello"])
 
     code, out = bot.chat()
-    assert "[resumed task 1: done] appended" in out
+    assert "[xihe → cli:alice] appended" in out  # the orphan job resumed it and told its conversation
     assert bot.lines() == runs  # exactly once either way
     rows = [s for s in bot.tasks().steps(1) if s.step_key == "tool:1:0"]
     assert [r.status for r in rows] == ["running", "failed", "running", "done"]

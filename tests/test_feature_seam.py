@@ -136,7 +136,7 @@ def test_an_extra_feature_is_merged_into_the_agent_session_registry_and_jobs(tmp
             tools=[ToolSpec("echo_back", "Echo the text.", EchoArgs, _echo)],
             commands={"ping": _ping},
             help=[HelpEntry("/ping", "answers pong", "/ping", "回答 pong")],
-            status_lines=[lambda: "Extra: all good."],
+            status_lines=[lambda lang: "Extra: all good."],
             hooks=Hooks(stop_notes=(_note,)),
             jobs=[Job("extra_job", lambda app: None, 60)],
             problems={"extra": "not wired to anything"},

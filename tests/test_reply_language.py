@@ -94,6 +94,25 @@ def test_a_task_the_loop_stops_is_explained_in_the_language(make_app: MakeApp, l
     assert ask(without, "alice", "what is up?", "en").startswith("No model is configured")
 
 
+def test_without_a_model_a_chinese_greeting_sets_the_language_of_the_commands_after_it(
+    make_app: MakeApp,
+) -> None:
+    """Issue 27 item 7: `你好` then `/foo` with no model used to answer /foo in English (nothing was kept of
+    the greeting). It is a task now, failed for want of a model, and its language carries on."""
+    app = make_app(with_llm=False, overrides={"language": "en"})
+    assert ask(app, "alice", "你好", "zh").startswith("没有配置模型")
+    assert ask(app, "alice", "/foo", "zh") == "没有 /foo 这个命令。试试 /help。"
+    assert ask(app, "alice", "/foo", "other") == "Unknown command /foo. Try /help."
+    (task,) = app.deps.tasks.recent(conversation="zh")
+    assert (task.kind, task.status, task.goal, task.error) == (
+        "chat",
+        "failed",
+        "你好",
+        "no model is configured",
+    )
+    assert "#1 失败 对话：你好" in ask(app, "alice", "/tasks", "zh")
+
+
 def test_a_step_the_process_died_in_reads_in_the_conversations_language(
     make_app: MakeApp, llm: ScriptedLLM
 ) -> None:

@@ -72,8 +72,8 @@ def install(ctx: Context) -> Installed:
         if name:
             ctx.deps.redactor.add(ctx.settings.secret(name))
     jobs = [
-        Job("alerts_flush", flush_windows, 5, run_at_start=True),
-        Job("alerts_deliver", deliver_outbox, 3),
+        Job("alerts_flush", flush_windows, 5, run_at_start=True, follows=True),
+        Job("alerts_deliver", deliver_outbox, 3, follows=True),
     ]
     return Installed(
         tools=[tool],

@@ -2,8 +2,10 @@
 without a model, DolphinScheduler or WeCom.
 
 It writes (or, for a kept demo directory, re-points) DIR/config at the fakes, writes DIR/fakes.env
-with the fakes' own secrets, prints what to type next and runs until Ctrl-C. The DolphinScheduler
-simulator follows real time; its runs take `--task-seconds` per task.
+with the fakes' own secrets and the web UI logins, prints what to type next and runs until Ctrl-C.
+The DolphinScheduler simulator follows real time; its runs take `--task-seconds` per task, and its
+instance ids go on from the last run in DIR. Whatever the WeCom robot and SMTP sinks receive (the
+alerts) is printed as it arrives and appended to DIR/sinks.log.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_DIR = "xihe-fakes"
+SINKS_LOG = "sinks.log"  # what the robot and SMTP sinks received, beside the config
 
 
 def cmd_fakes_up(args: argparse.Namespace) -> int:
     from xihe.agent.clock import FakeClock, utc_now
     from xihe.agent.demo.environment import (
+        SIM_STATE,
+        WEB_URL,
         point_config_at,
         running_fakes,
         source_repo,
@@ -36,7 +41,10 @@ def cmd_fakes_up(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with running_fakes(clock, llm, task_seconds=args.task_seconds) as fakes:
+    fakes_on = running_fakes(
+        clock, llm, task_seconds=args.task_seconds, fail_retries=0, state=root / SIM_STATE
+    )
+    with fakes_on as fakes, (root / SINKS_LOG).open("a", encoding="utf-8") as sinks:
         config = root / "config"
         if (config / "xihe.yaml").exists():
             point_config_at(config, fakes)
@@ -50,16 +58,23 @@ def cmd_fakes_up(args: argparse.Namespace) -> int:
         print(
             f"fakes up: model {fakes.llm.base_url}, DolphinScheduler {fakes.sim.version} {fakes.sim.url}, "
             f"WeCom robot {fakes.robot.url}, SMTP {fakes.smtp.host}:{fakes.smtp.port}\n"
-            f"{what} {config}; secrets for the fakes in {root / 'fakes.env'}\n"
+            f"{what} {config}; secrets for the fakes and the web UI logins in {root / 'fakes.env'}\n"
             "In another terminal:\n"
             f"  set -a; . {root}/fakes.env; set +a\n"
             f"  xihe chat --config {config} --user alice      # try: 把订单同步任务补跑一下昨天的\n"
-            f"  xihe serve --config {config}                  # web UI: http://127.0.0.1:8080/ui\n"
+            f"  xihe serve --config {config}                  # web UI: {WEB_URL}/ui (dave, demo-ui-dave)\n"
+            f"What the WeCom robot and SMTP sinks receive shows here and in {root / SINKS_LOG}.\n"
             "Ctrl-C stops the fakes.",
             flush=True,
         )
+        seen: dict[str, int] = {}
         while not stop.wait(1.0):  # the simulator follows the wall clock
             fakes.sim.advance(max(0.0, (utc_now() - clock()).total_seconds()))
+            fakes.save_state()
+            for message in fakes.received(seen):
+                print(message, flush=True)
+                sinks.write(f"{utc_now().isoformat(timespec='seconds')} {message}\n")
+                sinks.flush()
     print("fakes down", flush=True)
     return 0
 

@@ -1,6 +1,6 @@
 """`xihe`: one console script, short handlers.
 
-xihe chat --user ID            terminal chat on the same session code as WeCom
+xihe chat --user ID            terminal chat on the same session code as WeCom; follows its runs
 xihe config check [DIR]        validate the YAML and this host (workspaces exist); exit 1 with file:line: key: problem
 xihe config reload             validate, then ask the running replicas to apply it (audited with your name)
 xihe tools [--config DIR]      the exact JSON schemas the model receives
@@ -29,12 +29,10 @@ from xihe.agent.errors import BotError, ConfigError
 
 
 def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
+    """The bot for a command; what it posts to terminal chats waits in the store for them."""
     from xihe.agent.app import build_app
 
-    def notify(conversation: str, text: str) -> None:
-        print(f"[xihe → {conversation}] {shown(text)}", flush=True)
-
-    return build_app(args.config, notify=notify, listen=listen)
+    return build_app(args.config, listen=listen)
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -42,22 +40,6 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
     _settings, registry = check_config(args.config)
     print(json.dumps(registry.schemas(), ensure_ascii=False, indent=2))
-    return 0
-
-
-def cmd_chat(args: argparse.Namespace) -> int:
-    from xihe.agent.cli.terminal import prompt_lines
-    from xihe.agent.inbound import Inbound
-
-    app = _app(args)
-    for outcome in app.agent.resume_orphans():
-        print(f"[resumed task {outcome.task_id}: {outcome.status}] {shown(outcome.reply)}", flush=True)
-    conversation = args.conversation or f"cli:{args.user}"
-    for text in prompt_lines(f"{args.user}> "):
-        if text in ("/quit", "/exit"):
-            break
-        reply = app.session.handle(Inbound(args.user, conversation, text, "cli"))
-        print(f"xihe> {shown(reply)}", flush=True)
     return 0
 
 
@@ -117,11 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="xihe", description="chat-ops agent bot")
     p.add_argument("--config", default="config", help="directory of YAML files (default: config)")
     sub = p.add_subparsers(dest="command", required=True)
+    from xihe.agent.cli import chat
 
-    chat = sub.add_parser("chat", help="chat in the terminal")
-    chat.add_argument("--user", required=True, help="who you are (a user id from access.yaml)")
-    chat.add_argument("--conversation", help="conversation id (default cli:USER)")
-    chat.set_defaults(func=cmd_chat)
+    chat.register(sub)
 
     tools = sub.add_parser("tools", help="print the tool schemas the model receives for a config")
     tools.add_argument("--config", default=argparse.SUPPRESS, help="directory of YAML files")

@@ -1,4 +1,5 @@
-"""Lines typed at `xihe chat` (line editing and history on a terminal, plain lines from a pipe), and
+"""Lines typed at `xihe chat` (line editing and history on a terminal, plain lines from a pipe), the
+screen they share with late messages (printed above the line being typed without breaking it), and
 text printed to the terminal.
 
 The terminal is a destination of its own: a reply (or a task report) may quote outside text (a DS
@@ -13,6 +14,7 @@ import contextlib
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -43,7 +45,47 @@ def shown(text: str) -> str:
     return drop_invisible(out.replace("\x1b", ""))
 
 
-def prompt_lines(prompt: str) -> Iterator[str]:
+class Screen:
+    """The chat's output: replies, and late messages printed from another thread at any moment.
+
+    On a terminal a message that comes while the user types goes above the prompt, and the prompt
+    comes back with what was typed so far; from a pipe each message is a plain line.
+    """
+
+    def __init__(self, prompt: str) -> None:
+        self.prompt = prompt
+        self._lock = threading.Lock()
+        self._typing = False
+
+    def show(self, text: str) -> None:
+        """Print `text` as its own lines, whatever the user is typing."""
+        with self._lock:
+            if not self._typing:
+                print(text, flush=True)
+                return
+            sys.stdout.write(f"\r\x1b[K{text}\n{self.prompt}{_typed_so_far()}")
+            sys.stdout.flush()
+
+    def read(self) -> str:
+        """One line typed at the prompt (input()'s exceptions pass through)."""
+        with self._lock:
+            self._typing = True
+        try:
+            return input(self.prompt)
+        finally:
+            with self._lock:
+                self._typing = False
+
+
+def _typed_so_far() -> str:
+    try:
+        import readline
+    except ImportError:
+        return ""
+    return readline.get_line_buffer()
+
+
+def prompt_lines(screen: Screen) -> Iterator[str]:
     """Non-empty lines until end of input.
 
     On a terminal: GNU readline (arrow keys, Ctrl-R, history kept across sessions in `history_file()`).
@@ -59,7 +101,7 @@ def prompt_lines(prompt: str) -> Iterator[str]:
     try:
         while True:
             try:
-                line = input(prompt)
+                line = screen.read()
             except EOFError:
                 print()
                 return

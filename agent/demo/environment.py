@@ -3,14 +3,18 @@
 Four fakes stand in for the outside services: a model server (the real `openai` client talks to it),
 the DolphinScheduler simulator, a WeCom robot sink and an SMTP sink. `write_config` writes a complete
 config directory pointing at them; `point_config_at` rewrites only the addresses, so a kept demo
-directory can be served by fakes started again later on other ports.
+directory can be served by fakes started again later on other ports. The simulator keeps its next
+instance and task ids in the directory (`SIM_STATE`), so runs started later never reuse an id the
+kept store already knows.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import textwrap
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -20,6 +24,7 @@ from typing import Any
 import yaml
 
 from xihe.agent.clock import FakeClock
+from xihe.agent.errors import BotError
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, Scenario, SimDefinition, SimProject
 from xihe.integrations.fakes.llm_server import ScriptedLLM
 from xihe.integrations.fakes.smtp_sink import SmtpSink
@@ -34,6 +39,7 @@ UI_LOGINS = {
     "XIHE_UI_TOKEN_CAROL": "demo-ui-carol",
     "XIHE_UI_SECRET": "demo-ui-cookie-signing-secret",  # every replica signs the same way
 }
+SIM_STATE = "dolphin-sim.json"  # the simulator's next ids, beside a kept config
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # agent/, tools/, integrations/, config/
 
 
@@ -46,8 +52,11 @@ class Fakes:
     robot: RobotSink
     smtp: SmtpSink
 
+    state: Path | None = None  # where the simulator's next ids are kept
+    saved: tuple[int, int] | None = None  # the ids last written there
+
     def env(self) -> dict[str, str]:
-        """The secrets the config names (`*_env`), as the fakes expect them."""
+        """The secrets the config names (`*_env`) as the fakes expect them, and the web UI logins."""
         return {
             "XIHE_DS_TOKEN": self.sim.token,
             "XIHE_ROBOT_KEY": ROBOT_KEY,
@@ -55,21 +64,74 @@ class Fakes:
             **UI_LOGINS,
         }
 
+    def received(self, seen: dict[str, int]) -> list[str]:
+        """What the robot and SMTP sinks accepted since `seen` (counts per robot key and of mails,
+        updated), readable."""
+        out = []
+        for key, messages in list(self.robot.messages.items()):
+            for m in messages[seen.get(key, 0) :]:
+                out.append(f"[WeCom robot {robot_label(key)}]\n" + textwrap.indent(m.content, "  "))
+            seen[key] = len(messages)
+        mails = self.smtp.mails
+        for mail in mails[seen.get("smtp", 0) :]:
+            head = f"[e-mail to {', '.join(mail.rcpt_to)}] {mail.subject}"
+            out.append(head + "\n" + textwrap.indent(mail.body, "  "))
+        seen["smtp"] = len(mails)
+        return out
+
+    def save_state(self) -> None:
+        """Write the simulator's next ids to `state` (when one is kept)."""
+        ids = (self.sim.next_instance_id, self.sim.next_task_id)
+        if self.state is not None and ids != self.saved:
+            names = {"next_instance_id": ids[0], "next_task_id": ids[1]}
+            self.state.write_text(json.dumps(names) + "\n", encoding="utf-8")
+            self.saved = ids
+
+
+def robot_label(key: str) -> str:
+    """The alert channel a fake robot key belongs to (the key itself is a secret in a real config)."""
+    return {ROBOT_KEY_PROD: "prod", ROBOT_KEY: "default"}.get(key, "other")
+
+
+def _first_ids(state: Path | None) -> tuple[int, int]:
+    if state is None or not state.exists():
+        return 101, 5001
+    try:
+        ids = json.loads(state.read_text(encoding="utf-8"))
+        return int(ids["next_instance_id"]), int(ids["next_task_id"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BotError(f"{state}: not the simulator's state ({exc}); delete it to start at id 101") from None
+
 
 @contextmanager
-def running_fakes(clock: FakeClock, llm: ScriptedLLM, *, task_seconds: int = 60) -> Iterator[Fakes]:
-    """Start the simulator, robot and SMTP sinks around an already built model server."""
+def running_fakes(
+    clock: FakeClock,
+    llm: ScriptedLLM,
+    *,
+    task_seconds: int = 60,
+    fail_retries: int = 1,
+    state: Path | None = None,
+) -> Iterator[Fakes]:
+    """Start the simulator, robot and SMTP sinks around an already built model server.
+
+    With `state`, the simulator's ids go on from those saved there, and are saved again at the end.
+    """
     with ExitStack() as stack:
         stack.enter_context(llm)
-        sim = DolphinSimulator(seed(task_seconds), version="3.2", clock=clock)
+        sim = DolphinSimulator(
+            seed(task_seconds, fail_retries), version="3.2", clock=clock, first_ids=_first_ids(state)
+        )
         stack.enter_context(sim)
         robot = stack.enter_context(RobotSink(keys={ROBOT_KEY, ROBOT_KEY_PROD}, clock=clock))
         smtp = stack.enter_context(SmtpSink())
-        yield Fakes(llm, sim, robot, smtp)
+        fakes = Fakes(llm, sim, robot, smtp, state)
+        stack.callback(fakes.save_state)
+        yield fakes
 
 
-def seed(task_seconds: int = 60) -> list[SimProject]:
-    """Two workflows: order_sync (test, succeeds) and payment_reconcile (prod, core, fails on its DB)."""
+def seed(task_seconds: int = 60, fail_retries: int = 1) -> list[SimProject]:
+    """Two workflows: order_sync (test, succeeds) and payment_reconcile (prod, core, fails on its DB
+    after `fail_retries` retries a minute apart)."""
     return [
         SimProject(
             "etl",
@@ -87,7 +149,8 @@ def seed(task_seconds: int = 60) -> list[SimProject]:
                     tasks=("pull", "match", "report"),
                     scenario=Scenario(
                         kind="fail",
-                        max_retry_times=1,
+                        max_retry_times=fail_retries,
+                        task_seconds=task_seconds,
                         host="10.0.0.13:1234",
                         # the error carries a link (as anyone who can make a task print a line could):
                         # the alert and the chat show it as text (issue 26)

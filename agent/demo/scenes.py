@@ -26,8 +26,8 @@ from typing import Any
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock, utc_now
 from xihe.agent.demo.environment import (
-    ROBOT_KEY,
-    ROBOT_KEY_PROD,
+    SIM_STATE,
+    Fakes,
     running_fakes,
     source_repo,
     write_config,
@@ -38,8 +38,6 @@ from xihe.agent.inbound import Inbound
 from xihe.agent.web.ui.run_facts import read_run
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say, slow
-from xihe.integrations.fakes.smtp_sink import SmtpSink
-from xihe.integrations.wecom.robot_sink import RobotSink
 from xihe.tools.dolphin.names import names_of
 from xihe.tools.dolphin.store import SqlCatalogStore
 
@@ -50,15 +48,20 @@ class Demo:
 
     root: Path
     clock: FakeClock
-    llm: ScriptedLLM
-    sim: DolphinSimulator
-    robot: RobotSink
-    smtp: SmtpSink
+    fakes: Fakes
     config: Path
     db: str
     app: App | None = None
     posted: list[tuple[str, str]] = field(default_factory=list)
     verbose: bool = True
+
+    @property
+    def llm(self) -> ScriptedLLM:
+        return self.fakes.llm
+
+    @property
+    def sim(self) -> DolphinSimulator:
+        return self.fakes.sim
 
     def out(self, text: str = "") -> None:
         if self.verbose:
@@ -121,13 +124,13 @@ def demo_environment(verbose: bool = True, keep: Path | None = None) -> Iterator
         # where a separate process writes step times with the real clock
         clock = FakeClock(utc_now().replace(microsecond=0) - timedelta(hours=3))
         # the model server plays Qwen3 on vLLM without parsers: <think> and <tool_call> come as text
-        fakes = stack.enter_context(running_fakes(clock, ScriptedLLM(model="scripted-demo", mode="qwen")))
+        state = root / SIM_STATE if keep is not None else None  # `fakes up --dir` goes on from its ids
+        llm = ScriptedLLM(model="scripted-demo", mode="qwen")
+        fakes = stack.enter_context(running_fakes(clock, llm, state=state))
         saved = {k: os.environ.get(k) for k in fakes.env()}
         os.environ.update(fakes.env())
         db = f"sqlite:///{root / 'xihe.db'}"
-        demo = Demo(
-            root, clock, fakes.llm, fakes.sim, fakes.robot, fakes.smtp, root / "config", db, verbose=verbose
-        )
+        demo = Demo(root, clock, fakes, root / "config", db, verbose=verbose)
         write_config(demo.config, fakes, db=db, repo=source_repo(root), index_dir=root / "index")
         if keep is not None:
             write_env_file(root / "fakes.env", fakes.env())
@@ -205,15 +208,10 @@ def scene_prod_failure(d: Demo) -> None:
     for _ in range(4):  # alert windows on the simulated clock
         d.clock.advance(15)
         _jobs(d, "alerts_flush", "alerts_deliver")
-    for key in (ROBOT_KEY_PROD, ROBOT_KEY):
-        for message in d.robot.messages.get(key, []):
-            d.out(
-                _indent(
-                    f"[WeCom robot {'prod' if key == ROBOT_KEY_PROD else 'default'}]\n"
-                    + textwrap.indent(message.content, "  ")
-                )
-            )
-    _open_run_page(d, [m.content for m in d.robot.messages.get(ROBOT_KEY_PROD, [])])
+    received = d.fakes.received({})
+    for message in received:
+        d.out(_indent(message))
+    _open_run_page(d, received)
 
 
 def _open_run_page(d: Demo, alerts: list[str]) -> None:

@@ -7,6 +7,7 @@ Active when config/dolphin.yaml exists and the credentials it names are set. The
   rerun_failed, stop_run; the gate sees each write's workflow environment (workflows.yaml);
 - commands that go through `session.run_tool` (same registry, gate, confirmation and audit):
       /run order_sync 2026-12-01..2026-12-03    /status 101    /rerun 101    /stop 101
+  and, when no model is configured, the `/run` that a free-text run request means (a command hint);
 - jobs: `ds_poll` polls the claimed watch rows (`run_poll_cycle` over the SQL store), posts
   progress (throttled) and the final state to the conversation that started the run, and hands
   AlertEvents to `deps.alerts` when the alert pipeline is installed; `ds_catalog_sync`
@@ -32,11 +33,13 @@ from xihe.agent.dolphin.sources import install_sources
 from xihe.agent.errors import ConfigError, TaskStateError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, merge
 from xihe.agent.help import HelpEntry
+from xihe.agent.hooks import Hooks
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.tasks import TaskStatus
 from xihe.config.dolphin import DOLPHIN_SECTION, credentials
 from xihe.integrations.dolphinscheduler.states import is_terminal
+from xihe.tools.dolphin.hint import run_command
 from xihe.tools.dolphin.messages import (
     appeared_text,
     auth_text,
@@ -104,7 +107,8 @@ def install_chat(ctx: Context) -> Installed:
         services=Services(dolphin=svc),
         commands={"run": _run, "status": _status, "rerun": _rerun, "stop": _stop},
         help=list(HELP),
-        jobs=[Job("ds_poll", poll_watches, tick), Job("ds_catalog_sync", sync_names, 600)],
+        hooks=Hooks(command_hints=(lambda text: run_command(text, ctx.settings.workflows),)),
+        jobs=[Job("ds_poll", poll_watches, tick, follows=True), Job("ds_catalog_sync", sync_names, 600)],
     )
 
 

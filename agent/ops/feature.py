@@ -25,6 +25,7 @@ from xihe.agent.alert_tables import alert_outbox
 from xihe.agent.audit import AuditEvent
 from xihe.agent.core_tables import artifact, audit_event, task
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
+from xihe.agent.mail_tables import chat_mail
 from xihe.agent.ops.reload import ReloadState, file_digests, on_sighup, reload_config
 from xihe.agent.redact import Redactor
 from xihe.agent.tasks import FINISHED
@@ -150,6 +151,7 @@ def prune(app: Runtime, now: datetime | None = None) -> dict[str, int]:
         ("ui_login_attempt", ui_login_attempt, ui_login_attempt.c.at < ended),
         ("ui_login_lock", ui_login_lock, ui_login_lock.c.until < ended),
     ]
+    plan.append(("chat_mail", chat_mail, chat_mail.c.created_at < now - cfg.tasks_days * days))
     plan.append(
         (
             "outbox",

@@ -35,7 +35,7 @@ from xihe.agent.registry import Risk, ToolContext, ToolSpec
 from xihe.agent.subject import Subject
 from xihe.config.access import AccessConfig
 from xihe.config.shell.file import SHELL_SECTION, ShellConfig
-from xihe.tools.shell.messages import SH, refusal_text, result_for_people
+from xihe.tools.shell.messages import SH, STATUS, refusal_text, result_for_people
 from xihe.tools.shell.policy import (
     entry_environment,
     entry_risk,
@@ -247,21 +247,19 @@ class ShellService:
         """Each whitelisted entry as the gate sees it (policy explain, `/help sh`)."""
         return [entry_subject(e, access) for e in self.whitelist.entries.values()]
 
-    def status_line(self) -> str:
-        """The sandbox status for /help: loud when sandbox: none or when the sandbox is missing."""
+    def status_line(self, lang: Lang = "en") -> str:
+        """The sandbox status for /help in `lang`: loud when sandbox: none or when the sandbox is missing."""
         status = self.runner.status()
         if status.unsandboxed:
-            text = (
-                "⚠️ **SHELL SANDBOX DISABLED** (`sandbox: none` in shell.yaml): whitelisted commands run "
-                "directly on the bot's host with its privileges."
-            )
+            text = say(STATUS, "disabled", lang)
         elif not status.available:
-            text = f"⚠️ Shell: {status.detail}."
+            shown = say(STATUS, "why", lang, why=status.why) if status.why else ""
+            text = say(STATUS, "missing", lang, sandbox=status.backend, why=shown)
         else:
-            text = f"Shell: {status.detail}; {len(self.whitelist.entries)} whitelisted commands."
-            text += "".join(f"\n⚠️ Shell sandbox: {w}." for w in status.warnings)
+            text = say(STATUS, "ok", lang, sandbox=status.backend, n=len(self.whitelist.entries))
+            text += "".join("\n" + say(STATUS, "warning", lang, warning=w) for w in status.warnings)
         if self.last_error is not None:
-            text += f"\n⚠️ shell.yaml reload failed, the last good version is running: {self.last_error}"
+            text += "\n" + say(STATUS, "reload_failed", lang, error=self.last_error)
         return text
 
 

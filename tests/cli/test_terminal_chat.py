@@ -93,3 +93,45 @@ def test_up_arrow_repeats_the_last_line_and_history_survives(tmp_path: Path) -> 
 
     second = session([UP + "\r"])  # a new process: the history file brings the line back
     assert "no tasks yet" in second and "[A" not in second
+
+
+def test_a_late_message_prints_above_the_line_being_typed(tmp_path: Path) -> None:
+    """Mail for this conversation arrives while the user types: it goes above the prompt, and the prompt
+    comes back with what was typed so far (which then runs as one line)."""
+    from xihe.agent.clock import utc_now
+    from xihe.agent.db import open_store_engine
+    from xihe.agent.mailbox import Mailbox
+
+    cfg = write_config(tmp_path / "config")
+    db = f"sqlite:///{tmp_path / 'xihe.db'}"
+    env = {**os.environ, "XIHE_DATABASE_URL": db, "XIHE_HISTORY": str(tmp_path / "history"), "TERM": "xterm"}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xihe.agent.cli.main", "chat", "--config", str(cfg), "--user", "alice"],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        close_fds=True,
+    )
+    os.close(follower)
+    seen = bytearray()
+    try:
+        _read_until(leader, b"alice> ", seen)
+        os.write(leader, b"/tas")
+        _read_until(leader, b"/tas", seen)
+        Mailbox(open_store_engine(db), utc_now).post("cli:alice", "run 101 ended SUCCESS")
+        Mailbox(open_store_engine(db), utc_now).post("cli:bob", "not for alice")
+        _read_until(leader, b"[xihe \xe2\x86\x92 cli:alice] run 101 ended SUCCESS\r\nalice> /tas", seen)
+        os.write(leader, b"ks\r")
+        _read_until(leader, b"no tasks yet", seen)
+        after = bytearray(seen[seen.index(b"no tasks yet") :])
+        _read_until(leader, b"alice> ", after)  # the next prompt: Ctrl-D now ends the input
+        seen.extend(after)
+        os.write(leader, b"\x04")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    assert b"not for alice" not in seen

@@ -48,7 +48,7 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     # the prompt says what the words resolve to, so the yes (and the approver's) is informed
     assert (
         "→ 在 prod 启动 order_sync（项目 etl，编号 2000000000001），"
-        "补数 business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02\n"
+        "补数 业务日期 2026-12-01 → scheduleTime 2026-12-02\n"
     ) in ask
     assert bot.sim.starts == []  # nothing runs before the yes
     waiting = bot.say("bob", f"/confirm {ask_id(ask)}")
@@ -91,7 +91,7 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
     bot.app.deps.alerts = alerts  # the alerts feature is off in this bot
     ask = bot.say("alice", "backfill 坏任务 for 2026-11-30")
     assert "is a write on test" in ask
-    assert "backfill business date / 业务日期 2026-11-30 → scheduleTime 2026-11-30" in ask  # offset 0
+    assert "backfill business date 2026-11-30 → scheduleTime 2026-11-30" in ask  # offset 0
     assert bot.say("alice", "/confirm") == "started"
     (start,) = bot.sim.starts
     assert json.loads(start["scheduleTime"])["complementStartDate"] == "2026-11-30 00:00:00"
@@ -143,7 +143,7 @@ def test_run_command_backfills_a_range_without_the_model(
     bot.say("bob", "/confirm")
     ran = bot.say("carol", f"/approve {ask_id(ask)}")
     assert (
-        "Started **order_sync** (project etl, prod) for business dates / 业务日期 2026-12-01 … 2026-12-03 "
+        "Started **order_sync** (project etl, prod) for business dates 2026-12-01 … 2026-12-03 "
         "→ scheduleTime 2026-12-02 … 2026-12-04 (3 dates, one after another)"
     ) in ran
     (start,) = bot.sim.starts

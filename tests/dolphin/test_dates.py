@@ -128,13 +128,16 @@ def test_business_dates_map_to_schedule_times_by_the_workflow_offset() -> None:
     }
 
 
-def test_labels_show_the_business_date_and_the_schedule_time() -> None:
-    assert (
-        backfill_label([D(2026, 12, 1)], 1) == "business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02"
-    )
-    assert backfill_label([D(2026, 12, 3), D(2026, 12, 1), D(2026, 12, 2)], 1) == (
-        "business dates / 业务日期 2026-12-01 … 2026-12-03 → scheduleTime 2026-12-02 … 2026-12-04 "
+def test_labels_show_the_business_date_and_the_schedule_time_in_the_readers_language() -> None:
+    assert backfill_label([D(2026, 12, 1)], 1) == "business date 2026-12-01 → scheduleTime 2026-12-02"
+    assert backfill_label([D(2026, 12, 1)], 1, "zh") == "业务日期 2026-12-01 → scheduleTime 2026-12-02"
+    three = [D(2026, 12, 3), D(2026, 12, 1), D(2026, 12, 2)]
+    assert backfill_label(three, 1) == (
+        "business dates 2026-12-01 … 2026-12-03 → scheduleTime 2026-12-02 … 2026-12-04 "
         "(3 dates, one after another)"
+    )
+    assert backfill_label(three, 1, "zh") == (
+        "业务日期 2026-12-01 … 2026-12-03 → scheduleTime 2026-12-02 … 2026-12-04（共 3 个日期，依次运行）"
     )
     assert run_date_label(D(2026, 12, 2), 1) == "2026-12-01 (scheduleTime 2026-12-02)"
     assert run_date_label(D(2026, 12, 2), 0) == "2026-12-02"

@@ -1,9 +1,10 @@
 """DolphinScheduler end to end through real processes, on 3.1, 3.2 and 3.3.
 
-Per version: one `xihe serve` (runs the poll job and prints what it posts to `cli:` conversations)
-and one `xihe chat --user alice` (commands on stdin), sharing a SQLite store, against a simulator in
-this process whose clock a pump thread moves 200x faster than real time. Each test uses its own
-workflows, so they share the two processes; they check what a user reads in chat.
+Per version: one `xihe serve` and one `xihe chat --user alice` (commands on stdin), sharing a SQLite
+store, both running the poll job, against a simulator in this process whose clock a pump thread
+moves 200x faster than real time. Whichever process reports a run, alice's chat prints it
+(`[xihe → cli:alice] …`). Each test uses its own workflows, so they share the two processes; they
+check what a user reads in chat.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.child_env import pythonpath
+from tests.cli.terminals import Terminal
 from tests.dolphin.conftest import BAD_HOST, seed
 from tests.dolphin.support import write_ds_config
 from tests.serve.harness import Replica, wait_until
@@ -33,52 +32,36 @@ SPEED = 200.0  # simulated seconds per real second
 CLIENT_TIMEOUT = 5.0  # the bot's request timeout; a start answer held longer is "lost"
 
 
-class Chat:
-    """A `xihe chat` process: lines in, replies (`xihe> …` and what follows) collected."""
+class Chat(Terminal):
+    """alice's `xihe chat`: lines in, replies (`xihe> …`) and late messages (`[xihe → cli:alice] …`) out."""
 
     def __init__(self, cfg: Path, env: dict[str, str], workdir: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg), "chat", "--user", "alice"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            cwd=workdir,
-        )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__(cfg, "alice", env, workdir)
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def replies(self) -> list[str]:
+    def messages(self, head: str) -> list[str]:
+        """The messages that start with `head` (replies `xihe> `, late ones `[xihe → cli:alice] `),
+        each with its continuation lines."""
         out: list[str] = []
+        current: str | None = None
         for line in list(self.lines):
-            if line.startswith("xihe> "):
-                out.append(line[len("xihe> ") :])
-            elif out:
+            if line.startswith(("xihe> ", "[xihe → ")):
+                current = line[len(head) :] if line.startswith(head) else None
+                if current is not None:
+                    out.append(current)
+            elif current is not None:
                 out[-1] += "\n" + line
         return out
+
+    def replies(self) -> list[str]:
+        return self.messages("xihe> ")
 
     def say(self, text: str, timeout: float = 60) -> str:
         """Send one line and return the reply to it."""
         before = len(self.replies())
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
+        self.type(text)
         wait_until(lambda: len(self.replies()) > before, timeout, f"a reply to {text!r}:\n{self.lines}")
         time.sleep(0.05)  # a multi-line reply arrives as one write; let the reader take all of it
         return self.replies()[before]
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-            self.proc.wait(timeout=30)
 
 
 class Stack:
@@ -97,26 +80,15 @@ class Stack:
         db = f"sqlite:///{workdir / 'xihe.db'}"
         env = {"XIHE_DS_TOKEN": self.sim.token}
         self.serve = Replica(cfg, db, workdir, "serve", env).wait_ready()
-        full_env = {**os.environ, "XIHE_DATABASE_URL": db, "PYTHONPATH": pythonpath(), **env}
-        self.chat = Chat(cfg, full_env, workdir)
+        self.chat = Chat(cfg, {"XIHE_DATABASE_URL": db, **env}, workdir)
 
     def _run_pump(self) -> None:
         while not self._stop.wait(0.01):
             self.sim.advance(SPEED * 0.01)
 
     def posted(self) -> list[str]:
-        """What serve posted to cli:alice, one entry per message."""
-        out: list[str] = []
-        for line in self.serve.log().splitlines():
-            if line.startswith("[xihe → cli:alice] "):
-                out.append(line[len("[xihe → cli:alice] ") :])
-            elif (
-                out
-                and not line.startswith(("{", "[xihe", "INFO", "WARNING", "ERROR"))
-                and not re.match(r"^\d{4}-\d\d-\d\d", line)
-            ):
-                out[-1] += "\n" + line
-        return out
+        """What reached alice's chat outside a reply (from serve or the chat's own poll), one entry per message."""
+        return self.chat.messages("[xihe → cli:alice] ")
 
     def wait_posted(self, pattern: str, count: int = 1, timeout: float = 90) -> list[str]:
         """Until at least `count` posted messages match `pattern` (a regex); returns them."""
@@ -126,7 +98,7 @@ class Stack:
             return hits if len(hits) >= count else []
 
         return list(
-            wait_until(found, timeout, f"{count} message(s) matching {pattern!r}:\n{self.serve.log()}")
+            wait_until(found, timeout, f"{count} message(s) matching {pattern!r}:\n{self.chat.lines}")
         )
 
     def run(self, command: str) -> str:
@@ -159,7 +131,7 @@ def test_backfill_one_date_and_a_natural_date(stack: Stack) -> None:
     stack.wait_posted(r"^✅ daily_backfill instance \d+ for 2026-11-27 ended SUCCESS")
     started = stack.run("/run flaky_sync 昨天")
     # ${system.biz.date} = scheduleTime - 1 day: yesterday's data is scheduleTime today
-    days = re.search(r"business date / 业务日期 (\S+) → scheduleTime ([0-9-]+)", started)  # zh: 昨天
+    days = re.search(r"业务日期 (\S+) → scheduleTime ([0-9-]+)", started)  # told in Chinese: 昨天
     assert days is not None, started
     biz, schedule = days.groups()
     assert (date.fromisoformat(schedule) - date.fromisoformat(biz)).days == 1
@@ -170,7 +142,7 @@ def test_backfill_one_date_and_a_natural_date(stack: Stack) -> None:
 
 def test_a_range_stops_at_a_failed_date_and_a_rerun_goes_on_with_the_chain(stack: Stack) -> None:
     started = stack.run("/run daily_backfill 2026-11-28..2026-11-30")
-    assert "业务日期 2026-11-28 … 2026-11-30 → scheduleTime 2026-11-28 … 2026-11-30 (3 dates" in started
+    assert "business dates 2026-11-28 … 2026-11-30 → scheduleTime 2026-11-28 … 2026-11-30 (3 dates" in started
     stack.wait_posted(r"^✅ daily_backfill instance \d+ for 2026-11-28 ended SUCCESS")
     (failure,) = stack.wait_posted(r"^❌ daily_backfill instance \d+ for 2026-11-29 ended FAILURE")
     assert "task **load** FAILURE on 10.0.0.7:1234" in failure and "SQLException" in failure

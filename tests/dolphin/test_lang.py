@@ -36,7 +36,7 @@ def test_a_failed_run_and_its_status_in_chinese(bot_for: Callable[..., Bot], llm
     (inst,) = bot.sim.instances_of("broken_sync")
     (failure,) = bot.messages("zh", "❌")
     assert failure.startswith(f"❌ broken_sync 实例 {inst.id}（业务日期 2026-11-30），已结束：失败")
-    assert f"- 任务 **load** FAILURE，节点 {BAD_HOST}（重试 1/1）" in failure
+    assert f"- 任务 **load** 失败，节点 {BAD_HOST}（重试 1/1）" in failure
     assert f"发送 `/rerun {inst.id}` 重跑失败的任务。" in failure
     assert "ended" not in failure and "reruns the failed" not in failure
     status = bot.say("alice", f"/status {inst.id}", "zh")

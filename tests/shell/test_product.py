@@ -198,6 +198,8 @@ def test_help_shows_the_sandbox_status_and_warns_loudly_without_one(
 ) -> None:
     app = shell_app()
     assert "Shell:" in ask(app, "/help") and "/sh COMMAND LINE" in ask(app, "/help")
+    zh = ask(app, "/help 帮我看看", conv="zh")  # the status line under /help in the reader's language too
+    assert "Shell：命令在沙箱" in zh and "Shell:" not in zh and "whitelisted commands" not in zh
     none = shell_app("sandbox: none\n" + config_text(workspace))
     assert "SHELL SANDBOX DISABLED" in ask(none, "/help")
     if bwrap_works():  # the weaker limits mode is named too

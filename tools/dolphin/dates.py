@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 import dateparser
 
 from xihe.agent.errors import ToolRetry
-from xihe.agent.i18n import Catalog
+from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.i18n import text as i18n_text
 from xihe.integrations.dolphinscheduler.schedule import MAX_DATES
 
@@ -267,12 +267,23 @@ def _span(days: Sequence[date]) -> str:
     return days[0].isoformat() if len(days) == 1 else f"{days[0].isoformat()} … {days[-1].isoformat()}"
 
 
-def backfill_label(biz_dates: Sequence[date], offset: int) -> str:
-    """`business date / 业务日期 2026-12-01 → scheduleTime 2026-12-02` (a range as first … last)."""
+LABELS: Catalog = {  # a backfill's dates for people (scheduleTime is DolphinScheduler's own word)
+    "one": {
+        "en": "business date {dates} → scheduleTime {schedules}",
+        "zh": "业务日期 {dates} → scheduleTime {schedules}",
+    },
+    "many": {
+        "en": "business dates {dates} → scheduleTime {schedules} ({n} dates, one after another)",
+        "zh": "业务日期 {dates} → scheduleTime {schedules}（共 {n} 个日期，依次运行）",
+    },
+}
+
+
+def backfill_label(biz_dates: Sequence[date], offset: int, lang: Lang = "en") -> str:
+    """`business date 2026-12-01 → scheduleTime 2026-12-02` in `lang` (a range as first … last)."""
     days = sorted(biz_dates)
-    noun = "business date / 业务日期" if len(days) == 1 else "business dates / 业务日期"
-    label = f"{noun} {_span(days)} → scheduleTime {_span(schedule_dates(days, offset))}"
-    return label + (f" ({len(days)} dates, one after another)" if len(days) > 1 else "")
+    spans = {"dates": _span(days), "schedules": _span(schedule_dates(days, offset)), "n": len(days)}
+    return say(LABELS, "one" if len(days) == 1 else "many", lang, **spans)
 
 
 def run_date_label(schedule: date, offset: int) -> str:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 from xihe.agent.errors import DolphinError
 from xihe.agent.i18n import Catalog, Text, text
+from xihe.agent.run_states import state_text
 from xihe.config.dolphin import DolphinConfig
 from xihe.integrations.dolphinscheduler.errors import DolphinAuthError
-from xihe.tools.dolphin.messages import DS, state_text
+from xihe.tools.dolphin.messages import DS
 from xihe.tools.dolphin.names import CatalogEntry
 
 FAILS: Catalog = {

@@ -27,6 +27,7 @@ from xihe.agent.deps import Deps
 from xihe.agent.errors import DolphinError, ToolFailed
 from xihe.agent.i18n import Lang, Text, say_md
 from xihe.agent.registry import Prepared, ToolContext, ToolSpec
+from xihe.agent.run_states import state_text
 from xihe.agent.timefmt import show
 from xihe.agent.wecom_markdown import Md
 from xihe.integrations.dolphinscheduler.dag import tasks_total
@@ -37,7 +38,7 @@ from xihe.integrations.dolphinscheduler.states import STOPPING, TASK_FAILED, TAS
 from xihe.tools.dolphin.dates import run_date_label
 from xihe.tools.dolphin.error_line import error_line
 from xihe.tools.dolphin.failures import ds_state, explained, fail, raw_or_told
-from xihe.tools.dolphin.messages import DS, action_reply, failed_reply, state_text, status_reply
+from xihe.tools.dolphin.messages import DS, action_reply, failed_reply, status_reply
 from xihe.tools.dolphin.service import (
     environment_of_instance,
     environment_of_workflow,

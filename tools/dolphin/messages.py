@@ -17,8 +17,9 @@ from typing import Any
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.i18n import Catalog, Lang, say_md
+from xihe.agent.run_states import state_text
 from xihe.agent.timefmt import show
-from xihe.agent.wecom_markdown import Md, block, inline
+from xihe.agent.wecom_markdown import Md, block
 from xihe.config.dolphin import DolphinConfig
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.integrations.dolphinscheduler.schedule import is_contiguous
@@ -26,22 +27,6 @@ from xihe.tools.dolphin.dates import backfill_label, run_date_label
 from xihe.tools.dolphin.watch import AuthFailed, Finished, NotFound, Progress, Watch
 
 ICONS = {"SUCCESS": "✅", "FAILURE": "❌", "STOP": "⏹️", "PAUSE": "⏸️", "BLOCK": "⛔"}
-
-STATES: Catalog = {  # DolphinScheduler states as people read them (English keeps DS's own words)
-    "SUCCESS": {"en": "SUCCESS", "zh": "成功"},
-    "FAILURE": {"en": "FAILURE", "zh": "失败"},
-    "STOP": {"en": "STOP", "zh": "已停止"},
-    "KILL": {"en": "KILL", "zh": "已终止"},
-    "PAUSE": {"en": "PAUSE", "zh": "已暂停"},
-    "BLOCK": {"en": "BLOCK", "zh": "已阻塞"},
-    "RUNNING": {"en": "RUNNING", "zh": "运行中"},
-    "SUBMITTED": {"en": "SUBMITTED", "zh": "已提交"},
-    "SERIAL_WAIT": {"en": "SERIAL_WAIT", "zh": "串行等待中"},
-    "READY_STOP": {"en": "READY_STOP", "zh": "正在停止"},
-    "READY_PAUSE": {"en": "READY_PAUSE", "zh": "正在暂停"},
-    "DELAY_EXECUTION": {"en": "DELAY_EXECUTION", "zh": "延时执行"},
-    "FAILOVER": {"en": "FAILOVER", "zh": "容错中"},
-}
 
 DS: Catalog = {
     # what a write would do, in the confirmation prompt and on /pending
@@ -181,12 +166,6 @@ DS: Catalog = {
 }
 
 
-def state_text(state: str, lang: Lang) -> Md:
-    """A DS state for people: `RUNNING_EXECUTION` reads RUNNING; zh names it in Chinese."""
-    short = state.replace("_EXECUTION", "").replace("SUBMITTED_SUCCESS", "SUBMITTED")
-    return say_md(STATES, short, lang) if short in STATES else Md(inline(short))
-
-
 def dates_text(dates: Sequence[str]) -> str:
     """`2026-12-01..2026-12-03` for consecutive dates, else `2026-12-01,2026-12-05` (what /run reads)."""
     if len(dates) > 1 and is_contiguous([date.fromisoformat(d) for d in dates]):
@@ -206,7 +185,7 @@ def trigger_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     """`/run`: what was started, and the instance id(s) when DS already named them."""
     ids = r.get("instance_ids") or []
     days = [date.fromisoformat(d) for d in r.get("dates") or []]
-    label = backfill_label(days, int(r.get("biz_date_offset", 0))) if days else ""
+    label = backfill_label(days, int(r.get("biz_date_offset", 0)), lang) if days else ""
     status = r["status"]
     return say_md(
         DS,
@@ -269,7 +248,7 @@ def failed_reply(r: dict[str, Any], lang: Lang = "en") -> str:
                 "failed_task",
                 lang,
                 task=t["task"],
-                state=t["state"],
+                state=state_text(t["state"], lang),
                 host=t["host"] or say_md(DS, "not_dispatched", lang),
                 retries=t["retry_times"],
                 max_retries=t["max_retry_times"],
@@ -330,7 +309,7 @@ def _failure_lines(events: Sequence[AlertEvent], lang: Lang) -> list[str]:
                 "task_failed",
                 lang,
                 task=e.failed_task,
-                state=e.failed_task_state,
+                state=state_text(e.failed_task_state, lang),
                 host=e.host or "?",
                 retries=e.retry_times,
                 max_retries=e.max_retry_times,

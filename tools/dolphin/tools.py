@@ -128,7 +128,7 @@ def explain_trigger(call: Target, deps: Deps, lang: Lang) -> str:
     )
     if not plan.dates:
         return what + say_md(DS, "explain_now", lang)
-    return what + say_md(DS, "explain_backfill", lang, label=backfill_label(plan.dates, plan.offset))
+    return what + say_md(DS, "explain_backfill", lang, label=backfill_label(plan.dates, plan.offset, lang))
 
 
 def _watch(ctx: ToolContext, plan: Plan, out: StartOutcome) -> None:

@@ -119,6 +119,30 @@ SH: Catalog = {
 }
 
 
+STATUS: Catalog = {  # the sandbox's line under /help
+    "disabled": {
+        "en": "⚠️ **SHELL SANDBOX DISABLED** (`sandbox: none` in shell.yaml): whitelisted commands run "
+        "directly on the bot's host with its privileges.",
+        "zh": "⚠️ **SHELL 沙箱已关闭**（shell.yaml 里是 `sandbox: none`）：白名单命令直接在机器人所在的主机上、"
+        "以它的权限执行。",
+    },
+    "missing": {
+        "en": "⚠️ Shell: commands are refused: sandbox {sandbox} is not available on this host{why}.",
+        "zh": "⚠️ Shell：命令会被拒绝：这台主机上没有可用的沙箱 {sandbox}{why}。",
+    },
+    "why": {"en": " ({why})", "zh": "（{why}）"},
+    "ok": {
+        "en": "Shell: commands run in {sandbox}; {n} whitelisted commands.",
+        "zh": "Shell：命令在沙箱 {sandbox} 里执行；共 {n} 条白名单命令。",
+    },
+    "warning": {"en": "⚠️ Shell sandbox: {warning}.", "zh": "⚠️ Shell 沙箱：{warning}。"},
+    "reload_failed": {
+        "en": "⚠️ shell.yaml reload failed, the last good version is running: {error}",
+        "zh": "⚠️ shell.yaml 重新加载失败，仍在用上一个正确的版本：{error}",
+    },
+}
+
+
 def refusal_text(code: str, values: Mapping[str, object], reason: str | Text, lang: Lang) -> str:
     """`/sh`'s reply to a refused line: its headline `code`, else its `reason` (from a catalog or English).
     The user's own words quoted in it are encoded as outside text (`say_md`)."""

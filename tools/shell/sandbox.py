@@ -115,6 +115,7 @@ class SandboxStatus:
     unsandboxed: bool
     detail: str
     warnings: tuple[str, ...] = ()
+    why: str = ""  # why an unavailable sandbox is missing, when the back end knows
 
 
 class ShellRunner:
@@ -152,18 +153,18 @@ class ShellRunner:
     def status(self) -> SandboxStatus:
         """Back end name, whether it works here, and a sentence for /help."""
         ok = self.backend.available()
+        why = "" if ok else getattr(self.backend, "why_unavailable", "")
         if self.unsandboxed:
             detail = "WARNING: shell commands run without a sandbox (sandbox: none)"
         elif ok:
             detail = f"shell commands run in {self.backend.name}"
         else:
-            why = getattr(self.backend, "why_unavailable", "")
             detail = (
                 f"shell commands are refused: sandbox {self.backend.name} is not available on this host"
                 + (f" ({why})" if why else "")
             )
         warnings = tuple(self.backend.warnings()) if ok else ()
-        return SandboxStatus(self.backend.name, ok, self.unsandboxed, detail, warnings)
+        return SandboxStatus(self.backend.name, ok, self.unsandboxed, detail, warnings, why)
 
     def run(self, match: Match, save_artifact: SaveArtifact | None = None) -> ShellResult:
         """Run one matched command (artifact callback per call if given); ToolFailed when no sandbox."""

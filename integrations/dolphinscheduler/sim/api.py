@@ -53,10 +53,11 @@ class DolphinSimulator(Executors, Views, DolphinModel):
         command_delay: float = 2.0,
         session_ttl: float = 7200.0,
         master_host: str = "10.0.0.5:5678",
+        first_ids: tuple[int, int] = (101, 5001),
     ) -> None:
         if version not in NAMES:
             raise ValueError(f"unknown version {version!r}")
-        DolphinModel.__init__(self, projects, clock=clock, command_delay=command_delay)
+        DolphinModel.__init__(self, projects, clock=clock, command_delay=command_delay, first_ids=first_ids)
         self.version = version
         self.names = NAMES[version]
         self.token = token

@@ -129,7 +129,12 @@ class DolphinModel:
     """The master's state and timeline, driven by a FakeClock."""
 
     def __init__(
-        self, projects: list[SimProject], *, clock: FakeClock | None = None, command_delay: float = 2.0
+        self,
+        projects: list[SimProject],
+        *,
+        clock: FakeClock | None = None,
+        command_delay: float = 2.0,
+        first_ids: tuple[int, int] = (101, 5001),
     ) -> None:
         self.clock = clock or FakeClock()
         self.projects = {p.code: p for p in projects}
@@ -139,8 +144,9 @@ class DolphinModel:
         self.tasks: dict[int, SimTask] = {}
         self._events: list[tuple[datetime, int, Callable[[datetime], None]]] = []
         self._seq = itertools.count()
-        self._ids = itertools.count(101)
-        self._task_ids = itertools.count(5001)
+        # ids go on from `first_ids` (instance, task): a simulator started again over a kept store
+        # continues where the last one stopped, as a real master's database would
+        self.next_instance_id, self.next_task_id = first_ids
         self._lock = threading.RLock()
 
     # ---- control ------------------------------------------------------------------------------
@@ -274,7 +280,7 @@ class DolphinModel:
         sc = d.scenario
         fails = sc.kind == "fail" or (schedule is not None and schedule.strftime("%Y-%m-%d") in sc.fail_dates)
         inst = SimInstance(
-            id=next(self._ids),
+            id=self._instance_id(),
             project=project,
             definition=d,
             state="SUBMITTED_SUCCESS",
@@ -299,6 +305,14 @@ class DolphinModel:
             self._begin(inst, at)
         return inst
 
+    def _instance_id(self) -> int:
+        self.next_instance_id += 1
+        return self.next_instance_id - 1
+
+    def _task_id(self) -> int:
+        self.next_task_id += 1
+        return self.next_task_id - 1
+
     def _begin(self, inst: SimInstance, at: datetime) -> None:
         inst.state = "RUNNING_EXECUTION"
         self._new_task_row(inst, inst.task_index, 0, at)
@@ -308,7 +322,7 @@ class DolphinModel:
         d = inst.definition
         first = next((t.first_submit_time for t in inst.tasks if t.index == index), at)
         task = SimTask(
-            id=next(self._task_ids),
+            id=self._task_id(),
             name=d.tasks[index],
             code=d.code * 10 + index,
             index=index,
