@@ -91,7 +91,9 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     assert "🟠 bob（operator）：发起人 /confirm，并由 carol 或 dave /approve 之后" in out
     # the web pages: guesses lock the login, a logout ends the session on another replica too
     assert "8 guessed tokens from 203.0.113.9 → [401, 401, 401, 401, 401, 429, 429, 429]" in out
-    assert "dave's real token → 429" in out and "on another replica → 200; after POST /ui/logout → 303" in out
+    assert (
+        "carol's real token → 429" in out and "on another replica → 200; after POST /ui/logout → 303" in out
+    )
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

@@ -110,7 +110,7 @@ def test_without_a_model_a_chinese_greeting_sets_the_language_of_the_commands_af
         "你好",
         "no model is configured",
     )
-    assert "#1 失败 对话：你好" in ask(app, "alice", "/tasks", "zh")
+    assert "#1 2026-12-02 17:00 失败 对话：你好" in ask(app, "alice", "/tasks", "zh")
 
 
 def test_a_step_the_process_died_in_reads_in_the_conversations_language(

@@ -300,6 +300,7 @@ def _wait_for_model_turn(d: Demo, requests: int, proc: subprocess.Popen[str], ti
 
 def scene_web(d: Demo) -> None:
     d.scene("6. The web pages: guessed tokens lock the login; a logout ends the session on every replica")
+    # carol, not dave: the kept demo's store keeps the lockout, and README's tour logs in as dave
     from starlette.testclient import TestClient
 
     from xihe.agent.demo.environment import UI_LOGINS
@@ -310,30 +311,32 @@ def scene_web(d: Demo) -> None:
 
     def log_in(c: TestClient, token: str) -> int:
         form = re.search(r'name="csrf" value="([^"]+)"', c.get("/ui/login").text)
-        data = {"csrf": form.group(1) if form else "", "user": "dave", "token": token}
+        data = {"csrf": form.group(1) if form else "", "user": "carol", "token": token}
         return c.post("/ui/login", data=data, follow_redirects=False).status_code
 
     guesser = browser("203.0.113.9")
     codes = [log_in(guesser, f"guess-{n}") for n in range(8)]
-    d.out(_indent(f"POST /ui/login as dave with 8 guessed tokens from 203.0.113.9 → {codes}"))
-    right = UI_LOGINS["XIHE_UI_TOKEN_DAVE"]
-    d.out(
-        _indent(f"... then dave's real token → {log_in(browser('198.51.100.4'), right)} (dave is locked out)")
-    )
-    d.clock.advance(minutes=15)
-    dave = browser("198.51.100.4")
+    d.out(_indent(f"POST /ui/login as carol with 8 guessed tokens from 203.0.113.9 → {codes}"))
+    right = UI_LOGINS["XIHE_UI_TOKEN_CAROL"]
     d.out(
         _indent(
-            f"15 minutes later → {log_in(dave, right)}; GET /ui/tasks → {dave.get('/ui/tasks').status_code}"
+            f"... then carol's real token → {log_in(browser('198.51.100.4'), right)} (carol is locked out)"
+        )
+    )
+    d.clock.advance(minutes=15)
+    carol = browser("198.51.100.4")
+    d.out(
+        _indent(
+            f"15 minutes later → {log_in(carol, right)}; GET /ui/tasks → {carol.get('/ui/tasks').status_code}"
         )
     )
     other = browser("198.51.100.4")  # another replica: its own server over the same store
-    other.cookies.set("xihe_ui", dave.cookies["xihe_ui"])
+    other.cookies.set("xihe_ui", carol.cookies["xihe_ui"])
     before = other.get("/ui/tasks", follow_redirects=False).status_code
-    form = re.search(r'name="csrf" value="([^"]+)"', dave.get("/ui/tasks").text)
-    dave.post("/ui/logout", data={"csrf": form.group(1) if form else ""}, follow_redirects=False)
+    form = re.search(r'name="csrf" value="([^"]+)"', carol.get("/ui/tasks").text)
+    carol.post("/ui/logout", data={"csrf": form.group(1) if form else ""}, follow_redirects=False)
     after = other.get("/ui/tasks", follow_redirects=False)
-    d.out(_indent(f"dave's cookie on another replica → {before}; after POST /ui/logout → {after.status_code} "
+    d.out(_indent(f"carol's cookie on another replica → {before}; after POST /ui/logout → {after.status_code} "
                   f"{after.headers['location']}"))  # fmt: skip
 
 
