@@ -153,13 +153,13 @@ def _repeat_ctx(config: AlertsConfig, inst: InstanceState) -> dict[str, Any]:
     """The repeat line of an instance alert: the how-many-th time, within how long, and the first run."""
     rep = inst.repeat
     if rep is None:
-        return {"repeat_count": 0, "repeat_minutes": 0, "first_instance": 0, "first_url": ""}
+        return {"repeat_count": 0, "repeat_minutes": 0, "first_instance": 0, "first_url": None}
     base = config.public_base_url.rstrip("/")
     return {
         "repeat_count": rep.count,
         "repeat_minutes": _minutes(rep),
         "first_instance": rep.first_instance,
-        "first_url": f"{base}/ui/runs/{rep.first_instance}" if base else "",
+        "first_url": checked_url(f"{base}/ui/runs/{rep.first_instance}") if base else None,
     }
 
 

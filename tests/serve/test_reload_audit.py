@@ -43,7 +43,7 @@ def test_an_applied_reload_names_files_keys_digest_and_trigger(make_app: MakeApp
         lambda a: a["users"].update(erin={"roles": ["viewer"], "email": "erin@corp.example"}),
     )
     edit(d / "access.yaml", lambda a: a["users"].pop("bob"))
-    edit(d / "xihe.yaml", lambda c: c["loop"].update(max_turns=5, history_chars=12345))
+    edit(d / "xihe.yaml", lambda c: c["loop"].update(max_turns=5, max_tool_calls=7))
     assert reload_config(app) == "applied"
     (row,) = rows(app)
     assert row["outcome"] == "reloaded" and row["actor"] == app.deps.holder
@@ -52,7 +52,7 @@ def test_an_applied_reload_names_files_keys_digest_and_trigger(make_app: MakeApp
     assert detail["files"] == ["access.yaml", "xihe.yaml"]
     assert detail["keys"] == {
         "access.yaml": ["-users.bob", "+users.erin"],
-        "xihe.yaml": ["loop.history_chars", "loop.max_turns"],
+        "xihe.yaml": ["loop.max_tool_calls", "loop.max_turns"],
     }
     assert detail["digest"] == row["result_digest"] == digest_of(d)
     assert row["reason"].startswith("access.yaml, xihe.yaml")
