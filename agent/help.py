@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from xihe.agent.gate import Who, is_admin, visible
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, say_md
 from xihe.agent.registry import ToolSpec
+from xihe.agent.wecom_markdown import Md, block
 from xihe.config.access import AccessConfig
 
 Needs = Literal["anyone", "tool", "approver", "admin"]
@@ -86,19 +87,22 @@ def render(
     lang: Lang,
     topic: str = "",
 ) -> str:
-    """The whole /help (short), or `/help topic` (one command in detail)."""
+    """The whole /help (short), or `/help topic` (one command in detail), as WeCom markdown: the entries'
+    own texts are xihe's markup; a typed topic, a user id, a tool's description are outside text."""
     allowed = [e for e in entries if may_use(e, who, access, tools)]
     if topic:
         return _detail(allowed, topic.lstrip("/").lower(), tools, lang, who)
     roles = ", ".join(who.roles) or ("无角色" if lang == "zh" else "no roles")
-    lines = [say(TEXT, "head", lang, user=who.user, roles=roles)]
+    lines: list[str] = [say_md(TEXT, "head", lang, user=who.user, roles=roles)]
     for e in allowed:
-        example = f" · {say(TEXT, 'example', lang, example=e.example)}" if e.example else ""
+        example = f" · {say_md(TEXT, 'example', lang, example=e.example)}" if e.example else ""
         lines.append(f"- `{e.command}` {e.text(lang)}{example}")
     usable = sorted(s.name for s in tools.values() if visible(s.name, s.risk, _envs(s), who, access))
-    lines.append(say(TEXT, "tools", lang, tools=", ".join(usable)) if usable else say(TEXT, "no_tools", lang))
-    lines.append(say(TEXT, "more", lang))
-    return "\n".join(lines)
+    lines.append(
+        say_md(TEXT, "tools", lang, tools=", ".join(usable)) if usable else say_md(TEXT, "no_tools", lang)
+    )
+    lines.append(say_md(TEXT, "more", lang))
+    return Md("\n".join(lines))
 
 
 def _detail(
@@ -106,7 +110,7 @@ def _detail(
 ) -> str:
     matches = [e for e in allowed if e.name == name or name in e.command.lstrip("/").split(" · /")]
     if not matches:
-        return say(TEXT, "unknown", lang, name=name)
+        return say_md(TEXT, "unknown", lang, name=name)
     out = []
     for e in matches:
         out.append(f"`{e.command}` — {e.text(lang)}")
@@ -114,11 +118,14 @@ def _detail(
         if detail:
             out.append(detail)
         if e.example:
-            out.append(say(TEXT, "example", lang, example=e.example))
+            out.append(say_md(TEXT, "example", lang, example=e.example))
         if e.more is not None:
             out.append(e.more(who, lang))
             continue  # it says what the tool offers this user; the tool's whole description would not
         spec = tools.get(e.tool) if e.tool else None
         if spec is not None:
-            out.append(say(TEXT, "tool_detail", lang, tool=spec.name, description=spec.description.strip()))
-    return "\n".join(out)
+            description = Md(
+                block(spec.description.strip())
+            )  # a tool another server describes is outside text
+            out.append(say_md(TEXT, "tool_detail", lang, tool=spec.name, description=description))
+    return Md("\n".join(out))

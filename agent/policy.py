@@ -30,10 +30,11 @@ from xihe.agent.gate import (
     is_admin,
     may_approve,
 )
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, say_md
 from xihe.agent.inbound import CommandSession, Inbound, reply_lang
 from xihe.agent.registry import ToolSpec
 from xihe.agent.subject import Subject
+from xihe.agent.wecom_markdown import Md, inline
 from xihe.config.access import AccessConfig
 
 UNLISTED = "anyone else"  # the row for users access.yaml does not list (they get unknown_user_roles)
@@ -175,19 +176,25 @@ TEXT: Catalog = {
 }
 
 
-def _what(row: Row, by_user: bool, lang: Lang) -> str:
+def _code(name: str) -> Md:
+    """A tool, entry or user name as a code span (its characters encoded: a YAML value is outside text)."""
+    return Md(f"`{inline(name)}`")
+
+
+def _what(row: Row, by_user: bool, lang: Lang) -> Md:
     if by_user:
-        name = f"`{row.subject.label}`"
+        name = _code(row.subject.label)
     elif row.who.user == UNLISTED:
-        name = say(TEXT, "unlisted", lang)
+        name = say_md(TEXT, "unlisted", lang)
     else:
-        roles = ", ".join(row.who.roles) or say(TEXT, "no_roles", lang)
-        name = say(TEXT, "person", lang, user=row.who.user, roles=roles)
-    return name + (say(TEXT, "on", lang, env=row.environment) if row.environment and by_user else "")
+        roles = ", ".join(row.who.roles) or say_md(TEXT, "no_roles", lang)
+        name = say_md(TEXT, "person", lang, user=row.who.user, roles=roles)
+    return Md(name + (say_md(TEXT, "on", lang, env=row.environment) if row.environment and by_user else ""))
 
 
-def render(rows: Sequence[Row], lang: Lang, *, by_user: bool) -> str:
-    """The rows as lines for people; a user's tools that no role grants are listed on one line."""
+def render(rows: Sequence[Row], lang: Lang, *, by_user: bool) -> Md:
+    """The rows as lines for people (WeCom markdown: names and reasons from YAML are outside text); a
+    user's tools that no role grants are listed on one line."""
     lines: list[str] = []
     ungranted: list[str] = []
     for row in rows:
@@ -197,40 +204,41 @@ def render(rows: Sequence[Row], lang: Lang, *, by_user: bool) -> str:
             continue
         what = _what(row, by_user, lang)
         if row.verdict == "approve":
-            names = say(TEXT, "or", lang).join(row.approvers) or say(TEXT, "nobody", lang)
-            lines.append(say(TEXT, "approve", lang, what=what, approvers=names))
+            names = say_md(TEXT, "or", lang).join(map(inline, row.approvers)) or say_md(TEXT, "nobody", lang)
+            lines.append(say_md(TEXT, "approve", lang, what=what, approvers=Md(names)))
         elif row.verdict == "deny":
-            lines.append(say(TEXT, "deny", lang, what=what, reason=row.decision.text(lang)))
+            lines.append(say_md(TEXT, "deny", lang, what=what, reason=row.decision.text(lang)))
         else:
-            lines.append(say(TEXT, row.verdict, lang, what=what))
+            lines.append(say_md(TEXT, row.verdict, lang, what=what))
     if ungranted:
-        lines.append(say(TEXT, "denied_tools", lang, tools=", ".join(ungranted)))
-    return "\n".join(lines) or say(TEXT, "none", lang)
+        lines.append(say_md(TEXT, "denied_tools", lang, tools=", ".join(ungranted)))
+    return Md("\n".join(lines)) or say_md(TEXT, "none", lang)
 
 
 def explain_user(
     user: str, found: Iterable[Subject], access: AccessConfig, lang: Lang, environment: str | None = None
-) -> str:
+) -> Md:
     """The heading and rows of `for_user`."""
     who = identify(user, access)
-    name = user if who.known else say(TEXT, "not_listed", lang, user=user)
-    roles = ", ".join(who.roles) or say(TEXT, "no_roles", lang)
-    head = say(TEXT, "user_head", lang, who=name, roles=roles)
-    return head + "\n" + render(for_user(user, found, access, environment), lang, by_user=True)
+    name = Md(inline(user)) if who.known else say_md(TEXT, "not_listed", lang, user=user)
+    roles = ", ".join(who.roles) or say_md(TEXT, "no_roles", lang)
+    head = say_md(TEXT, "user_head", lang, who=name, roles=roles)
+    return Md(head + "\n" + render(for_user(user, found, access, environment), lang, by_user=True))
 
 
-def explain_tool(subject: Subject, access: AccessConfig, lang: Lang, environment: str | None = None) -> str:
+def explain_tool(subject: Subject, access: AccessConfig, lang: Lang, environment: str | None = None) -> Md:
     """The heading and rows of `for_tool`."""
-    where = say(TEXT, "on", lang, env=environment) if environment else ""
-    head = say(TEXT, "tool_head", lang, tool=f"`{subject.label}`", where=where)
+    where = say_md(TEXT, "on", lang, env=environment) if environment else ""
+    head = say_md(TEXT, "tool_head", lang, tool=_code(subject.label), where=Md(where))
     rows = for_tool(subject, access, environment)
     body = "\n".join(
         render([r for r in rows if r.environment == env], lang, by_user=False)
         if environment or len({r.environment for r in rows}) == 1
-        else f"{env or '-'}:\n" + render([r for r in rows if r.environment == env], lang, by_user=False)
+        else f"{inline(env or '-')}:\n"
+        + render([r for r in rows if r.environment == env], lang, by_user=False)
         for env in dict.fromkeys(r.environment for r in rows)
     )
-    return head + "\n" + body
+    return Md(head + "\n" + body)
 
 
 @dataclass(frozen=True)
@@ -255,7 +263,7 @@ def read_query(
     any user id (an unlisted one has the unknown users' roles). An unknown name or environment says so."""
     if environment is not None and environment not in access.environments:
         known = ", ".join(access.environments)
-        return Query(problem=say(TEXT, "unknown_env", lang, env=environment, known=known))
+        return Query(problem=say_md(TEXT, "unknown_env", lang, env=environment, known=known))
     matching = tuple(s for s in found if name in (s.tool, s.label))
     if matching and kind != "user":
         return Query(subjects=matching, environment=environment)
@@ -264,18 +272,18 @@ def read_query(
         return Query(user=user, environment=environment)
     names = {s.label for s in found} | (set(access.users) if kind == "any" else set())
     close = process.extract(name, names, scorer=fuzz.WRatio, limit=3)
-    shown = ", ".join(f"`{c}`" for c, score, _ in close if score >= SUGGEST)
-    hint = say(TEXT, "did_you_mean", lang, names=shown) if shown else ""
+    shown = Md(", ".join(_code(c) for c, score, _ in close if score >= SUGGEST))
+    hint = say_md(TEXT, "did_you_mean", lang, names=shown) if shown else Md("")
     return Query(
-        problem=say(TEXT, "unknown" if kind == "any" else "unknown_tool", lang, name=name, hint=hint)
+        problem=say_md(TEXT, "unknown" if kind == "any" else "unknown_tool", lang, name=name, hint=hint)
     )
 
 
-def explain(query: Query, found: Sequence[Subject], access: AccessConfig, lang: Lang) -> str:
+def explain(query: Query, found: Sequence[Subject], access: AccessConfig, lang: Lang) -> Md:
     """The answer to a query that could be read."""
     if query.user is not None:
         return explain_user(query.user, found, access, lang, query.environment)
-    return "\n\n".join(explain_tool(s, access, lang, query.environment) for s in query.subjects)
+    return Md("\n\n".join(explain_tool(s, access, lang, query.environment) for s in query.subjects))
 
 
 def command(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:
@@ -284,9 +292,9 @@ def command(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
     deps = session.deps
     access = deps.settings.access
     if not is_admin(who, access):
-        return say(TEXT, "admins_only", lang)
+        return say_md(TEXT, "admins_only", lang)
     if not cmd.args:
-        return say(TEXT, "usage", lang)
+        return say_md(TEXT, "usage", lang)
     expand: dict[str, list[Subject]] = {}
     for s in deps.shell.subjects(access) if deps.shell is not None else []:
         expand.setdefault(s.tool, []).append(s)

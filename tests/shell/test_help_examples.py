@@ -45,7 +45,7 @@ def shown_examples(app: App) -> set[str]:
     """Every concrete `/sh ...` line (no `<placeholder>`) the bot or the shipped file shows."""
     texts = [ask(app, user, q) for user in ("alice", "bob", "dave") for q in ("/help", "/help sh", "/sh")]
     texts += [say(SH, "usage", lang) for lang in LANGS]
-    found = {m.strip() for t in texts for m in re.findall(r"`/sh ([^`<]+)`", t)}
+    found = {m.strip() for t in texts for m in re.findall(r"`/sh ([^`<＜]+)`", t)}  # ＜＞: encoded
     comments = [line for line in SHIPPED.splitlines() if line.lstrip().startswith("#")]
     found |= {m.strip() for c in comments for m in re.findall(r"xihe shell check .*? -- (.+)$", c)}
     found |= {m.strip() for c in comments for m in re.findall(r"/sh ([^`<]+?)`", c)}
@@ -66,13 +66,13 @@ def test_every_shown_example_passes_the_shipped_whitelist_and_gate(app: App) -> 
 
 def test_help_sh_lists_only_what_this_user_may_run(app: App) -> None:
     alice = ask(app, "alice", "/help sh")
-    assert "`/sh git log --oneline -n <count> -- <path>` — Show recent commits" in alice
+    assert "`/sh git log --oneline -n ＜count＞ -- ＜path＞` — Show recent commits" in alice
     assert (
-        "`/sh ruff check --fix --diff <path>` — Apply ruff's" in alice and "(asks for your /confirm)" in alice
+        "`/sh ruff check --fix --diff ＜path＞` — Apply ruff's" in alice and "(asks for your /confirm)" in alice
     )
     assert "kubectl" not in alice  # operators only
     bob = ask(app, "bob", "/help sh")
-    assert "`/sh kubectl rollout status deployment/<deployment> --namespace <namespace> --timeout=60s`" in bob
+    assert "`/sh kubectl rollout status deployment/＜deployment＞ --namespace ＜namespace＞ --timeout=60s`" in bob
     assert "(on test, staging)" in bob and "ruff" not in bob  # developers only
     for text in (alice, bob):
         assert "xihe " not in text  # a chat-level next step, never a server command

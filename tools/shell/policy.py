@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xihe.agent.gate import Confirm, Decision, Deny, Scope, Who, decide
-from xihe.agent.i18n import Lang, say
+from xihe.agent.i18n import Lang, say_md
 from xihe.agent.subject import Subject
+from xihe.agent.wecom_markdown import Md
 from xihe.config.access import AccessConfig
 from xihe.config.shell.entry import Entry
 from xihe.tools.shell.messages import SH
@@ -74,24 +75,25 @@ def runnable(entries: Iterable[Entry], who: Who, access: AccessConfig) -> list[R
 
 
 def help_text(found: Sequence[Runnable], lang: Lang) -> str:
-    """`/help sh`: the entries this user may run, as lines to type, and the next step in chat."""
+    """`/help sh`: the entries this user may run, as lines to type, and the next step in chat (WeCom
+    markdown: a template and a description come from shell.yaml and are encoded as outside text)."""
     if not found:
-        return say(SH, "help_nothing", lang)
-    lines = [say(SH, "help_head", lang)]
+        return say_md(SH, "help_nothing", lang)
+    lines: list[str] = [say_md(SH, "help_head", lang)]
     for r in found:
-        note = say(SH, "help_on", lang, environments=", ".join(r.environments)) if r.environments else ""
-        note += say(SH, "help_confirm", lang) if r.confirm else ""
+        note = say_md(SH, "help_on", lang, environments=", ".join(r.environments)) if r.environments else ""
+        note += say_md(SH, "help_confirm", lang) if r.confirm else ""
         lines.append(
-            say(
+            say_md(
                 SH,
                 "help_entry",
                 lang,
                 template=template_text(r.entry),
                 description=r.entry.description,
-                note=note,
+                note=Md(note),
             )
         )
-    return "\n".join([*lines, say(SH, "help_next", lang)])
+    return Md("\n".join([*lines, say_md(SH, "help_next", lang)]))
 
 
 def gate_decision(match: Match, who: Who, access: AccessConfig, environment: str | None = None) -> Decision:
