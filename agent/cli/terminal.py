@@ -58,7 +58,9 @@ class Screen:
         self._typing = False
 
     def show(self, text: str) -> None:
-        """Print `text` as its own lines, whatever the user is typing."""
+        """Print `text` as its own lines, whatever the user is typing (through `shown`: a reply may
+        carry a tool's output or the model's repetition of it)."""
+        text = shown(text)
         with self._lock:
             if not self._typing:
                 print(text, flush=True)
