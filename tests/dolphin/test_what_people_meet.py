@@ -52,8 +52,8 @@ def test_run_last_week_is_a_backfill_of_seven_dates(bot_for: Callable[..., Bot])
     ask = bot.say("alice", "/run 坏任务 上周")
     today = bot.app.deps.clock().astimezone(UTC).date()  # the simulated clock: a Wednesday or so
     monday = today - timedelta(days=today.weekday() + 7)
-    assert f"business dates / 业务日期 {monday} … {monday + timedelta(days=6)}" in ask
-    assert "(7 dates, one after another)" in ask
+    assert f"业务日期 {monday} … {monday + timedelta(days=6)}" in ask
+    assert "（共 7 个日期，依次运行）" in ask
 
 
 def test_status_of_a_failed_run_says_what_failed_and_how_to_rerun(
