@@ -39,7 +39,9 @@ def test_a_failed_run_shows_on_its_task_everywhere(
     )
     data = task_data(bot.app.deps, 1)["task"]
     assert data["runs"] == [inst.id] and data["outcome"] == "run FAILURE"
-    assert "- #1 2026-12-02 17:00 完成 · 运行失败 对话" in bot.say("alice", "/tasks 看看")  # the run's state in Chinese too
+    assert "- #1 2026-12-02 17:00 完成 · 运行失败 对话" in bot.say(
+        "alice", "/tasks 看看"
+    )  # the run's state in Chinese too
 
 
 def test_a_rerun_to_success_clears_the_failure(bot_for: Callable[..., Bot], llm: ScriptedLLM) -> None:

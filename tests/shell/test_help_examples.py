@@ -68,11 +68,15 @@ def test_help_sh_lists_only_what_this_user_may_run(app: App) -> None:
     alice = ask(app, "alice", "/help sh")
     assert "`/sh git log --oneline -n ＜count＞ -- ＜path＞` — Show recent commits" in alice
     assert (
-        "`/sh ruff check --fix --diff ＜path＞` — Apply ruff's" in alice and "(asks for your /confirm)" in alice
+        "`/sh ruff check --fix --diff ＜path＞` — Apply ruff's" in alice
+        and "(asks for your /confirm)" in alice
     )
     assert "kubectl" not in alice  # operators only
     bob = ask(app, "bob", "/help sh")
-    assert "`/sh kubectl rollout status deployment/＜deployment＞ --namespace ＜namespace＞ --timeout=60s`" in bob
+    assert (
+        "`/sh kubectl rollout status deployment/＜deployment＞ --namespace ＜namespace＞ --timeout=60s`"
+        in bob
+    )
     assert "(on test, staging)" in bob and "ruff" not in bob  # developers only
     for text in (alice, bob):
         assert "xihe " not in text  # a chat-level next step, never a server command
