@@ -112,7 +112,7 @@ def _team(cfg: OnCallConfig, user: str, named: str | None, example: str) -> str:
 
 
 def _known(name: str, cfg: OnCallConfig) -> str:
-    return did_you_mean(name, cfg.rotations) or f" (teams: {', '.join(cfg.rotations) or '-'})"
+    return (did_you_mean(name, cfg.rotations) or f" (teams: {', '.join(cfg.rotations) or '-'})").strip()
 
 
 def parse_show(cfg: OnCallConfig, args: tuple[str, ...], user: str) -> Show:
@@ -166,7 +166,11 @@ def plan_swap(
     if len(args) > 3:
         raise _fail("usage")
     who, period_arg = args[0], args[1] if len(args) > 1 else "today"
-    team = _team(cfg, user, args[2] if len(args) > 2 else None, f"/oncall swap {who} {period_arg}")
+    named = args[2] if len(args) > 2 else None
+    if named is None:  # in several rotations: the one `who` is in too, when that is one
+        shared = [t for t in cfg.teams_of(user) if _find(cfg, t, who, names)]
+        named = shared[0] if len(shared) == 1 else None
+    team = _team(cfg, user, named, f"/oncall swap {who} {period_arg}")
     other = _member(cfg, team, who, names)
     if other == user:
         raise _fail("swap_self", user=user)
@@ -181,16 +185,25 @@ def plan_swap(
     return Override(team, "swap", other, user, start, end, user, now)
 
 
-def _member(cfg: OnCallConfig, team: str, who: str, names: Mapping[str, str]) -> str:
-    """The userid `@who` names in `team`'s rotation: a userid, or a display name from access.yaml."""
+def _people(cfg: OnCallConfig, team: str) -> list[str]:
     rot = cfg.rotations[team]
-    people = list(dict.fromkeys([*rot.members, *(rot.secondary if isinstance(rot.secondary, list) else [])]))
-    wanted = who.lstrip("@＠").strip()
-    for uid in people:
-        if wanted == uid or wanted.casefold() == uid.casefold():
-            return uid
-    by_name = [uid for uid in people if names.get(uid) and names[uid].casefold() == wanted.casefold()]
-    if len(by_name) == 1:
-        return by_name[0]
-    shown = ", ".join(f"{names[u]} ({u})" if names.get(u) else u for u in people)
-    raise _fail("not_member", user=who, team=team, members=shown)
+    return list(dict.fromkeys([*rot.members, *(rot.secondary if isinstance(rot.secondary, list) else [])]))
+
+
+def _find(cfg: OnCallConfig, team: str, who: str, names: Mapping[str, str]) -> str | None:
+    """The userid `@who` names in `team`'s rotation (a userid, or an access.yaml display name), or None."""
+    people = _people(cfg, team)
+    wanted = who.lstrip("@＠").strip().casefold()
+    by_id = [uid for uid in people if uid.casefold() == wanted]
+    by_name = [uid for uid in people if names.get(uid, "").casefold() == wanted]
+    found = by_id or by_name
+    return found[0] if len(found) == 1 else None
+
+
+def _member(cfg: OnCallConfig, team: str, who: str, names: Mapping[str, str]) -> str:
+    """`_find`, or an error listing the members."""
+    found = _find(cfg, team, who, names)
+    if found is None:
+        shown = ", ".join(f"{names[u]} ({u})" if names.get(u) else u for u in _people(cfg, team))
+        raise _fail("not_member", user=who, team=team, members=shown)
+    return found

@@ -45,7 +45,7 @@ ONCALL: Catalog = {
         "zh": "用法：/oncall [all|团队]  ·  /oncall take [30m|2h|1d] [团队]  ·  "
         "/oncall swap @用户 [today|tomorrow|YYYY-MM-DD|4h] [团队]",
     },
-    "unknown_team": {"en": "unknown team {team!r}{hint}", "zh": "未知团队 {team!r}{hint}"},
+    "unknown_team": {"en": "unknown team {team!r} {hint}", "zh": "未知团队 {team!r} {hint}"},
     "no_team": {
         "en": "{user} is in no on-call rotation (teams: {teams}); only members can take or swap shifts.",
         "zh": "{user} 不在任何值班轮换中（团队：{teams}）；只有成员可以接班或换班。",
