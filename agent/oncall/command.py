@@ -167,13 +167,13 @@ def plan_swap(
         raise _fail("usage")
     who, period_arg = args[0], args[1] if len(args) > 1 else "today"
     named = args[2] if len(args) > 2 else None
+    if who.lstrip("@＠").strip().casefold() in (user.casefold(), names.get(user, user).casefold()):
+        raise _fail("swap_self", user=user)
     if named is None:  # in several rotations: the one `who` is in too, when that is one
         shared = [t for t in cfg.teams_of(user) if _find(cfg, t, who, names)]
         named = shared[0] if len(shared) == 1 else None
     team = _team(cfg, user, named, f"/oncall swap {who} {period_arg}")
     other = _member(cfg, team, who, names)
-    if other == user:
-        raise _fail("swap_self", user=user)
     zone = cfg.zone_of(team)
     start, end = parse_period(period_arg, now, zone, cfg.max_override_hours)
     rot = cfg.rotations[team]
