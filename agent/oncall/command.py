@@ -139,10 +139,11 @@ def plan_take(cfg: OnCallConfig, args: tuple[str, ...], user: str, now: datetime
         raise _fail("usage")
     if rest and rest[0] not in cfg.rotations and rest[0][:1].isdigit():
         raise _fail("bad_duration", value=rest[0])
+    length = parse_duration(duration, cfg.max_override_hours) if duration is not None else None
     team = _team(cfg, user, rest[0] if rest else None, f"/oncall take {duration or '2h'}")
     state = on_call(cfg, team, now, stored(team, now, now + timedelta(microseconds=1)))
-    if duration is not None:
-        end = now + parse_duration(duration, cfg.max_override_hours)
+    if length is not None:
+        end = now + length
     elif state.primary == user:
         zone = ZoneInfo(cfg.zone_of(team))
         raise _fail("already_primary", user=user, team=team, end=show(state.shift.end, zone, seconds=False))
