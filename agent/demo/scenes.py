@@ -33,6 +33,7 @@ from xihe.agent.demo.environment import (
     write_config,
     write_env_file,
 )
+from xihe.agent.demo.oncall import scene_oncall_and_maintenance
 from xihe.agent.errors import BotError
 from xihe.agent.inbound import Inbound
 from xihe.agent.web.ui.run_facts import read_run
@@ -91,6 +92,14 @@ class Demo:
         self.out(_indent(f"xihe> {reply}"))
         return reply
 
+    def jobs(self, *ids: str) -> None:
+        """Run the bot's scheduler jobs `ids` once each, the way the scheduler does."""
+        from xihe.agent.scheduler import all_jobs, run_job
+
+        jobs = {j.id: j for j in all_jobs(self.bot())}
+        for job_id in ids:
+            run_job(self.bot(), jobs[job_id])
+
     def tool_results(self, since: int) -> list[str]:
         """Tool results the model received in requests after `since`."""
         return [
@@ -146,24 +155,16 @@ def demo_environment(verbose: bool = True, keep: Path | None = None) -> Iterator
                 demo.app.deps.engine.dispose()
 
 
-def _jobs(d: Demo, *ids: str) -> None:
-    from xihe.agent.scheduler import all_jobs, run_job
-
-    jobs = {j.id: j for j in all_jobs(d.bot())}
-    for job_id in ids:
-        run_job(d.bot(), jobs[job_id])
-
-
 def _follow_run(d: Demo, seconds: int = 900, step: int = 30) -> None:
     """Move simulated time and let the poll job follow the run (what `xihe serve` does on its own)."""
     for _ in range(seconds // step):
         d.clock.advance(step)
-        _jobs(d, "ds_poll")
+        d.jobs("ds_poll")
 
 
 def scene_code_question(d: Demo) -> None:
     d.scene("1. Where is it in the code? (read tools: no confirmation, cited paths are checked)")
-    _jobs(d, "code_reconcile")
+    d.jobs("code_reconcile")
     d.llm.add(
         call("search_code", query="confirm pending action bound to user conversation", k=5),
         say(
@@ -207,7 +208,7 @@ def scene_prod_failure(d: Demo) -> None:
     _follow_run(d, seconds=1200)
     for _ in range(4):  # alert windows on the simulated clock
         d.clock.advance(15)
-        _jobs(d, "alerts_flush", "alerts_deliver")
+        d.jobs("alerts_flush", "alerts_deliver")
     received = d.fakes.received({})
     for message in received:
         d.out(_indent(message))
@@ -367,6 +368,7 @@ SCENES = (
     scene_code_question,
     scene_backfill,
     scene_prod_failure,
+    scene_oncall_and_maintenance,
     scene_shell,
     scene_crash,
     scene_web,
