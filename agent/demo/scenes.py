@@ -33,7 +33,6 @@ from xihe.agent.demo.environment import (
     write_config,
     write_env_file,
 )
-from xihe.agent.demo.oncall import scene_oncall_and_maintenance
 from xihe.agent.errors import BotError
 from xihe.agent.inbound import Inbound
 from xihe.agent.web.ui.run_facts import read_run
@@ -225,6 +224,20 @@ def _open_run_page(d: Demo, alerts: list[str]) -> None:
     lines = [f"[run page {found.group(1)}] state {facts.state or '-'} {facts.problem}".rstrip()]
     lines += [f"  failed task {t.name} on {t.host or '-'}: {t.error}" for t in facts.failed]
     d.out(_indent("\n".join(lines)))
+
+
+def scene_oncall_and_maintenance(d: Demo) -> None:
+    d.scene("3b. Who is on call (oncall.yaml), and maintenance the alert channel sees start and end")
+    seen: dict[str, int] = {}
+    d.fakes.received(seen)  # what the sinks had before this scene
+    d.say("carol", "/oncall")
+    d.say("dave", "/maint on 30m workflow:payment_reconcile")
+    d.jobs("alerts_deliver")
+    d.clock.advance(minutes=10)
+    d.say("dave", "/maint off workflow:payment_reconcile")
+    d.jobs("alerts_flush", "alerts_deliver")
+    for message in d.fakes.received(seen):
+        d.out(_indent(message))
 
 
 def scene_shell(d: Demo) -> None:
