@@ -107,3 +107,10 @@ def test_oncall_answers_in_chinese(oncall_app: OnCallApp) -> None:
     app = oncall_app()
     reply = ask(app, "/oncall swap @李四 今天", user="bob")
     assert "替你值班 data" in reply
+
+
+def test_help_lists_oncall_for_everyone(oncall_app: OnCallApp) -> None:
+    app = oncall_app()
+    listing = ask(app, "/help", user="alice")
+    assert "/oncall take [2h] [TEAM]" in listing and "/oncall swap @USER" in listing
+    assert "Members of the rotation only" in ask(app, "/help oncall", user="alice")
