@@ -57,6 +57,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
         return 2
     teams = (args.team,) if args.team else tuple(cfg.rotations)
-    what = ("all",) if args.team is None else (args.team,)
-    print(shown(show_now(deps, cfg, SqlOverrides(deps.engine), teams, at, "en", what)))
+    print(
+        shown(show_now(deps, cfg, SqlOverrides(deps.engine), teams, at, "en", everything=args.team is None))
+    )
     return 0

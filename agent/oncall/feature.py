@@ -92,7 +92,8 @@ def _oncall(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
                 names_of(deps),
             )
         else:
-            return show_now(deps, cfg, store, parse_show(cfg, cmd.args, who.user).teams, now, lang, cmd.args)
+            shown = parse_show(cfg, cmd.args, who.user)
+            return show_now(deps, cfg, store, shown.teams, now, lang, everything=shown.everything)
     except OnCallError as exc:
         _audit(deps, now, who.user, "refused", msg.text, str(exc), {})
         return said_md(exc.message, lang)
@@ -108,12 +109,12 @@ def show_now(
     teams: tuple[str, ...],
     at: datetime,
     lang: Lang,
-    args: tuple[str, ...] = ("all",),
+    *,
+    everything: bool,
 ) -> str:
-    """Who `teams` have on call at `at` (with the workflows on their own lists for `all`)."""
+    """Who `teams` have on call at `at`; `everything`: also the workflows that page their own list."""
     lookup = RotationOnCall(lambda: cfg, store)
     states = [lookup.team(cfg, t, at) for t in teams]
-    everything = not args or args[0].lower() == "all"
     workflows = deps.settings.workflows if everything else None
     return describe(cfg, states, at, deps.settings.core.timezone, names_of(deps), lang, workflows)
 
