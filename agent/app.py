@@ -27,6 +27,7 @@ from xihe.agent.llm import LLMClient
 from xihe.agent.longtask.feature import FEATURE as LONGTASK
 from xihe.agent.loop import Agent
 from xihe.agent.mailbox import Mailbox
+from xihe.agent.oncall.feature import FEATURE as ONCALL
 from xihe.agent.ops.feature import FEATURE as OPS
 from xihe.agent.pending import PendingStore
 from xihe.agent.redact import RedactingFilter, Redactor
@@ -50,7 +51,7 @@ ARTIFACTS = Feature(
 )
 
 # the one explicit list, in install order (commands, help lines and hooks keep this order)
-FEATURES: tuple[Feature, ...] = (ARTIFACTS, WEB, SHELL, ALERTS, CODE, DOLPHIN, WECOM, OPS, LONGTASK)
+FEATURES: tuple[Feature, ...] = (ARTIFACTS, WEB, SHELL, ALERTS, ONCALL, CODE, DOLPHIN, WECOM, OPS, LONGTASK)
 
 
 def sections(features: tuple[Feature, ...] = FEATURES) -> list[Section[Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine
@@ -19,6 +20,7 @@ from xihe.agent.redact import Redactor
 from xihe.agent.task_store import TaskStore
 from xihe.config.access import AccessConfig
 from xihe.config.load import Settings
+from xihe.config.workflows import Workflow
 
 if TYPE_CHECKING:
     from xihe.agent.subject import Subject
@@ -97,6 +99,15 @@ class ShellAccess(Protocol):
         ...
 
 
+class OnCallAccess(Protocol):
+    """Who is on call for a workflow at a time (`xihe.agent.oncall.lookup.RotationOnCall`): the
+    `OnCallLookup` of the alert pipeline's escalation chain and P0 mentions."""
+
+    def __call__(self, wf: Workflow, at: datetime, /) -> tuple[str | None, str | None]:
+        """(primary, secondary) userids; either may be None."""
+        ...
+
+
 class CodeSearch(Protocol):
     """The code indexes (`xihe.tools.codeindex.live.LiveIndexes`)."""
 
@@ -112,6 +123,7 @@ class Services:
     origins: RunOrigins | None = None
     shell: ShellAccess | None = None
     code: CodeSearch | None = None
+    oncall: OnCallAccess | None = None
 
     def merge(self, other: Services) -> Services:
         """Both sets in one; a service provided twice is an error."""

@@ -27,6 +27,7 @@ from xihe.agent.core_tables import artifact, audit_event, memory, pending_action
 from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
 from xihe.agent.lease import released
 from xihe.agent.mail_tables import chat_mail
+from xihe.agent.oncall_tables import oncall_override
 from xihe.agent.plan_tables import plan_change, plan_item
 from xihe.agent.tables import UTCDateTime, metadata
 from xihe.agent.web_tables import ui_login_attempt, ui_login_lock, ui_session
@@ -183,6 +184,7 @@ MIGRATIONS: list[Migration] = [
         _create(ui_session, ui_login_attempt, ui_login_lock),
     ),
     (12, "terminal chats' mail: late messages waiting for their xihe chat", _create(chat_mail)),
+    (15, "on-call overrides from chat: who covers whose duty, until when", _create(oncall_override)),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

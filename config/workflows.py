@@ -24,7 +24,12 @@ class Workflow(BaseModel):
     )
     core: bool = Field(False, description="a production core workflow: failures page the on-call")
     owner: str = Field("", description="WeCom userid of the owner")
-    oncall: list[str] = Field(default_factory=list, description="WeCom userids to @ on P0")
+    team: str = Field(
+        "", description="on-call team (a rotation in oncall.yaml) paged for this workflow; empty: `oncall`"
+    )
+    oncall: list[str] = Field(
+        default_factory=list, description="WeCom userids to @ on P0 ([primary, secondary]) when no `team`"
+    )
     channel: str = Field("default", description="alert channel name from alerts.yaml")
     biz_date_offset: int = Field(
         DEFAULT_BIZ_DATE_OFFSET,

@@ -80,6 +80,10 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     assert "［点此处理］(http://evil.example/phish)" in out
     assert raw and all(line.lstrip().startswith("failed task report") for line in raw), raw
     assert "http://127.0.0.1:8080/ui/runs/102" in out  # the alert links the run's page on `xihe serve`
+    # who is on call (payment_reconcile's team rotation); maintenance the alert channel sees start and end
+    assert "**payments**：主值班 Bob (bob)，副值班 Carol (carol)" in out
+    assert "已通知告警群 prod" in out and "维护开始</font>：workflow:payment_reconcile" in out
+    assert "⚠️ 覆盖 P0 核心工作流：etl/payment_reconcile" in out and "维护期间屏蔽了 0 个失败实例" in out
     # alice writes Chinese: the shell's result and refusals are told in Chinese
     assert "［沙箱：bwrap］" in out and "（路径穿越）" in out and "'rm' 不是白名单里的程序" in out
     assert "错误：进程在这一步中途停止" in out and "task 5 done" in out  # /task 5 in alice's language

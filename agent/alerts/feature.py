@@ -13,6 +13,7 @@ Nothing is installed when config/alerts.yaml is absent.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from xihe.agent.alerts.maintenance import MaintError, MaintOff, MaintOn, parse_maint_command
@@ -117,6 +118,22 @@ def _fmt(svc: AlertService, number: int, w: Any, lang: Lang) -> Md:
     )
 
 
+def _listing(svc: AlertService, now: datetime, lang: Lang) -> str:
+    """`/maint`: every window in force, chat ones (numbered) and alerts.yaml ones, then the schedules."""
+    tz = svc.pipeline.renderer.tz
+    lines = [_fmt(svc, n, w, lang) for n, w in svc.open_windows(now)]
+    active = svc.config_windows(now)
+    for name, scope, end in active:
+        lines.append(
+            say_md(MAINT, "config_window", lang, name=name, scope=scope, end=show(end, tz, seconds=False))
+        )
+    lines = lines or [say_md(MAINT, "none_open", lang)]
+    idle = [s.name for s in svc.config.maintenance if s.name not in {name for name, _s, _e in active}]
+    if idle:
+        lines.append(say_md(MAINT, "scheduled", lang, names=", ".join(idle)))
+    return "\n".join(lines)
+
+
 def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     app_deps = session.deps
     svc = app_deps.alerts
@@ -125,12 +142,7 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         return say_md(MAINT, "not_configured", lang)
     now = app_deps.clock()
     if not cmd.args:
-        open_windows = svc.open_windows(now)
-        yaml_names = [s.name for s in svc.config.maintenance]
-        lines = [_fmt(svc, n, w, lang) for n, w in open_windows] or [say_md(MAINT, "none_open", lang)]
-        if yaml_names:
-            lines.append(say_md(MAINT, "scheduled", lang, names=", ".join(yaml_names)))
-        return "\n".join(lines)
+        return _listing(svc, now, lang)
     if not is_admin(who, app_deps.settings.access):
         app_deps.audit.record(
             AuditEvent(
@@ -162,7 +174,7 @@ def _maint(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
         if p0:
             where = say_md(MAINT, "p0_host", lang) if w.scope.kind == "host" else Md("")
             reply += "\n" + say_md(MAINT, "p0", lang, workflows=", ".join(p0), where=where)
-        return reply
+        return reply + "\n" + say_md(MAINT, "posted", lang, channels=", ".join(svc.covered_channels(w)))
     if not change.closed:
         return say_md(MAINT, "none_matched", lang)
     return say_md(MAINT, "closed", lang, n=len(change.closed))

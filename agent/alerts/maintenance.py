@@ -179,6 +179,20 @@ class MaintenanceBook:
                     return s.name, end
         return None
 
+    def config_windows(self, now: datetime) -> list[tuple[str, MaintScope, datetime]]:
+        """(name, scope, end) of the alerts.yaml windows in force at `now` (fixed ones and the current
+        occurrence of a cron schedule)."""
+        out = [
+            (w.note or w.id, w.scope, w.end)
+            for w in self.windows
+            if w.source == "yaml" and w.start <= now < w.end
+        ]
+        for s in self.schedules:
+            end = s.ends_at(now)
+            if end is not None:
+                out.append((s.name, s.scope, end))
+        return out
+
     def chat_windows(self, now: datetime) -> tuple[MaintenanceWindow, ...]:
         """Chat-created windows still open at `now` (what `/maint off` would close)."""
         return tuple(w for w in self.windows if w.source == "chat" and w.end > now)

@@ -14,7 +14,15 @@ MAINT: Catalog = {
         "zh": "#{n} {scope} {start} – {end}（{who} 设置）",
     },
     "none_open": {"en": "No maintenance window is open.", "zh": "当前没有进行中的维护窗口。"},
+    "config_window": {
+        "en": "{name} {scope} until {end} (alerts.yaml)",
+        "zh": "{name} {scope} 到 {end}（alerts.yaml）",
+    },
     "scheduled": {"en": "Scheduled in alerts.yaml: {names}", "zh": "alerts.yaml 中的定期窗口：{names}"},
+    "posted": {
+        "en": "Posted to the alert channel(s) {channels}; they hear again when it ends, with how many failures it suppressed.",
+        "zh": "已通知告警群 {channels}；结束时会再通知，并说明屏蔽了多少失败。",
+    },
     "needs_admin": {
         "en": "/maint {verb} needs an admin role; {user} has {roles}.",
         "zh": "/maint {verb} 需要 admin 角色；{user} 的角色：{roles}。",

@@ -30,6 +30,8 @@ TEMPLATE_NAMES = (
     "summary.md.j2",
     "node.md.j2",
     "maint.md.j2",
+    "maint_on.md.j2",
+    "maint_end.md.j2",
     "more.md.j2",
 )
 

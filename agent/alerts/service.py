@@ -20,11 +20,13 @@ from datetime import datetime
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.deliver import Deliverer
+from xihe.agent.alerts.maint_notice import Phase, covered_channels, notice_context, notice_rows
 from xihe.agent.alerts.maintenance import (
     MaintenanceBook,
     MaintenanceWindow,
     MaintOff,
     MaintOn,
+    MaintScope,
     apply_maint_command,
 )
 from xihe.agent.alerts.manual import manual_row
@@ -143,6 +145,7 @@ class AlertService:
         now = self.deps.clock()
         for number, window in self.maint.expire_due(now):
             self._audit_maint(now, "expired", "system", number, window)
+            self._maint_notice("end", now, number, window)
         with self.stores.unit():
             self.pipeline.set_maintenance(self._book(now))
             result = self.pipeline.tick(now)
@@ -200,6 +203,10 @@ class AlertService:
         """Chat windows not yet ended, with their numbers."""
         return self.maint.numbered(now)
 
+    def config_windows(self, now: datetime) -> list[tuple[str, MaintScope, datetime]]:
+        """alerts.yaml windows in force at `now`: (name, scope, end)."""
+        return self._base_book.config_windows(now)
+
     def apply_maint(self, cmd: MaintOn | MaintOff, actor: str, number: int | None = None) -> MaintChange:
         """Store a parsed `/maint on|off` (closing window `number` when given) and audit it."""
         now = self.deps.clock()
@@ -207,6 +214,7 @@ class AlertService:
             self.maint.save(cmd.window)
             n = self.maint.number_of(cmd.window.id) or 0
             self._audit_maint(now, "on", actor, n, cmd.window)
+            self._maint_notice("on", now, n, cmd.window)
             return MaintChange(opened=((n, cmd.window),))
         open_now = self.open_windows(now)
         if number is not None:
@@ -218,9 +226,28 @@ class AlertService:
         for n, w in open_now:
             if w.id in closed:
                 self._audit_maint(now, "off", actor, n, w)
+                self._maint_notice("end", now, n, replace(w, end=now), closed_by=actor)
                 with self.stores.unit():
                     self._count(self.pipeline.close_maintenance(w.note or w.id, w.end, now))
         return MaintChange(closed=tuple(closed))
+
+    def covered_channels(self, window: MaintenanceWindow) -> list[str]:
+        """The alert channels a window silences (where its notices go)."""
+        return covered_channels(window, self.pipeline.index.by_name.values(), self.config.channels)
+
+    def _maint_notice(
+        self, phase: Phase, now: datetime, number: int, w: MaintenanceWindow, closed_by: str = ""
+    ) -> None:
+        """Queue the notice of a window opening or ending to every channel it covers (once per
+        window, phase and channel, whichever replica queues it)."""
+        context = notice_context(number, w, self.p0_covered(w))
+        if phase == "end":
+            context |= {"suppressed": self.records.suppressed_in(w.note or w.id), "closed_by": closed_by}
+        renderers = {ch: self.pipeline.emitter.renderer_for(ch) for ch in self.covered_channels(w)}
+        with self.stores.unit():
+            for row in notice_rows(phase, renderers, context, now):
+                if self.outbox.add(row):
+                    self.records.note(now, f"maint_{phase}", row.key, row.subject, row.tier)
 
     def p0_covered(self, window: MaintenanceWindow) -> list[str]:
         """Configured P0 workflows a window would silence (for a host scope: every P0 that may run there)."""

@@ -9,6 +9,7 @@ xihe task resume ID            continue at the first unfinished step
 xihe audit search [...]        the audit trail, filtered (also while the config is broken)
 xihe policy explain --user U   what U may do, where, with whose approval (--tool T --env E: who may)
 xihe ui sessions [list|end]    web UI sessions: list them, end one or all of a user's
+xihe oncall show [--at TIME]   who is on call per team (rotations in oncall.yaml + chat overrides)
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 xihe eval model [--repeat K]   everyday conversations against the configured model endpoint
@@ -137,9 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, audit, code, config, eval_model, fakes, policy, shell, ui
+    from xihe.agent.cli import alerts, audit, code, config, eval_model, fakes, oncall, policy, shell, ui
 
-    for feature in (config, audit, policy, alerts, code, fakes, shell, ui):
+    for feature in (config, audit, policy, alerts, oncall, code, fakes, shell, ui):
         feature.register(sub)
     evals = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_what", required=True)
     code.register_eval(evals)

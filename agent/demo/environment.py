@@ -224,6 +224,7 @@ def write_config(cfg: Path, fakes: Fakes, *, db: str, repo: Path, index_dir: Pat
     core["language"] = "zh"  # the demo's team writes Chinese; an approver's bare /approve is answered so
     _dump(cfg / "xihe.yaml", core)
     _dump(cfg / "workflows.yaml", WORKFLOWS)
+    _dump(cfg / "oncall.yaml", ONCALL)
     dolphin = _load(shipped / "dolphin.yaml")
     dolphin["retries"] = 0
     _dump(cfg / "dolphin.yaml", dolphin)
@@ -257,10 +258,26 @@ WORKFLOWS: dict[str, Any] = {
             "environment": "prod",
             "core": True,
             "owner": "bob",
+            "team": "payments",
             "oncall": ["bob"],
             "channel": "prod",
         },
     ],
+}
+
+
+# payment_reconcile's team: bob is always the primary (so the P0 scene pages him), carol his backup
+ONCALL: dict[str, Any] = {
+    "timezone": "Asia/Shanghai",
+    "rotations": {
+        "payments": {
+            "members": ["bob"],
+            "every": "weekly",
+            "handoff": "10:00",
+            "start": "2026-11-30",
+            "secondary": ["carol"],
+        }
+    },
 }
 
 

@@ -91,6 +91,14 @@ class Demo:
         self.out(_indent(f"xihe> {reply}"))
         return reply
 
+    def jobs(self, *ids: str) -> None:
+        """Run the bot's scheduler jobs `ids` once each, the way the scheduler does."""
+        from xihe.agent.scheduler import all_jobs, run_job
+
+        jobs = {j.id: j for j in all_jobs(self.bot())}
+        for job_id in ids:
+            run_job(self.bot(), jobs[job_id])
+
     def tool_results(self, since: int) -> list[str]:
         """Tool results the model received in requests after `since`."""
         return [
@@ -146,24 +154,16 @@ def demo_environment(verbose: bool = True, keep: Path | None = None) -> Iterator
                 demo.app.deps.engine.dispose()
 
 
-def _jobs(d: Demo, *ids: str) -> None:
-    from xihe.agent.scheduler import all_jobs, run_job
-
-    jobs = {j.id: j for j in all_jobs(d.bot())}
-    for job_id in ids:
-        run_job(d.bot(), jobs[job_id])
-
-
 def _follow_run(d: Demo, seconds: int = 900, step: int = 30) -> None:
     """Move simulated time and let the poll job follow the run (what `xihe serve` does on its own)."""
     for _ in range(seconds // step):
         d.clock.advance(step)
-        _jobs(d, "ds_poll")
+        d.jobs("ds_poll")
 
 
 def scene_code_question(d: Demo) -> None:
     d.scene("1. Where is it in the code? (read tools: no confirmation, cited paths are checked)")
-    _jobs(d, "code_reconcile")
+    d.jobs("code_reconcile")
     d.llm.add(
         call("search_code", query="confirm pending action bound to user conversation", k=5),
         say(
@@ -207,7 +207,7 @@ def scene_prod_failure(d: Demo) -> None:
     _follow_run(d, seconds=1200)
     for _ in range(4):  # alert windows on the simulated clock
         d.clock.advance(15)
-        _jobs(d, "alerts_flush", "alerts_deliver")
+        d.jobs("alerts_flush", "alerts_deliver")
     received = d.fakes.received({})
     for message in received:
         d.out(_indent(message))
@@ -224,6 +224,20 @@ def _open_run_page(d: Demo, alerts: list[str]) -> None:
     lines = [f"[run page {found.group(1)}] state {facts.state or '-'} {facts.problem}".rstrip()]
     lines += [f"  failed task {t.name} on {t.host or '-'}: {t.error}" for t in facts.failed]
     d.out(_indent("\n".join(lines)))
+
+
+def scene_oncall_and_maintenance(d: Demo) -> None:
+    d.scene("3b. Who is on call (oncall.yaml), and maintenance the alert channel sees start and end")
+    seen: dict[str, int] = {}
+    d.fakes.received(seen)  # what the sinks had before this scene
+    d.say("carol", "/oncall")
+    d.say("dave", "/maint on 30m workflow:payment_reconcile")
+    d.jobs("alerts_deliver")
+    d.clock.advance(minutes=10)
+    d.say("dave", "/maint off workflow:payment_reconcile")
+    d.jobs("alerts_flush", "alerts_deliver")
+    for message in d.fakes.received(seen):
+        d.out(_indent(message))
 
 
 def scene_shell(d: Demo) -> None:
@@ -367,6 +381,7 @@ SCENES = (
     scene_code_question,
     scene_backfill,
     scene_prod_failure,
+    scene_oncall_and_maintenance,
     scene_shell,
     scene_crash,
     scene_web,

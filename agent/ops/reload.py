@@ -9,7 +9,7 @@ happened, so "who changed the access rules at 2 am?" has an answer:
     trigger  the `config_reload` job, SIGHUP (`systemctl reload xihe`), or a person's
              `xihe config reload` (found by the digest it requested; the row's actor is that person)
 
-Access rules, loop bounds and the confirmation TTL take effect at once; tools, plugins and feature
+Access rules, loop bounds, the confirmation TTL and on-call rotations take effect at once; tools, plugins and feature
 clients are built at start, which the row notes as "restart needed".
 """
 
@@ -40,7 +40,11 @@ JOB = "config_reload job"
 SIGHUP = "SIGHUP"
 REQUEST = "xihe config reload"  # the CLI's request row: kind=config, outcome=reload_requested
 MAX_KEYS = 40  # per file in one audit row; the rest are counted
-REQUEST_FRESH = timedelta(hours=1)  # an older request for the same files is not what triggered this
+REQUEST_FRESH = timedelta(hours=1)
+LIVE_SECTIONS = (
+    "ops",
+    "oncall",
+)  # read from the settings on every use: an edit counts without a restart  # an older request for the same files is not what triggered this
 
 
 @dataclass
@@ -132,7 +136,7 @@ def _needs_restart(old: Settings, new: Settings) -> list[str]:
     if old.core.llm != new.core.llm or old.core.store != new.core.store:
         notes.append("llm/store")
     if old.extra.keys() != new.extra.keys() or any(
-        old.extra[k] != new.extra[k] for k in old.extra if k not in ("ops",)
+        old.extra[k] != new.extra[k] for k in old.extra if k not in LIVE_SECTIONS
     ):
         notes.append("feature sections")
     return notes

@@ -83,16 +83,30 @@ def test_maint_on_suppresses_then_expires_with_audit(
     assert [r.reason.value for r in records] == ["maintenance"]
     clock.advance(minutes=29)
     run_jobs(app)
-    assert sinks.robot.all_messages() == []  # what falls inside the window is not pushed
-    clock.advance(minutes=2)  # the window ran out: one message lists what it suppressed
+    # both channels are told the window is on (scope all); the failure inside it is not pushed
+    for key in (KEY, KEY_PROD):
+        (notice,) = sinks.robot_texts(key)
+        assert "维护开始</font>：all" in notice and "设置人：dave" in notice and "17:30" in notice
+        assert "⚠️ 覆盖 P0 核心工作流：etl/order_sync" in notice  # scope all covers the P0 core workflow
+    clock.advance(
+        minutes=2
+    )  # the window ran out: each channel hears it ended; one message lists what it suppressed
     run_jobs(app)
-    ended = sinks.robot_texts()
-    assert len(ended) == 1 and "维护窗口已结束" in ended[0] and "实例（1 个）：11" in ended[0]
+    ended = sinks.robot_texts()[1:]
+    assert (
+        len(ended) == 2
+        and "维护结束</font>：all" in ended[0]
+        and "屏蔽了 1 个失败实例（清单另发）" in ended[0]
+    )
+    assert "到期结束（设置人：dave）" in ended[0]
+    assert "维护窗口已结束" in ended[1] and "实例（1 个）：11" in ended[1]
+    prod_end = sinks.robot_texts(KEY_PROD)[1]
+    assert "维护结束</font>：all" in prod_end and "屏蔽了 1 个失败实例" in prod_end
     assert [r.reason.value for r in svc(app).feed([failure(clock, instance_id=12)])] == ["new_instance"]
     clock.advance(11)
     run_jobs(app)
     texts = sinks.robot_texts()
-    assert len(texts) == 2 and "12" in texts[1]
+    assert len(texts) == 4 and "12" in texts[3]
     audit = app.deps.audit.search(kind="maintenance")
     assert sorted((a["outcome"], a["actor"]) for a in audit) == [
         ("denied", "alice"),
@@ -116,11 +130,20 @@ def test_maint_on_over_a_p0_core_workflow_warns_and_lists_what_it_hid_when_close
         "maintenance"
     ]
     run_jobs(app)
-    assert sinks.robot.all_messages() == []
+    (quiet_notice,) = sinks.robot_texts(KEY)  # user_profile_test's channel: told, no P0 warning
+    assert "维护开始</font>：workflow:user_profile_test" in quiet_notice
+    assert "P0" not in quiet_notice and "/maint off 1" in quiet_notice
+    (p0_notice,) = sinks.robot_texts(
+        KEY_PROD
+    )  # order_sync's channel, warned; the failure itself is not pushed
+    assert "⚠️ 覆盖 P0 核心工作流：etl/order_sync" in p0_notice and "/maint off 2" in p0_notice
     assert "Closed 1" in ask(app, "/maint off workflow:order_sync")
     run_jobs(app)
-    texts = sinks.robot_texts(KEY_PROD)  # order_sync's channel
-    assert len(texts) == 1 and "其中 P0 工作流：order_sync" in texts[0] and "实例（1 个）：77" in texts[0]
+    texts = sinks.robot_texts(KEY_PROD)[1:]
+    assert len(texts) == 2 and "维护结束" in texts[0] and "屏蔽了 1 个失败实例" in texts[0]
+    assert "由 dave 提前结束" in texts[0]
+    assert "其中 P0 工作流：order_sync" in texts[1] and "实例（1 个）：77" in texts[1]
+    assert len(sinks.robot_texts(KEY)) == 1  # the other window is still on: no end notice there
 
 
 def test_maint_off_by_number_and_scope(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import distinct, func, insert, select
 
 from xihe.agent.alert_tables import alert_event
 from xihe.agent.alerts.model import AlertRecord
@@ -72,6 +72,16 @@ class SqlRecordSink:
             q = q.where(alert_event.c.instance_id == instance_id)
         with self.s.tx() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
+
+    def suppressed_in(self, window: str) -> int:
+        """How many instances maintenance window `window` (its id or name) suppressed: the decisions
+        filed under its end-of-window message."""
+        c = alert_event.c
+        q = select(func.count(distinct(c.instance_id))).where(
+            c.reason == "maintenance", c.notification_key.startswith(f"maint:{window}:", autoescape=True)
+        )
+        with self.s.tx() as conn:
+            return int(conn.execute(q).scalar() or 0)
 
     def recent(
         self, limit: int, reasons: list[str] | None = None, instance_ids: list[int] | None = None

@@ -1,0 +1,1 @@
+"""On-call: rotations, overrides, /oncall, xihe oncall show."""
