@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from tests.conftest import MakeApp
 from tests.serve.harness import wait_until
 from xihe.agent.app import App
-from xihe.agent.channels import Channel
+from xihe.agent.channels import Capacity, Channel
 from xihe.agent.clock import FakeClock
 from xihe.agent.deps import Progress
 from xihe.agent.inbox import Inbox
@@ -36,7 +36,12 @@ class Memo(Channel[Note]):
     def __init__(self, app: App) -> None:
         inbox = Inbox(app.deps.engine, dataclasses.asdict, lambda data: Note(**data))
         super().__init__(
-            "memo", app.deps, inbox, app.session.handle, workers=2, queue_size=4, progress_interval=10
+            "memo",
+            app.deps,
+            inbox,
+            app.session.handle,
+            capacity=Capacity(workers=2, model_concurrency=2, queue_size=4),
+            progress_interval=10,
         )
         self.sent: list[tuple[str, str]] = []
 
