@@ -194,7 +194,7 @@ class Channel(Generic[M]):
                 self.deps.metrics.messages.labels(message.channel, "busy").inc()
                 self._tell(message, "busy", waiting=waiting, seconds=self._wait_seconds(lane, waiting))
             else:
-                self._note_wait(message, lane, self.lanes.depth(lane) + waiting)
+                self._note_wait(message, lane, waiting - 1)  # all that wait, on any replica, but itself
         else:
             self._note_wait(message, lane, ahead)
         self.deps.metrics.queue.labels(f"{self.name}_{lane}").set(self.lanes.depth(lane))
@@ -352,6 +352,7 @@ class Channel(Generic[M]):
 
     def reclaim(self) -> None:
         """Take over queued messages nobody holds (their replica died, or let them go)."""
+        self.start()
         self._take_waiting()
         self.deps.metrics.queue.labels(f"{self.name}_inbox").set(self.inbox.queued())
 

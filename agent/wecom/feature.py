@@ -325,9 +325,13 @@ def reclaim(app: Runtime) -> None:
 
 
 def startup(app: Runtime) -> None:
-    """Server lifespan start: open the AI bot's long connection (in websocket mode)."""
+    """Server lifespan start: the workers and feeder (an idle replica takes others' overflow); the AI bot's
+    long connection (in websocket mode)."""
     wecom = app.get(CHANNEL)
-    if wecom is not None and wecom.conn is not None:
+    if wecom is None:
+        return
+    wecom.gateway.start()
+    if wecom.conn is not None:
         wecom.conn.start()
 
 
