@@ -1,5 +1,5 @@
 """Inbound chat, whatever the channel: two lanes of workers over the durable inbox, one turn at a
-time per conversation, rate limits, and progress notes throttled per task.
+time per conversation and lane, rate limits, and progress notes throttled per task.
 
 A channel (WeCom today; Feishu or Slack would be the next) verifies a message, records it in the
 inbox (`xihe.agent.inbox.Inbox`, which also de-duplicates it) and calls `Channel.accept`, which
@@ -72,7 +72,7 @@ class Capacity:
     """How much one replica's channel takes on (wecom.yaml names each of these)."""
 
     workers: int = 4  # command workers
-    model_concurrency: int = 64  # free-text turns in flight
+    model_concurrency: int = 128  # free-text turns in flight
     queue_size: int = 200  # in memory, per lane
     max_waiting: int = 5000  # in the inbox (all replicas) before "busy"
     user_messages_per_minute: float = 30

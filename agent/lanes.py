@@ -7,8 +7,10 @@ A channel's messages wait here in memory (their durable copy is the inbox row, l
 - `chat`: free text for the model pool, fair per user: users take turns (round robin), so one user's
   ten questions do not starve another's first.
 
-A message whose conversation has a turn running (in either lane) waits and others pass it; it runs
-when that turn is `done`. Each lane holds at most `capacity` messages; `push` says when it is full
+Within a lane a conversation runs one turn at a time: a message whose conversation has a turn
+running in its lane waits and others pass it; it runs when that turn is `done`. A command does not
+wait for its conversation's model turn: commands were already safe beside a turn (two replicas could
+always run two messages of one conversation), and a `/status` must not sit behind a 20 s model call. Each lane holds at most `capacity` messages; `push` says when it is full
 (the message then waits in the inbox). Thread-safe; the workers block in `take`.
 """
 
@@ -45,7 +47,9 @@ class Lanes:
         self._chat: dict[str, deque[Waiting]] = {}  # by user
         self._turns: deque[str] = deque()  # users with chat waiting, whose turn is next first
         self._chat_count = 0
-        self._busy: set[str] = set()  # conversations with a turn running
+        self._busy: dict[Lane, set[str]] = {
+            lane: set() for lane in LANES
+        }  # conversations with a turn running
         self._closed = False
 
     def push(self, w: Waiting) -> int | None:
@@ -75,7 +79,7 @@ class Lanes:
             while not self._closed:
                 w = self._next_command() if lane == "command" else self._next_chat()
                 if w is not None:
-                    self._busy.add(w.conversation)
+                    self._busy[lane].add(w.conversation)
                     return w
                 if not self._ready[lane].wait(timeout):
                     return None
@@ -84,9 +88,8 @@ class Lanes:
     def done(self, w: Waiting) -> None:
         """`w`'s turn ended: its conversation's next message may run."""
         with self._lock:
-            self._busy.discard(w.conversation)
-            for ready in self._ready.values():
-                ready.notify()
+            self._busy[w.lane].discard(w.conversation)
+            self._ready[w.lane].notify()
 
     def depth(self, lane: Lane) -> int:
         """How many messages wait in `lane`."""
@@ -98,8 +101,8 @@ class Lanes:
             return sum(max(0, self.capacity - self.depth(lane)) for lane in LANES)
 
     def in_flight(self) -> int:
-        """Conversations with a turn running."""
-        return len(self._busy)
+        """Turns running (a conversation may have a command beside its model turn)."""
+        return sum(len(busy) for busy in self._busy.values())
 
     def close(self) -> None:
         """Wake every worker; `take` returns None from now on (the messages stay in the inbox)."""
@@ -110,7 +113,7 @@ class Lanes:
 
     def _next_command(self) -> Waiting | None:
         for i, w in enumerate(self._commands):
-            if w.conversation not in self._busy:
+            if w.conversation not in self._busy["command"]:
                 del self._commands[i]
                 return w
         return None
@@ -121,7 +124,7 @@ class Lanes:
             self._turns.rotate(-1)  # this user goes to the back whether or not it runs now
             mine = self._chat[user]
             for i, w in enumerate(mine):
-                if w.conversation not in self._busy:
+                if w.conversation not in self._busy["chat"]:
                     del mine[i]
                     self._chat_count -= 1
                     if not mine:

@@ -181,7 +181,7 @@ class WeComSettings:
     msgid_ttl_seconds: int = 86400
     http_timeout_seconds: float = 10.0
     workers: int = 4
-    model_concurrency: int = 64
+    model_concurrency: int = 128
     queue_size: int = 200
     max_waiting: int = 5000
     user_messages_per_minute: float = 30

@@ -33,20 +33,26 @@ def test_chat_takes_users_in_turn_so_ten_questions_do_not_starve_a_first() -> No
     assert order == ["a0", "b0", "c0", *[f"a{i}" for i in range(1, 10)]]
 
 
-def test_a_conversation_runs_one_turn_at_a_time_and_others_pass_it() -> None:
+def test_a_conversation_runs_one_turn_at_a_time_per_lane_and_others_pass_it() -> None:
     lanes = Lanes(capacity=100)
-    lanes.push(msg("a1", "alice", conversation="memo:room"))
-    lanes.push(msg("a2", "alice", "command", conversation="memo:room"))
+    room = "memo:room"
+    for key, lane in (("a1", "chat"), ("a2", "chat"), ("a3", "command"), ("a4", "command")):
+        lanes.push(msg(key, "alice", lane, conversation=room))  # type: ignore[arg-type]
     lanes.push(msg("b1", "bob", "command"))
     first = lanes.take("chat", timeout=0)
     assert first is not None and first.key == "a1"
-    passed = lanes.take("command", timeout=0)  # a2's conversation is busy: bob's command passes it
+    assert lanes.take("chat", timeout=0) is None  # a2 waits for a1
+    command = lanes.take("command", timeout=0)  # a command does not wait for the model turn
+    assert command is not None and command.key == "a3"
+    passed = lanes.take("command", timeout=0)  # a4 waits for a3; bob's command passes it
     assert passed is not None and passed.key == "b1"
-    assert lanes.take("command", timeout=0) is None
-    assert lanes.in_flight() == 2
+    assert lanes.in_flight() == 3
     lanes.done(first)
-    after = lanes.take("command", timeout=0)
+    after = lanes.take("chat", timeout=0)
     assert after is not None and after.key == "a2"
+    lanes.done(command)
+    last = lanes.take("command", timeout=0)
+    assert last is not None and last.key == "a4"
 
 
 def test_a_full_lane_refuses_and_the_other_still_takes() -> None:
