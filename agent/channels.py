@@ -205,8 +205,10 @@ class Channel(Generic[M]):
         return max(1, math.ceil((ahead // threads + 1) * self._turn_seconds[lane]))
 
     def _note_wait(self, message: M, lane: Lane, ahead: int) -> None:
+        """Say "queued, N ahead of you" for a model turn that will wait long. Not for a command: its
+        wait is the CPU's, and a note costs about what the answer does (a burst would double)."""
         seconds = self._wait_seconds(lane, ahead)
-        if ahead and seconds > self.capacity.queued_note_seconds:
+        if lane == "chat" and ahead and seconds > self.capacity.queued_note_seconds:
             self._tell(message, "queued", ahead=ahead, seconds=seconds, note=True)
 
     def _tell(self, message: M, key: str, *, note: bool = False, **values: object) -> None:
@@ -268,16 +270,17 @@ class Channel(Generic[M]):
                 took = time.monotonic() - started
                 self._turn_seconds[lane] = 0.8 * self._turn_seconds[lane] + 0.2 * took
                 metrics.in_flight.labels(self.name).set(self.lanes.in_flight())
-                if self._spilled.is_set():
-                    self._pull.set()
+                self._pull.set()  # room: the feeder looks in the inbox if anything may wait there
 
     def _feed(self) -> None:
         """Pull what waits in the inbox as soon as there is room (woken by workers; every `pull_seconds`)."""
         while not self._stopping.is_set():
-            self._pull.wait(self.capacity.pull_seconds)
+            woken = self._pull.wait(self.capacity.pull_seconds)
             self._pull.clear()
             if self._stopping.is_set():
                 break
+            if woken and not self._spilled.is_set():
+                continue  # a worker freed and nothing of ours waits: the periodic look covers the rest
             try:
                 self._take_waiting()
             except Exception:

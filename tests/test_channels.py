@@ -150,16 +150,18 @@ def test_over_the_rate_or_the_queue_a_message_gets_a_short_reply_in_its_language
     )
     memo = Memo(make_app(notify=lambda c, t: notes.append((c, t))), capacity)
     memo._stopping.set()  # no worker takes anything: watch what is said at intake
-    _send(memo, *[Note("alice", "memo:alice", "/tasks", str(i)) for i in (1, 2)])
-    _send(memo, Note("alice", "memo:alice", "帮我看看昨晚的任务", "3"))
-    _send(memo, Note("bob", "memo:bob", "/tasks", "4"))
+    _send(memo, Note("alice", "memo:alice", "what failed last night?", "1"))  # the chat lane's one place
+    _send(memo, Note("alice", "memo:alice", "and the night before?", "2"))  # to the inbox: a note
+    _send(memo, Note("alice", "memo:alice", "帮我看看昨晚的任务", "3"))  # her third in a minute
+    _send(memo, Note("bob", "memo:bob", "/tasks", "4"))  # the command lane has room
+    _send(memo, Note("carol", "memo:carol", "what about today?", "5"))  # a fourth would wait: busy
     wait_until(lambda: len(memo.sent) == 2 and notes, timeout=10, what="the short replies")
     assert memo.sent[0] == ("memo:alice", "你发的消息太多了，请 30 秒后再试。")
-    assert memo.sent[1][0] == "memo:bob" and memo.sent[1][1].startswith(
-        "Busy right now (3 messages waiting); please try again in "
+    assert memo.sent[1][0] == "memo:carol" and memo.sent[1][1].startswith(
+        "Busy right now (4 messages waiting); please try again in "
     )
-    assert notes == [("memo:alice", "⏳ Queued: 1 ahead of you, about 1 s.")]  # alice's second
-    assert memo.inbox.queued() == 2  # the refused ones are done, not queued
+    assert notes == [("memo:alice", "⏳ Queued: 1 ahead of you, about 2 s.")]
+    assert memo.inbox.queued() == 3  # the refused ones are done, not queued
     metrics = memo.deps.metrics.messages
     assert metrics.labels("memo", "limited_user")._value.get() == 1
     assert metrics.labels("memo", "busy")._value.get() == 1
