@@ -165,3 +165,21 @@ def test_over_the_rate_or_the_queue_a_message_gets_a_short_reply_in_its_language
     metrics = memo.deps.metrics.messages
     assert metrics.labels("memo", "limited_user")._value.get() == 1
     assert metrics.labels("memo", "busy")._value.get() == 1
+
+
+def test_the_metrics_show_lane_waits_turns_in_flight_and_each_model_request(make_app: MakeApp) -> None:
+    memo = Memo(make_app([say("Nothing failed last night.")]))
+    _send(
+        memo,
+        Note("alice", "memo:alice", "what failed last night?", "m1"),
+        Note("bob", "memo:bob", "/tasks", "m2"),
+    )
+    wait_until(lambda: len(memo.sent) == 2, timeout=20, what="both answers")
+    memo.stop(grace=5)
+    value = memo.deps.metrics.registry.get_sample_value
+    assert value("xihe_queue_wait_seconds_count", {"channel": "memo", "lane": "chat"}) == 1
+    assert value("xihe_queue_wait_seconds_count", {"channel": "memo", "lane": "command"}) == 1
+    assert value("xihe_conversations_in_flight", {"channel": "memo"}) == 0  # both turns ended
+    assert value("xihe_model_seconds_count") == 1
+    assert value("xihe_model_tokens_count", {"kind": "prompt"}) == 1
+    assert (value("xihe_model_tokens_sum", {"kind": "completion"}) or 0) > 0
