@@ -166,7 +166,7 @@ class Channel(Generic[M]):
             self._tell(message, which, seconds=seconds)
             return
         self.inbox.enqueue(message, self.deps.holder, self.deps.clock(), self.lease)
-        self._offer(message)
+        self._offer(message, fresh=True)
 
     def lane_of(self, message: M) -> Lane:
         """`command` for what the session answers without the model (commands, confirm phrases, no text)."""
@@ -178,24 +178,29 @@ class Channel(Generic[M]):
             return "command"  # answered with the syntax error
         return "command" if command is not None else "chat"
 
-    def _offer(self, message: M) -> None:
-        """Put a message this replica holds in its lane; a full lane leaves it in the inbox for anyone."""
+    def _offer(self, message: M, *, fresh: bool = False) -> None:
+        """Put a message this replica holds in its lane; a full lane leaves it in the inbox for anyone.
+
+        A `fresh` one (just accepted) is refused as busy beyond `max_waiting`, or told its place when
+        the wait will be long; one pulled from the inbox was told already.
+        """
         self.start()
         lane = self.lane_of(message)
         w = Waiting(message.dedupe_key, message.user, message.conversation, lane, time.monotonic())
         ahead = self.lanes.push(w)
         if ahead is None:
-            # the message is safe in the inbox: the feeder of any replica takes it once a worker frees
-            self.inbox.release_one(message.dedupe_key, self.deps.holder)
-            self._spilled.set()
-            waiting = self.inbox.queued()
-            if waiting > self.capacity.max_waiting:
+            waiting = self.inbox.queued() if fresh else 0
+            if waiting > self.capacity.max_waiting:  # still ours: no other replica can have taken it
                 self.inbox.done(message.dedupe_key, self.deps.clock())
                 self.deps.metrics.messages.labels(message.channel, "busy").inc()
                 self._tell(message, "busy", waiting=waiting, seconds=self._wait_seconds(lane, waiting))
-            else:
+                return
+            # the message is safe in the inbox: the feeder of any replica takes it once a worker frees
+            self.inbox.release_one(message.dedupe_key, self.deps.holder)
+            self._spilled.set()
+            if fresh:
                 self._note_wait(message, lane, waiting - 1)  # all that wait, on any replica, but itself
-        else:
+        elif fresh:
             self._note_wait(message, lane, ahead)
         self.deps.metrics.queue.labels(f"{self.name}_{lane}").set(self.lanes.depth(lane))
 
