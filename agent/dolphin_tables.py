@@ -1,4 +1,4 @@
-"""DolphinScheduler's tables (migration 4): watched runs and the workflow name catalog."""
+"""DolphinScheduler's tables (migration 4): watched runs and the workflow name catalog; (16) runs by instance."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ ds_watch = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 Index("ix_ds_watch_due", ds_watch.c.done, ds_watch.c.next_poll_at)
+
+# Which watch followed workflow instance N? (`/status N` and the run tools read one watch by it, not the
+# newest thousands.) Written with the watch whenever it learns an instance id; never removed before it.
+ds_watch_instance = Table(
+    "ds_watch_instance",
+    metadata,
+    Column("instance_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("watch_key", String(200), primary_key=True),
+)
 
 # Which DolphinScheduler definition does a workflow name mean, with what code, and is it online?
 ds_catalog = Table(

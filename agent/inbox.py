@@ -4,7 +4,8 @@ The inbox row of a message is created by `seen()` (insert-if-absent on the `chan
 retry of the platform landing on any replica, before or after a restart, is recognised), filled by
 `enqueue()` with the message and a lease (`xihe.agent.lease`) for this replica, and taken by exactly
 one worker through `claim()`, a conditional UPDATE. A replica that died with messages still queued
-loses its lease; `reclaim()` on another replica picks them up. Once a worker has claimed a message it is never handed
+loses its lease, and a message that did not fit a replica's memory is released at once; `reclaim()`
+on any replica picks them up. Once a worker has claimed a message it is never handed
 out again: the task it creates is durable, and `resume_orphans` finishes that instead.
 
 A channel gives its message type and how it is stored (`encode`/`decode`). The table keeps the name
@@ -109,8 +110,8 @@ class Inbox(Generic[M]):
                 .values(status="done", payload=None, finished_at=now, **lease.released())
             )
 
-    def reclaim(self, holder: str, now: datetime, ttl: timedelta, limit: int = 50) -> list[str]:
-        """Queued messages nobody holds (their replica died, or let them go), leased to `holder`; their keys."""
+    def reclaim(self, holder: str, now: datetime, ttl: timedelta, limit: int = 50) -> list[M]:
+        """Queued messages nobody holds (their replica died, or let them go), leased to `holder`, oldest first."""
         with self.engine.begin() as conn:
             rows = lease.claim_batch(
                 conn,
@@ -122,7 +123,7 @@ class Inbox(Generic[M]):
                 order_by=(wecom_inbox.c.seen_at, wecom_inbox.c.key),
                 limit=limit,
             )
-        return [r.key for r in sorted(rows, key=lambda r: (r.seen_at, r.key))]
+        return [self.decode(r.payload) for r in sorted(rows, key=lambda r: (r.seen_at, r.key))]
 
     def release(self, holder: str) -> int:
         """Let other replicas take our queued messages at once (graceful shutdown)."""

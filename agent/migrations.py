@@ -24,7 +24,7 @@ from xihe.agent.alert_tables import (
     alert_state,
 )
 from xihe.agent.core_tables import artifact, audit_event, memory, pending_action, task, task_step
-from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
+from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch, ds_watch_instance
 from xihe.agent.lease import released
 from xihe.agent.mail_tables import chat_mail
 from xihe.agent.oncall_tables import oncall_override
@@ -152,6 +152,20 @@ def _scan_marks_to_lease(conn: Connection) -> None:
         )
 
 
+def _watch_instances(conn: Connection) -> None:
+    """Create `ds_watch_instance` and fill it from the instance ids the watches' state holds."""
+    metadata.create_all(conn, tables=[ds_watch_instance])
+    rows = {
+        (int(i), key)
+        for key, state in conn.execute(select(ds_watch.c.key, ds_watch.c.state))
+        for i in (state or {}).get("instance_ids", ())
+    }
+    if rows:
+        conn.execute(
+            ds_watch_instance.insert(), [{"instance_id": i, "watch_key": k} for i, k in sorted(rows)]
+        )
+
+
 MIGRATIONS: list[Migration] = [
     (
         1,
@@ -185,6 +199,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (12, "terminal chats' mail: late messages waiting for their xihe chat", _create(chat_mail)),
     (15, "on-call overrides from chat: who covers whose duty, until when", _create(oncall_override)),
+    (16, "dolphinscheduler: which watch followed which instance (read by key)", _watch_instances),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

@@ -10,13 +10,14 @@ task stops (`ContextOverflow`) and says so plainly.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from xihe.agent.context import ContextTooLarge
 from xihe.agent.deps import Deps
 from xihe.agent.errors import LLMError
 from xihe.agent.frontier import INTERRUPTED
-from xihe.agent.llm import LLMClient
+from xihe.agent.llm import Completion, LLMClient
 from xihe.agent.registry import Registry
 from xihe.agent.request import Requests
 from xihe.agent.tasks import StepStatus
@@ -41,6 +42,20 @@ class ModelSteps:
         self.llm = llm
         self.requests = requests
 
+    def _complete(self, messages: list[dict[str, Any]]) -> Completion:
+        """One model request, its time and tokens counted (`xihe_model_seconds`, `xihe_model_tokens`)."""
+        assert self.llm is not None
+        metrics = self.deps.metrics
+        started = time.monotonic()
+        try:
+            completion = self.llm.complete(messages, self.registry.schemas())
+        finally:
+            metrics.model_latency.observe(time.monotonic() - started)
+        for kind in ("prompt_tokens", "completion_tokens"):
+            if kind in completion.usage:
+                metrics.model_tokens.labels(kind.removesuffix("_tokens")).observe(completion.usage[kind])
+        return completion
+
     def take(self, run: Walk, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """Turn `turn`'s answer: the stored one, or the model's (stored before it is returned)."""
         key = f"llm:{turn}"
@@ -56,7 +71,7 @@ class ModelSteps:
         api_messages: list[dict[str, Any]] = []
         try:
             api_messages = self.requests.build(run.task, messages)
-            completion = self.llm.complete(api_messages, self.registry.schemas())
+            completion = self._complete(api_messages)
         except (LLMError, ContextTooLarge) as exc:
             deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(exc))
             if not isinstance(exc, LLMError) or not too_long(exc):
@@ -66,7 +81,7 @@ class ModelSteps:
             begun = deps.tasks.begin_step(run.task.id, key, self.llm.cfg.model, deps.clock())
             try:
                 smaller = self.requests.build(run.task, messages, rejected=api_messages, sizes=exc.sizes)
-                completion = self.llm.complete(smaller, self.registry.schemas())
+                completion = self._complete(smaller)
             except (LLMError, ContextTooLarge) as again:
                 deps.tasks.finish_step(begun, StepStatus.FAILED, deps.clock(), error=str(again))
                 if isinstance(again, LLMError) and too_long(again):

@@ -172,6 +172,8 @@ class Registry:
             found[spec.name] = spec
         self._lock = threading.Lock()
         self._specs = found
+        # each tool's schema, built once (pydantic's JSON schema is costly; the model gets it every turn)
+        self._schemas = {name: spec.schema() for name, spec in found.items()}
 
     @property
     def specs(self) -> Mapping[str, ToolSpec]:
@@ -183,6 +185,7 @@ class Registry:
         with self._lock:
             if spec.name not in self._specs:
                 return False
+            self._schemas = {**self._schemas, spec.name: spec.schema()}
             self._specs = {**self._specs, spec.name: spec}
             return True
 
@@ -196,9 +199,10 @@ class Registry:
         return sorted(self.specs)
 
     def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """Function schemas for the model, in name order."""
+        """Function schemas for the model, in name order (built once per tool version; do not modify)."""
         chosen = sorted(names) if names is not None else self.names()
-        return [self.specs[n].schema() for n in chosen if n in self.specs]
+        built = self._schemas
+        return [built[n] for n in chosen if n in built]
 
     def parse(self, name: str, raw: str | None, *, max_bytes: int = 65536) -> ParsedCall:
         """Validate a model's call; raise ToolRetry with an instruction when it is not executable."""

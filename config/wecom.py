@@ -103,9 +103,26 @@ class WeComConfig(BaseModel):
         86400, ge=60, description="how long seen MsgIds are remembered; must exceed the timestamp window"
     )
     http_timeout_seconds: float = Field(10.0, gt=0, le=60, description="timeout of each app API call")
-    workers: int = Field(4, ge=1, le=64, description="background workers answering messages per replica")
+    workers: int = Field(
+        4, ge=1, le=64, description="workers answering explicit commands (/status, /confirm …) per replica"
+    )
+    model_concurrency: int = Field(
+        64,
+        ge=1,
+        le=1024,
+        description="free-text turns (model calls) in flight per replica, apart from commands",
+    )
     queue_size: int = Field(
-        200, ge=1, description="messages waiting in memory per replica; more wait in the database"
+        200, ge=1, description="messages waiting in memory per lane and replica; more wait in the database"
+    )
+    max_waiting: int = Field(
+        5000, ge=1, description="messages waiting in the database (all replicas) before new ones get 'busy'"
+    )
+    user_messages_per_minute: float = Field(30, gt=0, description="messages one user may send per minute")
+    messages_per_second: float = Field(200, gt=0, description="messages one replica takes per second, in all")
+    burst_messages: int = Field(2000, ge=1, description="messages one replica takes at once above that rate")
+    queued_note_seconds: float = Field(
+        10, ge=0, description="say 'queued, N ahead of you' when the expected wait is longer than this"
     )
     progress_interval_seconds: float = Field(
         10, ge=0, description="at most one progress message per task this often; final messages always go"
@@ -164,7 +181,13 @@ class WeComSettings:
     msgid_ttl_seconds: int = 86400
     http_timeout_seconds: float = 10.0
     workers: int = 4
+    model_concurrency: int = 128
     queue_size: int = 200
+    max_waiting: int = 5000
+    user_messages_per_minute: float = 30
+    messages_per_second: float = 200
+    burst_messages: int = 2000
+    queued_note_seconds: float = 10
     progress_interval_seconds: float = 10.0
     aibot: AibotSettings | None = None
 
@@ -260,7 +283,13 @@ def resolve_settings(
         msgid_ttl_seconds=config.msgid_ttl_seconds,
         http_timeout_seconds=config.http_timeout_seconds,
         workers=config.workers,
+        model_concurrency=config.model_concurrency,
         queue_size=config.queue_size,
+        max_waiting=config.max_waiting,
+        user_messages_per_minute=config.user_messages_per_minute,
+        messages_per_second=config.messages_per_second,
+        burst_messages=config.burst_messages,
+        queued_note_seconds=config.queued_note_seconds,
         progress_interval_seconds=config.progress_interval_seconds,
         aibot=aibot,
     )

@@ -32,6 +32,7 @@ from xihe.agent.dolphin.scan_marks import ScanMarks
 from xihe.agent.tables import UTCDateTime, metadata
 from xihe.agent.task_store import TaskStore
 from xihe.integrations.wecom.ws_store import WsLease
+from xihe.tools.dolphin.store import SqlWatchStore
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 HELD = T0 + timedelta(seconds=60)
@@ -167,7 +168,13 @@ def seed_v8(engine: Engine) -> None:
             insert(t["ds_watch"]),
             [
                 {**watch, "key": "1:a", "lease_owner": "r1:1", "lease_expires_at": HELD},
-                {**watch, "key": "2:a", "lease_owner": None, "lease_expires_at": None},
+                {
+                    **watch,
+                    "key": "2:a",
+                    "lease_owner": None,
+                    "lease_expires_at": None,
+                    "state": {"instance_ids": [41]},
+                },
             ],
         )
         mark = {"ns": "seen", "token": "t", "updated_at": T0}
@@ -214,13 +221,8 @@ def describe(engine: Engine) -> dict[str, Any]:
 def test_a_version_8_store_upgrades_keeping_rows_and_held_leases(db_url: str, tmp_path: Path) -> None:
     engine = make_engine(db_url)
     seed_v8(engine)
-    assert migrate(engine) == [
-        9,
-        10,
-        11,
-        12,
-        15,
-    ]  # 10: WeCom action cards; 11: web UI sessions; 12: chat mail; 15: on-call overrides
+    # 10: WeCom action cards; 11: web UI sessions; 12: chat mail; 15: on-call overrides; 16: watches by instance
+    assert migrate(engine) == [9, 10, 11, 12, 15, 16]
     assert leases(engine, "task", "id") == [
         (1, "r1:1", HELD),
         (2, None, None),
@@ -238,6 +240,8 @@ def test_a_version_8_store_upgrades_keeping_rows_and_held_leases(db_url: str, tm
         ("aibot:bot2", None, None),
     ]
     assert leases(engine, "ds_watch", "key") == [("1:a", "r1:1", HELD), ("2:a", None, None)]
+    found = SqlWatchStore(engine).with_instance(41)  # 16 indexed the instance ids the watches held
+    assert found is not None and found.key == "2:a" and SqlWatchStore(engine).with_instance(1) is None
     assert leases(engine, "alert_state", "key") == [
         ("scan:7:1", "r1:1", HELD),
         ("scan:8:1", None, None),

@@ -3,7 +3,7 @@ without a model, DolphinScheduler or WeCom.
 
 It writes (or, for a kept demo directory, re-points) DIR/config at the fakes, writes DIR/fakes.env
 with the fakes' own secrets and the web UI logins, prints what to type next and runs until Ctrl-C.
-The DolphinScheduler simulator follows real time; its runs take `--task-seconds` per task, and its
+The model answers after `--model-delay` seconds (a slow model). The DolphinScheduler simulator follows real time; its runs take `--task-seconds` per task, and its
 instance ids go on from the last run in DIR. Whatever the WeCom robot and SMTP sinks receive (the
 alerts) is printed as it arrives and appended to DIR/sinks.log.
 """
@@ -31,13 +31,16 @@ def cmd_fakes_up(args: argparse.Namespace) -> int:
         write_config,
         write_env_file,
     )
-    from xihe.integrations.fakes.llm_server import ScriptedLLM
+    from xihe.integrations.fakes.llm_server import ScriptedLLM, Step, slow
     from xihe.integrations.fakes.rules_llm import respond
+
+    def answer(body: dict[str, Any]) -> Step:
+        return slow(respond(body), args.model_delay)  # a slow model, for trying load (0: at once)
 
     root = Path(args.dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     clock = FakeClock(utc_now())
-    llm = ScriptedLLM(model="fake-rules", responder=respond)
+    llm = ScriptedLLM(model="fake-rules", responder=answer)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -100,5 +103,8 @@ def register(sub: Any) -> None:
     )
     up.add_argument(
         "--task-seconds", type=int, default=10, help="how long each simulated task runs (default 10)"
+    )
+    up.add_argument(
+        "--model-delay", type=float, default=0.0, help="seconds the model takes per answer (default 0)"
     )
     up.set_defaults(func=cmd_fakes_up)

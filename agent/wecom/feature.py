@@ -30,7 +30,7 @@ from datetime import timedelta
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
-from xihe.agent.channels import Channel
+from xihe.agent.channels import Capacity, Channel
 from xihe.agent.deps import Deps, Notify, Progress
 from xihe.agent.errors import ConfigErrors, WeComError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, StateKey
@@ -67,8 +67,16 @@ class Gateway(Channel[InboundMessage]):
             deps,
             SqlMsgIdStore(deps.engine),
             lambda inbound: session().handle(inbound),  # the bot's Session is built after the features
-            workers=settings.workers,
-            queue_size=settings.queue_size,
+            capacity=Capacity(
+                workers=settings.workers,
+                model_concurrency=settings.model_concurrency,
+                queue_size=settings.queue_size,
+                max_waiting=settings.max_waiting,
+                user_messages_per_minute=settings.user_messages_per_minute,
+                messages_per_second=settings.messages_per_second,
+                burst_messages=settings.burst_messages,
+                queued_note_seconds=settings.queued_note_seconds,
+            ),
             progress_interval=settings.progress_interval_seconds,
         )
         self.settings = settings
@@ -317,9 +325,13 @@ def reclaim(app: Runtime) -> None:
 
 
 def startup(app: Runtime) -> None:
-    """Server lifespan start: open the AI bot's long connection (in websocket mode)."""
+    """Server lifespan start: the workers and feeder (an idle replica takes others' overflow); the AI bot's
+    long connection (in websocket mode)."""
     wecom = app.get(CHANNEL)
-    if wecom is not None and wecom.conn is not None:
+    if wecom is None:
+        return
+    wecom.gateway.start()
+    if wecom.conn is not None:
         wecom.conn.start()
 
 

@@ -248,3 +248,20 @@ def test_save_all_writes_ours_skips_rows_another_replica_took_and_inserts_new(en
     assert not saved[taken.key].done  # type: ignore[union-attr]
     other = ({"1:w", "2:w"} - {taken.key}).pop()
     assert saved[other].done and saved["3:w"] is not None  # type: ignore[union-attr]
+
+
+def test_with_instance_finds_the_newest_watch_of_an_instance_however_many_watches_there_are(
+    engine: Engine,
+) -> None:
+    store = SqlWatchStore(engine, holder="r1")
+    old = make_watch("1:old", instance_ids=(7,))
+    store.add(old)
+    newer = [make_watch(f"{i}:x", last_change_at=T0 + timedelta(seconds=i)) for i in range(2, 2103)]
+    store.save_all(newer)  # 2,101 newer watches that followed other runs (the old read saw only 2,000)
+    found = store.with_instance(7)
+    assert found is not None and found.key == "1:old"
+    # an instance learned by a later poll is found too, and the newest of two watches wins
+    store.save_all([replace(newer[0], instance_ids=(8,)), replace(newer[5], instance_ids=(8,))])
+    found = store.with_instance(8)
+    assert found is not None and found.key == newer[5].key
+    assert store.with_instance(9) is None

@@ -63,6 +63,9 @@ def serve_config(
     write_config(directory, llm_url=llm_url, overrides={"store": {"lease_seconds": lease_seconds}})
     cfg = yaml.safe_load((REPO / "config" / "wecom.yaml").read_text())
     cfg.update(api_base=fake.url, agent_id=AGENT_ID, progress_interval_seconds=0, workers=4)
+    cfg.update(
+        user_messages_per_minute=100000
+    )  # test traffic comes from few users; the limit has its own test
     cfg["aibot"].update(
         enabled=True, ack_text="收到", response_url_prefix=fake.url + "/cgi-bin/aibot/response"
     )

@@ -13,7 +13,7 @@ import requests
 
 from tests.conftest import PG_URL, reset_postgres
 from tests.serve.harness import AGENT_ID, Replica, serve_config, wait_until
-from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say, slow
 from xihe.integrations.wecom.fake import FakeWeCom
 
 pytestmark = pytest.mark.postgres
@@ -98,3 +98,28 @@ def test_a_replica_killed_mid_task_is_finished_by_the_other(
     # the survivor says nothing more: one final answer, no "busy" notes
     survivor.terminate()
     assert _finals(fake_wecom, "alice") == ["all three steps done"]
+
+
+def test_a_replica_killed_while_its_model_pool_waits_on_the_model_is_finished_once_by_the_other(
+    tmp_path: Path,
+    pg_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    # the first request never comes back in time (its replica dies); the survivor asks again
+    llm.add(slow(say("never delivered"), 60), say("the one answer"))
+    cfg = serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url, lease_seconds=5)
+    doomed = start_replica(cfg, pg_url, "r1")
+    assert (
+        doomed.app_sender().post_app_text("alice", "what failed last night?", 1, AGENT_ID).status_code == 200
+    )
+    wait_until(lambda: llm.requests, what="r1's model request")
+    doomed.kill()  # mid model call: the turn's step is `running`, the task leased to r1
+    survivor = start_replica(cfg, pg_url, "r2")
+
+    finals = wait_until(lambda: _finals(fake_wecom, "alice"), timeout=90, what="the survivor's answer")
+    assert finals == ["the one answer"]
+    assert len(llm.requests) == 2  # asked again once (a model call has no side effect), not more
+    survivor.terminate()
+    assert _finals(fake_wecom, "alice") == ["the one answer"]

@@ -95,11 +95,11 @@ def test_full_memory_queue_spills_to_the_inbox_and_stop_hands_messages_over(
     for m in messages:
         assert not gw.inbox.seen(m.dedupe_key, clock())
         gw.accept(m)
-    assert gw.queue.qsize() == 1 and gw.inbox.queued() == 2
+    assert gw.lanes.depth("command") == 1 and gw.inbox.queued() == 2
     # the spilled one is free for any replica right away; the queued one after stop()
-    assert gw.inbox.reclaim("r2", clock(), gw.lease) == [messages[1].dedupe_key]
+    assert gw.inbox.reclaim("r2", clock(), gw.lease) == [messages[1]]
     gw.stop(grace=0)
-    assert gw.inbox.reclaim("r2", clock(), gw.lease) == [messages[0].dedupe_key]
+    assert gw.inbox.reclaim("r2", clock(), gw.lease) == [messages[0]]
 
 
 def test_worker_answers_and_marks_the_message_done(

@@ -66,7 +66,7 @@ def test_inbox_claim_once_reclaim_after_lease_and_release(engine: Engine) -> Non
     assert r2.reclaim("r2", NOW, LEASE) == []
     # r1 died: after its lease another replica takes the message, exactly once
     later = NOW + LEASE + timedelta(seconds=1)
-    assert r2.reclaim("r2", later, LEASE) == [message.dedupe_key]
+    assert r2.reclaim("r2", later, LEASE) == [message]
     assert r1.reclaim("r1", later, LEASE) == []
     assert r1.claim(message.dedupe_key, "r1", later, LEASE) is None
     got = r2.claim(message.dedupe_key, "r2", later, LEASE)
@@ -79,7 +79,7 @@ def test_inbox_claim_once_reclaim_after_lease_and_release(engine: Engine) -> Non
     r1.seen(other.dedupe_key, NOW)
     r1.enqueue(other, "r1", NOW, LEASE)
     assert r1.release("r1") == 1  # graceful shutdown hands it over at once
-    assert r2.reclaim("r2", NOW, LEASE) == [other.dedupe_key]
+    assert r2.reclaim("r2", NOW, LEASE) == [other]
 
 
 def test_streams_are_shared_and_response_urls_are_used_once(engine: Engine) -> None:

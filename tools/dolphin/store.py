@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, and_, bindparam, delete, insert, or_,
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xihe.agent import lease
-from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
+from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch, ds_watch_instance
 from xihe.tools.dolphin.names import CatalogEntry
 from xihe.tools.dolphin.watch import SCHEMA_VERSION, PendingRerun, Watch
 
@@ -142,6 +142,11 @@ def _watch(row: Any) -> Watch:
     )
 
 
+def _instances(watches: Sequence[Watch]) -> list[dict[str, Any]]:
+    """The `ds_watch_instance` rows of `watches`: each instance id it found, with its key."""
+    return [{"instance_id": i, "watch_key": w.key} for w in watches for i in set(w.instance_ids)]
+
+
 def _insert_ignore(engine: Engine, table: Any, key_columns: list[str]) -> Any:
     """INSERT that leaves an existing row alone, in the engine's dialect."""
     if engine.dialect.name == "postgresql":
@@ -167,6 +172,13 @@ class SqlWatchStore:
         )
         with self.engine.begin() as conn:
             conn.execute(stmt)
+            self._index(conn, [watch])
+
+    def _index(self, conn: Connection, watches: Sequence[Watch]) -> None:
+        """Record which instances `watches` followed (rows already there are left as they are)."""
+        rows = _instances(watches)
+        if rows:
+            conn.execute(_insert_ignore(self.engine, ds_watch_instance, ["instance_id", "watch_key"]), rows)
 
     def get(self, key: str) -> Watch | None:
         """One watch by key."""
@@ -203,6 +215,7 @@ class SqlWatchStore:
             return
         rows = [_row(w) for w in watches]
         with self.engine.begin() as conn:
+            self._index(conn, watches)
             if conn.execute(_SAVE, [{**r, "me": self.holder} for r in rows]).rowcount == len(rows):
                 return
             for row in rows:  # some row was not ours or does not exist yet: sort them out one by one
@@ -234,17 +247,21 @@ class SqlWatchStore:
         with self.engine.begin() as conn:
             conn.execute(lease.release(ds_watch, true(), self.holder))
 
-    def with_instance(self, instance_id: int, limit: int = 2000) -> Watch | None:
-        """The most recent watch that followed `instance_id` (to find its project), or None."""
+    def with_instance(self, instance_id: int) -> Watch | None:
+        """The most recent watch that followed `instance_id` (to find its project), or None.
+
+        One indexed lookup in `ds_watch_instance`, whatever the number of watches.
+        """
+        by_instance = ds_watch_instance.c
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(ds_watch).order_by(ds_watch.c.updated_at.desc(), ds_watch.c.key).limit(limit)
-            ).all()
-        for row in rows:
-            w = _watch(row)
-            if instance_id in w.instance_ids:
-                return w
-        return None
+            row = conn.execute(
+                select(ds_watch)
+                .join(ds_watch_instance, by_instance.watch_key == ds_watch.c.key)
+                .where(by_instance.instance_id == instance_id)
+                .order_by(ds_watch.c.updated_at.desc(), ds_watch.c.key)
+                .limit(1)
+            ).first()
+        return _watch(row) if row is not None else None
 
     def progress_note(self, key: str, text: str, now: datetime, every: timedelta) -> bool:
         """Record a progress message for `key` unless one went out within `every` or it says nothing new.
