@@ -115,9 +115,11 @@ def state_parts(
     if action.status == "expired":
         return [say(CARDS, "expired", lang, at=at(action.expires_at))]
     if action.status == "rejected":
-        return [say(CARDS, "rejected", lang)]
+        by = action.closed_by or say(CARDS, "an_approver", lang)
+        key = "rejected_because" if action.close_note else "rejected"
+        return [say(CARDS, key, lang, user=by, reason=action.close_note or "")]
     if action.status == "cancelled":
-        return [say(CARDS, "cancelled", lang, user=action.user_id)]
+        return [say(CARDS, "cancelled", lang, user=action.closed_by or action.user_id)]
     return [action.status]
 
 
@@ -195,7 +197,11 @@ CARDS: Catalog = {
     "run_started": {"en": "run {id} started", "zh": "运行 {id} 已启动"},
     "run_ended": {"en": "run {id} ended {state}", "zh": "运行 {id} 已结束：{state}"},
     "expired": {"en": "expired at {at}; nothing was run", "zh": "已于 {at} 过期，未执行任何操作"},
-    "rejected": {"en": "rejected; nothing was run", "zh": "已被拒绝，未执行任何操作"},
+    "rejected": {"en": "rejected by {user}; nothing was run", "zh": "{user} 已拒绝，未执行任何操作"},
+    "rejected_because": {
+        "en": "rejected by {user}: {reason}; nothing was run",
+        "zh": "{user} 已拒绝：{reason}；未执行任何操作",
+    },
     "cancelled": {"en": "cancelled by {user}; nothing was run", "zh": "{user} 已取消，未执行任何操作"},
     "closed_pending": {"en": "waiting", "zh": "等待中"},
     "closed_confirmed": {"en": "confirmed", "zh": "已确认"},

@@ -172,3 +172,30 @@ def test_a_crash_between_click_and_execution_resumes_exactly_once(
     wait_until(lambda: _effects(tmp_path), what="the note written after the restart")
     wait_until(lambda: "executed" in _state(card, "alice"), what="the card shows executed")
     assert len(_effects(tmp_path)) == 1
+
+
+def test_a_typed_rejection_with_its_reason_shows_on_every_copy_and_a_later_click_runs_nothing(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    llm.add(call("write_note", note="prod window", environment="prod"), say("Not written."))
+    bot = start_replica(serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url), db_url)
+    sender = bot.app_sender()
+    assert sender.post_app_text("bob", "note the prod window", 1, AGENT_ID).status_code == 200
+    mine = _card(fake_wecom, "bob")
+    now = int(time.time())
+    _click(sender, fake_wecom, "bob", mine, _key(mine, "bob", "Confirm"), now)
+    carol, dave = _card(fake_wecom, "carol"), _card(fake_wecom, "dave")
+    assert sender.post_app_text("carol", "/reject 1 wrong business date", 2, AGENT_ID).status_code == 200
+    said = "rejected by carol: wrong business date; nothing was run"
+    for card, user in ((mine, "bob"), (carol, "carol"), (dave, "dave")):  # typed, and every copy says it
+        wait_until(lambda c=card, u=user: _state(c, u) == said, what=f"{user}'s card rejected")
+        assert card.copies[user]["replace_text"] == "rejected"
+    _click(sender, fake_wecom, "dave", dave, _key(dave, "dave", "Approve"), now + 1)  # too late
+    clicks = wait_until(lambda: len(_clicks(db_url)) == 2 and _clicks(db_url), what="two clicks audited")
+    assert [(c.actor, c.outcome) for c in clicks] == [("bob", "accepted"), ("dave", "refused")]
+    assert clicks[1].state_before == "rejected" and "rejected" in clicks[1].reason
+    assert _effects(tmp_path) == []
