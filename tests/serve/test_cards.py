@@ -115,6 +115,19 @@ def _encrypt_of(body: bytes) -> str:
     return text.split("<Encrypt><![CDATA[", 1)[1].split("]]>", 1)[0]
 
 
+def _prod_write_confirmed(
+    tmp_path: Path, db_url: str, fake: FakeWeCom, start_replica: Callable[..., Replica], llm_url: str
+) -> tuple[CallbackSender, int, FakeCard, FakeCard, FakeCard]:
+    """bob asks for a production write and confirms it by click: (sender, now, bob's, carol's, dave's card)."""
+    bot = start_replica(serve_config(tmp_path / "cfg", fake, llm_url=llm_url), db_url)
+    sender = bot.app_sender()
+    assert sender.post_app_text("bob", "note the prod window", 1, AGENT_ID).status_code == 200
+    mine = _card(fake, "bob")
+    now = int(time.time())
+    _click(sender, fake, "bob", mine, _key(mine, "bob", "Confirm"), now)
+    return sender, now, mine, _card(fake, "carol"), _card(fake, "dave")
+
+
 def test_production_write_approved_by_a_second_users_click(
     tmp_path: Path,
     db_url: str,
@@ -123,13 +136,9 @@ def test_production_write_approved_by_a_second_users_click(
     start_replica: Callable[..., Replica],
 ) -> None:
     llm.add(call("write_note", note="prod window", environment="prod"), say("Note written on prod."))
-    bot = start_replica(serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url), db_url)
-    sender = bot.app_sender()
-    assert sender.post_app_text("bob", "note the prod window", 1, AGENT_ID).status_code == 200
-    mine = _card(fake_wecom, "bob")
-    now = int(time.time())
-    _click(sender, fake_wecom, "bob", mine, _key(mine, "bob", "Confirm"), now)
-    carol, dave = _card(fake_wecom, "carol"), _card(fake_wecom, "dave")
+    sender, now, mine, carol, dave = _prod_write_confirmed(
+        tmp_path, db_url, fake_wecom, start_replica, llm.base_url
+    )
     wait_until(
         lambda: "waiting for approval by carol, dave" in _state(mine, "bob"), what="requester card waits"
     )
@@ -182,13 +191,9 @@ def test_a_typed_rejection_with_its_reason_shows_on_every_copy_and_a_later_click
     start_replica: Callable[..., Replica],
 ) -> None:
     llm.add(call("write_note", note="prod window", environment="prod"), say("Not written."))
-    bot = start_replica(serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url), db_url)
-    sender = bot.app_sender()
-    assert sender.post_app_text("bob", "note the prod window", 1, AGENT_ID).status_code == 200
-    mine = _card(fake_wecom, "bob")
-    now = int(time.time())
-    _click(sender, fake_wecom, "bob", mine, _key(mine, "bob", "Confirm"), now)
-    carol, dave = _card(fake_wecom, "carol"), _card(fake_wecom, "dave")
+    sender, now, mine, carol, dave = _prod_write_confirmed(
+        tmp_path, db_url, fake_wecom, start_replica, llm.base_url
+    )
     assert sender.post_app_text("carol", "/reject 1 wrong business date", 2, AGENT_ID).status_code == 200
     said = "rejected by carol: wrong business date; nothing was run"
     for card, user in ((mine, "bob"), (carol, "carol"), (dave, "dave")):  # typed, and every copy says it
