@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from sqlalchemy import select
 
 from tests.serve.harness import Replica, serve_config, wait_until
@@ -124,3 +125,31 @@ def test_a_bot_click_answer_later_than_5_s_is_dropped_by_the_fake() -> None:
     assert cards.cards["xihe-confirm-1-1"].card["main_title"] == {"title": "n"}
     with pytest.raises(ValueError, match="no button"):  # WeCom delivers only keys the card shows
         cards.click("alice", "xihe-confirm-1-1", "not-on-the-card")
+
+
+def test_a_crash_between_a_bot_click_and_the_execution_resumes_exactly_once(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    llm.add(call("write_note", note="deploy window moved", environment="test"), say("Note written."))
+    cfg = serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url, lease_seconds=5)
+    doomed = start_replica(cfg, db_url, "r1", {"XIHE_TEST_CRASH_AT": "after_confirm_update"})
+    sender = doomed.bot_sender()
+    text = sender.aibot_text("alice", "note it", "m-1", response_url=fake_wecom.new_response_url("alice"))
+    assert sender.post_aibot(text)[0].status_code == 200
+    card = wait_until(lambda: fake_wecom.bot_cards.of_chat("alice"), what="the card")[0]
+    payload = fake_wecom.bot_cards.click("alice", card.task_id, card.key("alice", "Confirm"))
+    with pytest.raises(requests.ConnectionError):  # the replica dies while the click is handled
+        sender.post_aibot(payload)
+    wait_until(lambda: doomed.proc.poll() is not None, what="the replica to die after the confirm UPDATE")
+    assert _effects(tmp_path) == []
+
+    survivor = start_replica(cfg, db_url, "r2")  # the orphan sweep resumes the confirmed action
+    wait_until(lambda: _effects(tmp_path), what="the note written after the restart")
+    again = fake_wecom.bot_cards.click("alice", card.task_id, card.key("alice", "Confirm"))
+    assert _post(survivor.bot_sender(), fake_wecom, again) == (0, "ok")  # a second click: the card's truth
+    assert "executed" in card.row("alice", "State")
+    assert len(_effects(tmp_path)) == 1
