@@ -16,6 +16,7 @@ from datetime import datetime
 
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.pending import PendingAction
+from xihe.agent.tasks import Task
 
 KEY_PREFIX = "xihe"
 VERBS = ("confirm", "cancel", "approve", "reject")
@@ -82,6 +83,14 @@ class RunSeen:
 
     id: int
     ended: str = ""
+
+
+def run_seen(task: Task | None) -> RunSeen | None:
+    """The latest run `task` started, and how it ended as the watcher recorded it (`run SUCCESS`)."""
+    if task is None or not task.runs:
+        return None
+    outcome = task.outcome or ""
+    return RunSeen(task.runs[-1], outcome[len("run ") :] if outcome.startswith("run ") else "")
 
 
 def state_parts(

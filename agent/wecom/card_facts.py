@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from xihe.agent.audit import AuditEvent
-from xihe.agent.cards import Card, RunSeen, render, state_text
+from xihe.agent.cards import Card, RunSeen, render, run_seen, state_text
 from xihe.agent.deps import Deps
 from xihe.agent.errors import TaskStateError
 from xihe.agent.pending import PendingAction
@@ -57,11 +57,7 @@ class CardFacts:
 
     def run(self, action: PendingAction) -> RunSeen | None:
         """The latest run the executed action's task started, and how it ended (`run SUCCESS`)."""
-        task = self.task(action) if action.status == "executed" else None
-        if task is None or not task.runs:
-            return None
-        outcome = task.outcome or ""
-        return RunSeen(task.runs[-1], outcome[len("run ") :] if outcome.startswith("run ") else "")
+        return run_seen(self.task(action)) if action.status == "executed" else None
 
     def settled(self, action: PendingAction) -> bool:
         """Nothing more will change on its cards: closed unrun, or run and its run (if any) ended."""
