@@ -50,10 +50,41 @@ def button_key(verb: str, action: PendingAction) -> str:
     return f"{KEY_PREFIX}:{verb}:{action.id}:{action.args_digest[:DIGEST_CHARS]}"
 
 
+# An alert card's buttons: verb → the chat command a click runs, exactly as if typed (`{ref}`: the
+# run's instance id, or the maintenance scope). Rerun goes through the normal confirm flow (a pending
+# rerun action, like a typed /rerun); mute is the code of /maint. A new button is one line here.
+ALERT_VERBS: dict[str, str] = {
+    "rerun": "/rerun {ref}",
+    "mute": "/maint on 30m {ref}",
+}
+ALERT_KEY = f"{KEY_PREFIX}:alert:"
+
+
+def alert_key(verb: str, ref: str) -> str:
+    """`xihe:alert:<verb>:<ref>`: the key of one alert card button."""
+    if verb not in ALERT_VERBS:
+        raise ValueError(f"unknown alert card verb {verb!r}; one of {', '.join(ALERT_VERBS)}")
+    if not ref or any(c.isspace() for c in ref):
+        raise ValueError(f"alert card {verb} needs a reference without spaces, not {ref!r}")
+    return f"{ALERT_KEY}{verb}:{ref}"
+
+
+def alert_buttons(instance_id: int, workflow: str, lang: Lang = "en") -> tuple[Button, ...]:
+    """The buttons of a P0/P1 alert card about run `instance_id` of `workflow`."""
+    return (
+        Button(say(CARDS, "alert_rerun", lang), alert_key("rerun", str(instance_id))),
+        Button(say(CARDS, "alert_mute", lang), alert_key("mute", f"workflow:{workflow}"), 4),
+    )
+
+
 def command_of_key(key: str) -> str | None:
-    """The typed command a button click stands for (`/confirm 12 digest=<prefix>`), or None for a foreign
-    key. The digest is marked, so it is never mistaken for the words a person types after an id
-    (`/reject 2 驳回`)."""
+    """The typed command a button click stands for (`/confirm 12 digest=<prefix>`, `/rerun 102`), or
+    None for a foreign key. The digest is marked, so it is never mistaken for the words a person
+    types after an id (`/reject 2 驳回`)."""
+    if key.startswith(ALERT_KEY):
+        verb, _, ref = key[len(ALERT_KEY) :].partition(":")
+        ok = verb in ALERT_VERBS and ref and not any(c.isspace() for c in ref)
+        return ALERT_VERBS[verb].format(ref=ref) if ok else None
     parts = key.split(":")
     if len(parts) != 4 or parts[0] != KEY_PREFIX or parts[1] not in VERBS:
         return None
@@ -218,4 +249,6 @@ CARDS: Catalog = {
     "closed_expired": {"en": "expired", "zh": "已过期"},
     "closed_rejected": {"en": "rejected", "zh": "已拒绝"},
     "closed_cancelled": {"en": "cancelled", "zh": "已取消"},
+    "alert_rerun": {"en": "Rerun failed tasks", "zh": "重跑失败任务"},
+    "alert_mute": {"en": "Mute this workflow 30 min", "zh": "静音此工作流 30 分钟"},
 }
