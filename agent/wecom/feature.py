@@ -155,6 +155,8 @@ class Gateway(Channel[InboundMessage]):
             log.warning(
                 "card click not handled within %s s; answering with the card as it stands", CARD_REPLY_SECONDS
             )
+        if message is not None:  # handled later or elsewhere (a reclaim): nobody waits for it any more
+            self._clicks_done.pop(message.dedupe_key, None)
         return self.bot_cards.reply_for(task_id)
 
     def ws_card_click(self, task_id: str, message: InboundMessage | None, req_id: str) -> None:
