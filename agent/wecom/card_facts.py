@@ -74,7 +74,8 @@ class CardFacts:
     def audit_click(
         self, message: InboundMessage, card: SentCard | None, before: PendingAction | None, reply: str
     ) -> None:
-        """One audit row for the click: accepted when it moved the action on, else refused with the reply."""
+        """One audit row for the click: accepted when it moved the action on, else refused with the reply
+        (an alert card's button, bound to no action: ran, with the command's reply)."""
         after = self.deps.pending.get(before.id) if before is not None else None
         moved = (
             after is not None
@@ -86,7 +87,9 @@ class CardFacts:
                 at=self.deps.clock(),
                 kind="card_click",
                 actor=message.user,
-                outcome="accepted" if moved else "refused",
+                # a button not bound to an action (an alert card's) ran its typed command; the reply
+                # says how that went
+                outcome="accepted" if moved else ("ran" if card is None and message.text else "refused"),
                 task_id=after.task_id if after else None,
                 tool=after.tool if after else None,
                 reason=self.deps.redactor.text(reply)[:500],

@@ -4,6 +4,7 @@ WeCom sends them (encrypted XML `template_card_event` with a fresh ResponseCode 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,9 +12,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tests.serve.harness import AGENT_ID, Replica, serve_config, wait_until
+from tests.alerts.test_render import ctx
+from tests.conftest import REPO
+from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, Replica, serve_config, wait_until
+from xihe.agent.alerts.notify.wecom_app import WeComAppNotifier
+from xihe.agent.alerts.render import Renderer
 from xihe.agent.core_tables import audit_event
 from xihe.agent.db import make_engine
+from xihe.config.alerts import Channel
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
 from xihe.integrations.wecom.fake_cards import FakeCard
@@ -204,3 +210,35 @@ def test_a_typed_rejection_with_its_reason_shows_on_every_copy_and_a_later_click
     assert [(c.actor, c.outcome) for c in clicks] == [("bob", "accepted"), ("dave", "refused")]
     assert clicks[1].state_before == "rejected" and "rejected" in clicks[1].reason
     assert _effects(tmp_path) == []
+
+
+def test_an_alert_cards_mute_button_runs_maint_for_the_admin_who_taps_it(
+    tmp_path: Path,
+    db_url: str,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    cfg = serve_config(tmp_path / "cfg", fake_wecom)
+    shutil.copy(REPO / "config" / "alerts.yaml", cfg / "alerts.yaml")
+    bot = start_replica(cfg, db_url)
+    channel = Channel(
+        kind="wecom_app", robot_key_env="S", to_users=["dave"], agent_id=AGENT_ID, api_base=fake_wecom.url
+    )
+    text = Renderer().render("instance.md.j2", ctx())  # a P0 run alert, as the pipeline renders it
+    assert WeComAppNotifier({"XIHE_WECOM_CORP_ID": CORP_ID, "S": SECRET}).send(channel, text).ok
+    (card,) = fake_wecom.cards.of_user("dave")
+    _click(
+        bot.app_sender(),
+        fake_wecom,
+        "dave",
+        card,
+        _key(card, "dave", "静音此工作流 30 分钟"),
+        int(time.time()),
+    )
+    (click,) = wait_until(lambda: _clicks(db_url), what="the tap audited")
+    assert (click.actor, click.outcome, click.detail["command"]) == (
+        "dave",
+        "ran",
+        "/maint on 30m workflow:order_sync",
+    )
+    assert "order_sync" in click.reason and wait_until(lambda: fake_wecom.contents("dave")[1:], what="reply")
