@@ -13,6 +13,11 @@ In websocket mode (`aibot.mode: websocket`) the AI bot's messages arrive over th
 under a lease) into the same inbox and workers; answers are `aibot_respond_msg` stream frames and
 late results `aibot_send_msg`.
 
+Action cards: the app's (`xihe.agent.wecom.cards`) are updated in place through the update API; the
+AI bot's (`xihe.agent.wecom.bot_cards`) only by the answer to a click, which `card_reply` gives
+within WeCom's 5 s (HTTP answer, or `aibot_respond_update_msg` over the long connection) once the
+click, run as its typed command by a worker, is handled.
+
 Identity is the verified FromUserName (or the AI bot's from.userid); the gate decides what an
 unknown user may do. Every text leaves through `wecom_markdown.reply`: whoever wrote a reply (xihe,
 the model, a tool's output quoted in it), WeCom gets no link, image, mention, colour or tag from it.
