@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xihe.agent import approvals, pending_view
 from xihe.agent.audit import AuditEvent
-from xihe.agent.cards import card_digest, digest_matches
+from xihe.agent.cards import DIGEST_ARG, card_digest, digest_matches
 from xihe.agent.commands import Command
 from xihe.agent.crashpoint import crash_point
 from xihe.agent.errors import TaskStateError
@@ -126,9 +126,9 @@ def reject(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str
     stale = _by_card(session, msg, cmd)
     if stale is not None:
         return stale
-    return approvals.reject(
-        session.agent, approvals.Approver(who.user, msg.channel), int(cmd.args[0]), reply_lang(session, msg)
-    ).message
+    note = " ".join(a for a in cmd.args[1:] if not a.startswith(DIGEST_ARG))  # `/reject 12 wrong date`
+    approver = approvals.Approver(who.user, msg.channel)
+    return approvals.reject(session.agent, approver, int(cmd.args[0]), reply_lang(session, msg), note).message
 
 
 def cancel(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> str:

@@ -136,8 +136,9 @@ def approve(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en") -
     return ActionResult(True, say(TEXT, "approved_waits", lang, id=action.id, user=action.user_id))
 
 
-def reject(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en") -> ActionResult:
-    """Refuse the action (nothing runs); the task resumes to tell the model, the requester is told."""
+def reject(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en", note: str = "") -> ActionResult:
+    """Refuse the action (nothing runs), recording who and `note` (the reason given); the task resumes
+    to tell the model, the requester is told."""
     deps = agent.deps
     action = deps.pending.get(action_id)
     if action is None:
@@ -154,7 +155,7 @@ def reject(agent: Agent, viewer: Approver, action_id: int, lang: Lang = "en") ->
             tool=action.tool,
         )
         return ActionResult(False, say(TEXT, "not_allowed", lang, reason=decision.text(lang)), 403)
-    if not deps.pending.close(action.id, "rejected", deps.clock()):
+    if not deps.pending.close(action.id, "rejected", deps.clock(), by=viewer.user, note=note[:500]):
         return ActionResult(False, say(TEXT, "closed", lang, id=action.id, status=action.status), 409)
     _audit(agent, viewer, "rejected", action_id, decision.reason, task_id=action.task_id, tool=action.tool)
     requester = agent.lang(deps.tasks.get(action.task_id))

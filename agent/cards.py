@@ -16,6 +16,7 @@ from datetime import datetime
 
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.pending import PendingAction
+from xihe.agent.tasks import Task
 
 KEY_PREFIX = "xihe"
 VERBS = ("confirm", "cancel", "approve", "reject")
@@ -49,10 +50,41 @@ def button_key(verb: str, action: PendingAction) -> str:
     return f"{KEY_PREFIX}:{verb}:{action.id}:{action.args_digest[:DIGEST_CHARS]}"
 
 
+# An alert card's buttons: verb → the chat command a click runs, exactly as if typed (`{ref}`: the
+# run's instance id, or the maintenance scope). Rerun goes through the normal confirm flow (a pending
+# rerun action, like a typed /rerun); mute is the code of /maint. A new button is one line here.
+ALERT_VERBS: dict[str, str] = {
+    "rerun": "/rerun {ref}",
+    "mute": "/maint on 30m {ref}",
+}
+ALERT_KEY = f"{KEY_PREFIX}:alert:"
+
+
+def alert_key(verb: str, ref: str) -> str:
+    """`xihe:alert:<verb>:<ref>`: the key of one alert card button."""
+    if verb not in ALERT_VERBS:
+        raise ValueError(f"unknown alert card verb {verb!r}; one of {', '.join(ALERT_VERBS)}")
+    if not ref or any(c.isspace() for c in ref):
+        raise ValueError(f"alert card {verb} needs a reference without spaces, not {ref!r}")
+    return f"{ALERT_KEY}{verb}:{ref}"
+
+
+def alert_buttons(instance_id: int, workflow: str, lang: Lang = "en") -> tuple[Button, ...]:
+    """The buttons of a P0/P1 alert card about run `instance_id` of `workflow`."""
+    return (
+        Button(say(CARDS, "alert_rerun", lang), alert_key("rerun", str(instance_id))),
+        Button(say(CARDS, "alert_mute", lang), alert_key("mute", f"workflow:{workflow}"), 4),
+    )
+
+
 def command_of_key(key: str) -> str | None:
-    """The typed command a button click stands for (`/confirm 12 digest=<prefix>`), or None for a foreign
-    key. The digest is marked, so it is never mistaken for the words a person types after an id
-    (`/reject 2 驳回`)."""
+    """The typed command a button click stands for (`/confirm 12 digest=<prefix>`, `/rerun 102`), or
+    None for a foreign key. The digest is marked, so it is never mistaken for the words a person
+    types after an id (`/reject 2 驳回`)."""
+    if key.startswith(ALERT_KEY):
+        verb, _, ref = key[len(ALERT_KEY) :].partition(":")
+        ok = verb in ALERT_VERBS and ref and not any(c.isspace() for c in ref)
+        return ALERT_VERBS[verb].format(ref=ref) if ok else None
     parts = key.split(":")
     if len(parts) != 4 or parts[0] != KEY_PREFIX or parts[1] not in VERBS:
         return None
@@ -82,6 +114,14 @@ class RunSeen:
 
     id: int
     ended: str = ""
+
+
+def run_seen(task: Task | None) -> RunSeen | None:
+    """The latest run `task` started, and how it ended as the watcher recorded it (`run SUCCESS`)."""
+    if task is None or not task.runs:
+        return None
+    outcome = task.outcome or ""
+    return RunSeen(task.runs[-1], outcome[len("run ") :] if outcome.startswith("run ") else "")
 
 
 def state_parts(
@@ -115,9 +155,11 @@ def state_parts(
     if action.status == "expired":
         return [say(CARDS, "expired", lang, at=at(action.expires_at))]
     if action.status == "rejected":
-        return [say(CARDS, "rejected", lang)]
+        by = action.closed_by or say(CARDS, "an_approver", lang)
+        key = "rejected_because" if action.close_note else "rejected"
+        return [say(CARDS, key, lang, user=by, reason=action.close_note or "")]
     if action.status == "cancelled":
-        return [say(CARDS, "cancelled", lang, user=action.user_id)]
+        return [say(CARDS, "cancelled", lang, user=action.closed_by or action.user_id)]
     return [action.status]
 
 
@@ -195,7 +237,11 @@ CARDS: Catalog = {
     "run_started": {"en": "run {id} started", "zh": "运行 {id} 已启动"},
     "run_ended": {"en": "run {id} ended {state}", "zh": "运行 {id} 已结束：{state}"},
     "expired": {"en": "expired at {at}; nothing was run", "zh": "已于 {at} 过期，未执行任何操作"},
-    "rejected": {"en": "rejected; nothing was run", "zh": "已被拒绝，未执行任何操作"},
+    "rejected": {"en": "rejected by {user}; nothing was run", "zh": "{user} 已拒绝，未执行任何操作"},
+    "rejected_because": {
+        "en": "rejected by {user}: {reason}; nothing was run",
+        "zh": "{user} 已拒绝：{reason}；未执行任何操作",
+    },
     "cancelled": {"en": "cancelled by {user}; nothing was run", "zh": "{user} 已取消，未执行任何操作"},
     "closed_pending": {"en": "waiting", "zh": "等待中"},
     "closed_confirmed": {"en": "confirmed", "zh": "已确认"},
@@ -203,4 +249,6 @@ CARDS: Catalog = {
     "closed_expired": {"en": "expired", "zh": "已过期"},
     "closed_rejected": {"en": "rejected", "zh": "已拒绝"},
     "closed_cancelled": {"en": "cancelled", "zh": "已取消"},
+    "alert_rerun": {"en": "Rerun failed tasks", "zh": "重跑失败任务"},
+    "alert_mute": {"en": "Mute this workflow 30 min", "zh": "静音此工作流 30 分钟"},
 }

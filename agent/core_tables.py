@@ -118,6 +118,8 @@ pending_action = Table(
     Column("confirmed_at", UTCDateTime),
     Column("approved_by", String(120)),
     Column("approved_at", UTCDateTime),
+    Column("closed_by", String(120)),  # who rejected or cancelled it
+    Column("close_note", Text),  # the reason a rejecter gave ("" or NULL: none)
     Column("expires_at", UTCDateTime, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),

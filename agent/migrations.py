@@ -198,6 +198,11 @@ MIGRATIONS: list[Migration] = [
         _create(ui_session, ui_login_attempt, ui_login_lock),
     ),
     (12, "terminal chats' mail: late messages waiting for their xihe chat", _create(chat_mail)),
+    (
+        13,
+        "pending actions: who rejected or cancelled one, and the reason given",
+        _add_columns(pending_action, "closed_by", "close_note"),
+    ),
     (15, "on-call overrides from chat: who covers whose duty, until when", _create(oncall_override)),
     (16, "dolphinscheduler: which watch followed which instance (read by key)", _watch_instances),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.

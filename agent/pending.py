@@ -41,6 +41,8 @@ class PendingAction:
     approved_at: datetime | None
     expires_at: datetime
     created_at: datetime
+    closed_by: str | None = None  # who rejected or cancelled it
+    close_note: str | None = None  # the rejecter's reason, when one was given
 
     @property
     def released(self) -> bool:
@@ -219,13 +221,15 @@ class PendingStore:
             return False
         return self._transition(action_id, now, where, status="executed")
 
-    def close(self, action_id: int, status: str, now: datetime, *, by: str | None = None) -> bool:
-        """pending/confirmed → cancelled | rejected (expiry goes through `expire`)."""
+    def close(
+        self, action_id: int, status: str, now: datetime, *, by: str | None = None, note: str = ""
+    ) -> bool:
+        """pending/confirmed → cancelled | rejected, recording by whom and why (expiry goes through `expire`)."""
         c = pending_action.c
         where: list[Any] = [c.status.in_(LIVE)]
         if status == "cancelled" and by is not None:
             where.append(c.user_id == by)
-        return self._transition(action_id, now, where, status=status)
+        return self._transition(action_id, now, where, status=status, closed_by=by, close_note=note or None)
 
     def expire_due(self, now: datetime) -> list[PendingAction]:
         """Turn every `expired` action into the visible `expired` state; return them."""

@@ -33,13 +33,31 @@ class Channel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["wecom_robot"] = Field(
+    kind: Literal["wecom_robot", "wecom_app"] = Field(
         default="wecom_robot",
-        description="the notifier that sends this channel's messages (agent/alerts/notify/<kind>.py)",
+        description="the notifier that sends this channel's messages (agent/alerts/notify/<kind>.py): "
+        "wecom_robot (a group robot webhook: text commands only) or wecom_app (the self-built app: "
+        "P0/P1 alerts also carry buttons)",
     )
     robot_key_env: str = Field(
-        description="environment variable holding the robot webhook key, e.g. XIHE_ROBOT_OPS"
+        description="environment variable holding the robot webhook key, e.g. XIHE_ROBOT_OPS "
+        "(wecom_app: the variable holding the app's Secret, e.g. XIHE_WECOM_APP_SECRET)"
     )
+    to_users: list[str] = Field(
+        default_factory=list, description="wecom_app: the members (UserIDs) who get this channel's alerts"
+    )
+    agent_id: int | None = Field(default=None, description="wecom_app: the app's AgentId")
+    corp_id_env: str = Field(
+        default="XIHE_WECOM_CORP_ID", description="wecom_app: environment variable holding the CorpID"
+    )
+    api_base: str = Field(default="https://qyapi.weixin.qq.com", description="wecom_app: the WeCom API")
+
+    @model_validator(mode="after")
+    def _app_fields(self) -> Channel:
+        if self.kind == "wecom_app" and (not self.to_users or self.agent_id is None):
+            raise ValueError("a wecom_app channel needs to_users (UserIDs) and agent_id")
+        return self
+
     rate_limit_per_minute: int = Field(
         default=20, ge=1, le=20, description="messages per minute for this robot (WeCom: 20)"
     )

@@ -98,6 +98,16 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     assert (
         "carol's real token → 429" in out and "on another replica → 200; after POST /ui/logout → 303" in out
     )
+    # one tap instead of typing: a confirmation and an approval by WeCom app cards, every copy updated
+    cards = out.split("=== 8. One tap instead of typing", 1)[1]
+    assert (
+        "alice taps [确认执行]" in cards and "状态: alice 已确认（" in cards and "；已执行 [已执行]" in cards
+    )
+    assert "[card → carol] 审批操作" in cards and "等待 carol、dave 审批 [批准] [拒绝]" in cards
+    for user in ("bob", "carol", "dave"):
+        copy = cards.split(f"[card → {user}]")[-1].split("\n", 1)[0]
+        assert "carol 已批准（" in copy and copy.endswith("已执行 [已执行]"), copy
+    assert "[xihe → dave]" in cards and "DolphinScheduler received 4 starts in all" in cards
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

@@ -25,6 +25,7 @@ from typing import Any
 
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock, utc_now
+from xihe.agent.demo.cards import scene_cards
 from xihe.agent.demo.environment import (
     SIM_STATE,
     Fakes,
@@ -386,6 +387,7 @@ SCENES = (
     scene_crash,
     scene_web,
     scene_audit,
+    scene_cards,
 )
 
 

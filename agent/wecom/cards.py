@@ -11,8 +11,8 @@ WeCom's app updates a card with `message/update_template_card`, each call spendi
 updated, which is logged. After execution a card keeps telling the truth about the DolphinScheduler
 run the action started ("run 102 started", then "run 102 ended SUCCESS" once the watcher saw it end,
 as the task records it); a card's last code is kept for that end. Each card is drawn in the language
-of its recipient's conversation. Only app conversations get cards; the AI bot and the group robot keep the
-text commands (the AI bot's cards are not built yet).
+of its recipient's conversation. This module serves app conversations; the AI bot's cards are
+`xihe.agent.wecom.bot_cards`; the group robot has no callbacks and keeps the text commands.
 """
 
 from __future__ import annotations
@@ -20,17 +20,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
-from xihe.agent.audit import AuditEvent
-from xihe.agent.cards import Card, RunSeen, render, state_text
 from xihe.agent.deps import Deps
-from xihe.agent.errors import TaskStateError, WeComError
+from xihe.agent.errors import WeComError
 from xihe.agent.pending import PendingAction
-from xihe.agent.pending_view import approvers_for, view
-from xihe.agent.tasks import FINISHED, Task
-from xihe.agent.timefmt import show
+from xihe.agent.pending_view import approvers_for
+from xihe.agent.tasks import Task
+from xihe.agent.wecom.card_facts import FINAL, CardFacts
 from xihe.integrations.wecom.app_client import AppClient
 from xihe.integrations.wecom.card_store import CardStore
 from xihe.integrations.wecom.cards import card_task_id, template_card
@@ -39,8 +36,6 @@ from xihe.integrations.wecom.inbound import InboundMessage
 log = logging.getLogger("xihe.wecom")
 
 APP_PREFIX = "wecom:app:"
-FINAL = ("executed", "expired", "rejected", "cancelled")  # the last states a card shows
-CLOSED = ("expired", "rejected", "cancelled")  # nothing ran: nothing more to follow
 
 
 class ActionCards:
@@ -49,49 +44,9 @@ class ActionCards:
     def __init__(self, deps: Deps, client: AppClient, registry: Callable[[], Any]) -> None:
         self.deps = deps
         self.client = client
-        self.registry = registry
+        self.facts = CardFacts(deps, registry)
         self.store = CardStore(deps.engine)
         self._refreshing = threading.Lock()
-
-    def _at(self, value: datetime | None) -> str:
-        return show(value, self.deps.settings.core.timezone, seconds=False) if value else "-"
-
-    def _card(self, action: PendingAction, role: str, conversation: str) -> Card:
-        summary = view(action, self.deps, self.registry()).summary
-        lang = self.deps.lang("", conversation)
-        return render(
-            action, role, summary, approvers_for(action, self.deps), self._at, lang, self._run(action)
-        )
-
-    def _state(self, action: PendingAction) -> str:
-        """The state in English: what a card was last drawn with (compared to see whether it moved on)."""
-        return state_text(action, approvers_for(action, self.deps), self._at, run=self._run(action))[:200]
-
-    def _task(self, action: PendingAction) -> Task | None:
-        try:
-            return self.deps.tasks.get(action.task_id)
-        except TaskStateError:
-            return None
-
-    def _run(self, action: PendingAction) -> RunSeen | None:
-        """The latest run the executed action's task started, and how it ended (`run SUCCESS`)."""
-        task = self._task(action) if action.status == "executed" else None
-        if task is None or not task.runs:
-            return None
-        outcome = task.outcome or ""
-        return RunSeen(task.runs[-1], outcome[len("run ") :] if outcome.startswith("run ") else "")
-
-    def _settled(self, action: PendingAction) -> bool:
-        """Nothing more will change on its cards: closed unrun, or run and its run (if any) ended."""
-        if action.status in CLOSED:
-            return True
-        if action.status != "executed":
-            return False
-        task = self._task(action)
-        if task is None or task.status == "failed":
-            return True
-        run = self._run(action)
-        return task.status in FINISHED and (run is None or bool(run.ended))
 
     # ---- sending -------------------------------------------------------------------------------
 
@@ -114,7 +69,9 @@ class ActionCards:
 
     def _send(self, action: PendingAction, role: str, user: str, conversation: str) -> None:
         task_id = card_task_id(role, action.id, self.store.next_serial())
-        code = self.client.send_card([user], template_card(self._card(action, role, conversation), task_id))
+        code = self.client.send_card(
+            [user], template_card(self.facts.card(action, role, conversation), task_id)
+        )
         self.store.add(
             task_id=task_id,
             channel="app",
@@ -123,7 +80,7 @@ class ActionCards:
             action_id=action.id,
             role=role,
             response_code=code,
-            state=self._state(action),
+            state=self.facts.state(action),
             now=self.deps.clock(),
         )
 
@@ -139,33 +96,7 @@ class ActionCards:
 
     def after_click(self, message: InboundMessage, before: PendingAction | None, reply: str) -> None:
         """Audit the click (accepted when it moved the action on) and update every copy of its cards."""
-        card = self.store.by_task(message.card_task)
-        after = self.deps.pending.get(before.id) if before is not None else None
-        moved = (
-            after is not None
-            and before is not None
-            and (after.status != before.status or after.approved_by != before.approved_by)
-        )
-        self.deps.audit.record(
-            AuditEvent(
-                at=self.deps.clock(),
-                kind="card_click",
-                actor=message.user,
-                outcome="accepted" if moved else "refused",
-                task_id=after.task_id if after else None,
-                tool=after.tool if after else None,
-                reason=self.deps.redactor.text(reply)[:500],
-                state_before=before.status if before else None,
-                state_after=after.status if after else None,
-                detail={
-                    "pending_id": after.id if after else None,
-                    "card": message.card_task,
-                    "command": message.text,
-                    "channel": message.channel,
-                    "role": card.role if card else None,
-                },
-            )
-        )
+        self.facts.audit_click(message, self.store.by_task(message.card_task), before, reply)
         self.refresh()
 
     # ---- keeping cards truthful ----------------------------------------------------------------
@@ -182,11 +113,11 @@ class ActionCards:
     def _refresh(self) -> int:
         updated = 0
         now = self.deps.clock()
-        for card in self.store.unsettled(FINAL):
+        for card in self.store.unsettled(FINAL, "app"):
             action = self.deps.pending.get(card.action_id)
             if action is None or action.released:
                 continue
-            state, settled = self._state(action), self._settled(action)
+            state, settled = self.facts.state(action), self.facts.settled(action)
             if state == card.state:
                 if settled:  # drawn already; nothing more will change
                     self.store.shown(card.task_id, action.status, now)
@@ -200,7 +131,7 @@ class ActionCards:
                 continue
             try:
                 body = template_card(
-                    self._card(action, card.role, card.conversation), card.task_id, update=True
+                    self.facts.card(action, card.role, card.conversation), card.task_id, update=True
                 )
                 self.client.update_card(code, body, users=[card.recipient])
             except WeComError as exc:

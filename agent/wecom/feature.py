@@ -13,6 +13,11 @@ In websocket mode (`aibot.mode: websocket`) the AI bot's messages arrive over th
 under a lease) into the same inbox and workers; answers are `aibot_respond_msg` stream frames and
 late results `aibot_send_msg`.
 
+Action cards: the app's (`xihe.agent.wecom.cards`) are updated in place through the update API; the
+AI bot's (`xihe.agent.wecom.bot_cards`) only by the answer to a click, which `card_reply` gives
+within WeCom's 5 s (HTTP answer, or `aibot_respond_update_msg` over the long connection) once the
+click, run as its typed command by a worker, is handled.
+
 Identity is the verified FromUserName (or the AI bot's from.userid); the gate decides what an
 unknown user may do. Every text leaves through `wecom_markdown.reply`: whoever wrote a reply (xihe,
 the model, a tool's output quoted in it), WeCom gets no link, image, mention, colour or tag from it.
@@ -23,9 +28,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
@@ -36,6 +43,7 @@ from xihe.agent.errors import ConfigErrors, WeComError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, StateKey
 from xihe.agent.hooks import Hooks
 from xihe.agent.session import Session
+from xihe.agent.wecom.bot_cards import BotCards
 from xihe.agent.wecom.cards import ActionCards
 from xihe.agent.wecom_markdown import reply
 from xihe.config.wecom import WECOM_SECTION, AibotSettings, WeComConfig, WeComSettings, resolve_settings
@@ -45,7 +53,7 @@ from xihe.integrations.wecom.inbound import CHANNEL_AIBOT, CHANNEL_APP, InboundM
 from xihe.integrations.wecom.longconn import LongConnection
 from xihe.integrations.wecom.routes import wecom_routes
 from xihe.integrations.wecom.store import SqlMsgIdStore, SqlStreamRegistry
-from xihe.integrations.wecom.ws_frames import send_msg_frame
+from xihe.integrations.wecom.ws_frames import send_card_frame, send_msg_frame, update_card_frame
 from xihe.integrations.wecom.ws_intake import Intake
 from xihe.integrations.wecom.ws_streams import PushingStreams
 
@@ -54,6 +62,9 @@ log = logging.getLogger("xihe.wecom")
 APP_PREFIX = "wecom:app:"
 AIBOT_PREFIX = "wecom:aibot:"
 RESPONSE_URL_TTL = timedelta(hours=1)  # WeCom: a response_url may be used once within an hour
+# how long the answer to an AI-bot card click waits for the click to be handled before it draws the
+# card as it stands: WeCom drops an answer later than 5 s after the event
+CARD_REPLY_SECONDS = 3.0
 
 
 class Gateway(Channel[InboundMessage]):
@@ -104,6 +115,12 @@ class Gateway(Channel[InboundMessage]):
             else None
         )
         self._click_replies: dict[str, str] = {}
+        # the AI bot's action cards; sent over the long connection (`bot_deliver`) or a 1:1 response_url
+        self.bot_deliver: Callable[[dict[str, Any]], None] | None = None
+        self.bot_cards = (
+            BotCards(deps, lambda: session().agent.registry, self._send_bot_card) if settings.aibot else None
+        )
+        self._clicks_done: dict[str, threading.Event] = {}  # AI-bot clicks being handled, by dedupe key
 
     # ---- intake (runs in the request: must be quick) -------------------------------------------
 
@@ -115,6 +132,8 @@ class Gateway(Channel[InboundMessage]):
         """An AI-bot message first binds its stream to the conversation; then it is queued."""
         if message.channel == CHANNEL_AIBOT and message.stream_id:
             self.streams.attach(message.stream_id, message.conversation, message.response_url)
+        if message.channel == CHANNEL_AIBOT and message.card_task:
+            self._clicks_done[message.dedupe_key] = threading.Event()
         super().accept(message)
 
     def on_reject(self, path: str, outcome: Rejected) -> None:
@@ -123,17 +142,64 @@ class Gateway(Channel[InboundMessage]):
         self.deps.metrics.messages.labels(channel, f"rejected_{outcome.status}").inc()
 
     def handle(self, message: InboundMessage) -> None:
-        """A card click runs as its typed command, then is audited and every copy of the card updated;
-        any other message may have moved an action on too (a typed /confirm), so cards are refreshed."""
-        if self.cards is None:
+        """A card click runs as its typed command, then is audited and (app) every copy of the card
+        updated; any other message may have moved an action on too (a typed /confirm), so app cards are
+        refreshed. An AI-bot click's answer (the card's update) waits for this, see `card_reply`."""
+        cards = self.bot_cards if message.channel == CHANNEL_AIBOT else self.cards
+        before = cards.clicked(message) if cards is not None and message.card_task else None
+        try:
             super().handle(message)
-            return
-        before = self.cards.clicked(message) if message.card_task else None
-        super().handle(message)
-        if message.card_task:
-            self.cards.after_click(message, before, self._click_replies.pop(message.dedupe_key, ""))
-        else:
-            self.cards.refresh()
+            if cards is not None and message.card_task:
+                cards.after_click(message, before, self._click_replies.pop(message.dedupe_key, ""))
+            elif self.cards is not None:
+                self.cards.refresh()
+        finally:
+            done = self._clicks_done.pop(message.dedupe_key, None)
+            if done is not None:
+                done.set()
+
+    def card_reply(self, task_id: str, message: InboundMessage | None) -> dict[str, Any] | None:
+        """The answer to an AI-bot card click: once the click was handled (or after CARD_REPLY_SECONDS),
+        the clicked card as its action stands; a repeated delivery (`message` None) gets it at once."""
+        if self.bot_cards is None:
+            return None
+        done = self._clicks_done.get(message.dedupe_key) if message is not None else None
+        if done is not None and not done.wait(CARD_REPLY_SECONDS):
+            log.warning(
+                "card click not handled within %s s; answering with the card as it stands", CARD_REPLY_SECONDS
+            )
+        if message is not None:  # handled later or elsewhere (a reclaim): nobody waits for it any more
+            self._clicks_done.pop(message.dedupe_key, None)
+        return self.bot_cards.reply_for(task_id)
+
+    def ws_card_click(self, task_id: str, message: InboundMessage | None, req_id: str) -> None:
+        """Long connection: answer the click pushed with `req_id` by `aibot_respond_update_msg`, off the
+        connection's reader thread."""
+
+        def answer() -> None:
+            body = self.card_reply(task_id, message)
+            if body is not None and self.bot_deliver is not None:
+                self.bot_deliver(update_card_frame(req_id, body))
+
+        threading.Thread(target=answer, name="wecom-card-reply", daemon=True).start()
+
+    def _send_bot_card(self, conversation: str, chat: str, single: bool, card: dict[str, Any]) -> bool:
+        """An AI-bot card into `chat`: proactive over the long connection; in callback mode only through
+        a 1:1 conversation's unused response_url (WeCom takes a card there for single chats only)."""
+        if self.bot_deliver is not None:
+            self.bot_deliver(send_card_frame(chat, card))
+            return True
+        if self.responder is None or not single:
+            return False
+        url = self.streams.take_response_url(conversation, self.deps.clock(), RESPONSE_URL_TTL)
+        if url is None:
+            return False
+        try:
+            self.responder.send_card(url, card)
+        except WeComError as exc:
+            log.error("wecom bot card failed: %s", exc, extra={"conversation": conversation})
+            return False
+        return True
 
     def answer(self, message: InboundMessage, text: str) -> None:
         """The reply to `message`: app markdown, or the message's stream (response_url when it is gone)."""
@@ -142,6 +208,12 @@ class Gateway(Channel[InboundMessage]):
         if message.channel == CHANNEL_APP:
             self._send_app(message.user, text)
             return
+        if message.card_task and message.response_url and self.responder is not None:
+            try:  # a click has no stream: its own response_url carries the text
+                self.responder.send_markdown(message.response_url, reply(text))
+                return
+            except WeComError as exc:
+                log.error("wecom response_url failed: %s", exc, extra={"conversation": message.conversation})
         if message.stream_id and self.streams.update(
             message.stream_id, reply(text), self.deps.clock(), finish=True
         ):
@@ -245,7 +317,7 @@ def install(ctx: Context) -> Installed:
         senders=senders,
         hooks=Hooks(
             step_listeners=(gateway.on_step,),
-            pause_listeners=(gateway.cards.on_pause,) if gateway.cards is not None else (),
+            pause_listeners=tuple(c.on_pause for c in (gateway.cards, gateway.bot_cards) if c is not None),
         ),
         # reclaim queued messages of dead replicas, at half the lease
         jobs=[Job("wecom_reclaim", reclaim, every)],
@@ -280,7 +352,9 @@ def _long_connection(deps: Deps, gateway: Gateway, bot: AibotSettings) -> tuple[
         ack_text=bot.ack_text,
         welcome_text=bot.welcome_text,
         count=count,
+        on_card_click=gateway.ws_card_click,
     ).on_frame
+    gateway.bot_deliver = conn.deliver
 
     def send_late(conversation: str, text: str) -> None:
         """Progress goes into the open stream; anything else is a proactive aibot_send_msg."""
@@ -311,6 +385,7 @@ def routes(app: Runtime) -> list[BaseRoute]:
             app.deps.clock,
             streams=gateway.streams,
             on_reject=gateway.on_reject,
+            card_reply=gateway.card_reply,
         )
     )
 

@@ -20,6 +20,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xihe.agent import wecom_text
+from xihe.agent.cards import command_of_key
 from xihe.agent.errors import WeComError
 from xihe.agent.redact import excerpt
 from xihe.agent.wecom_markdown import reply
@@ -68,9 +69,32 @@ class _StreamRef(BaseModel):
     id: str = Field("", description="stream id set by our first reply")
 
 
+class _CardEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    card_type: str = Field("", description="the clicked card's type")
+    event_key: str = Field("", description="the clicked button's key")
+    task_id: str = Field("", description="the clicked card's task_id")
+
+
 class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore")
     eventtype: str = Field("", description="enter_chat, template_card_event, feedback_event, ...")
+    template_card_event: _CardEvent | None = Field(None, description="a card click (documented form)")
+    # WeCom's own Node SDK types the click flat under `event`; tolerated, the nested form wins
+    event_key: str = Field("", description="a card click's key (flat form)")
+    task_id: str = Field("", description="a card click's task_id (flat form)")
+
+    def card_click(self) -> tuple[str, str] | None:
+        """(task_id, key) of a `template_card_event`, None for other events."""
+        if self.eventtype != CARD_EVENT:
+            return None
+        nested = self.template_card_event
+        if nested is not None and nested.task_id:
+            return nested.task_id, nested.event_key
+        return self.task_id, self.event_key
+
+
+CARD_EVENT = "template_card_event"
 
 
 class _MixedItem(BaseModel):
@@ -115,8 +139,30 @@ class AibotPayload(BaseModel):
             body = ""
         return _LEADING_MENTION.sub("", body, count=1) if self.chattype == "group" else body
 
+    def card_click(self) -> tuple[str, str] | None:
+        """(task_id, key) when this is a card click."""
+        return self.event.card_click() if self.msgtype == "event" and self.event is not None else None
+
     def inbound(self, user: str, now: datetime, stream_id: str, response_url: str = "") -> InboundMessage:
-        """The channel-neutral message the gateway dispatches (callback and long-connection modes alike)."""
+        """The channel-neutral message the gateway dispatches (callback and long-connection modes alike);
+        a card click is the typed command its button stands for."""
+        click = self.card_click()
+        if click is not None:
+            return InboundMessage(
+                user=user,
+                conversation=f"wecom:aibot:{self.aibotid}:{self.chatid or user}",
+                text=command_of_key(click[1]) or "",
+                msg_id=self.msgid,
+                create_time=self.create_time or int(now.timestamp()),
+                agent_id=self.aibotid,
+                channel=CHANNEL_AIBOT,
+                msg_type="event",
+                event=CARD_EVENT,
+                chat_type=self.chattype,
+                chat_id=self.chatid,
+                response_url=response_url,
+                card_task=click[0],
+            )
         return InboundMessage(
             user=user,
             conversation=f"wecom:aibot:{self.aibotid}:{self.chatid or user}",
@@ -242,6 +288,7 @@ class BotReply:
     message: InboundMessage | None
     reply: dict[str, Any] | None
     note: str = ""
+    card_task: str = ""  # a card click: answer with that card's update (within WeCom's 5 s)
 
 
 def encrypt_reply(crypto: MsgCrypto, reply: Mapping[str, Any], nonce: str, now: datetime) -> dict[str, str]:
@@ -324,6 +371,10 @@ class AibotCallback:
             return Rejected(400, "callback has no from.userid")
         key = f"{CHANNEL_AIBOT}:{payload.msgid}"
         duplicate = self.store.seen(key, now)
+        click = payload.card_click()
+        if click is not None:  # dispatched once; a repeat delivery still gets the card as it stands
+            message = None if duplicate else payload.inbound(user, now, "", payload.response_url)
+            return BotReply(message, None, "duplicate card click" if duplicate else "card click", click[0])
         if payload.msgtype == "event":
             kind = payload.event.eventtype if payload.event else ""
             if kind == "enter_chat" and self.welcome_text and not duplicate:
@@ -371,13 +422,20 @@ class ResponseUrlClient:
 
     def send_markdown(self, response_url: str, content: str) -> dict[str, Any]:
         """One POST of `{"msgtype": "markdown"}` (clipped to 20,480 bytes); raises WeComError on failure."""
+        body = {"msgtype": "markdown", "markdown": {"content": clip_utf8(content, STREAM_MAX_BYTES)}}
+        return self._post(response_url, body)
+
+    def send_card(self, response_url: str, card: dict[str, Any]) -> dict[str, Any]:
+        """One POST of `{"msgtype": "template_card"}` (WeCom takes it only for a 1:1 chat's response_url)."""
+        return self._post(response_url, {"msgtype": "template_card", "template_card": card})
+
+    def _post(self, response_url: str, body: dict[str, Any]) -> dict[str, Any]:
         if not response_url.startswith(self.allowed_prefix):
             raise WeComError(f"response_url {_strip_query(response_url)} is outside {self.allowed_prefix}")
         with self._lock:
             if response_url in self._used:
                 raise WeComError("response_url was already used (it allows one call)")
             self._used.add(response_url)
-        body = {"msgtype": "markdown", "markdown": {"content": clip_utf8(content, STREAM_MAX_BYTES)}}
         try:
             resp = self.session.post(response_url, json=body, timeout=self.timeout)
         except requests.RequestException as exc:

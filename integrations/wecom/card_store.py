@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, insert, select, update
+from sqlalchemy import Engine, and_, delete, insert, select, update
 
 from xihe.agent.wecom_tables import wecom_card
 
@@ -71,6 +71,11 @@ class CardStore:
                 )
             )
 
+    def remove(self, task_id: str) -> None:
+        """Forget a card that could not be sent."""
+        with self.engine.begin() as conn:
+            conn.execute(delete(wecom_card).where(wecom_card.c.task_id == task_id))
+
     def by_task(self, task_id: str) -> SentCard | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(wecom_card).where(wecom_card.c.task_id == task_id)).first()
@@ -112,11 +117,12 @@ class CardStore:
             ).rowcount
         return newest if taken == 1 else None
 
-    def unsettled(self, final: tuple[str, ...]) -> list[SentCard]:
-        """Cards whose shown state is not one of the `final` ones (they may still need an update)."""
+    def unsettled(self, final: tuple[str, ...], channel: str) -> list[SentCard]:
+        """`channel`'s cards whose shown state is not one of the `final` ones (they may need an update)."""
+        c = wecom_card.c
         with self.engine.connect() as conn:
             rows = conn.execute(
-                select(wecom_card).where(wecom_card.c.state.not_in(final)).order_by(wecom_card.c.id)
+                select(wecom_card).where(c.state.not_in(final), c.channel == channel).order_by(c.id)
             )
             return [_card(r) for r in rows]
 

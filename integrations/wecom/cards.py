@@ -5,6 +5,12 @@ the `template_card_event` callback, `message/update_template_card`): `task_id` o
 `[0-9A-Za-z_-@]`, unique per app; at most 6 buttons, each callback button with a unique key of at
 most 1,024 bytes; at most 6 horizontal rows. The fake enforces the same rules (`validate_card`), so
 the client code is tested against them.
+
+The AI bot takes the same card minus the app-only parts (a button has only `text`, `style` and
+`key`: no `type`/`url`) and cannot grey a button out (`replace_text` exists on the app only): a
+closed bot card shows one button saying what became of the action, with a key that stands for no
+command (still clickable, as WeCom's AI-bot documentation leaves it; a click on it is answered with
+the card as it stands).
 """
 
 from __future__ import annotations
@@ -37,10 +43,31 @@ def template_card(card: Card, task_id: str, *, update: bool = False) -> dict[str
     return body
 
 
-def validate_card(card: Any, *, update: bool = False) -> str | None:
-    """Why WeCom would refuse this `template_card` (naming the field), or None when it is valid."""
+def bot_template_card(card: Card, task_id: str) -> dict[str, Any]:
+    """The AI bot's `template_card` of one button card; a closed card's only button says its state."""
+    body = template_card(card, task_id)
+    if card.closed:
+        body["button_list"] = [{"text": card.closed, "style": 4, "key": f"{SHOWN_KEY}{task_id}"}]
+    return body
+
+
+SHOWN_KEY = "xihe:shown:"  # the key of a closed bot card's button: no command
+
+
+def update_reply(card: dict[str, Any]) -> dict[str, Any]:
+    """The AI bot's passive answer to a card click: replace the card for everyone the message reached
+    (no `userids`), keeping the event's `task_id` as WeCom requires."""
+    return {"response_type": "update_template_card", "template_card": card}
+
+
+def validate_card(card: Any, *, update: bool = False, bot: bool = False) -> str | None:
+    """Why WeCom would refuse this `template_card` (naming the field), or None when it is valid;
+    `bot`: the AI bot's flavour (no url buttons)."""
     if not isinstance(card, dict):
         return "template_card must be an object"
+    buttons = card.get("button_list") or []
+    if bot and any(isinstance(b, dict) and ("type" in b or "url" in b) for b in buttons):
+        return "button_list.type and button_list.url are not supported by the AI bot"
     kind = card.get("card_type")
     if kind not in CARD_TYPES:
         return f"template_card.card_type {kind!r} is invalid"

@@ -26,6 +26,7 @@ import requests
 from xihe.agent.clock import Clock, utc_now
 from xihe.integrations.fakes.loopback import LoopbackServer, Request, Response
 from xihe.integrations.wecom.crypto import MsgCrypto
+from xihe.integrations.wecom.fake_bot_cards import FakeBotCards
 from xihe.integrations.wecom.fake_cards import FakeCards
 
 APP_CONTENT_MAX_BYTES = 2048
@@ -33,6 +34,10 @@ AIBOT_CONTENT_MAX_BYTES = 20480
 # WeCom does not document the errcode for a reused or unknown response_code; the fake picks this.
 RESPONSE_CODE_INVALID = 93020
 OAUTH_CODE_TTL = timedelta(minutes=5)
+
+
+def _ok() -> Response:
+    return Response.of_json({"errcode": 0, "errmsg": "ok"})
 
 
 def _err(errcode: int, errmsg: str) -> Response:
@@ -67,6 +72,8 @@ class FakeWeCom:
         self.responses: list[dict[str, Any]] = []
         self.cards = FakeCards(clock)
         self.response_codes: dict[str, bool] = {}
+        self.bot_cards = FakeBotCards()  # cards the AI bot posted to a 1:1 response_url
+        self.response_chats: dict[str, str] = {}  # response code → the 1:1 chat it answers ("" = group)
         self.oauth_codes: dict[str, tuple[str, bool, datetime]] = {}  # code → (user, member, expires)
         self.gettoken_calls = 0
         self.send_calls = 0
@@ -109,11 +116,13 @@ class FakeWeCom:
         with self._lock:
             self.tokens.clear()
 
-    def new_response_url(self) -> str:
-        """A fresh one-shot response_url pointing at this fake."""
+    def new_response_url(self, single_user: str = "") -> str:
+        """A fresh one-shot response_url pointing at this fake; `single_user`: it answers a 1:1 chat
+        with that user (only then may it carry a template_card)."""
         code = secrets.token_hex(8)
         with self._lock:
             self.response_codes[code] = False
+            self.response_chats[code] = single_user
         return f"{self.url}/cgi-bin/aibot/response?response_code={code}"
 
     def oauth_code(self, user: str, *, member: bool = True) -> str:
@@ -263,6 +272,12 @@ class FakeWeCom:
                 return _err(RESPONSE_CODE_INVALID, "response_code invalid or used")
             self.response_codes[code] = True
         body = req.json()
+        if body.get("msgtype") == "template_card":  # WeCom: only when the callback was a 1:1 chat
+            chat = self.response_chats.get(code, "")
+            errcode, errmsg = self.bot_cards.send(chat, body.get("template_card")) if chat else (40008, "")
+            return _err(errcode, errmsg or "template_card only answers a single chat") if errcode else _ok()
+        if body.get("msgtype") != "markdown":
+            return _err(40008, "invalid message type")
         content = (body.get("markdown") or {}).get("content", "")
         if len(content.encode("utf-8")) > AIBOT_CONTENT_MAX_BYTES:
             return _err(40058, "markdown.content exceed max length 20480")

@@ -8,6 +8,12 @@ and answered like WeCom does. A respond frame on a req_id the fake never pushed 
 (invalid req_id). A second subscription of the same bot kicks the first connection with an
 `aibot_event_callback` carrying `disconnected_event`; `drop()` cuts the connection without a close
 handshake, as a network failure would.
+
+Cards (`FakeBotCards`, the rules of the AI bot's template cards): an `aibot_send_msg` carrying a
+`template_card` is validated and recorded; `push_card_click` pushes a click as an
+`aibot_event_callback`; its only answer is one `aibot_respond_update_msg` on that req_id within 5 s
+(a late or second answer is refused, the codes fake-defined), and any other respond command on a
+click's req_id gets 846605 (a card-click req_id accepts only the update, as implementers report).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import Server, ServerConnection, serve
+
+from xihe.integrations.wecom.fake_bot_cards import FakeBotCards
 
 RESPOND_CMDS = ("aibot_respond_msg", "aibot_respond_welcome_msg", "aibot_respond_update_msg")
 ERR_AUTH = 40001
@@ -52,6 +60,9 @@ class FakeWeComWS:
         self.kicked: list[int] = []  # session numbers kicked by a newer connection
         self.pushed_req_ids: set[str] = set()
         self.answer_pings = True
+        self.bot_cards = FakeBotCards()
+        self.card_events: dict[str, str] = {}  # req_id of a pushed click → its msgid
+        self.answers: list[dict[str, Any]] = []  # what the fake answered to the bot's frames
         self._cond = threading.Condition()
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
@@ -83,6 +94,10 @@ class FakeWeComWS:
     # ---- the server side ----------------------------------------------------------------------
 
     def _send(self, ws: ServerConnection, frame: dict[str, Any]) -> None:
+        if "cmd" not in frame:  # an answer to one of the bot's frames
+            with self._cond:
+                self.answers.append(frame)
+                self._cond.notify_all()
         ws.send(json.dumps(frame, ensure_ascii=False))
 
     def _handle(self, ws: ServerConnection) -> None:
@@ -154,12 +169,21 @@ class FakeWeComWS:
             if self.answer_pings:
                 self._send(session.ws, {"headers": {"req_id": req_id}, "errcode": 0, "errmsg": "ok"})
             return
+        errcode, errmsg = self._check(cmd, req_id, frame.get("body") or {})
+        self._send(session.ws, {"headers": {"req_id": req_id}, "errcode": errcode, "errmsg": errmsg})
+
+    def _check(self, cmd: Any, req_id: str, body: dict[str, Any]) -> tuple[int, str]:
+        """WeCom's answer to one frame of ours: (errcode, errmsg)."""
         if cmd in RESPOND_CMDS and req_id not in self.pushed_req_ids:
-            self._send(
-                session.ws, {"headers": {"req_id": req_id}, "errcode": ERR_REQ_ID, "errmsg": "invalid req_id"}
-            )
-            return
-        self._send(session.ws, {"headers": {"req_id": req_id}, "errcode": 0, "errmsg": "ok"})
+            return ERR_REQ_ID, "invalid req_id"
+        click = self.card_events.get(req_id)
+        if cmd == "aibot_respond_update_msg":
+            return (ERR_REQ_ID, "invalid req_id") if click is None else self.bot_cards.answer(click, body)
+        if cmd in RESPOND_CMDS and click is not None:
+            return ERR_REQ_ID, "invalid req_id"  # a card click's req_id takes only the card update
+        if cmd == "aibot_send_msg" and body.get("msgtype") == "template_card":
+            return self.bot_cards.send(str(body.get("chatid") or ""), body.get("template_card"))
+        return 0, "ok"
 
     # ---- what tests call ----------------------------------------------------------------------
 
@@ -222,6 +246,26 @@ class FakeWeComWS:
         if chatid:
             body["chatid"] = chatid
         return self.push("aibot_msg_callback", body)
+
+    def push_card_click(self, user: str, task_id: str, key: str, *, any_key: bool = False) -> str:
+        """Push `user`'s click on button `key` of card `task_id`, as WeCom does; the req_id."""
+        payload = self.bot_cards.click(user, task_id, key, aibotid=next(iter(self.bots), ""), any_key=any_key)
+        return self._push_click(payload)
+
+    def push_click_again(self, req_id: str) -> str:
+        """The identical click event delivered again (same msgid), on a new req_id."""
+        return self._push_click(self.bot_cards.replay(self.card_events[req_id]))
+
+    def _push_click(self, payload: dict[str, Any]) -> str:
+        req_id = f"evt_{secrets.token_hex(8)}"
+        with self._cond:
+            self.card_events[req_id] = payload["msgid"]
+        return self.push("aibot_event_callback", payload, req_id)
+
+    def update_answer(self, req_id: str) -> dict[str, Any] | None:
+        """WeCom's answer to our `aibot_respond_update_msg` on `req_id` (None while there is none)."""
+        with self._cond:
+            return next((a for a in self.answers if a["headers"].get("req_id") == req_id), None)
 
     def replies(self, req_id: str) -> list[dict[str, Any]]:
         """The stream bodies the bot sent for `req_id`, in order."""

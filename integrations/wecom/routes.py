@@ -3,7 +3,9 @@
 A POST is verified, decrypted and de-duplicated in a worker thread (so a flood of bad requests
 does not stall the event loop), handed to `dispatch`, and acknowledged at once with an empty 200;
 `dispatch` must only enqueue (the channel runs the work in the background). A rejection answers its
-status and reason and dispatches nothing.
+status and reason and dispatches nothing. An AI-bot card click is the exception to "at once": its
+answer is the card's update (WeCom's only way to update an AI-bot card), given by `card_reply`
+within WeCom's 5 s.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from xihe.integrations.wecom.inbound import Accepted, Duplicate, Echo, InboundMe
 log = logging.getLogger("xihe.wecom")
 
 Dispatch = Callable[[InboundMessage], Any]
+# the AI bot's answer to a card click (task_id, the new click or None for a repeat delivery): the
+# passive `update_template_card` body, or None for no change; it must come back within WeCom's 5 s
+CardReply = Callable[[str, "InboundMessage | None"], "dict[str, Any] | None"]
 OnReject = Callable[[str, Rejected], None]
 
 
@@ -73,6 +78,7 @@ def wecom_routes(
     *,
     streams: Streams | None = None,
     on_reject: OnReject | None = None,
+    card_reply: CardReply | None = None,
 ) -> list[Route]:
     """The callback routes enabled in `settings`; `dispatch(InboundMessage)` receives each new message."""
     routes: list[Route] = []
@@ -164,6 +170,10 @@ def wecom_routes(
                     msgid_store.forget(outcome.message.dedupe_key)
                     log.exception("wecom aibot dispatch failed", extra={"key": outcome.message.dedupe_key})
                     return PlainTextResponse("dispatch failed", status_code=500)
+            if outcome.card_task and card_reply is not None:
+                update = await run_in_threadpool(card_reply, outcome.card_task, outcome.message)
+                if update is not None:
+                    return JSONResponse(encrypt_reply(bot_crypto, update, query["nonce"], clock()))
             if outcome.reply is None:
                 return Response(status_code=200)
             return JSONResponse(encrypt_reply(bot_crypto, outcome.reply, query["nonce"], now))

@@ -81,3 +81,15 @@ def parse_frame(raw: str | bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def send_card_frame(chatid: str, card: dict[str, Any]) -> dict[str, Any]:
+    """`aibot_send_msg`: a proactive template card to a chat (group chatid, or userid for 1:1)."""
+    return make_frame(
+        SEND, new_req_id(SEND), {"chatid": chatid, "msgtype": "template_card", "template_card": card}
+    )
+
+
+def update_card_frame(req_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """`aibot_respond_update_msg`: the answer to the card click pushed with `req_id` (within 5 s)."""
+    return make_frame(RESPOND_UPDATE, req_id, body)

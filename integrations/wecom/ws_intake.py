@@ -2,7 +2,8 @@
 
 A message is de-duplicated by msgid in the durable inbox (across replicas), gets its answer stream
 (acknowledged at once when an ack text is set) and is handed to `accept`; an `enter_chat` event is
-answered with the welcome text. The kick (`disconnected_event`) never gets here: the connection
+answered with the welcome text; a card click is queued like a message (no stream: its answer is
+the card's update, `aibot_respond_update_msg` within 5 s, which `on_card_click` sends). The kick (`disconnected_event`) never gets here: the connection
 handles it.
 """
 
@@ -39,6 +40,7 @@ class Intake:
         ack_text: str = "",
         welcome_text: str = "",
         count: Callable[[str], None] = lambda outcome: None,
+        on_card_click: Callable[[str, InboundMessage | None, str], None] | None = None,
     ) -> None:
         self.inbox = inbox
         self.streams = streams
@@ -48,6 +50,7 @@ class Intake:
         self.ack_text = reply(ack_text)  # YAML text, shown as WeCom markdown
         self.welcome_text = wecom_text.text(welcome_text)  # a WeCom text message
         self.count = count
+        self.on_card_click = on_card_click  # (task_id, the click or None when repeated, req_id)
 
     def on_frame(self, frame: dict[str, Any]) -> None:
         """One `aibot_msg_callback` or `aibot_event_callback` (not the kick, which the connection handles)."""
@@ -69,9 +72,18 @@ class Intake:
             return
         now = self.clock()
         key = f"{CHANNEL_AIBOT}:{payload.msgid}"
+        click = payload.card_click()
         if self.inbox.seen(key, now):
             log.info("long connection: msgid seen before, not handled again", extra={"key": key})
             self.count("duplicate")
+            if click is not None and self.on_card_click is not None:
+                self.on_card_click(click[0], None, req_id)  # answered with the card as it stands
+            return
+        if click is not None and self.on_card_click is not None:
+            message = payload.inbound(user, now, "")
+            self._accept(key, message)
+            self.on_card_click(click[0], message, req_id)
+            self.count("card_click")
             return
         if payload.msgtype == "event":
             kind = payload.event.eventtype if payload.event else ""
@@ -83,7 +95,9 @@ class Intake:
         stream = self.streams.open_ws(payload.msgid, req_id, now, self.ack_text)
         if self.ack_text:
             self.deliver(respond_frame(req_id, stream.id, stream.content, False))
-        message = payload.inbound(user, now, stream.id)
+        self._accept(key, payload.inbound(user, now, stream.id))
+
+    def _accept(self, key: str, message: InboundMessage) -> None:
         try:
             self.accept(message)
         except Exception:

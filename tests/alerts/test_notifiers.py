@@ -100,4 +100,4 @@ def test_a_channel_kind_without_a_notifier_is_refused_at_construction():
 def test_every_shipped_kind_has_a_notifier_module():
     kinds = set(Channel.model_fields["kind"].annotation.__args__)  # type: ignore[union-attr]
     assert set(channel_notifiers(config(), ENV)) == kinds
-    assert kind_markups() == {"wecom_robot": "wecom_markdown"}
+    assert kind_markups() == {"wecom_robot": "wecom_markdown", "wecom_app": "wecom_markdown"}

@@ -4,6 +4,7 @@ WeCom sends them (encrypted XML `template_card_event` with a fresh ResponseCode 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,9 +12,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tests.serve.harness import AGENT_ID, Replica, serve_config, wait_until
+from tests.alerts.test_render import ctx
+from tests.conftest import REPO
+from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, Replica, serve_config, wait_until
+from xihe.agent.alerts.notify.wecom_app import WeComAppNotifier
+from xihe.agent.alerts.render import Renderer
 from xihe.agent.core_tables import audit_event
 from xihe.agent.db import make_engine
+from xihe.config.alerts import Channel
 from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
 from xihe.integrations.wecom.fake_cards import FakeCard
@@ -115,6 +121,19 @@ def _encrypt_of(body: bytes) -> str:
     return text.split("<Encrypt><![CDATA[", 1)[1].split("]]>", 1)[0]
 
 
+def _prod_write_confirmed(
+    tmp_path: Path, db_url: str, fake: FakeWeCom, start_replica: Callable[..., Replica], llm_url: str
+) -> tuple[CallbackSender, int, FakeCard, FakeCard, FakeCard]:
+    """bob asks for a production write and confirms it by click: (sender, now, bob's, carol's, dave's card)."""
+    bot = start_replica(serve_config(tmp_path / "cfg", fake, llm_url=llm_url), db_url)
+    sender = bot.app_sender()
+    assert sender.post_app_text("bob", "note the prod window", 1, AGENT_ID).status_code == 200
+    mine = _card(fake, "bob")
+    now = int(time.time())
+    _click(sender, fake, "bob", mine, _key(mine, "bob", "Confirm"), now)
+    return sender, now, mine, _card(fake, "carol"), _card(fake, "dave")
+
+
 def test_production_write_approved_by_a_second_users_click(
     tmp_path: Path,
     db_url: str,
@@ -123,13 +142,9 @@ def test_production_write_approved_by_a_second_users_click(
     start_replica: Callable[..., Replica],
 ) -> None:
     llm.add(call("write_note", note="prod window", environment="prod"), say("Note written on prod."))
-    bot = start_replica(serve_config(tmp_path / "cfg", fake_wecom, llm_url=llm.base_url), db_url)
-    sender = bot.app_sender()
-    assert sender.post_app_text("bob", "note the prod window", 1, AGENT_ID).status_code == 200
-    mine = _card(fake_wecom, "bob")
-    now = int(time.time())
-    _click(sender, fake_wecom, "bob", mine, _key(mine, "bob", "Confirm"), now)
-    carol, dave = _card(fake_wecom, "carol"), _card(fake_wecom, "dave")
+    sender, now, mine, carol, dave = _prod_write_confirmed(
+        tmp_path, db_url, fake_wecom, start_replica, llm.base_url
+    )
     wait_until(
         lambda: "waiting for approval by carol, dave" in _state(mine, "bob"), what="requester card waits"
     )
@@ -172,3 +187,58 @@ def test_a_crash_between_click_and_execution_resumes_exactly_once(
     wait_until(lambda: _effects(tmp_path), what="the note written after the restart")
     wait_until(lambda: "executed" in _state(card, "alice"), what="the card shows executed")
     assert len(_effects(tmp_path)) == 1
+
+
+def test_a_typed_rejection_with_its_reason_shows_on_every_copy_and_a_later_click_runs_nothing(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    llm.add(call("write_note", note="prod window", environment="prod"), say("Not written."))
+    sender, now, mine, carol, dave = _prod_write_confirmed(
+        tmp_path, db_url, fake_wecom, start_replica, llm.base_url
+    )
+    assert sender.post_app_text("carol", "/reject 1 wrong business date", 2, AGENT_ID).status_code == 200
+    said = "rejected by carol: wrong business date; nothing was run"
+    for card, user in ((mine, "bob"), (carol, "carol"), (dave, "dave")):  # typed, and every copy says it
+        wait_until(lambda c=card, u=user: _state(c, u) == said, what=f"{user}'s card rejected")
+        assert card.copies[user]["replace_text"] == "rejected"
+    _click(sender, fake_wecom, "dave", dave, _key(dave, "dave", "Approve"), now + 1)  # too late
+    clicks = wait_until(lambda: len(_clicks(db_url)) == 2 and _clicks(db_url), what="two clicks audited")
+    assert [(c.actor, c.outcome) for c in clicks] == [("bob", "accepted"), ("dave", "refused")]
+    assert clicks[1].state_before == "rejected" and "rejected" in clicks[1].reason
+    assert _effects(tmp_path) == []
+
+
+def test_an_alert_cards_mute_button_runs_maint_for_the_admin_who_taps_it(
+    tmp_path: Path,
+    db_url: str,
+    fake_wecom: FakeWeCom,
+    start_replica: Callable[..., Replica],
+) -> None:
+    cfg = serve_config(tmp_path / "cfg", fake_wecom)
+    shutil.copy(REPO / "config" / "alerts.yaml", cfg / "alerts.yaml")
+    bot = start_replica(cfg, db_url)
+    channel = Channel(
+        kind="wecom_app", robot_key_env="S", to_users=["dave"], agent_id=AGENT_ID, api_base=fake_wecom.url
+    )
+    text = Renderer().render("instance.md.j2", ctx())  # a P0 run alert, as the pipeline renders it
+    assert WeComAppNotifier({"XIHE_WECOM_CORP_ID": CORP_ID, "S": SECRET}).send(channel, text).ok
+    (card,) = fake_wecom.cards.of_user("dave")
+    _click(
+        bot.app_sender(),
+        fake_wecom,
+        "dave",
+        card,
+        _key(card, "dave", "静音此工作流 30 分钟"),
+        int(time.time()),
+    )
+    (click,) = wait_until(lambda: _clicks(db_url), what="the tap audited")
+    assert (click.actor, click.outcome, click.detail["command"]) == (
+        "dave",
+        "ran",
+        "/maint on 30m workflow:order_sync",
+    )
+    assert "order_sync" in click.reason and wait_until(lambda: fake_wecom.contents("dave")[1:], what="reply")

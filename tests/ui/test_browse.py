@@ -142,3 +142,21 @@ def test_run_page_links_task_and_run_both_ways(ui_bot: MakeUiBot) -> None:
     assert f'href="/ui/tasks/{t.id}"' in looked and "/rerun 4242" in run
     assert bot.login("alice").get("/ui/runs/4242").status_code == 200  # her own run
     assert bot.login("bob").get("/ui/runs/4242").status_code == 403  # not his
+
+
+def test_pending_pages_say_what_the_cards_say_to_the_end(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    rejected = bot.seed_prod_write(user="bob", note="a")
+    c = bot.login("dave")
+    state = c.get("/ui/pending").text.split(f'id="pending-{rejected}"')[1].split('class="state">')[1]
+    assert state.startswith("confirmed by bob at ") and "waiting for approval by carol, dave" in state
+    bot.ask("carol", f"/reject {rejected} wrong business date")
+    page = c.get(f"/ui/pending/{rejected}").text
+    assert '<dd class="state">rejected by carol: wrong business date; nothing was run</dd>' in page
+    assert f'id="pending-{rejected}"' not in c.get("/ui/pending").text  # the list shows what waits
+    approved = bot.seed_prod_write(user="bob", note="b")
+    bot.ask("carol", f"/approve {approved}")
+    state = c.get(f"/ui/pending/{approved}").text.split('class="state">')[1].split("</dd>")[0]
+    assert "approved by carol at " in state and state.endswith("; executed")
+    assert bot.login("alice").get(f"/ui/pending/{approved}").status_code == 404  # bob's, not alice's
+    assert c.get("/ui/pending/999").status_code == 404

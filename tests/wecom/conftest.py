@@ -12,13 +12,20 @@ from typing import Any
 
 import pytest
 import uvicorn
+import yaml
 from starlette.applications import Starlette
 
+from tests.conftest import REPO, write_config
+from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
+from xihe.agent.wecom import feature as wecom_feature
 from xihe.config.wecom import AibotSettings, WeComSettings
+from xihe.integrations.fakes.llm_server import ScriptedLLM
 from xihe.integrations.wecom.aibot import StreamRegistry
 from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
+from xihe.integrations.wecom.fake_ws import FakeWeComWS
 from xihe.integrations.wecom.inbound import InboundMessage, InMemoryMsgIdStore, Rejected
+from xihe.integrations.wecom.longconn import LongConnection
 from xihe.integrations.wecom.routes import wecom_routes
 
 # a verbatim copy of reference/wecom_crypto_vectors.json, so the tests run anywhere
@@ -165,3 +172,71 @@ def fake_wecom(clock: FakeClock) -> Iterator[FakeWeCom]:
     with FakeWeCom(clock) as fake:
         fake.add_app(CORP_ID, "app-secret-value", AGENT_ID)
         yield fake
+
+
+# ---- the AI bot's long connection: a real bot against the WebSocket fake ------------------------
+
+BOT_ID = "bot1"
+BOT_SECRET = "bot-secret-0123456789"
+
+
+@pytest.fixture
+def fake_ws() -> Iterator[FakeWeComWS]:
+    with FakeWeComWS({BOT_ID: BOT_SECRET}) as fake:
+        yield fake
+
+
+Start = Callable[..., App]
+
+
+@pytest.fixture
+def start_bot(
+    tmp_path: Path,
+    db_url: str,
+    llm: ScriptedLLM,
+    clock: FakeClock,
+    fake_ws: FakeWeComWS,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Start]:
+    """Build a bot in websocket mode and start its long connection (the feature's startup hook)."""
+    started: list[App] = []
+    monkeypatch.setenv("XIHE_WECOM_AIBOT_ID", BOT_ID)
+
+    def start(
+        name: str = "r1", *, secret: str = BOT_SECRET, heartbeat: float = 0.5, backoff_max: float = 60
+    ) -> App:
+        monkeypatch.setenv("XIHE_WECOM_AIBOT_SECRET", secret)
+        cfg_dir = write_config(tmp_path / f"cfg-{name}", llm_url=llm.base_url)
+        cfg = yaml.safe_load((REPO / "config" / "wecom.yaml").read_text())
+        cfg.update(enabled=False, progress_interval_seconds=0, workers=2)
+        cfg["aibot"].update(enabled=True, mode="websocket", ack_text="收到")
+        cfg["aibot"]["long_connection"].update(
+            url=fake_ws.url,
+            heartbeat_seconds=heartbeat,
+            lease_seconds=30,
+            standby_poll_seconds=5,
+            backoff_initial_seconds=1,
+            backoff_max_seconds=backoff_max,
+        )
+        (cfg_dir / "wecom.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+        app = build_app(cfg_dir, clock=clock, database_url=db_url, holder=name)
+        conn = longconn(app)
+        never = threading.Event()
+        # back-off and standby waits are recorded, not waited out: only a short pause between polls
+        conn.sleep = lambda seconds: never.wait(0.01)
+        wecom_feature.startup(app)
+        started.append(app)
+        return app
+
+    yield start
+    for app in started:
+        wecom_feature.shutdown(app)
+        app.deps.engine.dispose()
+
+
+def longconn(app: App) -> LongConnection:
+    wecom = app.get(wecom_feature.CHANNEL)
+    assert wecom is not None
+    conn = wecom.conn
+    assert isinstance(conn, LongConnection)
+    return conn

@@ -10,6 +10,7 @@ from tenacity import wait_none
 
 from tests.wecom.conftest import AGENT_ID, CORP_ID
 from xihe.agent.clock import FakeClock
+from xihe.agent.scheduler import expire_confirmations
 from xihe.agent.tasks import TaskStatus
 from xihe.agent.wecom.cards import ActionCards
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
@@ -22,9 +23,10 @@ def _state(copy: dict[str, Any]) -> str:
     return {r["keyname"]: r["value"] for r in copy["horizontal_content_list"]}["State"]
 
 
-def test_the_card_says_run_started_then_how_it_ended(
+def _waiting_card(
     make_app: Any, fake_wecom: FakeWeCom, clock: FakeClock
-) -> None:
+) -> tuple[Any, ActionCards, Any, Any]:
+    """An app with its action cards, and a task waiting on action 1 whose card went out."""
     app = make_app()
     deps = app.deps
     client = AppClient(
@@ -55,6 +57,14 @@ def test_the_card_says_run_started_then_how_it_ended(
         expires_at=now + timedelta(minutes=30),
     )
     cards.on_pause(task, action.id)
+    return app, cards, task, action
+
+
+def test_the_card_says_run_started_then_how_it_ended(
+    make_app: Any, fake_wecom: FakeWeCom, clock: FakeClock
+) -> None:
+    app, cards, task, action = _waiting_card(make_app, fake_wecom, clock)
+    deps, now = app.deps, clock()
     (sent,) = fake_wecom.cards.of_user("alice")
     assert _state(sent.copies["alice"]) == "waiting for alice's confirmation"
     cards.store.fresh_code(sent.task_id, fake_wecom.cards.click_code(sent.task_id), now)  # a click's code
@@ -72,3 +82,16 @@ def test_the_card_says_run_started_then_how_it_ended(
     assert cards.refresh() == 1
     assert _state(sent.copies["alice"]).endswith("; executed; run 102 ended SUCCESS")
     assert cards.refresh() == 0 and cards.store.by_task(sent.task_id).state == "executed"  # settled
+
+
+def test_an_expired_actions_card_says_so_after_the_next_sweep(
+    make_app: Any, fake_wecom: FakeWeCom, clock: FakeClock
+) -> None:
+    app, cards, _, action = _waiting_card(make_app, fake_wecom, clock)
+    (sent,) = fake_wecom.cards.of_user("alice")
+    clock.advance(minutes=31)
+    expire_confirmations(app)  # the scheduler's sweep, then the channel's refresh job
+    assert cards.refresh() == 1
+    assert _state(sent.copies["alice"]).startswith("expired at ")
+    assert sent.copies["alice"]["replace_text"] == "expired"
+    assert app.deps.pending.get(action.id).status == "expired"

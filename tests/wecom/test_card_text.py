@@ -67,7 +67,11 @@ def test_english_states_from_waiting_to_each_end() -> None:
     confirmed = replace(ACTION, status="confirmed", confirmed_at=T0)
     assert state_text(confirmed, ("bob",), at) == "confirmed by alice at 09:00; waiting for approval by bob"
     assert state_text(replace(ACTION, status="expired"), (), at) == "expired at 10:00; nothing was run"
-    assert state_text(replace(ACTION, status="rejected"), (), at) == "rejected; nothing was run"
+    rejected = replace(ACTION, status="rejected", closed_by="bob")
+    assert state_text(rejected, (), at) == "rejected by bob; nothing was run"
+    because = replace(rejected, close_note="wrong business date")
+    assert state_text(because, (), at) == "rejected by bob: wrong business date; nothing was run"
+    assert state_text(because, (), at, "zh") == "bob 已拒绝：wrong business date；未执行任何操作"
     assert state_text(replace(ACTION, status="cancelled"), (), at) == "cancelled by alice; nothing was run"
     assert state_text(replace(ACTION, status="cancelled"), (), at, "zh") == "alice 已取消，未执行任何操作"
 

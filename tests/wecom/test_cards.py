@@ -6,7 +6,7 @@ import pytest
 from tenacity import wait_none
 
 from tests.wecom.conftest import AGENT_ID, CORP_ID
-from xihe.agent.cards import Button, Card, command_of_key
+from xihe.agent.cards import Button, Card, alert_buttons, alert_key, command_of_key
 from xihe.agent.clock import FakeClock
 from xihe.agent.errors import WeComError
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
@@ -72,3 +72,14 @@ def test_a_button_key_stands_for_its_typed_command() -> None:
     assert command_of_key("xihe:approve:12:ab12cd34") == "/approve 12 digest=ab12cd34"
     for foreign in ("ack:alert-1", "xihe:sh:3:ab", "xihe:confirm:x:ab12", "xihe:confirm:3:a b"):
         assert command_of_key(foreign) is None
+
+
+def test_alert_card_buttons_stand_for_the_typed_rerun_and_maint() -> None:
+    rerun, mute = alert_buttons(102, "payment_reconcile", "zh")
+    assert (rerun.text, mute.text) == ("重跑失败任务", "静音此工作流 30 分钟")
+    assert command_of_key(rerun.key) == "/rerun 102"
+    assert command_of_key(mute.key) == "/maint on 30m workflow:payment_reconcile"
+    for foreign in ("xihe:alert:drop:102", "xihe:alert:rerun:", "xihe:alert:rerun:1 2"):
+        assert command_of_key(foreign) is None
+    with pytest.raises(ValueError, match="unknown alert card verb"):
+        alert_key("ack", "102")  # issue 29 adds `"ack": "/ack {ref}"` to ALERT_VERBS

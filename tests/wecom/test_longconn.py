@@ -7,15 +7,14 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.conftest import REPO, write_config
-from xihe.agent.app import App, build_app
+from tests.wecom.conftest import BOT_ID, BOT_SECRET, Start, longconn
+from xihe.agent.app import App
 from xihe.agent.clock import FakeClock
 from xihe.agent.errors import ConfigErrors
 from xihe.agent.wecom import feature as wecom_feature
@@ -25,15 +24,6 @@ from xihe.integrations.wecom.fake_ws import FakeWeComWS
 from xihe.integrations.wecom.longconn import LongConnection
 from xihe.integrations.wecom.ws_frames import stream_id_for
 from xihe.integrations.wecom.ws_store import WsLease
-
-BOT_ID = "bot1"
-BOT_SECRET = "bot-secret-0123456789"
-
-
-@pytest.fixture
-def fake_ws() -> Iterator[FakeWeComWS]:
-    with FakeWeComWS({BOT_ID: BOT_SECRET}) as fake:
-        yield fake
 
 
 def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
@@ -47,62 +37,6 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         idle.wait(0.01)
-
-
-Start = Callable[..., App]
-
-
-@pytest.fixture
-def start_bot(
-    tmp_path: Path,
-    db_url: str,
-    llm: ScriptedLLM,
-    clock: FakeClock,
-    fake_ws: FakeWeComWS,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Start]:
-    """Build a bot in websocket mode and start its long connection (the feature's startup hook)."""
-    started: list[App] = []
-    monkeypatch.setenv("XIHE_WECOM_AIBOT_ID", BOT_ID)
-
-    def start(
-        name: str = "r1", *, secret: str = BOT_SECRET, heartbeat: float = 0.5, backoff_max: float = 60
-    ) -> App:
-        monkeypatch.setenv("XIHE_WECOM_AIBOT_SECRET", secret)
-        cfg_dir = write_config(tmp_path / f"cfg-{name}", llm_url=llm.base_url)
-        cfg = yaml.safe_load((REPO / "config" / "wecom.yaml").read_text())
-        cfg.update(enabled=False, progress_interval_seconds=0, workers=2)
-        cfg["aibot"].update(enabled=True, mode="websocket", ack_text="收到")
-        cfg["aibot"]["long_connection"].update(
-            url=fake_ws.url,
-            heartbeat_seconds=heartbeat,
-            lease_seconds=30,
-            standby_poll_seconds=5,
-            backoff_initial_seconds=1,
-            backoff_max_seconds=backoff_max,
-        )
-        (cfg_dir / "wecom.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
-        app = build_app(cfg_dir, clock=clock, database_url=db_url, holder=name)
-        conn = longconn(app)
-        never = threading.Event()
-        # back-off and standby waits are recorded, not waited out: only a short pause between polls
-        conn.sleep = lambda seconds: never.wait(0.01)
-        wecom_feature.startup(app)
-        started.append(app)
-        return app
-
-    yield start
-    for app in started:
-        wecom_feature.shutdown(app)
-        app.deps.engine.dispose()
-
-
-def longconn(app: App) -> LongConnection:
-    wecom = app.get(wecom_feature.CHANNEL)
-    assert wecom is not None
-    conn = wecom.conn
-    assert isinstance(conn, LongConnection)
-    return conn
 
 
 def metric(app: App, outcome: str) -> float:
@@ -123,6 +57,8 @@ def test_conversation_ask_confirm_result_over_the_long_connection(
 
     ask = fake_ws.push_text("alice", "@xihe note that the deploy window moved", "m-1", chatid="ops")
     prompt = fake_ws.wait_final(ask)
+    (card,) = fake_ws.wait_for(lambda: fake_ws.bot_cards.of_chat("ops"), what="the card in the group")
+    assert card.card["main_title"]["title"] == "Confirm action 1"  # the typed path below works as well
     first = fake_ws.replies(ask)[0]
     assert first == {"id": stream_id_for(ask), "finish": False, "content": "收到"}  # ack at once
     assert prompt["id"] == first["id"]
@@ -141,7 +77,9 @@ def test_conversation_ask_confirm_result_over_the_long_connection(
 
     # a late result (a DS run ending, another user's /approve) is a proactive aibot_send_msg
     app.deps.notify("wecom:aibot:bot1:ops", "DS run 42 finished: SUCCESS")
-    sent = fake_ws.wait_for(fake_ws.sent, what="aibot_send_msg")
+    sent = fake_ws.wait_for(
+        lambda: [s for s in fake_ws.sent() if s["msgtype"] == "markdown"], what="aibot_send_msg"
+    )
     assert sent == [
         {"chatid": "ops", "msgtype": "markdown", "markdown": {"content": "DS run 42 finished: SUCCESS"}}
     ]

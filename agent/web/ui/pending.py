@@ -1,4 +1,7 @@
-"""/ui/pending: open confirmations, and approve / reject with the chat's rules (agent.approvals)."""
+"""/ui/pending: open confirmations, and approve / reject with the chat's rules (agent.approvals);
+/ui/pending/ID: one action in any state. Each says where the action stands in the words its WeCom
+card uses (`xihe.agent.cards.state_text`): confirmed by, approved by, rejected by whom and why,
+expired, executed, the run it started and how that ended."""
 
 from __future__ import annotations
 
@@ -7,10 +10,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from xihe.agent import approvals, pending_view
+from xihe.agent.cards import run_seen, state_text
+from xihe.agent.errors import TaskStateError
 from xihe.agent.gate import Allow, may_approve
-from xihe.agent.pending import expired
+from xihe.agent.pending import PendingAction, expired
+from xihe.agent.timefmt import show
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import Pages
+from xihe.agent.web.ui.visibility import owner_filter
 
 
 class Pending:
@@ -23,30 +30,52 @@ class Pending:
         p = self.ui.page
         return [
             Route("/ui/pending", p(self.pending)),
+            Route("/ui/pending/{action_id:int}", p(self.one)),
             Route("/ui/pending/{action_id:int}/approve", p(self.approve), methods=["POST"]),
             Route("/ui/pending/{action_id:int}/reject", p(self.reject), methods=["POST"]),
         ]
 
-    def pending(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
-        app = self.ui.app
-        deps = app.deps
+    def _row(self, viewer: Viewer, p: PendingAction) -> dict[str, object]:
+        deps = self.ui.app.deps
         now = deps.clock()
-        rows = []
-        for p in self.ui.visible_pending(viewer):
-            may = isinstance(may_approve(viewer.user, p.user_id, deps.settings.access), Allow)
-            live = not expired(p, now)
-            rows.append(
-                {
-                    "p": p,
-                    "view": pending_view.view(p, deps, app.registry),
-                    "expired": not live,
-                    "minutes_left": max(0, int((p.expires_at - now).total_seconds() // 60)),
-                    "can_approve": may and live and p.needs_approval and p.approved_by is None,
-                    "can_reject": may and live,
-                    "mine": p.user_id == viewer.user,
-                }
-            )
-        return self.ui.render(request, "pending.html", viewer, rows=rows)
+        may = isinstance(may_approve(viewer.user, p.user_id, deps.settings.access), Allow)
+        live = p.status in ("pending", "confirmed") and not expired(p, now)
+        try:
+            task = deps.tasks.get(p.task_id) if p.status == "executed" else None
+        except TaskStateError:
+            task = None
+        tz = deps.settings.core.timezone
+        state = state_text(
+            p,
+            pending_view.approvers_for(p, deps),
+            lambda t: show(t, tz, seconds=False) if t else "-",
+            run=run_seen(task),
+        )
+        return {
+            "p": p,
+            "view": pending_view.view(p, deps, self.ui.app.registry),
+            "state": state,
+            "expired": p.status == "expired" or (p.status in ("pending", "confirmed") and not live),
+            "live": live,
+            "minutes_left": max(0, int((p.expires_at - now).total_seconds() // 60)),
+            "can_approve": may and live and p.needs_approval and p.approved_by is None,
+            "can_reject": may and live,
+            "mine": p.user_id == viewer.user,
+        }
+
+    def pending(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
+        rows = [self._row(viewer, p) for p in self.ui.visible_pending(viewer)]
+        return self.ui.render(request, "pending.html", viewer, rows=rows, one=None)
+
+    def one(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
+        """One action in any state (its requester's, or anyone's for those who see everything)."""
+        action = self.ui.app.deps.pending.get(int(request.path_params["action_id"]))
+        only = owner_filter(viewer)
+        if action is None or (only is not None and action.user_id != only):
+            return self.ui.error(request, viewer, 404, "Not found", "No such pending action.")
+        return self.ui.render(
+            request, "pending.html", viewer, rows=[self._row(viewer, action)], one=action.id
+        )
 
     def _act(self, request: Request, viewer: Viewer, verb: str) -> Response:
         action_id = int(request.path_params["action_id"])

@@ -1,0 +1,103 @@
+"""WeCom self-built app: a channel's alerts as app markdown to its members, and for a P0/P1 run alert
+a card with buttons as well.
+
+The alert's text is rendered like the robot's (WeCom markdown v1); a run alert's text ends with its
+next steps as commands (`/rerun 102`, `/maint on 30m workflow:X`, see templates/instance.md.j2).
+Where those are present, the members also get a `button_interaction` card whose buttons stand for
+them (`xihe.agent.cards.ALERT_VERBS`): a tap comes back to the app callback and runs the typed
+command through the same code (a rerun waits for its confirmation like a typed one). The group
+robot webhook has no callbacks, so its alerts keep the text commands only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import threading
+from collections.abc import Mapping
+
+from xihe.agent.alerts.notify.base import Attempt
+from xihe.agent.cards import Card, alert_buttons
+from xihe.agent.clock import utc_now
+from xihe.agent.errors import WeComError
+from xihe.agent.i18n import Lang
+from xihe.config.alerts import AlertsConfig, Channel
+from xihe.integrations.wecom.app_client import AppClient, TokenCache
+from xihe.integrations.wecom.cards import template_card
+from xihe.integrations.wecom.robot import redact
+
+KIND = "wecom_app"
+MARKUP = "wecom_markdown"  # the same templates and escaping as the robot
+
+_RERUN = re.compile(r"/rerun (\d+)")
+_MUTE = re.compile(r"/maint on 30m workflow:(\S+)")
+_MARKS = re.compile(r"[#*>`<]|\[|\]\([^)]*\)|</?font[^>]*>")
+
+
+def alert_card(text: str) -> Card | None:
+    """The button card of a run alert (its rerun and mute commands found in the text), else None."""
+    rerun, mute = _RERUN.search(text), _MUTE.search(text)
+    if rerun is None or mute is None:
+        return None
+    lang: Lang = "zh" if re.search(r"[\u4e00-\u9fff]", text) else "en"
+    lines = (line for line in text.splitlines() if line.strip() and not line.startswith("<@"))
+    first = next(lines, "")
+    title = _MARKS.sub("", first).strip()[:36] or "xihe"
+    return Card(title, "", (), alert_buttons(int(rerun.group(1)), mute.group(1), lang))
+
+
+class WeComAppNotifier:
+    """Sends a channel's rows through the app message API to the channel's members."""
+
+    kind = KIND
+    markup = MARKUP
+
+    def __init__(self, env: Mapping[str, str], timeout: float = 10.0) -> None:
+        self.env = env
+        self.timeout = timeout
+        self._clients: dict[tuple[str, str, int, str], AppClient] = {}
+        self._lock = threading.Lock()
+
+    def ready(self, channel: Channel) -> str:
+        """The CorpID and Secret variables must be set."""
+        missing = [n for n in (channel.corp_id_env, channel.robot_key_env) if not self.env.get(n)]
+        return f"variable(s) {', '.join(missing)} not set" if missing else ""
+
+    def _client(self, channel: Channel) -> AppClient:
+        assert channel.agent_id is not None  # the config requires it for this kind
+        key = (
+            self.env[channel.corp_id_env],
+            self.env[channel.robot_key_env],
+            channel.agent_id,
+            channel.api_base,
+        )
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = AppClient(
+                    key[0], key[1], key[2], api_base=key[3], tokens=TokenCache(utc_now), timeout=self.timeout
+                )
+            return self._clients[key]
+
+    def send(self, channel: Channel, text: str, *, subject: str = "", ref: str = "") -> Attempt:
+        """The markdown to every member, then (for a run alert) its button card; the Secret never shows."""
+        secret = self.env.get(channel.robot_key_env, "")
+        try:
+            client = self._client(channel)
+            client.send_markdown("|".join(channel.to_users), text)
+            card = alert_card(text)
+            if card is not None:
+                digest = hashlib.sha256((ref or text).encode("utf-8")).hexdigest()[:16]
+                client.send_card(
+                    list(channel.to_users), template_card(card, f"xihe-alert-{digest}-{secrets.token_hex(4)}")
+                )
+        except WeComError as exc:
+            return Attempt(
+                False, errcode=exc.errcode, error=redact(str(exc), secret), retryable=exc.retryable
+            )
+        return Attempt(True, 200, "ok")
+
+
+def make(config: AlertsConfig, env: Mapping[str, str]) -> WeComAppNotifier:
+    """The notifier the alert service uses."""
+    return WeComAppNotifier(env, config.delivery.timeout_seconds)
