@@ -134,6 +134,19 @@ class Instance:
 
 
 @dataclass(frozen=True)
+class LogPage:
+    """Lines of a task log from line `skip` on (`/log/detail`); empty past the end."""
+
+    skip: int
+    lines: tuple[str, ...]
+
+    @property
+    def next_skip(self) -> int:
+        """Where the next page starts."""
+        return self.skip + len(self.lines)
+
+
+@dataclass(frozen=True)
 class TaskRun:
     """One task instance row: an attempt of a task inside a workflow instance."""
 

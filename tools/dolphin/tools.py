@@ -1,4 +1,6 @@
-"""DolphinScheduler tools: start (or backfill) a workflow here; read, rerun and stop a run in tools/ds_instance.py.
+"""DolphinScheduler tools: start (or backfill) a workflow here; read, rerun and stop a run in instance.py;
+pause and resume in suspend.py, force a task's success in force.py, its log in logs.py, recent and
+failed runs in history.py. `SPECS` lists them all.
 
     trigger_dolphinscheduler  write  start a run / serial backfill; the workflow's environment gates it
     query_ds_task_status      read   an instance's state, task progress and duration
@@ -32,7 +34,10 @@ from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, 
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
 from xihe.tools.dolphin.failures import fail
+from xihe.tools.dolphin.force import FORCE_SUCCESS
+from xihe.tools.dolphin.history import FAILED_RUNS, RUNS
 from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
+from xihe.tools.dolphin.logs import LOG
 from xihe.tools.dolphin.messages import DS, trigger_reply
 from xihe.tools.dolphin.names import CatalogEntry
 from xihe.tools.dolphin.service import (
@@ -41,6 +46,7 @@ from xihe.tools.dolphin.service import (
     service,
     told,
 )
+from xihe.tools.dolphin.suspend import PAUSE, RESUME
 from xihe.tools.dolphin.watch import watch_from_start
 
 # ---- trigger ---------------------------------------------------------------------------------
@@ -245,4 +251,16 @@ TRIGGER = ToolSpec(
 )
 
 
-SPECS: tuple[ToolSpec, ...] = (TRIGGER, STATUS, FAILED, RERUN, STOP)
+SPECS: tuple[ToolSpec, ...] = (
+    TRIGGER,
+    STATUS,
+    FAILED,
+    RERUN,
+    STOP,
+    PAUSE,
+    RESUME,
+    FORCE_SUCCESS,
+    LOG,
+    RUNS,
+    FAILED_RUNS,
+)

@@ -234,6 +234,9 @@ class DolphinSimulator(Executors, Views, DolphinModel):
             return self._start(project, form)
         if rest == "/executors/execute" and method == "POST":
             return self._execute(project, form)
+        forced = re.fullmatch(r"/task-instances/(\d+)/force-success", rest)
+        if forced and method == "POST":
+            return self._force_success(project, int(forced.group(1)))
         raise Reply(0, "", status=404)
 
     def _page(

@@ -207,10 +207,14 @@ class DolphinModel:
 
         def consume(at: datetime) -> None:
             self._restart(inst, at, "START_FAILURE_TASK_PROCESS")
-            failed = [t for t in inst.tasks if t.flag == "YES" and t.state in ("FAILURE", "KILL")]
-            for t in failed:
-                t.flag = "NO"
-            inst.task_index = min((t.index for t in failed), default=inst.task_index)
+            for t in inst.tasks:
+                if t.flag == "YES" and t.state in ("FAILURE", "KILL"):
+                    t.flag = "NO"
+            # from the first task without a successful row: a forced success lets its downstream run
+            done = {
+                t.index for t in inst.tasks if t.flag == "YES" and t.state in ("SUCCESS", "FORCED_SUCCESS")
+            }
+            inst.task_index = next((i for i in range(len(inst.dag_tasks)) if i not in done), inst.task_index)
             self._new_task_row(inst, inst.task_index, 0, at)
             self._schedule(inst, at + timedelta(seconds=1), "dispatch")
 
@@ -338,6 +342,10 @@ class DolphinModel:
         self.tasks[task.id] = task
         return task
 
+    def paused_after_task(self, inst: SimInstance, at: datetime) -> bool:
+        """Overridden by the pause mixin: whether a READY_PAUSE run ends here."""
+        return False
+
     def _current(self, inst: SimInstance) -> SimTask | None:
         rows = [t for t in inst.tasks if t.flag == "YES" and t.index == inst.task_index]
         return rows[-1] if rows else None
@@ -388,6 +396,8 @@ class DolphinModel:
             return
         task.state = "SUCCESS"
         task.log.append(f"[INFO] {fmt_utc(at)} - FINALIZE_SESSION, exit code 0")
+        if self.paused_after_task(inst, at):
+            return
         if inst.task_index + 1 < len(inst.definition.tasks):
             inst.task_index += 1
             self._new_task_row(inst, inst.task_index, 0, at)
