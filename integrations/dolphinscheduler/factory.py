@@ -33,3 +33,16 @@ def client_from_config(
         password=creds.get("password"),
         count_request=count_request,
     )
+
+
+def client_with_token(cfg: DolphinConfig, token: str) -> DolphinClient:
+    """A client with the configured URL, profile and timeouts that authenticates with `token` (a user's own)."""
+    return DolphinClient(
+        cfg.base_url,
+        version=cfg.version,
+        timeout=cfg.timeout_seconds,
+        retries=cfg.retries,
+        server_timezone=cfg.server_timezone,
+        page_size=cfg.page_size,
+        token=token,
+    )

@@ -11,6 +11,7 @@ from xihe.integrations.dolphinscheduler.profiles import Profile
 from xihe.integrations.dolphinscheduler.states import workflow_state_name
 
 MARKER_KEY = "xihe_run"  # startParams key carrying "<task>:<step>" of the bot run that started it
+REQUESTED_BY_KEY = "xihe_requested_by"  # startParams: who asked xihe for the run (DS keeps it with the run)
 DS_TIME = "%Y-%m-%d %H:%M:%S"
 
 T = TypeVar("T")

@@ -128,8 +128,9 @@ def _explain(call: Target, deps: Deps, lang: Lang) -> str:
     )
 
 
-def _result(deps: Deps, inst: Instance, f: Forced, goes_on: bool) -> dict[str, Any]:
+def _result(deps: Deps, inst: Instance, f: Forced, goes_on: bool, user: str) -> dict[str, Any]:
     return {
+        **service(deps).asked_by(user),
         **instance_info(deps, inst),
         "action": "continues" if goes_on else "ended",
         "task": f.task.name,
@@ -144,15 +145,15 @@ def force(call: Target, ctx: ToolContext) -> dict[str, Any]:
     svc = service(ctx.deps)
     f = call.target
     code = svc.instance_projects[f.instance.id]
-    svc.client.force_success(code, f.task.id)
+    svc.writer(ctx.user).force_success(code, f.task.id)
     inst = svc.client.get_instance(code, f.instance.id)
     go_on = GO_ON.get(inst.state)
     if go_on is None:  # DS made it SUCCESS itself (every task ran; this was the only failure)
-        return _result(ctx.deps, inst, f, goes_on=False)
+        return _result(ctx.deps, inst, f, goes_on=False, user=ctx.user)
     send_followed(
         Prepared(InstanceArgs(instance_id=inst.id, project=call.args.project), inst), ctx, go_on, ""
     )
-    return _result(ctx.deps, inst, f, goes_on=True)
+    return _result(ctx.deps, inst, f, goes_on=True, user=ctx.user)
 
 
 def lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
@@ -163,7 +164,7 @@ def lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
     row = next((t for t in tasks if t.id == call.target.task.id), None)
     if row is None or row.state != "FORCED_SUCCESS":
         return None
-    result = _result(ctx.deps, inst, call.target, goes_on=inst.state in GO_ON)
+    result = _result(ctx.deps, inst, call.target, goes_on=inst.state in GO_ON, user=ctx.user)
     if inst.state in GO_ON:
         result["note"] = (
             f"The run is still {inst.state}: `/rerun {inst.id}` goes on with the downstream tasks."

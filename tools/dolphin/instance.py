@@ -305,12 +305,12 @@ def send_followed(call: Target, ctx: ToolContext, execute_type: str, action: str
     code = svc.instance_projects[inst.id]
     before, watch = follow_action(ctx, inst, code)
     try:
-        svc.client.execute(code, inst.id, execute_type)
+        svc.writer(ctx.user).execute(code, inst.id, execute_type)
     except DolphinError as exc:
         if not (exc.retryable or isinstance(exc, StartOutcomeUnknown)):  # refused: nothing to wait for
             svc.watches.save(before if before is not None else replace(watch, done=True))
         raise  # otherwise it may have been taken: the reopened watch reports what DS does
-    return {**instance_info(ctx.deps, inst), "action": action, "accepted": True}
+    return {**instance_info(ctx.deps, inst), "action": action, "accepted": True, **svc.asked_by(ctx.user)}
 
 
 def rerun(call: Target, ctx: ToolContext) -> dict[str, Any]:
@@ -364,8 +364,8 @@ def stop(call: Target, ctx: ToolContext) -> dict[str, Any]:
     """Ask DS to stop a running instance (`stop_precheck` passed on it)."""
     svc = service(ctx.deps)
     inst = call.target
-    svc.client.stop(svc.instance_projects[inst.id], inst.id)
-    return {**instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
+    svc.writer(ctx.user).stop(svc.instance_projects[inst.id], inst.id)
+    return {**instance_info(ctx.deps, inst), "action": "stop", "accepted": True, **svc.asked_by(ctx.user)}
 
 
 def stop_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:

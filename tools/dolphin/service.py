@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from xihe.agent.errors import DolphinError, ToolFailed
 from xihe.agent.registry import ToolContext
-from xihe.config.dolphin import DolphinConfig
+from xihe.config.dolphin import DolphinConfig, user_tokens
 from xihe.config.load import Settings
 from xihe.integrations.dolphinscheduler.client import DolphinClient
-from xihe.integrations.dolphinscheduler.factory import client_from_config
+from xihe.integrations.dolphinscheduler.factory import client_from_config, client_with_token
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.tools.dolphin.failures import explained, fail, labels, raw_or_told, release_state
 from xihe.tools.dolphin.names import (
@@ -62,6 +62,16 @@ class DolphinService:
     catalog: SqlCatalogStore
     policy: PollPolicy
     instance_projects: dict[int, int] = field(default_factory=dict)  # instance id → project code (immutable)
+    user_clients: dict[str, DolphinClient] = field(default_factory=dict)  # user → client with their own token
+
+    def writer(self, user: str) -> DolphinClient:
+        """The client a write for `user` goes out with: their own token when they have one, else the bot's."""
+        return self.user_clients.get(user, self.client)
+
+    def asked_by(self, user: str) -> dict[str, str]:
+        """Who asked for a write and whose credentials it went out with (never a token), for its result."""
+        own = f"{user}'s own token" if user in self.user_clients else "the bot's credentials"
+        return {"requested_by": user, "credentials": own}
 
 
 def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None = None) -> DolphinService:
@@ -69,7 +79,9 @@ def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None 
     client = client_from_config(cfg, env)
     poll_client = client_from_config(cfg, env, count_request=deps.metrics.ds_polls.inc)
     lease = timedelta(seconds=deps.settings.core.store.lease_seconds)
+    tokens = user_tokens(cfg, deps.settings.access.users, env)
     return DolphinService(
+        user_clients={user: client_with_token(cfg, token) for user, token in tokens.items()},
         config=cfg,
         client=client,
         poll_client=poll_client,

@@ -30,6 +30,7 @@ from xihe.agent.errors import TaskStateError, ToolFailed
 from xihe.agent.i18n import Lang, say_md
 from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.integrations.dolphinscheduler.errors import DefinitionOffline
+from xihe.integrations.dolphinscheduler.models import REQUESTED_BY_KEY
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
@@ -190,7 +191,7 @@ def trigger(call: Target, ctx: ToolContext) -> dict[str, Any]:
     cfg = svc.config
     try:
         out = start_workflow(
-            svc.client,
+            svc.writer(ctx.user),
             plan.entry,
             marker,
             ctx.now,
@@ -198,11 +199,15 @@ def trigger(call: Target, ctx: ToolContext) -> dict[str, Any]:
             worker_group=cfg.worker_group,
             tenant_code=cfg.tenant_code,
             failure_strategy=cfg.failure_strategy,
+            extra_params={REQUESTED_BY_KEY: ctx.user},
         )
     except DefinitionOffline as exc:
         raise ToolFailed(fail("start_offline", workflow=plan.entry.name, code=exc.code)) from exc
     _watch(ctx, plan, out)
-    return _started(plan, out, "start_uncertain" if out.uncertain else "started")
+    return {
+        **_started(plan, out, "start_uncertain" if out.uncertain else "started"),
+        **svc.asked_by(ctx.user),
+    }
 
 
 def trigger_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:

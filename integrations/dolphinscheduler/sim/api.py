@@ -67,6 +67,7 @@ class DolphinSimulator(Executors, Views, DolphinModel):
         self.session_ttl = session_ttl
         self.master_host = master_host
         self.starts: list[dict[str, str]] = []  # form of every accepted start request
+        self.writes: list[tuple[str, str]] = []  # (path, token) of every authenticated POST, in order
         self.counts: Counter[str] = Counter()
         self.faults: list[Fault] = []
         self._triggers = itertools.count(11964055605440)
@@ -147,6 +148,8 @@ class DolphinSimulator(Executors, Views, DolphinModel):
                     return self._envelope(self._login(req.form()), delay)
                 if not self._authenticated(req):
                     return Response(401, delay=delay)  # empty body by contract
+                if req.method == "POST":
+                    self.writes.append((path, req.headers.get("token") or "session"))
                 data = self._route(req.method, path, req.form())
                 status = 201 if path == "/access-tokens" and req.method == "POST" else 200
                 return self._envelope(data, delay, status)
