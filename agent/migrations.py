@@ -24,7 +24,7 @@ from xihe.agent.alert_tables import (
     alert_state,
 )
 from xihe.agent.core_tables import artifact, audit_event, memory, pending_action, task, task_step
-from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch
+from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_schedule_off, ds_watch
 from xihe.agent.lease import released
 from xihe.agent.mail_tables import chat_mail
 from xihe.agent.plan_tables import plan_change, plan_item
@@ -183,6 +183,11 @@ MIGRATIONS: list[Migration] = [
         _create(ui_session, ui_login_attempt, ui_login_lock),
     ),
     (12, "terminal chats' mail: late messages waiting for their xihe chat", _create(chat_mail)),
+    (
+        17,
+        "dolphinscheduler: schedules taken offline from chat, and their reminders",
+        _create(ds_schedule_off),
+    ),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

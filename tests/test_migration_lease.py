@@ -214,7 +214,13 @@ def describe(engine: Engine) -> dict[str, Any]:
 def test_a_version_8_store_upgrades_keeping_rows_and_held_leases(db_url: str, tmp_path: Path) -> None:
     engine = make_engine(db_url)
     seed_v8(engine)
-    assert migrate(engine) == [9, 10, 11, 12]  # 10: WeCom action cards; 11: web UI sessions; 12: chat mail
+    assert migrate(engine) == [
+        9,
+        10,
+        11,
+        12,
+        17,
+    ]  # 10: WeCom cards; 11: web UI sessions; 12: chat mail; 17: DS schedules off
     assert leases(engine, "task", "id") == [
         (1, "r1:1", HELD),
         (2, None, None),

@@ -97,6 +97,7 @@ def test_every_row_is_the_gates_decision(shipped: Path, capsys: pytest.CaptureFi
                 "pause_run",
                 "resume_run",
                 "force_success",
+                "set_schedule",
                 "send_wecom_alert",
             )
             else "read"

@@ -2,7 +2,7 @@
 `session.run_tool` (same registry, gate, confirmation and audit):
 
     /pause 101    /resume 101    /force-success 101 load    /log 101 [load] [--from 200]
-    /runs order_sync [20]    /failed [昨晚 | since 22:00 | 昨天]
+    /runs order_sync [20]    /failed [昨晚 | since 22:00 | 昨天]    /schedule order_sync [on|off]
 
 `/resume ID` also continues a task of yours that stopped (the task command it shares a name with):
 when ID is one of your stopped tasks it does that, as before; otherwise ID is a workflow instance.
@@ -39,6 +39,10 @@ USAGE: Catalog = {
         "en": "Usage: /log INSTANCE [TASK] [--from LINE], e.g. /log 101 load --from 200.",
         "zh": "用法：/log 实例编号 [任务名] [--from 行号]，例如 /log 101 load --from 200。",
     },
+    "schedule": {
+        "en": "Usage: /schedule WORKFLOW [on|off], e.g. /schedule order_sync off.",
+        "zh": "用法：/schedule 工作流 [on|off]，例如 /schedule order_sync off。",
+    },
     "runs": {
         "en": "Usage: /runs WORKFLOW [N], e.g. /runs order_sync 20.",
         "zh": "用法：/runs 工作流 [条数]，例如 /runs order_sync 20。",
@@ -63,6 +67,11 @@ HELP = [
               "/failed 昨晚", "自某时以来失败的运行，按工作流分组，附错误行", needs="tool",
               tool="ds_failed_runs", detail="SINCE: 昨晚 / last night, since 22:00, 22点, 昨天, a date; "
               "default the last 24 hours.", detail_zh="SINCE：昨晚、since 22:00、22点、昨天 或日期；默认最近 24 小时。"),
+    HelpEntry("/schedule WORKFLOW [on|off]", "a workflow's schedule (cron, zone, next fire times); turn it off or on",
+              "/schedule order_sync off", "工作流的定时调度（cron、时区、下次触发时间）；下线或上线它", needs="tool",
+              tool="ds_schedule", detail="An 'off' is reminded if it is still off after a while (dolphin.yaml "
+              "schedule_off_reminder_minutes).", detail_zh="下线后如果过一段时间仍未上线，我会提醒（dolphin.yaml 的 "
+              "schedule_off_reminder_minutes）。"),
 ]  # fmt: skip
 
 
@@ -151,6 +160,16 @@ def runs(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     return session.run_tool(who, msg, "ds_recent_runs", call).reply
 
 
+def schedule(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    """/schedule WORKFLOW (show) or /schedule WORKFLOW on|off."""
+    args = cmd.args
+    if not args or len(args) > 2 or (len(args) == 2 and args[1].lower() not in ("on", "off")):
+        return say(USAGE, "schedule", reply_lang(session, msg))
+    if len(args) == 1:
+        return session.run_tool(who, msg, "ds_schedule", {"workflow": args[0]}).reply
+    return session.run_tool(who, msg, "set_schedule", {"workflow": args[0], "state": args[1].lower()}).reply
+
+
 def failed(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     """/failed [SINCE]: the words after the command, as typed."""
     return session.run_tool(who, msg, "ds_failed_runs", {"since": cmd.rest}).reply
@@ -163,4 +182,5 @@ COMMANDS = {
     "log": log,
     "runs": runs,
     "failed": failed,
+    "schedule": schedule,
 }

@@ -17,6 +17,7 @@ from xihe.integrations.dolphinscheduler.dag import dag_of, downstream_of
 from xihe.integrations.dolphinscheduler.logtimes import label_log_line
 from xihe.integrations.dolphinscheduler.models import (
     MARKER_KEY,
+    CronSchedule,
     Definition,
     Instance,
     LogPage,
@@ -277,6 +278,34 @@ class DolphinClient(DolphinTransport):
         """Names of the tasks that depend on `task_code` in `inst`'s workflow (directly or not)."""
         path = f"/projects/{project_code}/{self.profile.definitions}/{inst.definition_code}"
         return downstream_of(self._call("GET", path) or {}, self.profile.dag_keys, task_code)
+
+    # ---- schedules --------------------------------------------------------------------------------
+
+    def schedules(self, project_code: int, definition_code: int) -> list[CronSchedule]:
+        """The schedule(s) of one definition (DS keeps at most one); 50003 for an unknown definition."""
+        params = {self.profile.instance_definition_field: definition_code}
+        out: list[CronSchedule] = []
+        for items in self._pages(f"/projects/{project_code}/schedules", params):
+            out.extend(CronSchedule.from_json(r, self.profile) for r in items)
+        return out
+
+    def schedule_preview(self, project_code: int, schedule: CronSchedule) -> list[str]:
+        """The next five fire times DS computes for a schedule (`yyyy-MM-dd HH:mm:ss` in its zone)."""
+        spec = {
+            "startTime": schedule.start_time,
+            "endTime": schedule.end_time,
+            "crontab": schedule.crontab,
+            "timezoneId": schedule.timezone,
+        }
+        data = self._call(
+            "POST", f"/projects/{project_code}/schedules/preview", {"schedule": json.dumps(spec)}
+        )
+        return [str(t) for t in data or []]
+
+    def set_schedule_online(self, project_code: int, schedule_id: int, online: bool) -> None:
+        """Release a schedule (ONLINE: DS fires it) or take it offline; 10126 when it already is."""
+        verb = "online" if online else "offline"
+        self._call("POST", f"/projects/{project_code}/schedules/{schedule_id}/{verb}", {}, idempotent=False)
 
     # ---- actions ----------------------------------------------------------------------------------
 

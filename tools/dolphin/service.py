@@ -36,6 +36,7 @@ from xihe.tools.dolphin.names import (
     resolve,
     sync_catalog,
 )
+from xihe.tools.dolphin.schedule_store import ScheduleOffStore
 from xihe.tools.dolphin.store import SqlCatalogStore, SqlWatchStore
 from xihe.tools.dolphin.watch import PollPolicy, policy_from_config
 
@@ -61,6 +62,7 @@ class DolphinService:
     watches: SqlWatchStore
     catalog: SqlCatalogStore
     policy: PollPolicy
+    schedules_off: ScheduleOffStore
     instance_projects: dict[int, int] = field(default_factory=dict)  # instance id → project code (immutable)
     user_clients: dict[str, DolphinClient] = field(default_factory=dict)  # user → client with their own token
 
@@ -88,6 +90,7 @@ def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None 
         watches=SqlWatchStore(deps.engine, deps.holder, lease),
         catalog=SqlCatalogStore(deps.engine),
         policy=policy_from_config(cfg.poll),
+        schedules_off=ScheduleOffStore(deps.engine),
     )
 
 

@@ -1,6 +1,6 @@
 """DolphinScheduler tools: start (or backfill) a workflow here; read, rerun and stop a run in instance.py;
 pause and resume in suspend.py, force a task's success in force.py, its log in logs.py, recent and
-failed runs in history.py. `SPECS` lists them all.
+failed runs in history.py, schedules in schedules.py. `SPECS` lists them all.
 
     trigger_dolphinscheduler  write  start a run / serial backfill; the workflow's environment gates it
     query_ds_task_status      read   an instance's state, task progress and duration
@@ -41,6 +41,7 @@ from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
 from xihe.tools.dolphin.logs import LOG
 from xihe.tools.dolphin.messages import DS, trigger_reply
 from xihe.tools.dolphin.names import CatalogEntry
+from xihe.tools.dolphin.schedules import SCHEDULE, SET_SCHEDULE
 from xihe.tools.dolphin.service import (
     environment_of_workflow,
     resolve_workflow,
@@ -268,4 +269,6 @@ SPECS: tuple[ToolSpec, ...] = (
     LOG,
     RUNS,
     FAILED_RUNS,
+    SCHEDULE,
+    SET_SCHEDULE,
 )

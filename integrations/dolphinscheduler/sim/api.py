@@ -24,6 +24,7 @@ from urllib.parse import unquote
 from xihe.agent.clock import FakeClock
 from xihe.integrations.dolphinscheduler.sim.executors import DS_TIME, Executors, Reply, thousands
 from xihe.integrations.dolphinscheduler.sim.model import DolphinModel, SimProject
+from xihe.integrations.dolphinscheduler.sim.schedules import ScheduleReply, Schedules, SimSchedule
 from xihe.integrations.dolphinscheduler.sim.views import NAMES, Views, workflow_state_text
 from xihe.integrations.fakes.loopback import LoopbackServer, Request, Response
 
@@ -38,7 +39,7 @@ class Fault:
     times: int = 1
 
 
-class DolphinSimulator(Executors, Views, DolphinModel):
+class DolphinSimulator(Executors, Schedules, Views, DolphinModel):
     """A DolphinScheduler API server on loopback, driven by a FakeClock."""
 
     def __init__(
@@ -71,6 +72,8 @@ class DolphinSimulator(Executors, Views, DolphinModel):
         self.counts: Counter[str] = Counter()
         self.faults: list[Fault] = []
         self._triggers = itertools.count(11964055605440)
+        self.schedules: dict[int, SimSchedule] = {}
+        self._schedule_ids = itertools.count(1)
         self._sessions_made = itertools.count(1)
         self.server = LoopbackServer(self._handle)
 
@@ -151,7 +154,8 @@ class DolphinSimulator(Executors, Views, DolphinModel):
                 if req.method == "POST":
                     self.writes.append((path, req.headers.get("token") or "session"))
                 data = self._route(req.method, path, req.form())
-                status = 201 if path == "/access-tokens" and req.method == "POST" else 200
+                created = path == "/access-tokens" or path.endswith("/schedules/preview")
+                status = 201 if created and req.method == "POST" else 200
                 return self._envelope(data, delay, status)
             except Reply as r:
                 if r.status != 200:
@@ -213,7 +217,10 @@ class DolphinSimulator(Executors, Views, DolphinModel):
         if not m:
             raise Reply(0, "", status=404)
         rest = m.group(2) or ""
-        if not rest.startswith(("/process-", "/workflow-", "/executors", "/task-instances")) and rest:
+        if (
+            not rest.startswith(("/process-", "/workflow-", "/executors", "/task-instances", "/schedules"))
+            and rest
+        ):
             raise Reply(0, "", status=404)
         for prefix in ("/process-", "/workflow-"):
             if (
@@ -237,10 +244,23 @@ class DolphinSimulator(Executors, Views, DolphinModel):
             return self._start(project, form)
         if rest == "/executors/execute" and method == "POST":
             return self._execute(project, form)
+        if rest.startswith("/schedules"):
+            return self._schedules(method, project, rest[len("/schedules") :], form)
         forced = re.fullmatch(r"/task-instances/(\d+)/force-success", rest)
         if forced and method == "POST":
             return self._force_success(project, int(forced.group(1)))
         raise Reply(0, "", status=404)
+
+    def _schedules(self, method: str, p: SimProject, rest: str, form: dict[str, str]) -> Any:
+        try:
+            found = self.schedule_route(method, p, rest, form)
+        except ScheduleReply as r:
+            raise Reply(r.code, r.msg) from None
+        except KeyError:
+            raise Reply(0, "", status=404) from None
+        if method == "GET":
+            return self._page(found, form, self.schedule_json)
+        return found
 
     def _page(
         self,
