@@ -226,6 +226,14 @@ def _open_run_page(d: Demo, alerts: list[str]) -> None:
     d.out(_indent("\n".join(lines)))
 
 
+def scene_what_failed(d: Demo) -> None:
+    d.scene("3b. What failed, and its log (read tools: no confirmation; the log is shown as text, encoded)")
+    reply = d.say("carol", "/failed 昨天", conversation="cli:carol")
+    found = re.search(r"#(\d+) ", reply)
+    if found:
+        d.say("carol", f"/log {found.group(1)}", conversation="cli:carol")
+
+
 def scene_shell(d: Demo) -> None:
     d.scene(
         "4. Whitelisted shell: typed arguments, no shell, a sandbox; anything else is refused with a reason"
@@ -367,6 +375,7 @@ SCENES = (
     scene_code_question,
     scene_backfill,
     scene_prod_failure,
+    scene_what_failed,
     scene_shell,
     scene_crash,
     scene_web,
