@@ -227,7 +227,7 @@ def _open_run_page(d: Demo, alerts: list[str]) -> None:
 
 
 def scene_what_failed(d: Demo) -> None:
-    d.scene("3b. What failed, and its log (read tools: no confirmation; the log is shown as text, encoded)")
+    d.scene("8. What failed, and its log (read tools: no confirmation; the log is shown as text, encoded)")
     reply = d.say("carol", "/failed 昨天", conversation="cli:carol")
     found = re.search(r"#(\d+) ", reply)
     if found:
@@ -375,11 +375,11 @@ SCENES = (
     scene_code_question,
     scene_backfill,
     scene_prod_failure,
-    scene_what_failed,
     scene_shell,
     scene_crash,
     scene_web,
     scene_audit,
+    scene_what_failed,
 )
 
 
