@@ -16,10 +16,11 @@ def client_from_config(
     *,
     wait: tenacity.wait.wait_base | None = None,
     count_request: Callable[[], object] | None = None,
+    token: str | None = None,
 ) -> DolphinClient:
-    """A client with the configured URL, profile, credentials (from env), timeouts and retries;
-    `count_request` counts every response it receives."""
-    creds = credentials(cfg, env)
+    """A client with the configured URL, profile, credentials (from env, or `token`: a user's own),
+    timeouts and retries; `count_request` counts every response it receives."""
+    creds = {"token": token} if token else credentials(cfg, env)
     return DolphinClient(
         cfg.base_url,
         version=cfg.version,
@@ -32,17 +33,4 @@ def client_from_config(
         user=creds.get("user"),
         password=creds.get("password"),
         count_request=count_request,
-    )
-
-
-def client_with_token(cfg: DolphinConfig, token: str) -> DolphinClient:
-    """A client with the configured URL, profile and timeouts that authenticates with `token` (a user's own)."""
-    return DolphinClient(
-        cfg.base_url,
-        version=cfg.version,
-        timeout=cfg.timeout_seconds,
-        retries=cfg.retries,
-        server_timezone=cfg.server_timezone,
-        page_size=cfg.page_size,
-        token=token,
     )

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
-from xihe.agent.errors import DolphinError, ToolFailed
+from xihe.agent.errors import DolphinError
 from xihe.agent.i18n import Catalog, Lang, Text, say_md, text
 from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.agent.run_states import state_text
@@ -27,6 +27,7 @@ from xihe.integrations.dolphinscheduler.models import Instance, TaskRun
 from xihe.integrations.dolphinscheduler.states import TASK_FORCEABLE, is_terminal
 from xihe.tools.dolphin.failures import ds_state
 from xihe.tools.dolphin.instance import InstanceArgs, instance_info, read_instance, send_followed
+from xihe.tools.dolphin.logs import named_task
 from xihe.tools.dolphin.service import environment_of_instance, locate, service, told
 
 FORCE: Catalog = {
@@ -38,10 +39,6 @@ FORCE: Catalog = {
     "warning": {
         "en": ". ⚠️ Downstream tasks depend on {task}'s output, which it did not produce: {names}",
         "zh": "。⚠️ 下游任务依赖 {task} 的输出，而它并没有产出：{names}",
-    },
-    "no_task": {
-        "en": "instance {id} has no task called '{task}'; its tasks: {names}",
-        "zh": "实例 {id} 没有叫“{task}”的任务；它的任务有：{names}",
     },
     "not_failed": {
         "en": "task {task} of instance {id} is {state}; DolphinScheduler forces success only on a failed or "
@@ -90,10 +87,7 @@ def _read(args: ForceArgs, deps: Deps) -> Forced:
     svc = service(deps)
     code = svc.instance_projects[inst.id]
     _, tasks = svc.client.current_tasks(code, inst.id)
-    row = next((t for t in tasks if t.name == args.task), None)
-    if row is None:
-        names = ", ".join(sorted({t.name for t in tasks})) or "-"
-        raise ToolFailed(text(FORCE, "no_task", id=inst.id, task=args.task, names=names))
+    row = named_task(tasks, inst.id, args.task)
     try:
         downstream = tuple(svc.client.downstream(code, inst, row.task_code)) if row.task_code else ()
     except DolphinError:

@@ -71,14 +71,19 @@ class LogArgs(BaseModel):
     project: str = Field("", description="DolphinScheduler project; empty = find it")
 
 
+def named_task(tasks: list[TaskRun], instance_id: int, name: str) -> TaskRun:
+    """The current attempt of the task called `name`, or ToolFailed listing the run's tasks."""
+    row = next((t for t in tasks if t.name == name), None)
+    if row is None:
+        names = ", ".join(sorted({t.name for t in tasks})) or "-"
+        raise ToolFailed(text(LOGS, "no_task", id=instance_id, task=name, names=names))
+    return row
+
+
 def _pick(tasks: list[TaskRun], args: LogArgs) -> TaskRun:
     """The named task's current attempt, else the failed one, else the one that started last."""
     if args.task:
-        row = next((t for t in tasks if t.name == args.task), None)
-        if row is None:
-            names = ", ".join(sorted({t.name for t in tasks})) or "-"
-            raise ToolFailed(text(LOGS, "no_task", id=args.instance_id, task=args.task, names=names))
-        return row
+        return named_task(tasks, args.instance_id, args.task)
     if not tasks:
         raise ToolFailed(text(LOGS, "no_tasks", id=args.instance_id))
     failed = [t for t in tasks if t.state in TASK_FAILED]

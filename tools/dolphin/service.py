@@ -23,7 +23,7 @@ from xihe.agent.registry import ToolContext
 from xihe.config.dolphin import DolphinConfig, user_tokens
 from xihe.config.load import Settings
 from xihe.integrations.dolphinscheduler.client import DolphinClient
-from xihe.integrations.dolphinscheduler.factory import client_from_config, client_with_token
+from xihe.integrations.dolphinscheduler.factory import client_from_config
 from xihe.integrations.dolphinscheduler.models import Instance
 from xihe.tools.dolphin.failures import explained, fail, labels, raw_or_told, release_state
 from xihe.tools.dolphin.names import (
@@ -83,7 +83,7 @@ def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None 
     lease = timedelta(seconds=deps.settings.core.store.lease_seconds)
     tokens = user_tokens(cfg, deps.settings.access.users, env)
     return DolphinService(
-        user_clients={user: client_with_token(cfg, token) for user, token in tokens.items()},
+        user_clients={user: client_from_config(cfg, env, token=token) for user, token in tokens.items()},
         config=cfg,
         client=client,
         poll_client=poll_client,

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 
 from xihe.agent.clock import FakeClock
 from xihe.integrations.dolphinscheduler.sim.executors import DS_TIME, Executors, Reply, thousands
+from xihe.integrations.dolphinscheduler.sim.logs import Logs
 from xihe.integrations.dolphinscheduler.sim.model import DolphinModel, SimProject
 from xihe.integrations.dolphinscheduler.sim.schedules import ScheduleReply, Schedules, SimSchedule
 from xihe.integrations.dolphinscheduler.sim.views import NAMES, Views, workflow_state_text
@@ -39,7 +40,7 @@ class Fault:
     times: int = 1
 
 
-class DolphinSimulator(Executors, Schedules, Views, DolphinModel):
+class DolphinSimulator(Executors, Logs, Schedules, Views, DolphinModel):
     """A DolphinScheduler API server on loopback, driven by a FakeClock."""
 
     def __init__(
@@ -412,30 +413,3 @@ class DolphinSimulator(Executors, Schedules, Views, DolphinModel):
         return self._page(
             rows, form, lambda t: self.task_json(t, with_duration=True), search=lambda t, s: s in t.name
         )
-
-    # ---- logs ----------------------------------------------------------------------------------
-
-    def _log(self, form: dict[str, str]) -> Any:
-        try:
-            task_id, skip, limit = (int(form[k]) for k in ("taskInstanceId", "skipLineNum", "limit"))
-        except (KeyError, ValueError):
-            raise Reply(10001, "request parameter taskInstanceId is not valid") from None
-        task = self.tasks.get(task_id)
-        if task is None:
-            raise Reply(10008, "task instance not found")
-        if not task.host:
-            raise Reply(10191, "task instance host is null")
-        lines = task.log[skip : skip + limit]
-        budget, chosen = 64 * 1024, list[str]()
-        for line in lines:  # the worker stops early at about 64 KiB
-            budget -= len(line) + 2
-            if budget < 0 and chosen:
-                break
-            chosen.append(line)
-        message = "\r\n".join(chosen)
-        if skip == 0:
-            gap = " " if self.version == "3.3" else "  "
-            message = f"[LOG-PATH]: {task.log_path}, [HOST]:{gap}{task.host}\n" + message
-        if not chosen and skip > 0:
-            message = ""
-        return {"lineNum": len(message.split("\r\n")), "message": message}

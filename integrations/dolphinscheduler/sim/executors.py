@@ -9,8 +9,8 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from xihe.integrations.dolphinscheduler.sim.actions import Actions
 from xihe.integrations.dolphinscheduler.sim.model import WF_FINAL, SimInstance, SimProject
-from xihe.integrations.dolphinscheduler.sim.suspend import Suspend
 from xihe.integrations.dolphinscheduler.sim.views import WF_CODES
 
 DS_TIME = "%Y-%m-%d %H:%M:%S"
@@ -36,7 +36,7 @@ def thousands(n: int) -> str:
     return f"{n:,}"  # MessageFormat puts separators in numbers
 
 
-class Executors(Suspend):
+class Executors(Actions):
     """`executors/start-…-instance`, `executors/execute` and a task's `force-success` (needs version,
     names, starts, _triggers)."""
 

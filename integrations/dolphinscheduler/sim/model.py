@@ -202,44 +202,6 @@ class DolphinModel:
         delay = self.command_delay if self.master_delay is None else self.master_delay
         self._at(self.clock() + timedelta(seconds=delay), action)
 
-    def rerun_failed(self, inst: SimInstance) -> None:
-        """START_FAILURE_TASK_PROCESS: asynchronous; the state stays FAILURE until the master takes it."""
-
-        def consume(at: datetime) -> None:
-            self._restart(inst, at, "START_FAILURE_TASK_PROCESS")
-            for t in inst.tasks:
-                if t.flag == "YES" and t.state in ("FAILURE", "KILL"):
-                    t.flag = "NO"
-            # from the first task without a successful row: a forced success lets its downstream run
-            done = {
-                t.index for t in inst.tasks if t.flag == "YES" and t.state in ("SUCCESS", "FORCED_SUCCESS")
-            }
-            inst.task_index = next((i for i in range(len(inst.dag_tasks)) if i not in done), inst.task_index)
-            self._new_task_row(inst, inst.task_index, 0, at)
-            self._schedule(inst, at + timedelta(seconds=1), "dispatch")
-
-        self.consume_later(consume)
-
-    def repeat_running(self, inst: SimInstance) -> None:
-        """REPEAT_RUNNING: the whole workflow again, same id; old task rows get flag=NO."""
-
-        def consume(at: datetime) -> None:
-            self._restart(inst, at, "REPEAT_RUNNING")
-            inst.start_time = at
-            for t in inst.tasks:
-                t.flag = "NO"
-            inst.task_index = 0
-            self._new_task_row(inst, 0, 0, at)
-            self._schedule(inst, at + timedelta(seconds=1), "dispatch")
-
-        self.consume_later(consume)
-
-    def stop_instance(self, inst: SimInstance) -> None:
-        """STOP: READY_STOP now, STOP a few seconds later; a stopped backfill chain goes no further."""
-        inst.state, inst.command_type = "READY_STOP", "STOP"
-        inst.remaining_dates = []
-        self._schedule(inst, self.clock() + timedelta(seconds=inst.definition.scenario.stop_seconds), "stop")
-
     def _restart(self, inst: SimInstance, at: datetime, command: str) -> None:
         inst.run_times += 1
         inst.reruns += 1

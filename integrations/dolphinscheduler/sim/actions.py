@@ -1,6 +1,10 @@
-"""Pause, recover and force-success in the simulated master (a mixin of `DolphinModel`).
+"""Instance actions in the simulated master (a mixin of `DolphinModel`): rerun from failure, repeat
+running, stop, pause, recover and a task's force-success.
 
 As the reference and the source describe them (integrations/dolphinscheduler/CONTRACT.md):
+- START_FAILURE_TASK_PROCESS: a command the master takes after the command delay (the state stays
+  FAILURE until then); the run goes on from the first task without a successful row;
+- STOP: READY_STOP now, STOP a few seconds later; a stopped backfill chain goes no further;
 - PAUSE: READY_PAUSE at once; the running task finishes, no further task is submitted, and the
   workflow ends PAUSE (endTime set);
 - RECOVER_SUSPENDED_PROCESS: a command the master takes after the command delay; runTimes+1, the
@@ -27,8 +31,46 @@ def next_task_index(inst: SimInstance) -> int:
     return next((i for i in range(len(inst.dag_tasks)) if i not in done), len(inst.dag_tasks))
 
 
-class Suspend(DolphinModel):
-    """PAUSE, RECOVER_SUSPENDED_PROCESS and a task's force-success."""
+class Actions(DolphinModel):
+    """What the master does with an instance action or a task's force-success."""
+
+    def rerun_failed(self, inst: SimInstance) -> None:
+        """START_FAILURE_TASK_PROCESS: asynchronous; the state stays FAILURE until the master takes it."""
+
+        def consume(at: datetime) -> None:
+            self._restart(inst, at, "START_FAILURE_TASK_PROCESS")
+            for t in inst.tasks:
+                if t.flag == "YES" and t.state in ("FAILURE", "KILL"):
+                    t.flag = "NO"
+            # from the first task without a successful row: a forced success lets its downstream run
+            done = {
+                t.index for t in inst.tasks if t.flag == "YES" and t.state in ("SUCCESS", "FORCED_SUCCESS")
+            }
+            inst.task_index = next((i for i in range(len(inst.dag_tasks)) if i not in done), inst.task_index)
+            self._new_task_row(inst, inst.task_index, 0, at)
+            self._schedule(inst, at + timedelta(seconds=1), "dispatch")
+
+        self.consume_later(consume)
+
+    def repeat_running(self, inst: SimInstance) -> None:
+        """REPEAT_RUNNING: the whole workflow again, same id; old task rows get flag=NO."""
+
+        def consume(at: datetime) -> None:
+            self._restart(inst, at, "REPEAT_RUNNING")
+            inst.start_time = at
+            for t in inst.tasks:
+                t.flag = "NO"
+            inst.task_index = 0
+            self._new_task_row(inst, 0, 0, at)
+            self._schedule(inst, at + timedelta(seconds=1), "dispatch")
+
+        self.consume_later(consume)
+
+    def stop_instance(self, inst: SimInstance) -> None:
+        """STOP: READY_STOP now, STOP a few seconds later; a stopped backfill chain goes no further."""
+        inst.state, inst.command_type = "READY_STOP", "STOP"
+        inst.remaining_dates = []
+        self._schedule(inst, self.clock() + timedelta(seconds=inst.definition.scenario.stop_seconds), "stop")
 
     def pause_instance(self, inst: SimInstance) -> None:
         """PAUSE: READY_PAUSE now; PAUSE once the running task is done (`paused_after_task`)."""
