@@ -4,22 +4,25 @@
     /pause 101    /resume 101    /force-success 101 load    /log 101 [load] [--from 200]
     /runs order_sync [20]    /failed [昨晚 | since 22:00 | 昨天]    /schedule order_sync [on|off]
 
-`/resume ID` also continues a task of yours that stopped (the task command it shares a name with):
-when ID is one of your stopped tasks it does that, as before; otherwise ID is a workflow instance.
-`/resume run ID` always means the instance.
+`/resume ID` is also the task command (continue a task of yours that stopped). ID means your stopped
+task first (as before), then a paused or stopped workflow instance, then a task in any other state
+(which says why it cannot continue), else an instance. `/resume run ID` / `/resume task ID` say which.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from xihe.agent.commands import Command
-from xihe.agent.errors import TaskStateError
+from xihe.agent.errors import DolphinError, TaskStateError, ToolFailed
 from xihe.agent.help import HelpEntry
 from xihe.agent.i18n import Catalog, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.task_commands import resume_task
-from xihe.agent.tasks import TaskStatus
+from xihe.agent.tasks import Task, TaskStatus
+from xihe.integrations.dolphinscheduler.states import ACTION_ALLOWED
+from xihe.tools.dolphin.service import locate
 
 if TYPE_CHECKING:
     from xihe.agent.gate import Who
@@ -52,9 +55,10 @@ USAGE: Catalog = {
 HELP = [
     HelpEntry("/pause INSTANCE · /resume INSTANCE", "pause a running run; resume a paused or stopped one",
               "/pause 1024", "暂停正在运行的实例；恢复已暂停或已停止的实例", needs="tool", tool="pause_run",
-              detail="/resume ID continues your own stopped task when ID is one; `/resume run ID` always "
-                     "means the workflow instance.",
-              detail_zh="如果 ID 是你自己停下的任务，/resume ID 会继续那个任务；`/resume run ID` 总是指工作流实例。"),
+              detail="/resume ID continues your own stopped task when ID is one, else the paused or stopped "
+                     "run; `/resume run ID` always means the workflow instance, `/resume task ID` your task.",
+              detail_zh="如果 ID 是你自己停下的任务，/resume ID 会继续那个任务，否则恢复那个已暂停或已停止的实例；"
+                        "`/resume run ID` 总是指工作流实例，`/resume task ID` 总是指你的任务。"),
     HelpEntry("/force-success INSTANCE TASK", "mark a failed task successful so the run goes on",
               "/force-success 1024 load", "把失败的任务标记为强制成功，让运行继续", needs="tool",
               tool="force_success"),
@@ -97,22 +101,41 @@ def pause(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     return _on_instance(session, who, msg, cmd.args, "pause_run", "pause")
 
 
-def _own_stopped_task(session: Session, who: Who, arg: str) -> bool:
+def _task(session: Session, arg: str) -> Task | None:
     if not arg.isdigit():
+        return None
+    try:
+        return session.deps.tasks.get(int(arg))
+    except TaskStateError:
+        return None
+
+
+def _suspended_run(session: Session, arg: str) -> bool:
+    """Whether `arg` names a workflow instance that is paused or stopped (what DS can resume)."""
+    if _instance_id(arg) is None:
         return False
     try:
-        task = session.deps.tasks.get(int(arg))
-    except TaskStateError:
+        inst = locate(session.deps, int(arg.lstrip("#")))
+    except (ToolFailed, DolphinError):
         return False
-    return task.owner == who.user and task.status == TaskStatus.FAILED
+    return inst.state in ACTION_ALLOWED["RECOVER_SUSPENDED_PROCESS"]
 
 
 def resume(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
-    """/resume ID: your stopped task when ID is one, else the workflow instance; /resume run ID: the instance."""
+    """/resume ID: your stopped task, else a paused or stopped run, else the task (which says why
+    not), else the run (which says why not); `/resume run ID` and `/resume task ID` say which."""
     args = cmd.args
-    if args and args[0].lower() == "run":
-        args = args[1:]
-    elif args and _own_stopped_task(session, who, args[0]):
+    if args and args[0].lower() in ("run", "task"):
+        rest = replace(cmd, args=args[1:])
+        if args[0].lower() == "task":
+            return resume_task(session, who, msg, rest)
+        return _on_instance(session, who, msg, rest.args, "resume_run", "resume")
+    task = _task(session, args[0]) if args else None
+    if task is not None and task.owner == who.user and task.status == TaskStatus.FAILED:
+        return resume_task(session, who, msg, cmd)
+    if args and _suspended_run(session, args[0]):
+        return _on_instance(session, who, msg, args, "resume_run", "resume")
+    if task is not None:
         return resume_task(session, who, msg, cmd)
     return _on_instance(session, who, msg, args, "resume_run", "resume")
 

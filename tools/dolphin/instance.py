@@ -251,7 +251,7 @@ def stop_precheck(call: Target, deps: Deps) -> Text | None:
 def follow_action(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[Watch | None, Watch]:
     """Record the rerun about to be sent on the watch that follows `inst` (reopened), or a new watch.
 
-    Written before the request goes out, so a crash in between is seen by `rerun_lookup`. The
+    Written before the request goes out, so a crash in between is seen by `followed_lookup`. The
     watch waits for an attempt newer than `inst` (DS keeps the old FAILURE until the master takes
     the command), and a rerun of a backfill date keeps following the rest of that chain under the
     original marker. Returns the row as it was before (to put back when DS refuses) and the new one.
@@ -318,31 +318,35 @@ def rerun(call: Target, ctx: ToolContext) -> dict[str, Any]:
     return send_followed(call, ctx, "START_FAILURE_TASK_PROCESS", "rerun_failed")
 
 
-def rerun_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
-    """After a crash: what became of a rerun this step recorded before sending it.
+def followed_lookup(action: str) -> Callable[[Target, ToolContext], dict[str, Any] | None]:
+    """After a crash: what became of an action (rerun, pause, resume) this step recorded before sending it.
 
     None (send it) when the step never recorded one. Otherwise DS either shows a newer attempt
     (accepted) or still the old one: then the request may or may not have reached DS, whose master
-    can take a rerun minutes later, so it is not sent again; the watch reports the new attempt, or
-    says after the discovery timeout that DS never took it.
+    can take it minutes later, so it is not sent again; the watch reports what DS does, or says after
+    the discovery timeout that DS never took it.
     """
-    svc = service(ctx.deps)
-    inst = locate(ctx.deps, call.args.instance_id, call.args.project)  # afresh: after the rerun was sent
-    by = make_marker(ctx.task_id, ctx.step_key)
-    watch = svc.watches.with_instance(inst.id)
-    if watch is None:
-        return None
-    pending = watch.pending_rerun(inst.id)
-    mine = pending.by == by if pending is not None else watch.task_id == str(ctx.task_id)
-    if not mine:
-        return None
-    info = {**instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
-    if pending is not None and not pending.picked_up(inst):
-        info["note"] = (
-            "The rerun may or may not have reached DolphinScheduler before the bot stopped. "
-            "The bot watches the instance and reports here; do not rerun it again now."
-        )
-    return info
+
+    def lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
+        svc = service(ctx.deps)
+        inst = locate(ctx.deps, call.args.instance_id, call.args.project)  # afresh: after it was sent
+        by = make_marker(ctx.task_id, ctx.step_key)
+        watch = svc.watches.with_instance(inst.id)
+        if watch is None:
+            return None
+        pending = watch.pending_rerun(inst.id)
+        mine = pending.by == by if pending is not None else watch.task_id == str(ctx.task_id)
+        if not mine:
+            return None
+        info = {**instance_info(ctx.deps, inst), "action": action, "accepted": True}
+        if pending is not None and not pending.picked_up(inst):
+            info["note"] = (
+                f"The {action} request may or may not have reached DolphinScheduler before the bot stopped. "
+                "The bot watches the instance and reports here; do not send it again now."
+            )
+        return info
+
+    return lookup
 
 
 RERUN = ToolSpec(
@@ -352,7 +356,7 @@ RERUN = ToolSpec(
     run=told(rerun, target_arg),
     risk="write",
     environment_of=instance_environment,
-    lookup=rerun_lookup,
+    lookup=followed_lookup("rerun_failed"),
     summarize=action_reply,
     explain=explain_instance("explain_rerun"),
     precheck=rerun_precheck,

@@ -24,13 +24,13 @@ from xihe.tools.dolphin.instance import (
     InstanceArgs,
     Target,
     explain_instance,
+    followed_lookup,
     instance_environment,
-    instance_info,
     read_instance,
     send_followed,
     target_arg,
 )
-from xihe.tools.dolphin.service import locate, told
+from xihe.tools.dolphin.service import told
 
 SUSPEND: Catalog = {
     "explain_pause": {
@@ -91,20 +91,6 @@ def _reply(r: dict[str, Any], lang: Lang = "en") -> str:
     )
 
 
-def _lookup(
-    action: str, moved: Callable[[str], bool]
-) -> Callable[[Target, ToolContext], dict[str, Any] | None]:
-    """After a crash: the action was sent when the instance shows it (read afresh), else send it."""
-
-    def lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
-        inst = locate(ctx.deps, call.args.instance_id, call.args.project)
-        if not moved(inst.state) and inst.run_times == call.target.run_times:
-            return None
-        return {**instance_info(ctx.deps, inst), "action": action, "accepted": True}
-
-    return lookup
-
-
 def pause(call: Target, ctx: ToolContext) -> dict[str, Any]:
     """PAUSE a running instance (`pause_precheck` passed on it); followed until it has paused."""
     return send_followed(call, ctx, "PAUSE", "pause")
@@ -123,7 +109,7 @@ PAUSE = ToolSpec(
     run=told(pause, target_arg),
     risk="write",
     environment_of=instance_environment,
-    lookup=_lookup("pause", lambda state: state in PAUSING),
+    lookup=followed_lookup("pause"),
     summarize=_reply,
     explain=explain_instance("explain_pause", SUSPEND),
     precheck=_precheck("PAUSE", "pause_refused"),
@@ -138,7 +124,7 @@ RESUME = ToolSpec(
     run=told(resume, target_arg),
     risk="write",
     environment_of=instance_environment,
-    lookup=_lookup("resume", lambda state: False),
+    lookup=followed_lookup("resume"),
     summarize=_reply,
     explain=explain_instance("explain_resume", SUSPEND),
     precheck=_precheck("RECOVER_SUSPENDED_PROCESS", "resume_refused"),
