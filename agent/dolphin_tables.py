@@ -60,3 +60,21 @@ ds_catalog_sync = Table(
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("synced_at", UTCDateTime),
 )
+
+# Which DolphinScheduler schedules did someone take offline from chat, and when are they reminded that
+# it is still off? One row per schedule; `/schedule WORKFLOW on` removes it (migration 17).
+ds_schedule_off = Table(
+    "ds_schedule_off",
+    metadata,
+    Column("project_code", BigInteger, primary_key=True),
+    Column("schedule_id", BigInteger, primary_key=True),
+    Column("project", String(200), nullable=False),
+    Column("workflow", String(200), nullable=False),
+    Column("definition_code", BigInteger, nullable=False),
+    Column("conversation", String(200), nullable=False),  # where the reminder goes
+    Column("user", String(200), nullable=False),  # who took it offline
+    Column("off_at", UTCDateTime, nullable=False),
+    Column("remind_at", UTCDateTime, nullable=False),
+    Column("reminded_at", UTCDateTime),  # set by the replica that claimed the reminder
+)
+Index("ix_ds_schedule_off_due", ds_schedule_off.c.reminded_at, ds_schedule_off.c.remind_at)

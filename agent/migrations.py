@@ -24,7 +24,7 @@ from xihe.agent.alert_tables import (
     alert_state,
 )
 from xihe.agent.core_tables import artifact, audit_event, memory, pending_action, task, task_step
-from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_watch, ds_watch_instance
+from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_schedule_off, ds_watch, ds_watch_instance
 from xihe.agent.lease import released
 from xihe.agent.mail_tables import chat_mail
 from xihe.agent.oncall_tables import oncall_override
@@ -205,6 +205,10 @@ MIGRATIONS: list[Migration] = [
     ),
     (15, "on-call overrides from chat: who covers whose duty, until when", _create(oncall_override)),
     (16, "dolphinscheduler: which watch followed which instance (read by key)", _watch_instances),
+        17,
+        "dolphinscheduler: schedules taken offline from chat, and their reminders",
+        _create(ds_schedule_off),
+    ),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

@@ -84,6 +84,12 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     assert "**payments**：主值班 Bob (bob)，副值班 Carol (carol)" in out
     assert "已通知告警群 prod" in out and "维护开始</font>：workflow:payment_reconcile" in out
     assert "⚠️ 覆盖 P0 核心工作流：etl/payment_reconcile" in out and "维护期间屏蔽了 0 个失败实例" in out
+    # /failed and /log: what failed, with its error line, and the task's log as encoded text
+    assert "以来失败：1 个工作流共 1 次运行" in out and "- #102 2026-12-01 (scheduleTime 2026-12-02)" in out
+    assert (
+        "**payment_reconcile** #102 中 **report**（FAILURE）的日志" in out
+        and "FINALIZE_SESSION, exit code 1" in out
+    )
     # alice writes Chinese: the shell's result and refusals are told in Chinese
     assert "［沙箱：bwrap］" in out and "（路径穿越）" in out and "'rm' 不是白名单里的程序" in out
     assert "错误：进程在这一步中途停止" in out and "task 5 done" in out  # /task 5 in alice's language

@@ -89,7 +89,17 @@ def test_every_row_is_the_gates_decision(shipped: Path, capsys: pytest.CaptureFi
             continue  # shell entries add their scope: covered by the table
         risk = (
             "write"
-            if r["tool"] in ("trigger_dolphinscheduler", "rerun_failed", "stop_run", "send_wecom_alert")
+            if r["tool"]
+            in (
+                "trigger_dolphinscheduler",
+                "rerun_failed",
+                "stop_run",
+                "pause_run",
+                "resume_run",
+                "force_success",
+                "set_schedule",
+                "send_wecom_alert",
+            )
             else "read"
         )
         gate = decide(r["tool"], risk, r["environment"], identify("bob", access), access)

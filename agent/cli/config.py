@@ -65,7 +65,19 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     settings = _checked(directory, args.offline)
     if settings is None:
         return 1
+    from xihe.config.dolphin import DOLPHIN_SECTION, token_notes
+
+    dolphin = settings.get(DOLPHIN_SECTION)
+    notes: list[str] = []
+    if dolphin is not None and dolphin.user_tokens is not None:
+        try:
+            notes = token_notes(dolphin, settings.access.users)
+        except ConfigError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
     print(f"{directory}: OK ({len(settings.texts)} file(s) checked)")
+    for note in notes:
+        print(f"NOTE dolphin.yaml: {note}")
     from xihe.config.shell.file import SHELL_SECTION
     from xihe.config.ui import UI_SECTION
 

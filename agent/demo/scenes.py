@@ -241,6 +241,14 @@ def scene_oncall_and_maintenance(d: Demo) -> None:
         d.out(_indent(message))
 
 
+def scene_what_failed(d: Demo) -> None:
+    d.scene("9. What failed, and its log (read tools: no confirmation; the log is shown as text, encoded)")
+    reply = d.say("carol", "/failed 昨天", conversation="cli:carol")
+    found = re.search(r"#(\d+) ", reply)
+    if found:
+        d.say("carol", f"/log {found.group(1)}", conversation="cli:carol")
+
+
 def scene_shell(d: Demo) -> None:
     d.scene(
         "4. Whitelisted shell: typed arguments, no shell, a sandbox; anything else is refused with a reason"
@@ -388,6 +396,7 @@ SCENES = (
     scene_web,
     scene_audit,
     scene_cards,
+    scene_what_failed,
 )
 
 

@@ -1,17 +1,19 @@
-"""DolphinScheduler in chat: tools, `/run` `/status` `/rerun` `/stop`, run watching and the name sync;
+"""DolphinScheduler in chat: tools, `/run` `/status` `/rerun` `/stop` (and the commands of
+`ops_commands`: /pause /resume /force-success /log /runs /failed /schedule), run watching and the name sync;
 and DolphinScheduler's events for the alert pipeline.
 
 Active when config/dolphin.yaml exists and the credentials it names are set. Then:
 
-- tools (tools/dolphin.py): trigger_dolphinscheduler, query_ds_task_status, ds_failed_tasks,
-  rerun_failed, stop_run; the gate sees each write's workflow environment (workflows.yaml);
+- tools (tools/dolphin/): trigger_dolphinscheduler, query_ds_task_status, ds_failed_tasks,
+  rerun_failed, stop_run, pause_run, resume_run, force_success, ds_task_log, ds_recent_runs,
+  ds_failed_runs, ds_schedule, set_schedule; the gate sees each write's workflow environment (workflows.yaml);
 - commands that go through `session.run_tool` (same registry, gate, confirmation and audit):
       /run order_sync 2026-12-01..2026-12-03    /status 101    /rerun 101    /stop 101
   and, when no model is configured, the `/run` that a free-text run request means (a command hint);
 - jobs: `ds_poll` polls the claimed watch rows (`run_poll_cycle` over the SQL store), posts
   progress (throttled) and the final state to the conversation that started the run, and hands
   AlertEvents to `deps.alerts` when the alert pipeline is installed; `ds_catalog_sync`
-  refreshes name → code and release state.
+  refreshes name → code and release state; `ds_schedule_reminder` reminds a schedule left offline.
 - when config/alerts.yaml exists (with or without dolphin.yaml): the `/hooks/dolphinscheduler`
   webhook, the `alerts_scan` job and `deps.origins` (sources.py).
 
@@ -29,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.commands import Command
 from xihe.agent.deps import Services
+from xihe.agent.dolphin import ops_commands
+from xihe.agent.dolphin.schedule_reminder import remind_schedules
 from xihe.agent.dolphin.sources import install_sources
 from xihe.agent.errors import ConfigError, TaskStateError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, merge
@@ -105,14 +109,32 @@ def install_chat(ctx: Context) -> Installed:
     return Installed(
         tools=list(SPECS),
         services=Services(dolphin=svc),
-        commands={"run": _run, "status": _status, "rerun": _rerun, "stop": _stop},
-        help=list(HELP),
+        commands={"run": _run, "status": _status, "rerun": _rerun, "stop": _stop, **ops_commands.COMMANDS},
+        help=[*HELP, *ops_commands.HELP],
         hooks=Hooks(command_hints=(lambda text: run_command(text, ctx.settings.workflows),)),
-        jobs=[Job("ds_poll", poll_watches, tick, follows=True), Job("ds_catalog_sync", sync_names, 600)],
+        jobs=[
+            Job("ds_poll", poll_watches, tick, follows=True),
+            Job("ds_catalog_sync", sync_names, 600),
+            Job("ds_schedule_reminder", remind_schedules, 60, follows=True),
+        ],
     )
 
 
-DS_TOOLS = ("trigger_dolphinscheduler", "query_ds_task_status", "ds_failed_tasks", "rerun_failed", "stop_run")
+DS_TOOLS = (
+    "trigger_dolphinscheduler",
+    "query_ds_task_status",
+    "ds_failed_tasks",
+    "rerun_failed",
+    "stop_run",
+    "pause_run",
+    "resume_run",
+    "force_success",
+    "ds_task_log",
+    "ds_recent_runs",
+    "ds_failed_runs",
+    "ds_schedule",
+    "set_schedule",
+)
 FEATURE = Feature("dolphin", DOLPHIN_SECTION, install, DS_TOOLS)
 
 

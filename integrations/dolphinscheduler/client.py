@@ -13,12 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from xihe.agent.errors import DolphinError
-from xihe.integrations.dolphinscheduler.dag import dag_of
+from xihe.integrations.dolphinscheduler.dag import dag_of, downstream_of
 from xihe.integrations.dolphinscheduler.logtimes import label_log_line
 from xihe.integrations.dolphinscheduler.models import (
     MARKER_KEY,
+    CronSchedule,
     Definition,
     Instance,
+    LogPage,
     Page,
     Project,
     StartResult,
@@ -251,6 +253,60 @@ class DolphinClient(DolphinTransport):
             tail.pop()
         return list(tail)
 
+    def log_page(self, task_instance_id: int, skip: int, limit: int) -> LogPage:
+        """`limit` lines of a task's log after the first `skip` (one `/log/detail` call).
+
+        The first page's `[LOG-PATH]` header is dropped; past the end the page is empty.
+        """
+        data = (
+            self._call(
+                "GET",
+                "/log/detail",
+                {"taskInstanceId": task_instance_id, "skipLineNum": skip, "limit": limit},
+            )
+            or {}
+        )
+        message = str(data.get("message") or "")
+        if not message:
+            return LogPage(skip, ())
+        lines = message.replace("\r\n", "\n").split("\n")
+        if skip == 0 and lines and lines[0].startswith("[LOG-PATH]"):
+            lines = lines[1:]
+        return LogPage(skip, tuple(label_log_line(line, self.zone) for line in lines))
+
+    def downstream(self, project_code: int, inst: Instance, task_code: int) -> list[str]:
+        """Names of the tasks that depend on `task_code` in `inst`'s workflow (directly or not)."""
+        path = f"/projects/{project_code}/{self.profile.definitions}/{inst.definition_code}"
+        return downstream_of(self._call("GET", path) or {}, self.profile.dag_keys, task_code)
+
+    # ---- schedules --------------------------------------------------------------------------------
+
+    def schedules(self, project_code: int, definition_code: int) -> list[CronSchedule]:
+        """The schedule(s) of one definition (DS keeps at most one); 50003 for an unknown definition."""
+        params = {self.profile.instance_definition_field: definition_code}
+        out: list[CronSchedule] = []
+        for items in self._pages(f"/projects/{project_code}/schedules", params):
+            out.extend(CronSchedule.from_json(r, self.profile) for r in items)
+        return out
+
+    def schedule_preview(self, project_code: int, schedule: CronSchedule) -> list[str]:
+        """The next five fire times DS computes for a schedule (`yyyy-MM-dd HH:mm:ss` in its zone)."""
+        spec = {
+            "startTime": schedule.start_time,
+            "endTime": schedule.end_time,
+            "crontab": schedule.crontab,
+            "timezoneId": schedule.timezone,
+        }
+        data = self._call(
+            "POST", f"/projects/{project_code}/schedules/preview", {"schedule": json.dumps(spec)}
+        )
+        return [str(t) for t in data or []]
+
+    def set_schedule_online(self, project_code: int, schedule_id: int, online: bool) -> None:
+        """Release a schedule (ONLINE: DS fires it) or take it offline; 10126 when it already is."""
+        verb = "online" if online else "offline"
+        self._call("POST", f"/projects/{project_code}/schedules/{schedule_id}/{verb}", {}, idempotent=False)
+
     # ---- actions ----------------------------------------------------------------------------------
 
     def execute(self, project_code: int, instance_id: int, execute_type: str) -> None:
@@ -270,3 +326,8 @@ class DolphinClient(DolphinTransport):
     def stop(self, project_code: int, instance_id: int) -> None:
         """Ask DS to stop a running instance (READY_STOP, then STOP)."""
         self.execute(project_code, instance_id, "STOP")
+
+    def force_success(self, project_code: int, task_instance_id: int) -> None:
+        """Mark a failed (or killed) task instance FORCED_SUCCESS (10166 for any other state)."""
+        path = f"/projects/{project_code}/task-instances/{task_instance_id}/force-success"
+        self._call("POST", path, {}, idempotent=False)

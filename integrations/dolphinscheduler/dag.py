@@ -36,6 +36,25 @@ def dag_of(data: dict[str, Any], keys: tuple[str, str]) -> Dag:
     return Dag(int(definition.get("version") or 0), frozenset(codes))
 
 
+def downstream_of(data: dict[str, Any], keys: tuple[str, str], task_code: int) -> list[str]:
+    """Names of every task reachable from `task_code` over the DAG's relations, in DAG order."""
+    _, relations_key = keys
+    edges: dict[int, list[int]] = {}
+    for r in data.get(relations_key) or []:
+        pre, post = int(r.get("preTaskCode") or 0), int(r.get("postTaskCode") or 0)
+        if pre and post:
+            edges.setdefault(pre, []).append(post)
+    names = {int(t["code"]): str(t.get("name") or t["code"]) for t in data.get("taskDefinitionList") or []}
+    seen: list[int] = []
+    todo = list(edges.get(task_code, []))
+    while todo:
+        code = todo.pop(0)
+        if code not in seen:
+            seen.append(code)
+            todo.extend(edges.get(code, []))
+    return [names.get(code, str(code)) for code in seen]
+
+
 class TaskTotals(Protocol):
     """What `tasks_total` needs of a client (DolphinClient.task_total reads the DAG of `inst`)."""
 

@@ -16,10 +16,11 @@ def client_from_config(
     *,
     wait: tenacity.wait.wait_base | None = None,
     count_request: Callable[[], object] | None = None,
+    token: str | None = None,
 ) -> DolphinClient:
-    """A client with the configured URL, profile, credentials (from env), timeouts and retries;
-    `count_request` counts every response it receives."""
-    creds = credentials(cfg, env)
+    """A client with the configured URL, profile, credentials (from env, or `token`: a user's own),
+    timeouts and retries; `count_request` counts every response it receives."""
+    creds = {"token": token} if token else credentials(cfg, env)
     return DolphinClient(
         cfg.base_url,
         version=cfg.version,

@@ -11,6 +11,7 @@ from xihe.integrations.dolphinscheduler.profiles import Profile
 from xihe.integrations.dolphinscheduler.states import workflow_state_name
 
 MARKER_KEY = "xihe_run"  # startParams key carrying "<task>:<step>" of the bot run that started it
+REQUESTED_BY_KEY = "xihe_requested_by"  # startParams: who asked xihe for the run (DS keeps it with the run)
 DS_TIME = "%Y-%m-%d %H:%M:%S"
 
 T = TypeVar("T")
@@ -131,6 +132,50 @@ class Instance:
             ),
             raw=raw,
         )
+
+
+@dataclass(frozen=True)
+class CronSchedule:
+    """A workflow's schedule: its Quartz cron, zone, validity window and release state."""
+
+    id: int
+    definition_code: int
+    crontab: str
+    timezone: str
+    start_time: str  # as DS gives it, in the schedule's zone
+    end_time: str
+    release_state: str  # ONLINE | OFFLINE
+
+    @property
+    def online(self) -> bool:
+        """Whether DolphinScheduler fires it."""
+        return self.release_state == "ONLINE"
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], profile: Profile) -> CronSchedule:
+        """Build from a schedule JSON object of the given profile."""
+        return cls(
+            id=int(raw["id"]),
+            definition_code=int(raw.get(profile.instance_definition_field) or 0),
+            crontab=str(raw.get("crontab") or ""),
+            timezone=str(raw.get("timezoneId") or ""),
+            start_time=str(raw.get("startTime") or ""),
+            end_time=str(raw.get("endTime") or ""),
+            release_state=str(raw.get("releaseState") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class LogPage:
+    """Lines of a task log from line `skip` on (`/log/detail`); empty past the end."""
+
+    skip: int
+    lines: tuple[str, ...]
+
+    @property
+    def next_skip(self) -> int:
+        """Where the next page starts."""
+        return self.skip + len(self.lines)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,18 @@ TASK_RUNNING = frozenset({"SUBMITTED_SUCCESS", "RUNNING_EXECUTION", "DELAY_EXECU
 STOPPING = frozenset({"STOP", "READY_STOP"})
 PAUSING = frozenset({"PAUSE", "READY_PAUSE"})
 
+# The workflow states each instance action (executeType) is allowed from (ExecutorServiceImpl
+# `checkExecuteType`, reference §10); DS refuses any other with 50006 (3.1), 50015 (3.2) or 10000 (3.3).
+ACTION_ALLOWED: dict[str, frozenset[str]] = {
+    "START_FAILURE_TASK_PROCESS": frozenset({"FAILURE"}),
+    "STOP": frozenset({"RUNNING_EXECUTION", "READY_PAUSE"}),
+    "PAUSE": frozenset({"RUNNING_EXECUTION"}),
+    "RECOVER_SUSPENDED_PROCESS": frozenset({"PAUSE", "STOP"}),
+    "REPEAT_RUNNING": WORKFLOW_TERMINAL,
+}
+# Task states force-success accepts (`isFailure() || isKill()`); any other is 10166.
+TASK_FORCEABLE = frozenset({"FAILURE", "NEED_FAULT_TOLERANCE", "KILL"})
+
 # Every state name either enum knows; anything else in an event is an error.
 KNOWN_STATES = WORKFLOW_TERMINAL | WORKFLOW_RUNNING | TASK_TERMINAL | TASK_RUNNING
 

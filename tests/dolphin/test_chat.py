@@ -60,7 +60,7 @@ def test_backfill_yesterday_from_chat_polled_to_success(
     (start,) = bot.sim.starts
     assert start["workflowDefinitionCode"] == "2000000000001"  # 订单同步 → order_sync via the alias
     assert start["execType"] == "COMPLEMENT_DATA" and start["scheduleTime"] == YESTERDAY
-    assert json.loads(start["startParams"]) == {"xihe_run": "1:tool:1:0"}
+    assert json.loads(start["startParams"]) == {"xihe_run": "1:tool:1:0", "xihe_requested_by": "bob"}
     tool_result = llm.requests[-1]["messages"][-1]["content"]
     shown = json.loads(tool_result.split("\n", 1)[1])
     assert shown["instance_ids"] == [101] and shown["workflow"] == "order_sync"

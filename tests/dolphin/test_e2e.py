@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,7 +27,7 @@ from tests.dolphin.conftest import BAD_HOST, seed
 from tests.dolphin.support import write_ds_config
 from tests.serve.harness import Replica, wait_until
 from xihe.agent.clock import FakeClock, utc_now
-from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
+from xihe.integrations.dolphinscheduler.sim import DolphinSimulator, SimProject
 
 SPEED = 200.0  # simulated seconds per real second
 CLIENT_TIMEOUT = 5.0  # the bot's request timeout; a start answer held longer is "lost"
@@ -35,8 +36,8 @@ CLIENT_TIMEOUT = 5.0  # the bot's request timeout; a start answer held longer is
 class Chat(Terminal):
     """alice's `xihe chat`: lines in, replies (`xihe> …`) and late messages (`[xihe → cli:alice] …`) out."""
 
-    def __init__(self, cfg: Path, env: dict[str, str], workdir: Path) -> None:
-        super().__init__(cfg, "alice", env, workdir)
+    def __init__(self, cfg: Path, env: dict[str, str], workdir: Path, user: str = "alice") -> None:
+        super().__init__(cfg, user, env, workdir)
 
     def messages(self, head: str) -> list[str]:
         """The messages that start with `head` (replies `xihe> `, late ones `[xihe → cli:alice] `),
@@ -67,8 +68,17 @@ class Chat(Terminal):
 class Stack:
     """Simulator + pump + `xihe serve` + `xihe chat` for one DolphinScheduler version."""
 
-    def __init__(self, version: str, workdir: Path) -> None:
-        self.sim = DolphinSimulator(seed(), version=version, clock=FakeClock(utc_now())).start()
+    def __init__(
+        self,
+        version: str,
+        workdir: Path,
+        *,
+        projects: list[SimProject] | None = None,
+        config: dict[str, dict[str, Any]] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """`config`: keys to set in a config file ({"dolphin.yaml": {...}}); `env`: more for both processes."""
+        self.sim = DolphinSimulator(projects or seed(), version=version, clock=FakeClock(utc_now())).start()
         self._stop = threading.Event()
         self._pump = threading.Thread(target=self._run_pump, daemon=True)
         self._pump.start()
@@ -77,8 +87,14 @@ class Stack:
         dolphin.update(timeout_seconds=CLIENT_TIMEOUT)
         dolphin["poll"] = {"interval_seconds": 0.5, "max_interval_seconds": 1}
         (cfg / "dolphin.yaml").write_text(yaml.safe_dump(dolphin))
+        for name, values in (config or {}).items():
+            data = yaml.safe_load((cfg / name).read_text())
+            data.update(values)
+            (cfg / name).write_text(yaml.safe_dump(data, allow_unicode=True))
         db = f"sqlite:///{workdir / 'xihe.db'}"
-        env = {"XIHE_DS_TOKEN": self.sim.token}
+        self.cfg, self.db = cfg, db
+        env = {"XIHE_DS_TOKEN": self.sim.token, **(env or {})}
+        self.env = env
         self.serve = Replica(cfg, db, workdir, "serve", env).wait_ready()
         self.chat = Chat(cfg, {"XIHE_DATABASE_URL": db, **env}, workdir)
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from xihe.agent.deps import Deps
 from xihe.agent.errors import DolphinError, ToolFailed
-from xihe.agent.i18n import Lang, Text, say_md
+from xihe.agent.i18n import Catalog, Lang, Text, say_md
 from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.agent.run_states import state_text
 from xihe.agent.timefmt import show
@@ -66,12 +66,12 @@ def _short_state(state: str) -> str:
     return state.replace("_EXECUTION", "").replace("SUBMITTED_SUCCESS", "SUBMITTED")
 
 
-def _fmt_time(deps: Deps, value: datetime | None) -> str | None:
+def fmt_time(deps: Deps, value: datetime | None) -> str | None:
     """In the team's zone with its offset (`2026-12-02 17:01:00 +08:00`), never a bare `CST`."""
     return show(value, deps.settings.core.timezone) if value else None
 
 
-def _instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
+def instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
     entry = workflow_of(deps, inst)
     offset = deps.settings.workflows.biz_date_offset(
         entry.project if entry else "", entry.name if entry else ""
@@ -84,8 +84,8 @@ def _instance_info(deps: Deps, inst: Instance) -> dict[str, Any]:
         "state": inst.state,
         "schedule_time": schedule.isoformat() if schedule else None,
         "business_date": run_date_label(schedule, offset) if schedule else None,
-        "start_time": _fmt_time(deps, inst.start_time),
-        "end_time": _fmt_time(deps, inst.end_time),
+        "start_time": fmt_time(deps, inst.start_time),
+        "end_time": fmt_time(deps, inst.end_time),
         "duration": inst.duration or None,
         "run_times": inst.run_times,
         "final": is_terminal(inst.state),
@@ -102,7 +102,7 @@ def query_status(args: InstanceArgs, ctx: ToolContext) -> dict[str, Any]:
     failed = [t.name for t in tasks if t.state in TASK_FAILED]
     running = [t.name for t in tasks if t.state not in TASK_SUCCEEDED and t.state not in TASK_FAILED]
     return {
-        **_instance_info(ctx.deps, inst),
+        **instance_info(ctx.deps, inst),
         "tasks_done": len(done),
         "tasks_total": tasks_total(svc.client, project_code, inst, tasks),
         "running_tasks": running,
@@ -169,12 +169,12 @@ def failed_tasks(args: FailedArgs, ctx: ToolContext) -> dict[str, Any]:
                 "host": t.host,
                 "retry_times": t.retry_times,
                 "max_retry_times": t.max_retry_times,
-                "start_time": _fmt_time(ctx.deps, t.start_time),
-                "end_time": _fmt_time(ctx.deps, t.end_time),
+                "start_time": fmt_time(ctx.deps, t.start_time),
+                "end_time": fmt_time(ctx.deps, t.end_time),
                 "log_tail": tail,
             }
         )
-    return {**_instance_info(ctx.deps, inst), "failed": out}
+    return {**instance_info(ctx.deps, inst), "failed": out}
 
 
 FAILED = ToolSpec(
@@ -193,7 +193,7 @@ FAILED = ToolSpec(
 Target = Prepared[InstanceArgs, Instance]  # a rerun or stop and the instance it acts on
 
 
-def _read_instance(args: InstanceArgs, deps: Deps) -> Instance:
+def read_instance(args: InstanceArgs, deps: Deps) -> Instance:
     """The instance a rerun or stop acts on (the specs' `prepare`), or ToolFailed saying why it cannot be read."""
     try:
         return locate(deps, args.instance_id, args.project)
@@ -202,25 +202,25 @@ def _read_instance(args: InstanceArgs, deps: Deps) -> Instance:
         raise ToolFailed(fail("instance_unreadable", id=args.instance_id, error=error)) from exc
 
 
-def _target_arg(call: Target) -> str:
+def target_arg(call: Target) -> str:
     return _instance_arg(call.args)
 
 
-def _instance_environment(call: Target, deps: Deps) -> str:
+def instance_environment(call: Target, deps: Deps) -> str:
     return environment_of_instance(deps, call.target, call.args.project)
 
 
-def _explain_instance(verb: str) -> Callable[[Target, Deps, Lang], str]:
-    """What a rerun or stop would do (`verb`: a DS catalog key), for the confirmation prompt."""
+def explain_instance(verb: str, catalog: Catalog = DS) -> Callable[[Target, Deps, Lang], str]:
+    """What an action on a run would do (`verb`: a `catalog` key), for the confirmation prompt."""
 
     def explain(call: Target, deps: Deps, lang: Lang) -> str:
         inst = call.target
-        info = _instance_info(deps, inst)
+        info = instance_info(deps, inst)
         when = (
             say_md(DS, "explain_for", lang, date=info["business_date"]) if info["business_date"] else Md("")
         )
         return say_md(
-            DS,
+            catalog,
             verb,
             lang,
             workflow=info["workflow"],
@@ -248,10 +248,10 @@ def stop_precheck(call: Target, deps: Deps) -> Text | None:
     return fail("stop_ended", id=inst.id, state=ds_state(inst.state)) if is_terminal(inst.state) else None
 
 
-def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[Watch | None, Watch]:
+def follow_action(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[Watch | None, Watch]:
     """Record the rerun about to be sent on the watch that follows `inst` (reopened), or a new watch.
 
-    Written before the request goes out, so a crash in between is seen by `rerun_lookup`. The
+    Written before the request goes out, so a crash in between is seen by `followed_lookup`. The
     watch waits for an attempt newer than `inst` (DS keeps the old FAILURE until the master takes
     the command), and a rerun of a backfill date keeps following the rest of that chain under the
     original marker. Returns the row as it was before (to put back when DS refuses) and the new one.
@@ -259,6 +259,8 @@ def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[
     svc = service(ctx.deps)
     by = make_marker(ctx.task_id, ctx.step_key)
     before = svc.watches.with_instance(inst.id)
+    if before is None and inst.marker:  # 3.1/3.2: a run this bot started, before a poll named its id
+        before = svc.watches.get(inst.marker)
     base = before
     if base is None:
         entry = workflow_of(ctx.deps, inst)
@@ -295,60 +297,70 @@ def _follow_rerun(ctx: ToolContext, inst: Instance, project_code: int) -> tuple[
     return before, watch
 
 
-def rerun(call: Target, ctx: ToolContext) -> dict[str, Any]:
-    """Rerun a FAILURE instance from its failed tasks (same instance id); `rerun_precheck` passed on it."""
+def send_followed(call: Target, ctx: ToolContext, execute_type: str, action: str) -> dict[str, Any]:
+    """Send an instance action whose outcome the poll job reports (rerun, pause, resume), recorded on
+    the instance's watch first (`follow_action`); a refusal puts the watch back as it was."""
     svc = service(ctx.deps)
     inst = call.target
     code = svc.instance_projects[inst.id]
-    before, watch = _follow_rerun(ctx, inst, code)
+    before, watch = follow_action(ctx, inst, code)
     try:
-        svc.client.rerun_failed(code, inst.id)
+        svc.writer(ctx.user).execute(code, inst.id, execute_type)
     except DolphinError as exc:
         if not (exc.retryable or isinstance(exc, StartOutcomeUnknown)):  # refused: nothing to wait for
             svc.watches.save(before if before is not None else replace(watch, done=True))
         raise  # otherwise it may have been taken: the reopened watch reports what DS does
-    return {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
+    return {**instance_info(ctx.deps, inst), "action": action, "accepted": True, **svc.asked_by(ctx.user)}
 
 
-def rerun_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
-    """After a crash: what became of a rerun this step recorded before sending it.
+def rerun(call: Target, ctx: ToolContext) -> dict[str, Any]:
+    """Rerun a FAILURE instance from its failed tasks (same instance id); `rerun_precheck` passed on it."""
+    return send_followed(call, ctx, "START_FAILURE_TASK_PROCESS", "rerun_failed")
+
+
+def followed_lookup(action: str) -> Callable[[Target, ToolContext], dict[str, Any] | None]:
+    """After a crash: what became of an action (rerun, pause, resume) this step recorded before sending it.
 
     None (send it) when the step never recorded one. Otherwise DS either shows a newer attempt
     (accepted) or still the old one: then the request may or may not have reached DS, whose master
-    can take a rerun minutes later, so it is not sent again; the watch reports the new attempt, or
-    says after the discovery timeout that DS never took it.
+    can take it minutes later, so it is not sent again; the watch reports what DS does, or says after
+    the discovery timeout that DS never took it.
     """
-    svc = service(ctx.deps)
-    inst = locate(ctx.deps, call.args.instance_id, call.args.project)  # afresh: after the rerun was sent
-    by = make_marker(ctx.task_id, ctx.step_key)
-    watch = svc.watches.with_instance(inst.id)
-    if watch is None:
-        return None
-    pending = watch.pending_rerun(inst.id)
-    mine = pending.by == by if pending is not None else watch.task_id == str(ctx.task_id)
-    if not mine:
-        return None
-    info = {**_instance_info(ctx.deps, inst), "action": "rerun_failed", "accepted": True}
-    if pending is not None and not pending.picked_up(inst):
-        info["note"] = (
-            "The rerun may or may not have reached DolphinScheduler before the bot stopped. "
-            "The bot watches the instance and reports here; do not rerun it again now."
-        )
-    return info
+
+    def lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
+        svc = service(ctx.deps)
+        inst = locate(ctx.deps, call.args.instance_id, call.args.project)  # afresh: after it was sent
+        by = make_marker(ctx.task_id, ctx.step_key)
+        watch = svc.watches.with_instance(inst.id)
+        if watch is None:
+            return None
+        pending = watch.pending_rerun(inst.id)
+        mine = pending.by == by if pending is not None else watch.task_id == str(ctx.task_id)
+        if not mine:
+            return None
+        info = {**instance_info(ctx.deps, inst), "action": action, "accepted": True}
+        if pending is not None and not pending.picked_up(inst):
+            info["note"] = (
+                f"The {action} request may or may not have reached DolphinScheduler before the bot stopped. "
+                "The bot watches the instance and reports here; do not send it again now."
+            )
+        return info
+
+    return lookup
 
 
 RERUN = ToolSpec(
     name="rerun_failed",
     description="Rerun a failed DolphinScheduler workflow instance from its failed tasks (same instance id).",
     args=InstanceArgs,
-    run=told(rerun, _target_arg),
+    run=told(rerun, target_arg),
     risk="write",
-    environment_of=_instance_environment,
-    lookup=rerun_lookup,
+    environment_of=instance_environment,
+    lookup=followed_lookup("rerun_failed"),
     summarize=action_reply,
-    explain=_explain_instance("explain_rerun"),
+    explain=explain_instance("explain_rerun"),
     precheck=rerun_precheck,
-    prepare=_read_instance,
+    prepare=read_instance,
 )
 
 
@@ -356,8 +368,8 @@ def stop(call: Target, ctx: ToolContext) -> dict[str, Any]:
     """Ask DS to stop a running instance (`stop_precheck` passed on it)."""
     svc = service(ctx.deps)
     inst = call.target
-    svc.client.stop(svc.instance_projects[inst.id], inst.id)
-    return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
+    svc.writer(ctx.user).stop(svc.instance_projects[inst.id], inst.id)
+    return {**instance_info(ctx.deps, inst), "action": "stop", "accepted": True, **svc.asked_by(ctx.user)}
 
 
 def stop_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
@@ -365,19 +377,19 @@ def stop_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
     inst = locate(ctx.deps, call.args.instance_id, call.args.project)
     if inst.state not in STOPPING:
         return None
-    return {**_instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
+    return {**instance_info(ctx.deps, inst), "action": "stop", "accepted": True}
 
 
 STOP = ToolSpec(
     name="stop_run",
     description="Stop a running DolphinScheduler workflow instance.",
     args=InstanceArgs,
-    run=told(stop, _target_arg),
+    run=told(stop, target_arg),
     risk="write",
-    environment_of=_instance_environment,
+    environment_of=instance_environment,
     lookup=stop_lookup,
     summarize=action_reply,
-    explain=_explain_instance("explain_stop"),
+    explain=explain_instance("explain_stop"),
     precheck=stop_precheck,
-    prepare=_read_instance,
+    prepare=read_instance,
 )

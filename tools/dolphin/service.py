@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from xihe.agent.errors import DolphinError, ToolFailed
 from xihe.agent.registry import ToolContext
-from xihe.config.dolphin import DolphinConfig
+from xihe.config.dolphin import DolphinConfig, user_tokens
 from xihe.config.load import Settings
 from xihe.integrations.dolphinscheduler.client import DolphinClient
 from xihe.integrations.dolphinscheduler.factory import client_from_config
@@ -36,6 +36,7 @@ from xihe.tools.dolphin.names import (
     resolve,
     sync_catalog,
 )
+from xihe.tools.dolphin.schedule_store import ScheduleOffStore
 from xihe.tools.dolphin.store import SqlCatalogStore, SqlWatchStore
 from xihe.tools.dolphin.watch import PollPolicy, policy_from_config
 
@@ -61,7 +62,18 @@ class DolphinService:
     watches: SqlWatchStore
     catalog: SqlCatalogStore
     policy: PollPolicy
+    schedules_off: ScheduleOffStore
     instance_projects: dict[int, int] = field(default_factory=dict)  # instance id → project code (immutable)
+    user_clients: dict[str, DolphinClient] = field(default_factory=dict)  # user → client with their own token
+
+    def writer(self, user: str) -> DolphinClient:
+        """The client a write for `user` goes out with: their own token when they have one, else the bot's."""
+        return self.user_clients.get(user, self.client)
+
+    def asked_by(self, user: str) -> dict[str, str]:
+        """Who asked for a write and whose credentials it went out with (never a token), for its result."""
+        own = f"{user}'s own token" if user in self.user_clients else "the bot's credentials"
+        return {"requested_by": user, "credentials": own}
 
 
 def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None = None) -> DolphinService:
@@ -69,13 +81,16 @@ def build_service(deps: Deps, cfg: DolphinConfig, env: Mapping[str, str] | None 
     client = client_from_config(cfg, env)
     poll_client = client_from_config(cfg, env, count_request=deps.metrics.ds_polls.inc)
     lease = timedelta(seconds=deps.settings.core.store.lease_seconds)
+    tokens = user_tokens(cfg, deps.settings.access.users, env)
     return DolphinService(
+        user_clients={user: client_from_config(cfg, env, token=token) for user, token in tokens.items()},
         config=cfg,
         client=client,
         poll_client=poll_client,
         watches=SqlWatchStore(deps.engine, deps.holder, lease),
         catalog=SqlCatalogStore(deps.engine),
         policy=policy_from_config(cfg.poll),
+        schedules_off=ScheduleOffStore(deps.engine),
     )
 
 

@@ -1,4 +1,6 @@
-"""DolphinScheduler tools: start (or backfill) a workflow here; read, rerun and stop a run in tools/ds_instance.py.
+"""DolphinScheduler tools: start (or backfill) a workflow here; read, rerun and stop a run in instance.py;
+pause and resume in suspend.py, force a task's success in force.py, its log in logs.py, recent and
+failed runs in history.py, schedules in schedules.py. `SPECS` lists them all.
 
     trigger_dolphinscheduler  write  start a run / serial backfill; the workflow's environment gates it
     query_ds_task_status      read   an instance's state, task progress and duration
@@ -28,19 +30,25 @@ from xihe.agent.errors import TaskStateError, ToolFailed
 from xihe.agent.i18n import Lang, say_md
 from xihe.agent.registry import Prepared, ToolContext, ToolSpec
 from xihe.integrations.dolphinscheduler.errors import DefinitionOffline
+from xihe.integrations.dolphinscheduler.models import REQUESTED_BY_KEY
 from xihe.integrations.dolphinscheduler.runs import StartOutcome, find_started, make_marker, start_workflow
 from xihe.integrations.dolphinscheduler.schedule import schedule_time_param
 from xihe.tools.dolphin.dates import backfill_label, parse_dates, schedule_dates
 from xihe.tools.dolphin.failures import fail
+from xihe.tools.dolphin.force import FORCE_SUCCESS
+from xihe.tools.dolphin.history import FAILED_RUNS, RUNS
 from xihe.tools.dolphin.instance import FAILED, RERUN, STATUS, STOP
+from xihe.tools.dolphin.logs import LOG
 from xihe.tools.dolphin.messages import DS, trigger_reply
 from xihe.tools.dolphin.names import CatalogEntry
+from xihe.tools.dolphin.schedules import SCHEDULE, SET_SCHEDULE
 from xihe.tools.dolphin.service import (
     environment_of_workflow,
     resolve_workflow,
     service,
     told,
 )
+from xihe.tools.dolphin.suspend import PAUSE, RESUME
 from xihe.tools.dolphin.watch import watch_from_start
 
 # ---- trigger ---------------------------------------------------------------------------------
@@ -184,7 +192,7 @@ def trigger(call: Target, ctx: ToolContext) -> dict[str, Any]:
     cfg = svc.config
     try:
         out = start_workflow(
-            svc.client,
+            svc.writer(ctx.user),
             plan.entry,
             marker,
             ctx.now,
@@ -192,11 +200,15 @@ def trigger(call: Target, ctx: ToolContext) -> dict[str, Any]:
             worker_group=cfg.worker_group,
             tenant_code=cfg.tenant_code,
             failure_strategy=cfg.failure_strategy,
+            extra_params={REQUESTED_BY_KEY: ctx.user},
         )
     except DefinitionOffline as exc:
         raise ToolFailed(fail("start_offline", workflow=plan.entry.name, code=exc.code)) from exc
     _watch(ctx, plan, out)
-    return _started(plan, out, "start_uncertain" if out.uncertain else "started")
+    return {
+        **_started(plan, out, "start_uncertain" if out.uncertain else "started"),
+        **svc.asked_by(ctx.user),
+    }
 
 
 def trigger_lookup(call: Target, ctx: ToolContext) -> dict[str, Any] | None:
@@ -245,4 +257,18 @@ TRIGGER = ToolSpec(
 )
 
 
-SPECS: tuple[ToolSpec, ...] = (TRIGGER, STATUS, FAILED, RERUN, STOP)
+SPECS: tuple[ToolSpec, ...] = (
+    TRIGGER,
+    STATUS,
+    FAILED,
+    RERUN,
+    STOP,
+    PAUSE,
+    RESUME,
+    FORCE_SUCCESS,
+    LOG,
+    RUNS,
+    FAILED_RUNS,
+    SCHEDULE,
+    SET_SCHEDULE,
+)

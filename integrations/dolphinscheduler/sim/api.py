@@ -23,7 +23,9 @@ from urllib.parse import unquote
 
 from xihe.agent.clock import FakeClock
 from xihe.integrations.dolphinscheduler.sim.executors import DS_TIME, Executors, Reply, thousands
+from xihe.integrations.dolphinscheduler.sim.logs import Logs
 from xihe.integrations.dolphinscheduler.sim.model import DolphinModel, SimProject
+from xihe.integrations.dolphinscheduler.sim.schedules import ScheduleReply, Schedules, SimSchedule
 from xihe.integrations.dolphinscheduler.sim.views import NAMES, Views, workflow_state_text
 from xihe.integrations.fakes.loopback import LoopbackServer, Request, Response
 
@@ -38,7 +40,7 @@ class Fault:
     times: int = 1
 
 
-class DolphinSimulator(Executors, Views, DolphinModel):
+class DolphinSimulator(Executors, Logs, Schedules, Views, DolphinModel):
     """A DolphinScheduler API server on loopback, driven by a FakeClock."""
 
     def __init__(
@@ -67,9 +69,12 @@ class DolphinSimulator(Executors, Views, DolphinModel):
         self.session_ttl = session_ttl
         self.master_host = master_host
         self.starts: list[dict[str, str]] = []  # form of every accepted start request
+        self.writes: list[tuple[str, str]] = []  # (path, token) of every authenticated POST, in order
         self.counts: Counter[str] = Counter()
         self.faults: list[Fault] = []
         self._triggers = itertools.count(11964055605440)
+        self.schedules: dict[int, SimSchedule] = {}
+        self._schedule_ids = itertools.count(1)
         self._sessions_made = itertools.count(1)
         self.server = LoopbackServer(self._handle)
 
@@ -147,8 +152,11 @@ class DolphinSimulator(Executors, Views, DolphinModel):
                     return self._envelope(self._login(req.form()), delay)
                 if not self._authenticated(req):
                     return Response(401, delay=delay)  # empty body by contract
+                if req.method == "POST":
+                    self.writes.append((path, req.headers.get("token") or "session"))
                 data = self._route(req.method, path, req.form())
-                status = 201 if path == "/access-tokens" and req.method == "POST" else 200
+                created = path == "/access-tokens" or path.endswith("/schedules/preview")
+                status = 201 if created and req.method == "POST" else 200
                 return self._envelope(data, delay, status)
             except Reply as r:
                 if r.status != 200:
@@ -210,7 +218,10 @@ class DolphinSimulator(Executors, Views, DolphinModel):
         if not m:
             raise Reply(0, "", status=404)
         rest = m.group(2) or ""
-        if not rest.startswith(("/process-", "/workflow-", "/executors", "/task-instances")) and rest:
+        if (
+            not rest.startswith(("/process-", "/workflow-", "/executors", "/task-instances", "/schedules"))
+            and rest
+        ):
             raise Reply(0, "", status=404)
         for prefix in ("/process-", "/workflow-"):
             if (
@@ -234,7 +245,23 @@ class DolphinSimulator(Executors, Views, DolphinModel):
             return self._start(project, form)
         if rest == "/executors/execute" and method == "POST":
             return self._execute(project, form)
+        if rest.startswith("/schedules"):
+            return self._schedules(method, project, rest[len("/schedules") :], form)
+        forced = re.fullmatch(r"/task-instances/(\d+)/force-success", rest)
+        if forced and method == "POST":
+            return self._force_success(project, int(forced.group(1)))
         raise Reply(0, "", status=404)
+
+    def _schedules(self, method: str, p: SimProject, rest: str, form: dict[str, str]) -> Any:
+        try:
+            found = self.schedule_route(method, p, rest, form)
+        except ScheduleReply as r:
+            raise Reply(r.code, r.msg) from None
+        except KeyError:
+            raise Reply(0, "", status=404) from None
+        if method == "GET":
+            return self._page(found, form, self.schedule_json)
+        return found
 
     def _page(
         self,
@@ -386,30 +413,3 @@ class DolphinSimulator(Executors, Views, DolphinModel):
         return self._page(
             rows, form, lambda t: self.task_json(t, with_duration=True), search=lambda t, s: s in t.name
         )
-
-    # ---- logs ----------------------------------------------------------------------------------
-
-    def _log(self, form: dict[str, str]) -> Any:
-        try:
-            task_id, skip, limit = (int(form[k]) for k in ("taskInstanceId", "skipLineNum", "limit"))
-        except (KeyError, ValueError):
-            raise Reply(10001, "request parameter taskInstanceId is not valid") from None
-        task = self.tasks.get(task_id)
-        if task is None:
-            raise Reply(10008, "task instance not found")
-        if not task.host:
-            raise Reply(10191, "task instance host is null")
-        lines = task.log[skip : skip + limit]
-        budget, chosen = 64 * 1024, list[str]()
-        for line in lines:  # the worker stops early at about 64 KiB
-            budget -= len(line) + 2
-            if budget < 0 and chosen:
-                break
-            chosen.append(line)
-        message = "\r\n".join(chosen)
-        if skip == 0:
-            gap = " " if self.version == "3.3" else "  "
-            message = f"[LOG-PATH]: {task.log_path}, [HOST]:{gap}{task.host}\n" + message
-        if not chosen and skip > 0:
-            message = ""
-        return {"lineNum": len(message.split("\r\n")), "message": message}

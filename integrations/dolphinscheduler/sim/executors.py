@@ -9,7 +9,8 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from xihe.integrations.dolphinscheduler.sim.model import WF_FINAL, DolphinModel, SimInstance, SimProject
+from xihe.integrations.dolphinscheduler.sim.actions import Actions
+from xihe.integrations.dolphinscheduler.sim.model import WF_FINAL, SimInstance, SimProject
 from xihe.integrations.dolphinscheduler.sim.views import WF_CODES
 
 DS_TIME = "%Y-%m-%d %H:%M:%S"
@@ -17,7 +18,10 @@ _ACTIONS = {
     "START_FAILURE_TASK_PROCESS": frozenset({"FAILURE"}),
     "STOP": frozenset({"RUNNING_EXECUTION", "READY_PAUSE"}),
     "REPEAT_RUNNING": WF_FINAL,
+    "PAUSE": frozenset({"RUNNING_EXECUTION"}),
+    "RECOVER_SUSPENDED_PROCESS": frozenset({"PAUSE", "STOP"}),
 }
+_FORCEABLE = frozenset({"FAILURE", "NEED_FAULT_TOLERANCE", "KILL"})  # isFailure() or isKill()
 
 
 class Reply(Exception):
@@ -32,8 +36,9 @@ def thousands(n: int) -> str:
     return f"{n:,}"  # MessageFormat puts separators in numbers
 
 
-class Executors(DolphinModel):
-    """`executors/start-…-instance` and `executors/execute` (needs version, names, starts, _triggers)."""
+class Executors(Actions):
+    """`executors/start-…-instance`, `executors/execute` and a task's `force-success` (needs version,
+    names, starts, _triggers)."""
 
     version: str
     names: dict[str, str]
@@ -154,6 +159,10 @@ class Executors(DolphinModel):
             self.stop_instance(inst)
         elif action == "START_FAILURE_TASK_PROCESS":
             self.rerun_failed(inst)
+        elif action == "PAUSE":
+            self.pause_instance(inst)
+        elif action == "RECOVER_SUSPENDED_PROCESS":
+            self.recover_instance(inst)
         else:
             self.repeat_running(inst)
         return None
@@ -171,3 +180,27 @@ class Executors(DolphinModel):
         return Reply(
             10000, f"Internal Server Error: The workflow instance state is {inst.state}, cannot {action}"
         )
+
+    def _force_success(self, p: SimProject, task_id: int) -> Any:
+        """`POST /projects/{pc}/task-instances/{id}/force-success` (TaskInstanceServiceImpl.forceTaskSuccess)."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise Reply(10008, "task instance not found")
+        inst = self.instances[task.instance_id]
+        if inst.project is not p:
+            if self.version == "3.1":
+                raise Reply(10008, "task instance not found")
+            raise Reply(10000, f"Internal Server Error: The task instance is not under the project: {p.code}")
+        if self.version != "3.1" and inst.state not in WF_FINAL:
+            raise Reply(
+                10000,
+                f"Internal Server Error: The workflow instance is not finished: {inst.state} "
+                "cannot force start task instance",
+            )
+        if task.state not in _FORCEABLE:
+            raise Reply(
+                10166,
+                f"the status of task instance {task_id} is {task.state},Cannot perform force success operation",
+            )
+        self.force_task_success(inst, task)
+        return None

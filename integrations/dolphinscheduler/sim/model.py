@@ -202,40 +202,6 @@ class DolphinModel:
         delay = self.command_delay if self.master_delay is None else self.master_delay
         self._at(self.clock() + timedelta(seconds=delay), action)
 
-    def rerun_failed(self, inst: SimInstance) -> None:
-        """START_FAILURE_TASK_PROCESS: asynchronous; the state stays FAILURE until the master takes it."""
-
-        def consume(at: datetime) -> None:
-            self._restart(inst, at, "START_FAILURE_TASK_PROCESS")
-            failed = [t for t in inst.tasks if t.flag == "YES" and t.state in ("FAILURE", "KILL")]
-            for t in failed:
-                t.flag = "NO"
-            inst.task_index = min((t.index for t in failed), default=inst.task_index)
-            self._new_task_row(inst, inst.task_index, 0, at)
-            self._schedule(inst, at + timedelta(seconds=1), "dispatch")
-
-        self.consume_later(consume)
-
-    def repeat_running(self, inst: SimInstance) -> None:
-        """REPEAT_RUNNING: the whole workflow again, same id; old task rows get flag=NO."""
-
-        def consume(at: datetime) -> None:
-            self._restart(inst, at, "REPEAT_RUNNING")
-            inst.start_time = at
-            for t in inst.tasks:
-                t.flag = "NO"
-            inst.task_index = 0
-            self._new_task_row(inst, 0, 0, at)
-            self._schedule(inst, at + timedelta(seconds=1), "dispatch")
-
-        self.consume_later(consume)
-
-    def stop_instance(self, inst: SimInstance) -> None:
-        """STOP: READY_STOP now, STOP a few seconds later; a stopped backfill chain goes no further."""
-        inst.state, inst.command_type = "READY_STOP", "STOP"
-        inst.remaining_dates = []
-        self._schedule(inst, self.clock() + timedelta(seconds=inst.definition.scenario.stop_seconds), "stop")
-
     def _restart(self, inst: SimInstance, at: datetime, command: str) -> None:
         inst.run_times += 1
         inst.reruns += 1
@@ -338,6 +304,10 @@ class DolphinModel:
         self.tasks[task.id] = task
         return task
 
+    def paused_after_task(self, inst: SimInstance, at: datetime) -> bool:
+        """Overridden by the pause mixin: whether a READY_PAUSE run ends here."""
+        return False
+
     def _current(self, inst: SimInstance) -> SimTask | None:
         rows = [t for t in inst.tasks if t.flag == "YES" and t.index == inst.task_index]
         return rows[-1] if rows else None
@@ -388,6 +358,8 @@ class DolphinModel:
             return
         task.state = "SUCCESS"
         task.log.append(f"[INFO] {fmt_utc(at)} - FINALIZE_SESSION, exit code 0")
+        if self.paused_after_task(inst, at):
+            return
         if inst.task_index + 1 < len(inst.definition.tasks):
             inst.task_index += 1
             self._new_task_row(inst, inst.task_index, 0, at)

@@ -1,0 +1,52 @@
+"""/schedule: show the cron, zone, state and next fire times; off (reminded while it stays off) and on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.dolphin.support import Bot
+from xihe.agent.dolphin.schedule_reminder import remind_schedules
+
+
+def test_schedule_off_is_reminded_then_on_again(bot_for: Callable[..., Bot], version: str) -> None:
+    bot = bot_for(version, with_llm=False)
+    schedule = bot.sim.add_schedule("daily_backfill", "0 30 2 * * ? *", "Asia/Shanghai")
+    shown = bot.say("alice", "/schedule daily_backfill")
+    assert (
+        "Schedule of **daily_backfill** (project etl): `0 30 2 ＊ ＊ ? ＊` (Asia/Shanghai), ONLINE" in shown
+    )  # encoded: outside text
+    assert shown.count("02:30:00") == 5  # the next five fire times, from DolphinScheduler's preview
+
+    ask = bot.say("alice", "/schedule daily_backfill off")
+    assert "take the schedule of daily_backfill" in ask and "/confirm" in ask
+    assert "is now OFFLINE" in bot.say("alice", "/confirm")
+    assert schedule.online is False
+    refused = bot.say("alice", "/schedule daily_backfill off")
+    assert "already OFFLINE; nothing was sent" in refused and "/confirm" not in refused
+
+    bot.sim.advance(60 * 60)
+    assert remind_schedules(bot.app) == 0  # not yet: 120 minutes by default
+    bot.sim.advance(61 * 60)
+    assert remind_schedules(bot.app) == 1
+    (reminder,) = bot.messages("cli:alice", "⏰")
+    assert "daily_backfill (project etl) is still OFFLINE: alice took it offline" in reminder
+    assert remind_schedules(bot.app) == 0  # once
+
+    bot.say("alice", "/schedule daily_backfill on")
+    assert "is ONLINE again" in bot.say("alice", "/confirm")
+    assert schedule.online is True
+
+
+def test_a_schedule_turned_on_elsewhere_is_not_reminded(bot_for: Callable[..., Bot], version: str) -> None:
+    bot = bot_for(version, with_llm=False)
+    schedule = bot.sim.add_schedule("daily_backfill", "0 0 3 * * ? *")
+    bot.say("alice", "/schedule daily_backfill off")
+    bot.say("alice", "/confirm")
+    schedule.online = True  # someone put it back online in the DolphinScheduler UI
+    bot.sim.advance(3 * 60 * 60)
+    assert remind_schedules(bot.app) == 0 and bot.messages("cli:alice", "⏰") == []
+
+
+def test_no_schedule_is_said(bot_for: Callable[..., Bot], version: str) -> None:
+    bot = bot_for(version, with_llm=False)
+    assert "has no schedule in DolphinScheduler" in bot.say("alice", "/schedule daily_backfill off")
