@@ -205,6 +205,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (15, "on-call overrides from chat: who covers whose duty, until when", _create(oncall_override)),
     (16, "dolphinscheduler: which watch followed which instance (read by key)", _watch_instances),
+    (
         17,
         "dolphinscheduler: schedules taken offline from chat, and their reminders",
         _create(ds_schedule_off),
