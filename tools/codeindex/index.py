@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableSequence, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,7 +84,7 @@ class CodeIndex(Searching):
         self.bridge = CjkBridge()
         self.reranker = reranker
         self.parsers = Parsers()
-        self.units: list[CodeUnit | None] = []
+        self.units: MutableSequence[CodeUnit | None] = []
         self.files: dict[str, FileRecord] = {}
         self.bm25 = Bm25Index()
         self.names = Bm25Index()  # the name field: qualified name and file name only
@@ -111,6 +111,11 @@ class CodeIndex(Searching):
     def live_units(self) -> list[CodeUnit]:
         """Every unit currently in the index."""
         return [u for u in self.units if u is not None]
+
+    @property
+    def unit_count(self) -> int:
+        """How many units the index holds (its live slots), without reading them."""
+        return int(self.bm25.alive.sum())
 
     def _rules(self) -> IgnoreRules:
         return IgnoreRules(self.root, self.cfg.walk)
@@ -266,11 +271,12 @@ class CodeIndex(Searching):
         owners: list[tuple[str, str, int]] = []
         self._reparse(to_add, stats, new_units, owners)
         # files whose inherited docs the changed ones alter (inherit.py) are re-indexed with them
-        stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
-        self._reparse(sorted(stale), stats, new_units, owners, force=True)
+        if stats.changed:  # (reading every unit of a saved index is the slow part of a search's check)
+            stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
+            self._reparse(sorted(stale), stats, new_units, owners, force=True)
         self._append(new_units, owners, no_progress)
         stats.units_added = len(new_units)
-        dead = sum(1 for u in self.units if u is None)
+        dead = len(self.units) - self.unit_count
         if self.units and dead / len(self.units) > COMPACT_RATIO:
             self.compact()
         stats.seconds = time.perf_counter() - t0

@@ -8,6 +8,7 @@ channel. The retrievers' scores are fused by fuse.py; a reranker, when configure
 from __future__ import annotations
 
 import re
+from collections.abc import MutableSequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ class Searching:
     tokenizer: Tokenizer
     bridge: CjkBridge
     reranker: Reranker | None
-    units: list[CodeUnit | None]
+    units: MutableSequence[CodeUnit | None]
     bm25: Bm25Index
     names: Bm25Index
     vectors: np.ndarray

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import MutableSequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -17,6 +18,7 @@ import numpy as np
 
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.qvec import QueryVectors
+from xihe.tools.codeindex.unitlines import UnitLines
 from xihe.tools.codeindex.units import CodeUnit
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
@@ -49,7 +51,7 @@ class Stored(Protocol):
     sent_owner: np.ndarray
     query_vectors: QueryVectors | None
     multi: MultilingualVectors | None
-    units: list[CodeUnit | None]
+    units: MutableSequence[CodeUnit | None]
     files: dict[str, FileRecord]
     commit: str | None
     dirty: list[str]
@@ -154,13 +156,10 @@ def load_into(idx: Stored) -> bool:
         np.load(Path(directory) / "sent_vectors.npy"), np.load(Path(directory) / "sent_owner.npy")
     )
     lines = int(meta.get("units_lines", len(idx.bm25.alive)))
-    with open(Path(directory) / "units.jsonl", encoding="utf-8") as fh:
-        raw = [line for _, line in zip(range(lines), fh, strict=False)]
-    alive = idx.bm25.alive
-    idx.units = [
-        None if line.strip() == "null" or not alive[i] else CodeUnit.from_json(json.loads(line))
-        for i, line in enumerate(raw)
-    ]
+    try:
+        idx.units = UnitLines(Path(directory) / "units.jsonl", lines, idx.bm25.alive)
+    except (OSError, ValueError):
+        return False  # missing or torn: built again
     if "units_bytes" in meta:
         idx.units_on_disk = (lines, int(meta["units_bytes"]))
     idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
