@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from xihe.tools.codeindex import blas
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.embed import Embedder, Reranker
@@ -104,10 +105,12 @@ class Searching:
         q = self.query_vectors.vector(text) if self.query_vectors is not None else None
         if q is None:
             q = self.embedder.embed([text])[0]
-        sims = self.vectors @ q
-        if len(self.sent_owner):
+        with blas.limited(1):  # memory-bound: more threads only wait for each other under load
+            sims = self.vectors @ q
+            best = self.sent_vectors @ q if len(self.sent_owner) else None
+        if best is not None:
             starts, slots = self._groups()
-            best = np.maximum.reduceat(self.sent_vectors @ q, starts)
+            best = np.maximum.reduceat(best, starts)
             sims[slots] = np.maximum(sims[slots], best)
         sims[~self.bm25.alive] = -np.inf
         return sims

@@ -17,14 +17,18 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from xihe.tools.codeindex.bm25 import Bm25Index
+from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.qvec import QueryVectors
 from xihe.tools.codeindex.unitlines import UnitLines
 from xihe.tools.codeindex.units import CodeUnit
+from xihe.tools.codeindex.zhdict import ZhSource
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.config.code import CodeConfig
+    from xihe.tools.codeindex.bridge import CjkBridge
     from xihe.tools.codeindex.embed import Embedder
     from xihe.tools.codeindex.multilingual import MultilingualVectors
+    from xihe.tools.codeindex.tokens import Tokenizer
 
 INDEX_VERSION = 6
 
@@ -44,6 +48,8 @@ class Stored(Protocol):
     directory: Path
     cfg: CodeConfig
     embedder: Embedder | None
+    tokenizer: Tokenizer
+    bridge: CjkBridge
     bm25: Bm25Index
     names: Bm25Index
     vectors: np.ndarray
@@ -145,6 +151,8 @@ def load_into(idx: Stored) -> bool:
         return False
     if meta.get("multilingual") != (idx.multi.model.name if idx.multi is not None else None):
         return False  # the channel was switched on or off, or the model changed: build again
+    zh = ZhSource(shared_cache())  # a question's Chinese words read the prebuilt dictionaries
+    idx.tokenizer.zh, idx.bridge.zh = zh, zh
     idx.bm25 = Bm25Index.load(Path(directory))
     if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
         return False
