@@ -20,6 +20,7 @@ import numpy as np
 from xihe.tools.codeindex import inherit, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
+from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fields import bm25_text, doc_sentences, embed_text, name_text
 from xihe.tools.codeindex.languages import Parsers
@@ -95,10 +96,9 @@ class CodeIndex(Searching):
         self._sent_groups: tuple[np.ndarray, np.ndarray] | None = None
         # the wordllama model's query vectors without loading it (qvec.py); None for other embedders
         self.query_vectors = QueryVectors(embedder.dim) if isinstance(embedder, WordLlamaEmbedder) else None
-        # the multilingual channel (multilingual.py), when code.yaml turns it on
-        self.multi = (
-            MultilingualVectors(Multilingual(self.directory.parent)) if cfg.embedding.multilingual else None
-        )
+        # the multilingual channel (multilingual.py), when code.yaml turns it on; its model's unpacked
+        # copy for queries is one per machine (cachedir.py), not one per index directory
+        self.multi = MultilingualVectors(Multilingual(shared_cache())) if cfg.embedding.multilingual else None
         self.commit: str | None = None
         self.dirty: list[str] = []  # paths that differed from `commit` when indexed
         self.built_at: float = 0.0
