@@ -197,7 +197,9 @@ class CodeIndex(Searching):
                 self.embedder.embed(texts[int(i) : int(i) + batch])
                 for i in progress(chunks, "embedding", len(chunks))
             ]
-            vecs = np.concatenate(rows) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
+            vecs = (
+                half(np.concatenate(rows)) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
+            )
             self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
             sentences = self._append_sentences(views, base, progress)
             if self.query_vectors is not None and isinstance(self.embedder, WordLlamaEmbedder):
@@ -230,7 +232,7 @@ class CodeIndex(Searching):
             self.embedder.embed(texts[int(i) : int(i) + batch])
             for i in progress(chunks, "embedding doc sentences", len(chunks))
         ]
-        vecs = np.concatenate(rows)
+        vecs = half(np.concatenate(rows))
         if self.sent_vectors.size:
             vecs = np.concatenate([self.sent_vectors, vecs])
         self.set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))
@@ -384,6 +386,12 @@ class CodeIndex(Searching):
         """The saved index, or None when missing or built with another version/embedder/walk config."""
         idx = cls(root, directory, cfg, embedder, reranker=reranker)
         return idx if store.load_into(idx) else None
+
+
+def half(vectors: np.ndarray) -> np.ndarray:
+    """`vectors` as saved (float16, half the disk), back in float32 for the products: an index built
+    in memory ranks exactly as it will once saved and loaded."""
+    return vectors.astype(np.float16).astype(np.float32)
 
 
 def _without_text(u: CodeUnit) -> CodeUnit:

@@ -81,8 +81,8 @@ def save(idx: Stored) -> None:
     tmp.mkdir(parents=True)
     idx.bm25.save(tmp)
     idx.names.save(tmp, "names")
-    np.save(tmp / "vectors.npy", idx.vectors)
-    np.save(tmp / "sent_vectors.npy", idx.sent_vectors)
+    np.save(tmp / "vectors.npy", idx.vectors.astype(np.float16))  # (already rounded: index.half)
+    np.save(tmp / "sent_vectors.npy", idx.sent_vectors.astype(np.float16))
     np.save(tmp / "sent_owner.npy", idx.sent_owner)
     if idx.query_vectors is not None:
         idx.query_vectors.save(tmp)
@@ -157,11 +157,12 @@ def load_into(idx: Stored) -> bool:
     if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
         return False
     idx.names = Bm25Index.load(Path(directory), "names")
-    idx.vectors = np.load(Path(directory) / "vectors.npy")
+    idx.vectors = np.load(Path(directory) / "vectors.npy").astype(np.float32)  # float16 on disk
     if idx.query_vectors is not None:
         idx.query_vectors = QueryVectors.load(Path(directory), idx.query_vectors.dim)
     idx.set_sentences(
-        np.load(Path(directory) / "sent_vectors.npy"), np.load(Path(directory) / "sent_owner.npy")
+        np.load(Path(directory) / "sent_vectors.npy").astype(np.float32),
+        np.load(Path(directory) / "sent_owner.npy"),
     )
     lines = int(meta.get("units_lines", len(idx.bm25.alive)))
     try:
