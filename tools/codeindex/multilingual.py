@@ -121,7 +121,7 @@ class Multilingual:
         return self._model
 
     def _unpack(self) -> None:
-        """Make the unpacked copy for queries beside the indexes, once. Best effort: without it (a full
+        """Make the unpacked copy for queries in the shared cache, once. Best effort: without it (a full
         or read-only disk) a query loads the package's model instead, slower but the same vector."""
         if self._unpacked.exists():
             return
