@@ -117,7 +117,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--workdir", type=Path, help="keep the indexed copy here for later runs")
     args = parser.parse_args()
-    print(json.dumps(run(args.cache, args.runs, args.workdir), indent=2, ensure_ascii=False))
+    workdir = args.workdir.resolve() if args.workdir else None
+    print(json.dumps(run(args.cache.resolve(), args.runs, workdir), indent=2, ensure_ascii=False))
 
 
 if __name__ == "__main__":
