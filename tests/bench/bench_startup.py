@@ -84,7 +84,9 @@ def _chat_setup(tmp: Path, env: dict[str, str]) -> tuple[list[str], dict[str, st
 
 def run(runs: int) -> dict[str, object]:
     """Index xihe's own agent/ folder (with and without the multilingual channel), then time the commands."""
-    env = dict(os.environ)  # PYTHONPATH (a worktree's root) is kept: the xihe being measured
+    # PYTHONPATH (a worktree's root) is kept: the xihe being measured; .pyc files are written and used,
+    # as in an installed copy (a development shell may set PYTHONDONTWRITEBYTECODE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="xihe-bench-startup-") as tmp:
         repo, config = _search_setup(Path(tmp), "repo", True, env)
         meta = json.loads(next((repo / "var" / "index").glob("*/meta.json")).read_text(encoding="utf-8"))
