@@ -125,6 +125,12 @@ class Searching:
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> SearchResult:
         """Rank units for `query`; mode is hybrid, bm25 or vector."""
+        # one BLAS thread for the whole query: limiting and lifting it around each product cost more
+        # than the products (OpenBLAS wakes its threads on every change)
+        with blas.limited(1):
+            return self._search(query, k, mode)
+
+    def _search(self, query: str, k: int, mode: str) -> SearchResult:
         r = self.cfg.retrieval
         q = self._query(query)
         toks, text = q.terms, q.text
