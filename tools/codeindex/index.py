@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableSequence, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +20,7 @@ import numpy as np
 from xihe.tools.codeindex import inherit, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
+from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fields import bm25_text, doc_sentences, embed_text, name_text
 from xihe.tools.codeindex.languages import Parsers
@@ -84,7 +85,7 @@ class CodeIndex(Searching):
         self.bridge = CjkBridge()
         self.reranker = reranker
         self.parsers = Parsers()
-        self.units: list[CodeUnit | None] = []
+        self.units: MutableSequence[CodeUnit | None] = []
         self.files: dict[str, FileRecord] = {}
         self.bm25 = Bm25Index()
         self.names = Bm25Index()  # the name field: qualified name and file name only
@@ -95,10 +96,9 @@ class CodeIndex(Searching):
         self._sent_groups: tuple[np.ndarray, np.ndarray] | None = None
         # the wordllama model's query vectors without loading it (qvec.py); None for other embedders
         self.query_vectors = QueryVectors(embedder.dim) if isinstance(embedder, WordLlamaEmbedder) else None
-        # the multilingual channel (multilingual.py), when code.yaml turns it on
-        self.multi = (
-            MultilingualVectors(Multilingual(self.directory.parent)) if cfg.embedding.multilingual else None
-        )
+        # the multilingual channel (multilingual.py), when code.yaml turns it on; its model's unpacked
+        # copy for queries is one per machine (cachedir.py), not one per index directory
+        self.multi = MultilingualVectors(Multilingual(shared_cache())) if cfg.embedding.multilingual else None
         self.commit: str | None = None
         self.dirty: list[str] = []  # paths that differed from `commit` when indexed
         self.built_at: float = 0.0
@@ -111,6 +111,11 @@ class CodeIndex(Searching):
     def live_units(self) -> list[CodeUnit]:
         """Every unit currently in the index."""
         return [u for u in self.units if u is not None]
+
+    @property
+    def unit_count(self) -> int:
+        """How many units the index holds (its live slots), without reading them."""
+        return int(self.bm25.alive.sum())
 
     def _rules(self) -> IgnoreRules:
         return IgnoreRules(self.root, self.cfg.walk)
@@ -192,7 +197,9 @@ class CodeIndex(Searching):
                 self.embedder.embed(texts[int(i) : int(i) + batch])
                 for i in progress(chunks, "embedding", len(chunks))
             ]
-            vecs = np.concatenate(rows) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
+            vecs = (
+                half(np.concatenate(rows)) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
+            )
             self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
             sentences = self._append_sentences(views, base, progress)
             if self.query_vectors is not None and isinstance(self.embedder, WordLlamaEmbedder):
@@ -225,7 +232,7 @@ class CodeIndex(Searching):
             self.embedder.embed(texts[int(i) : int(i) + batch])
             for i in progress(chunks, "embedding doc sentences", len(chunks))
         ]
-        vecs = np.concatenate(rows)
+        vecs = half(np.concatenate(rows))
         if self.sent_vectors.size:
             vecs = np.concatenate([self.sent_vectors, vecs])
         self.set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))
@@ -266,11 +273,12 @@ class CodeIndex(Searching):
         owners: list[tuple[str, str, int]] = []
         self._reparse(to_add, stats, new_units, owners)
         # files whose inherited docs the changed ones alter (inherit.py) are re-indexed with them
-        stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
-        self._reparse(sorted(stale), stats, new_units, owners, force=True)
+        if stats.changed:  # (reading every unit of a saved index is the slow part of a search's check)
+            stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
+            self._reparse(sorted(stale), stats, new_units, owners, force=True)
         self._append(new_units, owners, no_progress)
         stats.units_added = len(new_units)
-        dead = sum(1 for u in self.units if u is None)
+        dead = len(self.units) - self.unit_count
         if self.units and dead / len(self.units) > COMPACT_RATIO:
             self.compact()
         stats.seconds = time.perf_counter() - t0
@@ -378,6 +386,12 @@ class CodeIndex(Searching):
         """The saved index, or None when missing or built with another version/embedder/walk config."""
         idx = cls(root, directory, cfg, embedder, reranker=reranker)
         return idx if store.load_into(idx) else None
+
+
+def half(vectors: np.ndarray) -> np.ndarray:
+    """`vectors` as saved (float16, half the disk), back in float32 for the products: an index built
+    in memory ranks exactly as it will once saved and loaded."""
+    return vectors.astype(np.float16).astype(np.float32)
 
 
 def _without_text(u: CodeUnit) -> CodeUnit:

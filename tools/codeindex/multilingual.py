@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from xihe.agent.errors import ConfigError
+from xihe.tools.codeindex import blas
 from xihe.tools.codeindex.tokens import split_identifier
 from xihe.tools.codeindex.units import CodeUnit
 from xihe.tools.codeindex.usequery import (
@@ -105,16 +106,7 @@ class Multilingual:
         self._unpacked = unpacked_dir(index_root, self.model_id)
         self._model: Any = None
         self._query: QueryEncoder | None = None
-        self._limit: Any = None
         self.encoded = 0  # texts encoded by this object (an update encodes only the changed units)
-
-    def _blas(self, threads: int) -> Any:
-        """A context that holds numpy's BLAS to `threads` (a one-row forward pass is slower with more)."""
-        if self._limit is None:
-            from threadpoolctl import ThreadpoolController
-
-            self._limit = ThreadpoolController()
-        return self._limit.limit(limits=threads, user_api="blas")
 
     def _package(self) -> Any:
         if self._model is None:
@@ -129,7 +121,7 @@ class Multilingual:
         return self._model
 
     def _unpack(self) -> None:
-        """Make the unpacked copy for queries beside the indexes, once. Best effort: without it (a full
+        """Make the unpacked copy for queries in the shared cache, once. Best effort: without it (a full
         or read-only disk) a query loads the package's model instead, slower but the same vector."""
         if self._unpacked.exists():
             return
@@ -151,20 +143,20 @@ class Multilingual:
             return np.zeros((0, DIM), np.float16)
         model = self._package()
         self._unpack()
-        with self._blas(self.threads):
+        with blas.limited(self.threads):
             rows = [model.encode(list(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)]
         self.encoded += len(texts)
         return np.concatenate(rows).astype(np.float16)
 
     def query(self, text: str) -> np.ndarray:
         """The normalised float32 vector of a question (the unpacked copy when there is one)."""
-        with self._blas(1):
+        with blas.limited(1):
             return self._query_vector(text)
 
     def cosines(self, rows: np.ndarray, text: str) -> np.ndarray:
         """`rows` (float32, normalised) times the question's vector, on one BLAS thread: the product of
         16k x 512 rows with one vector took 2.8 ms so and 8 ms multi-threaded on a busy 2-core machine."""
-        with self._blas(1):
+        with blas.limited(1):
             out: np.ndarray = rows @ self._query_vector(text)
             return out
 

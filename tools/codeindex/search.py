@@ -8,11 +8,13 @@ channel. The retrievers' scores are fused by fuse.py; a reranker, when configure
 from __future__ import annotations
 
 import re
+from collections.abc import MutableSequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from xihe.tools.codeindex import blas
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.embed import Embedder, Reranker
@@ -59,7 +61,7 @@ class Searching:
     tokenizer: Tokenizer
     bridge: CjkBridge
     reranker: Reranker | None
-    units: list[CodeUnit | None]
+    units: MutableSequence[CodeUnit | None]
     bm25: Bm25Index
     names: Bm25Index
     vectors: np.ndarray
@@ -103,10 +105,12 @@ class Searching:
         q = self.query_vectors.vector(text) if self.query_vectors is not None else None
         if q is None:
             q = self.embedder.embed([text])[0]
-        sims = self.vectors @ q
-        if len(self.sent_owner):
+        with blas.limited(1):  # memory-bound: more threads only wait for each other under load
+            sims = self.vectors @ q
+            best = self.sent_vectors @ q if len(self.sent_owner) else None
+        if best is not None:
             starts, slots = self._groups()
-            best = np.maximum.reduceat(self.sent_vectors @ q, starts)
+            best = np.maximum.reduceat(best, starts)
             sims[slots] = np.maximum(sims[slots], best)
         sims[~self.bm25.alive] = -np.inf
         return sims
@@ -121,6 +125,12 @@ class Searching:
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> SearchResult:
         """Rank units for `query`; mode is hybrid, bm25 or vector."""
+        # one BLAS thread for the whole query: limiting and lifting it around each product cost more
+        # than the products (OpenBLAS wakes its threads on every change)
+        with blas.limited(1):
+            return self._search(query, k, mode)
+
+    def _search(self, query: str, k: int, mode: str) -> SearchResult:
         r = self.cfg.retrieval
         q = self._query(query)
         toks, text = q.terms, q.text

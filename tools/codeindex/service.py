@@ -65,7 +65,7 @@ def _report(idx: CodeIndex, mode: str, stats: UpdateStats, t0: float) -> IndexRe
         mode=mode,
         commit=idx.commit,
         files=len(idx.files),
-        units=len(idx.live_units),
+        units=idx.unit_count,
         files_changed=sorted(stats.changed),
         units_added=stats.units_added,
         units_removed=stats.units_removed,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import MutableSequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -16,13 +17,18 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from xihe.tools.codeindex.bm25 import Bm25Index
+from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.qvec import QueryVectors
+from xihe.tools.codeindex.unitlines import UnitLines
 from xihe.tools.codeindex.units import CodeUnit
+from xihe.tools.codeindex.zhdict import ZhSource
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.config.code import CodeConfig
+    from xihe.tools.codeindex.bridge import CjkBridge
     from xihe.tools.codeindex.embed import Embedder
     from xihe.tools.codeindex.multilingual import MultilingualVectors
+    from xihe.tools.codeindex.tokens import Tokenizer
 
 INDEX_VERSION = 6
 
@@ -42,6 +48,8 @@ class Stored(Protocol):
     directory: Path
     cfg: CodeConfig
     embedder: Embedder | None
+    tokenizer: Tokenizer
+    bridge: CjkBridge
     bm25: Bm25Index
     names: Bm25Index
     vectors: np.ndarray
@@ -49,7 +57,7 @@ class Stored(Protocol):
     sent_owner: np.ndarray
     query_vectors: QueryVectors | None
     multi: MultilingualVectors | None
-    units: list[CodeUnit | None]
+    units: MutableSequence[CodeUnit | None]
     files: dict[str, FileRecord]
     commit: str | None
     dirty: list[str]
@@ -73,8 +81,8 @@ def save(idx: Stored) -> None:
     tmp.mkdir(parents=True)
     idx.bm25.save(tmp)
     idx.names.save(tmp, "names")
-    np.save(tmp / "vectors.npy", idx.vectors)
-    np.save(tmp / "sent_vectors.npy", idx.sent_vectors)
+    np.save(tmp / "vectors.npy", idx.vectors.astype(np.float16))  # (already rounded: index.half)
+    np.save(tmp / "sent_vectors.npy", idx.sent_vectors.astype(np.float16))
     np.save(tmp / "sent_owner.npy", idx.sent_owner)
     if idx.query_vectors is not None:
         idx.query_vectors.save(tmp)
@@ -143,24 +151,24 @@ def load_into(idx: Stored) -> bool:
         return False
     if meta.get("multilingual") != (idx.multi.model.name if idx.multi is not None else None):
         return False  # the channel was switched on or off, or the model changed: build again
+    zh = ZhSource(shared_cache())  # a question's Chinese words read the prebuilt dictionaries
+    idx.tokenizer.zh, idx.bridge.zh = zh, zh
     idx.bm25 = Bm25Index.load(Path(directory))
     if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
         return False
     idx.names = Bm25Index.load(Path(directory), "names")
-    idx.vectors = np.load(Path(directory) / "vectors.npy")
+    idx.vectors = np.load(Path(directory) / "vectors.npy").astype(np.float32)  # float16 on disk
     if idx.query_vectors is not None:
         idx.query_vectors = QueryVectors.load(Path(directory), idx.query_vectors.dim)
     idx.set_sentences(
-        np.load(Path(directory) / "sent_vectors.npy"), np.load(Path(directory) / "sent_owner.npy")
+        np.load(Path(directory) / "sent_vectors.npy").astype(np.float32),
+        np.load(Path(directory) / "sent_owner.npy"),
     )
     lines = int(meta.get("units_lines", len(idx.bm25.alive)))
-    with open(Path(directory) / "units.jsonl", encoding="utf-8") as fh:
-        raw = [line for _, line in zip(range(lines), fh, strict=False)]
-    alive = idx.bm25.alive
-    idx.units = [
-        None if line.strip() == "null" or not alive[i] else CodeUnit.from_json(json.loads(line))
-        for i, line in enumerate(raw)
-    ]
+    try:
+        idx.units = UnitLines(Path(directory) / "units.jsonl", lines, idx.bm25.alive)
+    except (OSError, ValueError):
+        return False  # missing or torn: built again
     if "units_bytes" in meta:
         idx.units_on_disk = (lines, int(meta["units_bytes"]))
     idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}

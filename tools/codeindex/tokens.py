@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from xihe.tools.codeindex.zhdict import ZhSource
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -203,8 +206,9 @@ WORD_CACHE_SIZE = 500_000
 class Tokenizer:
     """Turns code or questions into BM25 tokens; owns its jieba segmenter (loaded on first CJK text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, zh: ZhSource | None = None) -> None:
         self._jieba: Any = None
+        self.zh = zh  # prebuilt jieba frequencies (zhdict.py): segmenting a question loads no dictionary
         # word -> its tokens: identifiers repeat thousands of times in a repository, and splitting and
         # stemming them was half of a full build's CPU time; bounded so a long-lived index stays small
         self._words: dict[str, tuple[str, ...]] = {}
@@ -222,8 +226,9 @@ class Tokenizer:
     def cjk_words(self, text: str) -> list[str]:
         """Segment the CJK runs of `text` into words, without stop words."""
         words: list[str] = []
+        prebuilt = self.zh.get() if self.zh is not None else None
         for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", text):
-            for w in self._segmenter().lcut(run):
+            for w in prebuilt.segment(run) if prebuilt is not None else self._segmenter().lcut(run):
                 if w not in CJK_STOP_WORDS and w.strip():
                     words.append(w)
         return words
