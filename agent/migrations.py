@@ -24,7 +24,13 @@ from xihe.agent.alert_tables import (
     alert_state,
 )
 from xihe.agent.core_tables import artifact, audit_event, memory, pending_action, task, task_step
-from xihe.agent.dolphin_tables import ds_catalog, ds_catalog_sync, ds_schedule_off, ds_watch, ds_watch_instance
+from xihe.agent.dolphin_tables import (
+    ds_catalog,
+    ds_catalog_sync,
+    ds_schedule_off,
+    ds_watch,
+    ds_watch_instance,
+)
 from xihe.agent.lease import released
 from xihe.agent.mail_tables import chat_mail
 from xihe.agent.oncall_tables import oncall_override

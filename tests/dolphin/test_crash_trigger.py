@@ -103,7 +103,10 @@ def test_kill_after_ds_accepted_the_start_then_resume_finds_it(
 
         (instance,) = sim.instances_of("long_sync")  # exactly one run
         assert len(sim.starts) == 1
-        assert json.loads(sim.starts[0]["startParams"]) == {"xihe_run": "1:tool:1:0", "xihe_requested_by": "alice"}
+        assert json.loads(sim.starts[0]["startParams"]) == {
+            "xihe_run": "1:tool:1:0",
+            "xihe_requested_by": "alice",
+        }
         rows = [s for s in TaskStore(make_engine(db)).steps(1) if s.step_key == "tool:1:0"]
         assert [r.status for r in rows] == ["running", "failed", "running", "done"]
         assert "interrupted" in (rows[1].error or "")
