@@ -229,6 +229,11 @@ class Agent:
             outcome = self._stop(task, lang, text(STOPS, "too_large", error=str(exc)), stands)
         finally:
             deps.tasks.release(task.id, deps.holder)
+        if outcome.status == TaskStatus.AWAITING_CONFIRMATION and outcome.pending_id is not None:
+            # told only now: a click on the card this sends may resume the task at once, and must find
+            # this walk over (the lease is per replica, so another thread here could claim it meanwhile)
+            for heard in self.hooks.pause_listeners:
+                heard(task, outcome.pending_id)
         return outcome
 
     def _walk(self, run: Walk) -> Outcome:

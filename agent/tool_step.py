@@ -169,9 +169,7 @@ class ToolSteps:
             settled = Release()
         if isinstance(settled, Refusal):
             return self._refuse(run, key, name, settled.message, kind=settled.kind, said=settled.said)
-        if isinstance(settled, Pause):
-            for heard in self.hooks.pause_listeners:  # e.g. a channel's confirmation card
-                heard(run.task, settled.pending_id)
+        if isinstance(settled, Pause):  # the walk's caller tells the pause listeners, once the lease is free
             return settled
         refused = self._precheck(run, key, call)  # again on this walk's read: it may have changed meanwhile
         if refused is not None:
