@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from xihe.tools.codeindex.inherit import _split_top, bases_of
-from xihe.tools.codeindex.refs import FileFacts, Ref, module_name
+from xihe.tools.codeindex.refs import FileFacts, Ref
 from xihe.tools.codeindex.units import CodeUnit
 
 RESOLVED, DYNAMIC, NAME = "resolved", "dynamic", "name"
@@ -402,8 +402,12 @@ class SymbolGraph:
         elif recv.startswith("()"):
             cls = self.type_of(path, scope, recv)
             obj = ("instance", cls) if cls is not None else None
+        elif recv == "!":
+            return []  # a method of a literal (str, list, dict...)
         if obj is None:
-            return [] if name.startswith("__") else self._by_name(name, functions=False)
+            if name.startswith("__") or (recv.startswith(".") and self._builtin_local(path, scope, recv[1:])):
+                return []
+            return self._by_name(name, functions=False)
         if obj[0] == "instance":
             assert isinstance(obj[1], tuple)
             return self._dispatch(obj[1], name)
@@ -415,6 +419,18 @@ class SymbolGraph:
                 return [(found[1], RESOLVED, 1.0)]
             return [(found[1], RESOLVED, 1.0)]
         return []
+
+    def _builtin_local(self, path: str, scope: str, dotted: str) -> bool:
+        """Whether `dotted` starts with a local typed by a builtin (`**kwargs` is a dict, `x: str`)."""
+        head = dotted.split(".", 1)[0]
+        f = self.facts[path]
+        parts = scope.split(".") if scope else []
+        for i in range(len(parts), 0, -1):
+            t = f.types.get(".".join(parts[:i]), {}).get(head)
+            if t:
+                name = _annotation_name(t[1:]) if t.startswith(":") else t[2:]
+                return name in _BUILTINS
+        return False
 
     def _external(self, path: str, scope: str, dotted: str) -> bool:
         """Whether the head of `dotted` is an import the repository does not hold (or a builtin)."""
@@ -585,7 +601,3 @@ def _annotation_name(text: str) -> str:
             return piece
     return ""
 
-
-def python_module(path: str) -> str:
-    """The dotted module name of a Python path (refs.module_name)."""
-    return module_name(path)

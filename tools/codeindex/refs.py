@@ -9,7 +9,7 @@ holds, so a changed file's facts replace its old ones and nothing else is re-rea
 - `refs`: every use of a name, `[scope, line, name, receiver, called]`: `scope` is the qualified name
   of the innermost unit around it ('' at module level), `receiver` how the name was reached (''
   bare; `.a.b` through the names `a.b`, `.self` and `.super` included; `()f` on what calling `f`
-  returned; `?` through any other expression), `called` 1 when it is called;
+  returned; `!` on a literal; `?` through any other expression), `called` 1 when it is called;
 - `locals`: the names a function binds (parameters, assignments, loop and `with` targets), which
   hide module-level ones of the same name;
 - `types`: per scope, what a local name (or `self.attr`, under the class) was assigned: `()f` the
@@ -90,6 +90,7 @@ _BINDING_PARENTS = {
     "named_expression": "name",
     "keyword_argument": "name",
 }
+_SPLAT = {"list_splat_pattern": ":tuple", "dictionary_splat_pattern": ":dict"}
 _SKIP = frozenset({"comment", "string", "integer", "float", "true", "false", "none", "ellipsis"})
 
 
@@ -110,9 +111,17 @@ def _dotted(node: Node | None) -> str:
     return ""
 
 
+_LITERALS = frozenset(
+    {"string", "concatenated_string", "integer", "float", "list", "dictionary", "set", "tuple"}
+    | {"list_comprehension", "dictionary_comprehension", "set_comprehension", "binary_operator"}
+)
+
+
 def _receiver(obj: Node | None) -> str:
     if obj is None:
         return "?"
+    if obj.type in _LITERALS:
+        return "!"  # a method of a builtin value: `", ".join(...)`
     d = _dotted(obj)
     if d:
         return "." + d
@@ -293,8 +302,9 @@ class _Python:
                 if ident is None and p.named_children:
                     ident = p.named_children[0] if p.named_children[0].type == "identifier" else None
                 typ = p.child_by_field_name("type")
+                kind = ":" + node_text(typ) if typ is not None else _SPLAT.get(p.type, "")
                 if ident is not None:
-                    self._bind(qual, [ident], ":" + node_text(typ) if typ is not None else "")
+                    self._bind(qual, [ident], kind)
                 for sub in (typ, p.child_by_field_name("value")):
                     if sub is not None:
                         stack.append((sub, scope, fn, cls, False))
