@@ -69,6 +69,7 @@ class Use:
     called: bool
     certainty: str
     confidence: float
+    name: str = ""  # the name as written there (an import alias may differ from the definition's)
 
 
 @dataclass(frozen=True)
@@ -104,12 +105,16 @@ class SymbolGraph:
         self.signatures: dict[Key, str] = {}
         self.by_name: dict[str, list[Key]] = {}
         for u in units:
-            if u.kind not in {"function", "method", "class"} or (u.path, u.qualname) in self.defs:
+            if u.kind not in {"function", "method", "class"}:
                 continue
             d = Def(u.path, u.qualname, u.kind, u.start, u.end, u.lang, u.name)
+            old = self.defs.get(d.key)
+            if old is None:
+                self.by_name.setdefault(u.name, []).append(d.key)
+            elif old.end - old.start >= d.end - d.start:
+                continue  # `@overload` stubs and the implementation: the longest is the definition
             self.defs[d.key] = d
             self.signatures[d.key] = u.signature
-            self.by_name.setdefault(u.name, []).append(d.key)
         self.modules: dict[str, str] = {}
         self.suffixes: dict[str, list[str]] = {}
         for path, f in facts.items():
@@ -281,8 +286,15 @@ class SymbolGraph:
 
     # ---- expressions ---------------------------------------------------------------------------
     def type_of(self, path: str, scope: str, t: str, depth: int = 0) -> Key | None:
-        """The class of a recorded type: `()f` what calling f returns, `:T` an annotation."""
+        """The class of a recorded type: `()f` what calling f returns, `:T` an annotation (of
+        several, newline-separated, the first that names a class of the repository)."""
         if depth > 6:
+            return None
+        if "\n" in t:
+            for one in t.split("\n"):
+                found = self.type_of(path, scope, one, depth + 1)
+                if found is not None:
+                    return found
             return None
         if t.startswith("()"):
             value = self.evaluate(path, scope, t[2:], depth + 1)
@@ -429,7 +441,7 @@ class SymbolGraph:
             t = f.types.get(".".join(parts[:i]), {}).get(head)
             if t:
                 name = _annotation_name(t[1:]) if t.startswith(":") else t[2:]
-                return name in _BUILTINS
+                return name in _BUILTINS and "\n" not in t
         return False
 
     def _external(self, path: str, scope: str, dotted: str) -> bool:
@@ -508,7 +520,7 @@ class SymbolGraph:
                     continue
                 for key, certainty, confidence in self.resolve(path, i):
                     if key == target.key:
-                        out.append(Use(path, ref[1], ref[0], bool(ref[4]), certainty, confidence))
+                        out.append(Use(path, ref[1], ref[0], bool(ref[4]), certainty, confidence, ref[2]))
         out.sort(key=lambda u: (u.certainty != RESOLVED, u.path, u.line))
         return out
 

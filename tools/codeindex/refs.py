@@ -13,7 +13,7 @@ holds, so a changed file's facts replace its old ones and nothing else is re-rea
 - `locals`: the names a function binds (parameters, assignments, loop and `with` targets), which
   hide module-level ones of the same name;
 - `types`: per scope, what a local name (or `self.attr`, under the class) was assigned: `()f` the
-  result of calling `f`, `:T` an annotation;
+  result of calling `f`, `:T` an annotation; several, newline-separated, in the order seen;
 - `returns`: a function's return annotation.
 
 Python is read whole (every name in load position). Java, Go, JavaScript and TypeScript give their
@@ -152,6 +152,15 @@ def _targets(node: Node) -> list[Node]:
     return []
 
 
+def _add_type(types: dict[str, str], name: str, kind: str) -> None:
+    """Record one more thing `name` may hold (the types are newline-separated, first seen first)."""
+    old = types.get(name)
+    if old is None:
+        types[name] = kind
+    elif kind not in old.split("\n"):
+        types[name] = f"{old}\n{kind}"
+
+
 class _Python:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -203,7 +212,7 @@ class _Python:
             if text not in bound:
                 bound.append(text)
             if kind:
-                self.facts.types.setdefault(scope, {}).setdefault(text, kind)
+                _add_type(self.facts.types.setdefault(scope, {}), text, kind)
 
     def run(self, root: Node) -> FileFacts:
         refs = self.facts.refs
@@ -323,10 +332,12 @@ class _Python:
                 obj = left.child_by_field_name("object")
                 if cls and kind and obj is not None and node_text(obj) == "self":
                     attr = node_text(left.child_by_field_name("attribute"))
-                    self.facts.types.setdefault(cls, {}).setdefault(f"self.{attr}", kind)
+                    _add_type(self.facts.types.setdefault(cls, {}), f"self.{attr}", kind)
                 stack.append((left, scope, fn, cls, False))
             elif node.type == "augmented_assignment":
                 stack.append((left, scope, fn, cls, False))
+            elif left.type == "identifier" and cls and scope == cls and kind:  # `conn: Adapter` in a class body
+                _add_type(self.facts.types.setdefault(cls, {}), f"self.{node_text(left)}", kind)
             else:
                 targets = _targets(left)
                 self._bind(fn, targets, kind if len(targets) == 1 else "")
