@@ -86,11 +86,22 @@ def scope_at(by_file: dict[str, list[Def]], path: str, line: int) -> str:
     return best.qualname if best is not None else ""
 
 
+def _project(root: Path) -> Any:
+    """A jedi project that reads the copy: the installed package (site-packages) left off its path,
+    so `from apscheduler.events import X` means the copy's file; the standard library kept."""
+    import sysconfig
+
+    import jedi
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    return jedi.Project(root, smart_sys_path=False, sys_path=[str(root), stdlib])
+
+
 def jedi_truth(root: Path, graph: SymbolGraph, limit: int) -> dict[str, list[list[Any]]]:
     """For each Python definition ('path:qualname'): jedi's references [path, line, called]."""
     import jedi
 
-    project = jedi.Project(root, smart_sys_path=False)
+    project = _project(root)
     out: dict[str, list[list[Any]]] = {}
     defs = [d for d in graph.defs.values() if d.lang == "python"]
     for d in sorted(defs, key=lambda d: (d.path, d.start))[: limit or None]:
@@ -121,7 +132,7 @@ def adjudicate(root: Path, graph: SymbolGraph, truth: dict[str, list[list[Any]]]
     the definition; how many were added."""
     import jedi
 
-    project = jedi.Project(root, smart_sys_path=False)
+    project = _project(root)
     added = 0
     for key, refs in truth.items():
         path, _, qual = key.partition(":")

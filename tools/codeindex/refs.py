@@ -91,7 +91,7 @@ _BINDING_PARENTS = {
     "keyword_argument": "name",
 }
 _SPLAT = {"list_splat_pattern": ":tuple", "dictionary_splat_pattern": ":dict"}
-_SKIP = frozenset({"comment", "string", "integer", "float", "true", "false", "none", "ellipsis"})
+_SKIP = frozenset({"comment", "integer", "float", "true", "false", "none", "ellipsis"})
 
 
 def _dotted(node: Node | None) -> str:
@@ -222,6 +222,9 @@ class _Python:
             node, scope, fn, cls, called = stack.pop()
             t = node.type
             if t in _SKIP:
+                continue
+            if t == "string":  # only an f-string's interpolations hold code
+                stack.extend((c, scope, fn, cls, False) for c in node.named_children if c.type == "interpolation")
                 continue
             if t == "identifier":
                 refs.append((scope, node.start_point[0] + 1, node_text(node), "", int(called)))
