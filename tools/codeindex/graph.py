@@ -358,7 +358,7 @@ class SymbolGraph:
             return ("def", (path, head))
         if f is None:
             return None
-        if head in f.imports:
+        if head in f.imports and f.lang == "python":
             return self.resolve_dotted(f.imports[head], depth + 1)
         for star in f.stars:
             mod = self.module_path(star)
