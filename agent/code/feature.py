@@ -38,9 +38,8 @@ from xihe.agent.i18n import Catalog, say, text
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
 from xihe.config.code import CODE_SECTION
-from xihe.tools.codeindex import githook
+from xihe.tools.codeindex import githook, navigate
 from xihe.tools.codeindex.api import NOTHING_FOUND
-from xihe.tools.codeindex import navigate
 from xihe.tools.codeindex.live import LiveIndexes
 
 if TYPE_CHECKING:
@@ -113,7 +112,9 @@ class ChainArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     start: str = Field(min_length=1, max_length=300, description="where the chain starts, e.g. `api.get`")
-    goal: str = Field(min_length=1, max_length=300, description="where it should arrive, e.g. `HTTPAdapter.send`")
+    goal: str = Field(
+        min_length=1, max_length=300, description="where it should arrive, e.g. `HTTPAdapter.send`"
+    )
     max_hops: int = Field(8, ge=1, le=12, description="the longest chain looked for")
 
 
@@ -172,7 +173,9 @@ def run_references(args: SymbolArgs, ctx: ToolContext) -> str:
 
 def run_chain(args: ChainArgs, ctx: ToolContext) -> str:
     """call_chain: the shortest call chains from `start` to `goal`."""
-    return _need(ctx.deps).navigate(lambda idx: navigate.call_chain(idx, args.start, args.goal, args.max_hops))
+    return _need(ctx.deps).navigate(
+        lambda idx: navigate.call_chain(idx, args.start, args.goal, args.max_hops)
+    )
 
 
 # ---- answer rules --------------------------------------------------------------------------------
@@ -360,7 +363,7 @@ def tools() -> list[ToolSpec]:
         ),
         ToolSpec(
             name="call_chain",
-            description="How one function reaches another (\"how does a request get from api.get to the "
+            description='How one function reaches another ("how does a request get from api.get to the '
             "adapter?\"): the shortest call chains, each definition under `## File: path`, each call's line."
             + _UNSURE,
             args=ChainArgs,

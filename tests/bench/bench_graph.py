@@ -217,7 +217,9 @@ def incremental(idx: CodeIndex, root: Path) -> dict[str, float]:
     """Seconds to re-index and save one changed file (a line added to the largest module)."""
     target = max((p for p in idx.files if p.endswith(".py")), key=lambda p: (root / p).stat().st_size)
     path = root / target
-    path.write_text(path.read_text(encoding="utf-8") + "\n\ndef _bench_added():\n    return 1\n", encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8") + "\n\ndef _bench_added():\n    return 1\n", encoding="utf-8"
+    )
     t0 = time.perf_counter()
     idx.update_files([target])
     idx.save()
@@ -225,7 +227,10 @@ def incremental(idx: CodeIndex, root: Path) -> dict[str, float]:
     t0 = time.perf_counter()
     idx._graph = None
     idx.symbol_graph()
-    return {"update_one_file_s": round(update, 4), "graph_rebuild_after_update_s": round(time.perf_counter() - t0, 4)}
+    return {
+        "update_one_file_s": round(update, 4),
+        "graph_rebuild_after_update_s": round(time.perf_counter() - t0, 4),
+    }
 
 
 def run(package: str, cache: Path, limit: int) -> dict[str, Any]:

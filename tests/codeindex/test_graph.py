@@ -16,7 +16,7 @@ from xihe.tools.codeindex.index import CodeIndex
 
 FILES = {
     "shop/__init__.py": "from .orders import place_order as place\n",
-    "shop/base.py": '''
+    "shop/base.py": """
 class Notifier:
     def send(self, text):
         raise NotImplementedError
@@ -28,8 +28,8 @@ class Notifier:
 class Store:
     def save(self, order):
         return order
-''',
-    "shop/mail.py": '''
+""",
+    "shop/mail.py": """
 from shop.base import Notifier
 
 
@@ -40,8 +40,8 @@ class MailNotifier(Notifier):
 
 def deliver(text):
     return text
-''',
-    "shop/orders.py": '''
+""",
+    "shop/orders.py": """
 from . import base
 from .base import Store as OrderStore
 from .mail import MailNotifier
@@ -73,14 +73,14 @@ class Checkout(base.Store):
     def save(self, order):
         super().save(order)
         return place_order(order, None)
-''',
-    "app.py": '''
+""",
+    "app.py": """
 import shop
 
 
 def main():
     shop.place(None, None)
-''',
+""",
 }
 
 

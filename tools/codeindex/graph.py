@@ -612,4 +612,3 @@ def _annotation_name(text: str) -> str:
         if piece and piece not in _ANNOTATION_NOISE and not piece.startswith("typing."):
             return piece
     return ""
-

@@ -29,8 +29,8 @@ from xihe.tools.codeindex.languages import Parsers, language_of
 from xihe.tools.codeindex.multilingual import Multilingual, MultilingualVectors
 from xihe.tools.codeindex.progress import Progress, no_progress
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
-from xihe.tools.codeindex.search import Searching
 from xihe.tools.codeindex.refs import FileFacts, extract
+from xihe.tools.codeindex.search import Searching
 from xihe.tools.codeindex.store import FileRecord
 from xihe.tools.codeindex.tokens import Tokenizer
 from xihe.tools.codeindex.units import CodeUnit, parse_tree, parse_units, window_units

@@ -52,7 +52,9 @@ def _targets(graph: SymbolGraph, symbol: str) -> tuple[list[Def], str]:
 def _uses_text(graph: SymbolGraph, target: Def, uses: list[Use], what: str) -> str:
     lines = [f"# {what} of `{target.qualname}` ({target.path}:{target.start})"]
     if not uses:
-        lines.append(f"None found in the indexed repository (it may be called from outside it, by reflection, or not at all).")
+        lines.append(
+            "None found in the indexed repository (it may be called from outside it, by reflection, or not at all)."
+        )
         return "\n".join(lines)
     sure = [u for u in uses if u.certainty == RESOLVED]
     unsure = [u for u in uses if u.certainty != RESOLVED]
@@ -132,13 +134,17 @@ def chain_text(chains: list[Chain], start: str, goal: str) -> str:
     out = []
     for n, c in enumerate(chains, 1):
         unsure = sum(not h.certain for h in c.hops)
-        tail = f"; {unsure} uncertain hop(s), marked: say the chain is possible, not certain" if unsure else ""
+        tail = (
+            f"; {unsure} uncertain hop(s), marked: say the chain is possible, not certain" if unsure else ""
+        )
         lines = [f"# Chain {n}: {len(c.hops)} call(s){tail}"]
         for i, d in enumerate(c.nodes):
             lines.append(header(d))
             if i < len(c.hops):
                 hop = c.hops[i]
-                lines.append(f"- calls `{c.nodes[i + 1].qualname}` at line {hop.line} ({_HOW[hop.certainty]})")
+                lines.append(
+                    f"- calls `{c.nodes[i + 1].qualname}` at line {hop.line} ({_HOW[hop.certainty]})"
+                )
         out.append("\n".join(lines))
     return "\n\n".join(out)
 

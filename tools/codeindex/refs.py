@@ -64,7 +64,7 @@ class FileFacts:
     def from_json(cls, data: list[Any]) -> FileFacts:
         """Inverse of to_json."""
         lang, module, imports, stars, refs, local, types, returns = data
-        return cls(lang, module, imports, stars, [tuple(r) for r in refs], local, types, returns)  # type: ignore[misc]
+        return cls(lang, module, imports, stars, [tuple(r) for r in refs], local, types, returns)
 
 
 def module_name(path: str) -> str:
@@ -224,7 +224,9 @@ class _Python:
             if t in _SKIP:
                 continue
             if t == "string":  # only an f-string's interpolations hold code
-                stack.extend((c, scope, fn, cls, False) for c in node.named_children if c.type == "interpolation")
+                stack.extend(
+                    (c, scope, fn, cls, False) for c in node.named_children if c.type == "interpolation"
+                )
                 continue
             if t == "identifier":
                 refs.append((scope, node.start_point[0] + 1, node_text(node), "", int(called)))
@@ -233,7 +235,9 @@ class _Python:
                 attr = node.child_by_field_name("attribute")
                 obj = node.child_by_field_name("object")
                 if attr is not None:
-                    refs.append((scope, attr.start_point[0] + 1, node_text(attr), _receiver(obj), int(called)))
+                    refs.append(
+                        (scope, attr.start_point[0] + 1, node_text(attr), _receiver(obj), int(called))
+                    )
                 if obj is not None:
                     stack.append((obj, scope, fn, cls, False))
                 continue
@@ -339,7 +343,9 @@ class _Python:
                 stack.append((left, scope, fn, cls, False))
             elif node.type == "augmented_assignment":
                 stack.append((left, scope, fn, cls, False))
-            elif left.type == "identifier" and cls and scope == cls and kind:  # `conn: Adapter` in a class body
+            elif (
+                left.type == "identifier" and cls and scope == cls and kind
+            ):  # `conn: Adapter` in a class body
                 _add_type(self.facts.types.setdefault(cls, {}), f"self.{node_text(left)}", kind)
             else:
                 targets = _targets(left)
@@ -362,7 +368,13 @@ def _generic_receiver(obj: Node | None) -> str:
     text = node_text(obj)
     if obj.type in {"this", "super"}:
         return ".self" if obj.type == "this" else ".super"
-    if obj.type in {"identifier", "field_access", "member_expression", "selector_expression", "scoped_identifier"}:
+    if obj.type in {
+        "identifier",
+        "field_access",
+        "member_expression",
+        "selector_expression",
+        "scoped_identifier",
+    }:
         parts = text.replace("this.", "self.").split(".")
         if all(p.isidentifier() for p in parts) and len(text) < 120:
             return "." + ".".join(parts)
@@ -378,24 +390,21 @@ def _calls(lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
     calls = LANGS[lang].calls
 
     def scope_of(line: int) -> str:
-        i = bisect.bisect_right(starts, line)
-        best = ""
-        for j in range(i - 1, -1, -1):  # the innermost unit whose range holds the line
-            start, neg_end, qual = spans[j]
-            if -neg_end >= line and (not best or len(qual) > len(best)):
-                best = qual
-            if len(best) and start < line - 2000:
-                break
-        return best
+        # units nest: of those starting at or before the line, the last that still holds it is innermost
+        for j in range(bisect.bisect_right(starts, line) - 1, -1, -1):
+            _start, neg_end, qual = spans[j]
+            if -neg_end >= line:
+                return qual
+        return ""
 
     stack = [root]
     while stack:
         node = stack.pop()
         t = node.type
         if t == "import_declaration" and lang == "java":
-            target = next((node_text(c) for c in node.named_children if c.type == "scoped_identifier"), "")
-            if target and not any(c.type == "asterisk" for c in node.children):
-                facts.imports[target.rsplit(".", 1)[-1]] = target
+            imported = next((node_text(c) for c in node.named_children if c.type == "scoped_identifier"), "")
+            if imported and not any(c.type == "asterisk" for c in node.children):
+                facts.imports[imported.rsplit(".", 1)[-1]] = imported
             continue
         if t in calls:
             line = node.start_point[0] + 1
@@ -407,9 +416,13 @@ def _calls(lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
             else:
                 fn = node.child_by_field_name("function")
                 target = fn if fn is not None else node
-                obj = next((target.child_by_field_name(f) for f in _OBJECT_FIELDS if target.child_by_field_name(f)), None)
+                obj = next(
+                    (target.child_by_field_name(f) for f in _OBJECT_FIELDS if target.child_by_field_name(f)),
+                    None,
+                )
                 name_node = next(
-                    (target.child_by_field_name(f) for f in _NAME_FIELDS if target.child_by_field_name(f)), None
+                    (target.child_by_field_name(f) for f in _NAME_FIELDS if target.child_by_field_name(f)),
+                    None,
                 )
                 if fn is not None and fn.type == "identifier":
                     name_node, obj = fn, None

@@ -169,7 +169,9 @@ def parse_tree(source: str, lang: str, parsers: Parsers) -> Tree:
     return parsers.get(lang).parse(source.encode("utf-8", "replace"))
 
 
-def parse_units(path: str, source: str, lang: str, parsers: Parsers, tree: Tree | None = None) -> list[CodeUnit]:
+def parse_units(
+    path: str, source: str, lang: str, parsers: Parsers, tree: Tree | None = None
+) -> list[CodeUnit]:
     """Parse `source` (file `path`, language `lang`) into units, outer ones first (from `tree` when given)."""
     spec = LANGS[lang]
     src = source.encode("utf-8", "replace")
