@@ -1,6 +1,6 @@
 """The symbol graph against jedi: precision and recall of find_callers and find_references.
 
-    python -m tests.bench.bench_graph [--packages requests,apscheduler] [--limit N] [--cache DIR]
+    python -m tests.bench.bench_graph [--packages requests,apscheduler] [--limit N] [--cache DIR] [--speed 2]
 
 Each package is the installed one (pinned in constraints.txt), copied out of site-packages so both
 tools read the same plain directory. For every Python function, method and class, jedi's
@@ -11,7 +11,8 @@ dispatch added, and with by-name guesses added. jedi's answers are cached under 
 package and jedi version): they take minutes.
 
 Also measured: the index build with and without the graph's facts (the facts' share of a build:
-extraction and the graph.jsonl write) and an incremental update of one file.
+extraction and the graph.jsonl write) and an incremental update of one file; `--speed ROUNDS` adds
+both on ten standard-library packages, BM25 only and with the shipped config/code.yaml (vectors).
 """
 
 from __future__ import annotations
@@ -43,10 +44,15 @@ def copy_package(name: str, work: Path) -> tuple[Path, str]:
     return root, str(getattr(mod, "__version__", "?"))
 
 
-def build(root: Path, with_graph: bool = True) -> tuple[CodeIndex, float]:
-    """A BM25-only index of `root` (no vectors: the graph is what is measured); (index, seconds)."""
-    cfg = CodeConfig(index_dir=str(root / ".index"), embedding={"multilingual": False})
-    idx = CodeIndex(root, root / ".index" / "bench", cfg, None)
+def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[CodeIndex, float]:
+    """An index of `root`; (index, seconds). BM25 only (the graph's share at its largest), or with
+    `shipped` = (config, embedder) as a deployment builds it (vectors, multilingual channel)."""
+    if shipped is None:
+        cfg = CodeConfig(index_dir=str(root / ".index"), embedding={"multilingual": False})
+        embedder = None
+    else:
+        cfg, embedder = shipped
+    idx = CodeIndex(root, root / ".index" / "bench", cfg, embedder)
     saved = index_module.extract
     if not with_graph:
         index_module.extract = lambda *a: None  # type: ignore[assignment,misc]
@@ -213,7 +219,7 @@ def _pr(tp: int, fp: int, fn: int) -> dict[str, float | int]:
     }
 
 
-def incremental(idx: CodeIndex, root: Path) -> dict[str, float]:
+def incremental(idx: CodeIndex, root: Path) -> dict[str, Any]:
     """Seconds to re-index and save one changed file (a line added to the largest module)."""
     target = max((p for p in idx.files if p.endswith(".py")), key=lambda p: (root / p).stat().st_size)
     path = root / target
@@ -230,6 +236,7 @@ def incremental(idx: CodeIndex, root: Path) -> dict[str, float]:
     return {
         "update_one_file_s": round(update, 4),
         "graph_rebuild_after_update_s": round(time.perf_counter() - t0, 4),
+        "changed": [target],
     }
 
 
@@ -272,10 +279,74 @@ def run(package: str, cache: Path, limit: int) -> dict[str, Any]:
             "jedi_seconds": jedi_s,
             "uses_confirmed_by_jedi_goto": added,
             **score(graph, truth),
-            **incremental(idx, root),
         }
+        update = incremental(idx, root)
+        update.pop("changed")
+        report.update(update)
         del bare, bare2
         return report
+
+
+STDLIB = (
+    "asyncio",
+    "email",
+    "http",
+    "json",
+    "logging",
+    "concurrent",
+    "xml",
+    "unittest",
+    "importlib",
+    "urllib",
+)
+
+
+def speed(rounds: int) -> dict[str, Any]:
+    """Build time with and without the graph's facts on part of the standard library (BM25 only, and
+    with the shipped config's vectors), interleaved, best of `rounds`; one file's update."""
+    import sysconfig
+
+    from xihe.config.code import load_file
+    from xihe.tools.codeindex.embed import make_embedder
+
+    src = Path(sysconfig.get_paths()["stdlib"])
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="xihe-bench-graph-") as tmp:
+        root = Path(tmp) / "stdlib"
+        for name in STDLIB:
+            shutil.copytree(src / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "test*"))
+        originals = {
+            p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.py")
+        }
+        shipped_cfg = load_file("config").model_copy(update={"index_dir": str(root / ".index")})
+        shipped = (shipped_cfg, make_embedder(shipped_cfg.embedding))
+        for label, how in (("bm25_only", None), ("shipped_config", shipped)):
+            times: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(rounds):
+                for with_graph in (False, True):
+                    shutil.rmtree(root / ".index", ignore_errors=True)
+                    idx, seconds = build(root, with_graph, how)
+                    times[with_graph].append(seconds)
+            before, after = min(times[False]), min(times[True])
+            update = incremental(idx, root)
+            shutil.rmtree(root / ".index", ignore_errors=True)
+            for rel in update.pop("changed"):  # the same file, changed back, then changed again
+                (root / rel).write_text(originals[rel], encoding="utf-8")
+            bare, _ = build(root, False, how)
+            bare_update = incremental(bare, root)
+            for rel in bare_update.pop("changed"):
+                (root / rel).write_text(originals[rel], encoding="utf-8")
+            out[label] = {
+                "files": len(idx.files),
+                "units": idx.unit_count,
+                "build_without_graph_s": round(before, 2),
+                "build_with_graph_s": round(after, 2),
+                "growth": round(after / before - 1, 3),
+                **update,
+                "update_one_file_without_graph_s": bare_update["update_one_file_s"],
+            }
+            out[label]["update_share_of_build"] = round(out[label]["update_one_file_s"] / after, 4)
+    return out
 
 
 def main() -> None:
@@ -283,8 +354,11 @@ def main() -> None:
     ap.add_argument("--packages", default="requests,apscheduler")
     ap.add_argument("--cache", default="var/bench-graph")
     ap.add_argument("--limit", type=int, default=0, help="definitions per package (0 = all)")
+    ap.add_argument("--speed", type=int, default=0, metavar="ROUNDS", help="also time builds on the stdlib")
     args = ap.parse_args()
-    out = {p: run(p, Path(args.cache), args.limit) for p in args.packages.split(",") if p}
+    out: dict[str, Any] = {p: run(p, Path(args.cache), args.limit) for p in args.packages.split(",") if p}
+    if args.speed:
+        out["speed"] = speed(args.speed)
     print(json.dumps(out, indent=2))
 
 

@@ -10,9 +10,11 @@ import pytest
 from xihe.agent.cli.main import main
 from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import navigate
-from xihe.tools.codeindex.api import missing_citations
+from xihe.tools.codeindex.api import get_code_context, missing_citations
+from xihe.tools.codeindex.embed import Embedder
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED
 from xihe.tools.codeindex.index import CodeIndex
+from xihe.tools.codeindex.repomap import wants_map
 
 FILES = {
     "shop/__init__.py": "from .orders import place_order as place\n",
@@ -84,12 +86,12 @@ def main():
 }
 
 
-def build(root: Path, files: dict[str, str]) -> CodeIndex:
+def build(root: Path, files: dict[str, str], embedder: Embedder | None = None) -> CodeIndex:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
     cfg = CodeConfig(index_dir=str(root / ".index"), embedding={"multilingual": False})
-    idx = CodeIndex(root, root / ".index" / "repo", cfg, None)
+    idx = CodeIndex(root, root / ".index" / "repo", cfg, embedder)
     idx.build()
     idx.save()
     return idx
@@ -235,3 +237,15 @@ def test_cli_callers_and_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["code", "chain", "main", "deliver", "--repo", str(root), "--config", str(conf)]) == 0
     out = capsys.readouterr().out
     assert out.count("## File:") == 5 and "dynamic dispatch" in out
+
+
+def test_how_does_it_work_questions_get_a_repository_map(tmp_path: Path, embedder: Embedder) -> None:
+    idx = build(tmp_path / "repo", FILES, embedder)
+    assert wants_map("how does placing an order work?") and wants_map("下单之后状态是怎么流转的")
+    assert not wants_map("where is the mail notifier?")
+    text = get_code_context(idx, "how does placing an order work with the store", 3)
+    assert "## Repository map" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("- shop/orders.py:"))
+    assert line.split(": ", 1)[1].startswith("`place_order` (2 uses)")  # main and Checkout.save
+    assert missing_citations(idx, text) == []
+    assert "## Repository map" not in get_code_context(idx, "where is the order store", 3)
