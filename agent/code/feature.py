@@ -1,4 +1,5 @@
-"""Code question answering in the product: `search_code`, `get_code_context`, the answer rules, follow-ups.
+"""Code question answering in the product: `search_code`, `get_code_context`, the symbol graph's
+`find_callers`, `find_callees`, `find_references` and `call_chain`, the answer rules, follow-ups.
 
 - Tools search the indexes of `code.yaml` `repos` (opened at install, kept under `index_dir`), through
   `LiveIndexes`, which locks around the non-thread-safe `CodeIndex`. When nothing relevant is found
