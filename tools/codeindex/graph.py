@@ -131,11 +131,18 @@ class SymbolGraph:
 
     # ---- names and modules ---------------------------------------------------------------------
     def module_path(self, dotted: str) -> str | None:
-        """The file of a Python module by its dotted name (or a unique dotted suffix of it)."""
-        if dotted in self.modules:
-            return self.modules[dotted]
-        found = self.suffixes.get(dotted, [])
-        return self.modules[found[0]] if len(found) == 1 else None
+        """The file of a Python module by its dotted name, a unique dotted suffix of it (`src/pkg/m.py`
+        imported as `pkg.m`), or the name less leading packages the checkout lays out elsewhere
+        (`xihe.agent.deps` installed from `agent/deps.py`; at least two names are left)."""
+        parts = dotted.split(".")
+        for i in range(0, max(1, len(parts) - 1)):
+            name = ".".join(parts[i:])
+            if name in self.modules:
+                return self.modules[name]
+            found = self.suffixes.get(name, [])
+            if len(found) == 1:
+                return self.modules[found[0]]
+        return None
 
     def resolve_dotted(self, dotted: str, depth: int = 0) -> Value | None:
         """`requests.sessions.Session.send` -> that method (the longest module prefix, then members)."""
@@ -296,6 +303,10 @@ class SymbolGraph:
                 if found is not None:
                     return found
             return None
+        if t.startswith("="):
+            value = self.evaluate(path, scope, t[1:], depth + 1)
+            value = self._property(value, depth) if value is not None else None
+            return value[1] if value is not None and value[0] == "instance" else None  # type: ignore[return-value]
         if t.startswith("()"):
             value = self.evaluate(path, scope, t[2:], depth + 1)
             if value is None or value[0] != "def":
@@ -328,8 +339,22 @@ class SymbolGraph:
         for name in rest:
             if value is None:
                 return None
-            value = self.member(value, name, depth + 1)
+            value = self.member(self._property(value, depth), name, depth + 1)
         return value
+
+    def _property(self, value: Value, depth: int) -> Value:
+        """A method read as an attribute (`session.deps.x`, a property): an instance of its return
+        annotation's class; anything else as it is."""
+        if value[0] != "def":
+            return value
+        assert isinstance(value[1], tuple)
+        d = self.defs[value[1]]
+        if d.kind != "method":
+            return value
+        f = self.facts.get(d.path)
+        ret = f.returns.get(d.qualname) if f is not None else None
+        cls = self.type_of(d.path, d.qualname.rpartition(".")[0], ":" + ret, depth + 1) if ret else None
+        return ("instance", cls) if cls is not None else value
 
     def _head(self, path: str, scope: str, head: str, depth: int) -> Value | None:
         f = self.facts.get(path)
@@ -440,7 +465,7 @@ class SymbolGraph:
         for i in range(len(parts), 0, -1):
             t = f.types.get(".".join(parts[:i]), {}).get(head)
             if t:
-                name = _annotation_name(t[1:]) if t.startswith(":") else t[2:]
+                name = _annotation_name(t[1:]) if t.startswith(":") else t.lstrip("(=)")
                 return name in _BUILTINS and "\n" not in t
         return False
 

@@ -13,7 +13,8 @@ holds, so a changed file's facts replace its old ones and nothing else is re-rea
 - `locals`: the names a function binds (parameters, assignments, loop and `with` targets), which
   hide module-level ones of the same name;
 - `types`: per scope, what a local name (or `self.attr`, under the class) was assigned: `()f` the
-  result of calling `f`, `:T` an annotation; several, newline-separated, in the order seen;
+  result of calling `f`, `:T` an annotation, `=a.b` the value of that expression in the scope;
+  several, newline-separated, in the order seen;
 - `returns`: a function's return annotation.
 
 Python is read whole (every name in load position). Java, Go, JavaScript and TypeScript give their
@@ -133,11 +134,16 @@ def _receiver(obj: Node | None) -> str:
 
 
 def _value_type(value: Node | None) -> str:
-    """What a name assigned `value` holds: `()f` for a call of a named callable, else ''."""
+    """What a name assigned `value` holds: `()f` for a call of a named callable, `=a.b` the value of
+    a chain of names, else ''."""
     if value is not None and value.type == "call":
         fn = _dotted(value.child_by_field_name("function"))
         if fn and fn != "super":
             return "()" + fn
+    if value is not None and value.type in {"identifier", "attribute"}:
+        chain = _dotted(value)
+        if chain and chain != "None":
+            return "=" + chain
     return ""
 
 
@@ -337,6 +343,12 @@ class _Python:
         if left is not None:
             if left.type == "attribute":
                 obj = left.child_by_field_name("object")
+                if kind.startswith("=") and fn:  # `self.deps = deps`: the parameter's type, read here
+                    kind = (
+                        self.facts.types.get(fn, {}).get(kind[1:].split(".", 1)[0], "")
+                        if "." not in kind
+                        else ""
+                    )
                 if cls and kind and obj is not None and node_text(obj) == "self":
                     attr = node_text(left.child_by_field_name("attribute"))
                     _add_type(self.facts.types.setdefault(cls, {}), f"self.{attr}", kind)
