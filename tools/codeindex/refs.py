@@ -293,8 +293,8 @@ class _Python:
             skip = node.child_by_field_name(binding) if binding else None
             if skip is not None and t != "keyword_argument":
                 self._bind(fn, _targets(skip))
-            for c in reversed(node.children):
-                if c.is_named and c is not skip and not (skip is not None and c.id == skip.id):
+            for c in reversed(node.named_children):
+                if skip is None or c.id != skip.id:
                     stack.append((c, scope, fn, cls, False))
         return self.facts
 
