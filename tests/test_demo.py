@@ -92,7 +92,7 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     )
     # alice writes Chinese: the shell's result and refusals are told in Chinese
     assert "［沙箱：bwrap］" in out and "（路径穿越）" in out and "'rm' 不是白名单里的程序" in out
-    assert "错误：进程在这一步中途停止" in out and "task 5 done" in out  # /task 5 in alice's language
+    assert "错误：进程在这一步中途停止" in out and "task 6 done" in out  # /task 6 in alice's language
     assert "tool:1:0 #1 完成 run_shell_command" in out and "tool:1:0 #2" not in out  # not redone
     assert "Traceback" not in out + result.stderr
     # the audit found by the name the admin knows; who may start a production run, as the gate decides

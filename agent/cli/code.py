@@ -1,4 +1,5 @@
-"""`xihe index`, `xihe search` and `xihe eval search`: the code index for people and for evaluation."""
+"""`xihe index`, `xihe search`, `xihe code ...` and `xihe eval search`: the code index for people and
+for evaluation."""
 
 from __future__ import annotations
 
@@ -65,6 +66,44 @@ def cmd_index(args: argparse.Namespace) -> int:
             f"{len(report.files_changed)} changed (+{report.units_added}/-{report.units_removed} units), "
             f"commit {report.commit or '-'}, {report.seconds:.2f}s -> {report.directory}"
         )
+    return 0
+
+
+def _fresh_index(args: argparse.Namespace) -> Any:
+    """The repository's index brought up to date (config reused as `xihe search` does), or an exit code."""
+    from xihe.tools.codeindex.progress import no_progress
+    from xihe.tools.codeindex.service import index_repo
+    from xihe.tools.codeindex.settings import cached, remember
+
+    repo = _repo(args)
+    cfg = cached(_config_dir(args), repo) if repo.is_dir() else None
+    if cfg is None:
+        opened = _config_and_repo(args)
+        if isinstance(opened, int):
+            return opened
+        cfg, repo = opened
+        remember(_config_dir(args), repo, cfg)
+    return index_repo(repo, cfg, progress=no_progress)[0]
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """`xihe code callers|callees|refs SYMBOL` and `xihe code chain FROM TO`: the symbol graph's answers."""
+    from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
+    from xihe.tools.codeindex import navigate
+
+    idx = _fresh_index(args)
+    if isinstance(idx, int):
+        return idx
+    if args.graph == "chain":
+        text = navigate.call_chain(idx, args.start, args.goal, args.max_hops)
+    else:
+        answer = {
+            "callers": navigate.find_callers,
+            "callees": navigate.find_callees,
+            "refs": navigate.find_references,
+        }[args.graph]
+        text = answer(idx, args.symbol)
+    print(shown(text))
     return 0
 
 
@@ -138,7 +177,7 @@ def _config_option(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    """Add `index` and `search` to the xihe sub-parsers."""
+    """Add `index`, `search` and `code` to the xihe sub-parsers."""
     p = sub.add_parser("index", help="build or update the code index of a repository")
     p.add_argument("path", nargs="?", help="repository path (same as --repo)")
     p.add_argument("--repo", help="repository path (default: current directory)")
@@ -156,6 +195,28 @@ def register(sub: Any) -> None:
     s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
     _config_option(s)
     s.set_defaults(func=cmd_search)
+
+    c = sub.add_parser("code", help="callers, callees, references and call chains from the symbol graph")
+    graph = c.add_subparsers(dest="graph", required=True)
+    for name, helptext in (
+        ("callers", "who calls SYMBOL"),
+        ("callees", "what SYMBOL calls"),
+        ("refs", "every use of SYMBOL"),
+    ):
+        g = graph.add_parser(name, help=helptext)
+        g.add_argument("symbol", help="name, Class.method, package.module.function or path:Class.method")
+        _graph_options(g)
+    ch = graph.add_parser("chain", help="the shortest call chains from FROM to TO")
+    ch.add_argument("start", metavar="FROM", help="where the chain starts")
+    ch.add_argument("goal", metavar="TO", help="where it should arrive")
+    ch.add_argument("--max-hops", type=int, default=8, help="the longest chain looked for (default 8)")
+    _graph_options(ch)
+
+
+def _graph_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", default=".", help="repository path (default: current directory)")
+    _config_option(p)
+    p.set_defaults(func=cmd_graph)
 
 
 def register_eval(evals: Any) -> None:

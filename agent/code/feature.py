@@ -1,4 +1,5 @@
-"""Code question answering in the product: `search_code`, `get_code_context`, the answer rules, follow-ups.
+"""Code question answering in the product: `search_code`, `get_code_context`, the symbol graph's
+`find_callers`, `find_callees`, `find_references` and `call_chain`, the answer rules, follow-ups.
 
 - Tools search the indexes of `code.yaml` `repos` (opened at install, kept under `index_dir`), through
   `LiveIndexes`, which locks around the non-thread-safe `CodeIndex`. When nothing relevant is found
@@ -38,7 +39,7 @@ from xihe.agent.i18n import Catalog, say, text
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
 from xihe.config.code import CODE_SECTION
-from xihe.tools.codeindex import githook
+from xihe.tools.codeindex import githook, navigate
 from xihe.tools.codeindex.api import NOTHING_FOUND
 from xihe.tools.codeindex.live import LiveIndexes
 
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
     from xihe.agent.deps import Deps
 
 log = logging.getLogger("xihe.code")
-CODE_TOOLS = ("search_code", "get_code_context")
+GRAPH_TOOLS = ("find_callers", "find_callees", "find_references", "call_chain")
+CODE_TOOLS = ("search_code", "get_code_context", *GRAPH_TOOLS)
 WHOLE_ROUNDS = 2  # rounds given back whole; older ones are summarised
 SUMMARY_ROUNDS = 6
 ROUND_CHARS = 6000
@@ -92,6 +94,31 @@ class ContextArgs(BaseModel):
     units: int = Field(0, ge=0, le=5, description="how many code units to return (0 = the configured 3-5)")
 
 
+class SymbolArgs(BaseModel):
+    """Arguments of find_callers, find_callees and find_references."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    symbol: str = Field(
+        min_length=1,
+        max_length=300,
+        description="a function, method or class: `name`, `Class.method`, `package.module.function` "
+        "or `path/to/file.py:Class.method`",
+    )
+
+
+class ChainArgs(BaseModel):
+    """Arguments of call_chain."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: str = Field(min_length=1, max_length=300, description="where the chain starts, e.g. `api.get`")
+    goal: str = Field(
+        min_length=1, max_length=300, description="where it should arrive, e.g. `HTTPAdapter.send`"
+    )
+    max_hops: int = Field(8, ge=1, le=12, description="the longest chain looked for")
+
+
 def live(deps: Deps) -> LiveIndexes | None:
     """This process's indexes, or None when code.yaml is absent."""
     return deps.code if isinstance(deps.code, LiveIndexes) else None
@@ -128,6 +155,28 @@ def run_context(args: ContextArgs, ctx: ToolContext) -> str:
     n = args.units or indexes.cfg.context_units
     text, _ = indexes.context(args.question, n)
     return text
+
+
+def run_callers(args: SymbolArgs, ctx: ToolContext) -> str:
+    """find_callers: the definitions that call the symbol, each under `## File: path`."""
+    return _need(ctx.deps).navigate(lambda idx: navigate.find_callers(idx, args.symbol))
+
+
+def run_callees(args: SymbolArgs, ctx: ToolContext) -> str:
+    """find_callees: what the symbol calls, each under `## File: path`."""
+    return _need(ctx.deps).navigate(lambda idx: navigate.find_callees(idx, args.symbol))
+
+
+def run_references(args: SymbolArgs, ctx: ToolContext) -> str:
+    """find_references: every use of the symbol, grouped by the definition it is in."""
+    return _need(ctx.deps).navigate(lambda idx: navigate.find_references(idx, args.symbol))
+
+
+def run_chain(args: ChainArgs, ctx: ToolContext) -> str:
+    """call_chain: the shortest call chains from `start` to `goal`."""
+    return _need(ctx.deps).navigate(
+        lambda idx: navigate.call_chain(idx, args.start, args.goal, args.max_hops)
+    )
 
 
 # ---- answer rules --------------------------------------------------------------------------------
@@ -251,7 +300,7 @@ def _parse_round(task: Task, steps: list[Any]) -> Round | None:
     texts: list[str] = []
     for s in steps:
         body = s.output_text or ""
-        if s.tool_name == "get_code_context":
+        if s.tool_name != "search_code":  # get_code_context and the graph tools: `## File:` headers
             found = [f"{m[0]}:{m[1]}-{m[2]} {m[4]}" for m in _HEADER.findall(body)]
             if found:
                 units += found
@@ -271,8 +320,12 @@ def _parse_round(task: Task, steps: list[Any]) -> Round | None:
 
 
 # ---- feature interface ---------------------------------------------------------------------------
+_UNSURE = " Links that are not certain (dynamic dispatch, matched by name only) are marked: say so."
+
+
 def tools() -> list[ToolSpec]:
-    """search_code and get_code_context."""
+    """search_code, get_code_context and the symbol graph's find_callers, find_callees, find_references
+    and call_chain."""
     return [
         ToolSpec(
             name="search_code",
@@ -287,6 +340,35 @@ def tools() -> list[ToolSpec]:
             "a `## File: path (lines a-b)` header. Cite only paths and symbols it returns.",
             args=ContextArgs,
             run=run_context,
+        ),
+        ToolSpec(
+            name="find_callers",
+            description="Who calls a function, method or class: each calling definition under a "
+            "`## File: path (lines a-b)` header with the call's line." + _UNSURE,
+            args=SymbolArgs,
+            run=run_callers,
+        ),
+        ToolSpec(
+            name="find_callees",
+            description="What a function or method calls: the definitions in the repository (each under "
+            "`## File: path`), then the library and builtin names it calls." + _UNSURE,
+            args=SymbolArgs,
+            run=run_callees,
+        ),
+        ToolSpec(
+            name="find_references",
+            description="Every use of a function, method or class (calls and other references), grouped by "
+            "the definition it is in, under `## File: path` headers." + _UNSURE,
+            args=SymbolArgs,
+            run=run_references,
+        ),
+        ToolSpec(
+            name="call_chain",
+            description='How one function reaches another ("how does a request get from api.get to the '
+            "adapter?\"): the shortest call chains, each definition under `## File: path`, each call's line."
+            + _UNSURE,
+            args=ChainArgs,
+            run=run_chain,
         ),
     ]
 

@@ -179,6 +179,15 @@ def scene_code_question(d: Demo) -> None:
     for shown in d.tool_results(before):
         head = "\n".join(shown.splitlines()[:6])
         d.out(_indent(f"(the model saw)\n{head}\n…"))
+    # who calls it: the symbol graph resolves `deps.pending.confirm(...)` through the types it reads
+    d.llm.add(
+        call("find_callers", symbol="PendingStore.confirm"),
+        say("`PendingStore.confirm` 由 `agent/action_commands.py` 的 `confirm`（/confirm 命令）调用。"),
+    )
+    before = len(d.llm.requests)
+    d.say("alice", "谁调用了 PendingStore.confirm？")
+    for shown in d.tool_results(before):
+        d.out(_indent(f"(the model saw)\n{chr(10).join(shown.splitlines()[:4])}"))
 
 
 def scene_backfill(d: Demo) -> None:

@@ -92,6 +92,30 @@ def test_question_to_tools_to_an_answer_citing_a_real_path(
     llm.assert_consumed()  # no answer check round trip
 
 
+def test_who_calls_a_function_through_the_graph_tools(code_app: Callable[[], App], llm: ScriptedLLM) -> None:
+    app = code_app()
+    answer = "`notify_owner` is called by `OrderStateMachine.on_timeout` in `shop/orders.py`."
+    llm.add(
+        call("find_callers", symbol="notify_owner"),
+        call("call_chain", start="on_timeout", goal="notify_owner"),
+        say(answer),
+    )
+    assert ask(app, "who calls notify_owner?") == answer
+    callers = llm.messages[1][-1]["content"]
+    assert callers.startswith("[Tool Result: find_callers]")
+    assert "## File: shop/orders.py (lines 10-13) method OrderStateMachine.on_timeout" in callers
+    assert "- line 13: calls it (resolved)" in callers
+    chain = llm.messages[2][-1]["content"]
+    assert "## File: shop/orders.py (lines 16-18) function notify_owner" in chain
+    llm.assert_consumed()  # the answer cites what the tools showed: no answer check round trip
+    # a follow-up sees the definitions the graph tools showed, as it sees get_code_context's
+    llm.add(say("It is in `shop/orders.py`."))
+    ask(app, "and where is that caller?")
+    system = [m["content"] for m in llm.messages[3] if m["role"] == "system"]
+    earlier = next(s for s in system if s.startswith("Code retrieved earlier"))
+    assert "method OrderStateMachine.on_timeout" in earlier
+
+
 def test_answer_citing_a_missing_path_goes_back_once_then_is_marked(
     code_app: Callable[[], App], llm: ScriptedLLM
 ) -> None:

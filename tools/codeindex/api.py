@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
+from xihe.tools.codeindex import repomap
 from xihe.tools.codeindex.index import CodeIndex, normalise_path
 from xihe.tools.codeindex.languages import EXTENSIONS
 from xihe.tools.codeindex.search import Scored
@@ -64,6 +65,10 @@ def get_code_context(index: CodeIndex, question: str, n: int = 4) -> str:
         more = f"\n... ({u.end - shown_end} more lines)" if shown_end < u.end else ""
         calls = f"\ncalls: {', '.join(u.calls[:15])}" if u.calls else ""
         blocks.append(f"{header}{calls}\n```{u.lang}\n{body}{more}\n```")
+    if repomap.wants_map(question):  # "how does … work": what the files found lean on
+        found = repomap.repository_map(index, [s.unit.path for s in result.hits[:n]])
+        if found:
+            blocks.append(found)
     return "\n\n".join(blocks)
 
 

@@ -23,14 +23,17 @@ from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fields import bm25_text, doc_sentences, embed_text, name_text
-from xihe.tools.codeindex.languages import Parsers
+from xihe.tools.codeindex.graph import SymbolGraph
+from xihe.tools.codeindex.graphstore import GraphFacts
+from xihe.tools.codeindex.languages import Parsers, language_of
 from xihe.tools.codeindex.multilingual import Multilingual, MultilingualVectors
 from xihe.tools.codeindex.progress import Progress, no_progress
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
+from xihe.tools.codeindex.refs import FileFacts, extract
 from xihe.tools.codeindex.search import Searching
 from xihe.tools.codeindex.store import FileRecord
 from xihe.tools.codeindex.tokens import Tokenizer
-from xihe.tools.codeindex.units import CodeUnit, units_for_file, window_units
+from xihe.tools.codeindex.units import CodeUnit, parse_tree, parse_units, window_units
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
@@ -38,6 +41,7 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
 
 COMPACT_RATIO = 0.3  # compact when this share of slots is dead
 Owner = tuple[str, str, int]  # (path, sha1, unit count) of a parsed file
+Parsed = tuple[str, list[CodeUnit], FileFacts | None]  # (sha1, units, the symbol graph's facts)
 
 
 @dataclass
@@ -104,6 +108,9 @@ class CodeIndex(Searching):
         self.built_at: float = 0.0
         # units.jsonl is append-only between compactions: (lines, bytes) of it that `meta.json` vouches for
         self.units_on_disk: tuple[int, int] | None = None
+        # the symbol graph's facts per file (graphstore.py), read from disk only when the graph is asked for
+        self.graph_facts = GraphFacts()
+        self._graph: SymbolGraph | None = None
 
     # ---- building -------------------------------------------------------------------------
 
@@ -141,6 +148,7 @@ class CodeIndex(Searching):
         self.names = Bm25Index()
         self.vectors = np.zeros((0, 0), np.float32)
         self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
+        self.graph_facts, self._graph = GraphFacts(), None
         if self.multi is not None:
             self.multi = MultilingualVectors(self.multi.model)
         if isinstance(self.embedder, WordLlamaEmbedder):
@@ -155,16 +163,25 @@ class CodeIndex(Searching):
         self.built_at = time.time()
         return stats
 
-    def _parse(self, rel: str) -> tuple[str, list[CodeUnit]] | None:
+    def _parse(self, rel: str) -> Parsed | None:
         text = read_source(self.root / rel, self.cfg.walk.max_file_bytes)
         if text is None:
             return None
         w = self.cfg.walk
+        lang = language_of(rel)
+        facts: FileFacts | None = None
         try:
-            units = units_for_file(rel, text, self.parsers, w.window_lines, w.window_overlap)
+            if lang is None:
+                units = window_units(rel, text, w.window_lines, w.window_overlap)
+            else:  # one tree for the units and the graph's facts
+                tree = parse_tree(text, lang, self.parsers)
+                units = parse_units(rel, text, lang, self.parsers, tree)
+                facts = extract(rel, lang, tree.root_node, units)
+                # a script with no functions or classes is still searchable
+                units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows
             units = window_units(rel, text, w.window_lines, w.window_overlap)
-        return sha1_of(text), units
+        return sha1_of(text), units, facts
 
     def _index_paths(self, paths: Sequence[str], progress: Progress) -> UpdateStats:
         stats = UpdateStats()
@@ -174,9 +191,11 @@ class CodeIndex(Searching):
             parsed = self._parse(rel)
             if parsed is None:
                 continue
-            sha, units = parsed
+            sha, units, facts = parsed
             owners.append((rel, sha, len(units)))
             new_units.extend(units)
+            if facts is not None:
+                self.graph_facts.set(rel, facts)
             stats.files_indexed += 1
         self._append(new_units, owners, progress)
         stats.units_added = len(new_units)
@@ -185,6 +204,7 @@ class CodeIndex(Searching):
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         if not units and not owners:
             return  # nothing changed: the query-word table is not rebuilt (a search's reconcile)
+        self._graph = None
         base, units = len(self.units), inherit.resolve(units, self.live_units)
         views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
         self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in views])
@@ -246,6 +266,8 @@ class CodeIndex(Searching):
         rec = self.files.pop(rel, None)
         if rec is None:
             return 0
+        self.graph_facts.set(rel, None)
+        self._graph = None
         for s in rec.slots:
             self.units[s] = None
         if rec.slots:
@@ -303,9 +325,10 @@ class CodeIndex(Searching):
             if parsed is None:
                 stats.files_removed += old is not None
                 continue
-            sha, units = parsed
+            sha, units, facts = parsed
             owners.append((rel, sha, len(units)))
             new.extend(units)
+            self.graph_facts.set(rel, facts)
             stats.files_indexed += 1
 
     def reconcile(self) -> UpdateStats:
@@ -340,6 +363,15 @@ class CodeIndex(Searching):
         for rec in self.files.values():
             rec.slots = [remap[s] for s in rec.slots]
         self.units_on_disk = None  # renumbered: the next save rewrites units.jsonl
+
+    # ---- the symbol graph (graph.py) ---------------------------------------------------------
+
+    def symbol_graph(self) -> SymbolGraph:
+        """The symbol graph of the live units and every file's facts (built on first use, kept until
+        the index changes)."""
+        if self._graph is None:
+            self._graph = SymbolGraph(self.live_units, self.graph_facts.all())
+        return self._graph
 
     # ---- lookups for citation checks -----------------------------------------------------
 

@@ -13,7 +13,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,6 +169,19 @@ class LiveIndexes:
         if not parts:
             return f"{NOTHING_FOUND} for: {question!r}. Say so rather than guessing.", False
         return "\n\n".join(parts), True
+
+    def navigate(self, answer: Callable[[CodeIndex], str]) -> str:
+        """A symbol-graph answer (navigate.py) from every ready repository, each under its name when
+        several are configured; the first repository's answer alone when none knows the symbol."""
+        parts, first = [], ""
+        for repo in self.ready:
+            with repo.lock:
+                assert repo.index is not None
+                text = answer(repo.index)
+            first = first or text
+            if "## File:" in text:
+                parts.append(f"# Repository: {repo.name}\n{text}" if len(self.repos) > 1 else text)
+        return "\n\n".join(parts) if parts else first
 
     def _exists(self, path: str, symbol: str | None) -> bool:
         for repo in self.ready:

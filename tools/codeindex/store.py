@@ -18,6 +18,7 @@ import numpy as np
 
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.cachedir import shared_cache
+from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.qvec import QueryVectors
 from xihe.tools.codeindex.unitlines import UnitLines
 from xihe.tools.codeindex.units import CodeUnit
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.tools.codeindex.multilingual import MultilingualVectors
     from xihe.tools.codeindex.tokens import Tokenizer
 
-INDEX_VERSION = 6
+INDEX_VERSION = 7  # 7: graph.jsonl (the symbol graph's facts)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Stored(Protocol):
     dirty: list[str]
     built_at: float
     units_on_disk: tuple[int, int] | None
+    graph_facts: GraphFacts
 
     def set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None: ...
 
@@ -89,6 +91,7 @@ def save(idx: Stored) -> None:
     if idx.multi is not None:
         idx.multi.save(tmp)
     lines, size = _write_units(idx, tmp / "units.jsonl")
+    graph_lines, graph_bytes = idx.graph_facts.save(tmp, len(idx.files))
     meta = {
         "version": INDEX_VERSION,
         "root": str(idx.root),
@@ -101,6 +104,8 @@ def save(idx: Stored) -> None:
         "built_at": idx.built_at,
         "units_lines": lines,
         "units_bytes": size,
+        "graph_lines": graph_lines,
+        "graph_bytes": graph_bytes,
         "files": {p: {"sha1": r.sha1, "slots": r.slots} for p, r in idx.files.items()},
     }
     (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
@@ -111,6 +116,7 @@ def save(idx: Stored) -> None:
     if old.exists():
         shutil.rmtree(old)
     idx.units_on_disk = (lines, size)
+    idx.graph_facts.moved(idx.directory)
 
 
 def _write_units(idx: Stored, target: Path) -> tuple[int, int]:
@@ -171,6 +177,9 @@ def load_into(idx: Stored) -> bool:
         return False  # missing or torn: built again
     if "units_bytes" in meta:
         idx.units_on_disk = (lines, int(meta["units_bytes"]))
+    if not (Path(directory) / "graph.jsonl").exists():
+        return False
+    idx.graph_facts = GraphFacts(Path(directory), (int(meta["graph_lines"]), int(meta["graph_bytes"])))
     idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
     idx.commit, idx.dirty, idx.built_at = (
         meta.get("commit"),

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tree_sitter import Node
+from tree_sitter import Node, Tree
 
 from xihe.tools.codeindex.doccomments import leading_comments, module_doc, python_docstring
 from xihe.tools.codeindex.languages import LANGS, LangSpec, Parsers, language_of, node_text, unit_kind
@@ -164,11 +164,18 @@ def _collect(node: Node, spec: LangSpec, skip: set[int]) -> tuple[tuple[str, ...
     return tuple(ids), tuple(calls)
 
 
-def parse_units(path: str, source: str, lang: str, parsers: Parsers) -> list[CodeUnit]:
-    """Parse `source` (file `path`, language `lang`) into units, outer ones first."""
+def parse_tree(source: str, lang: str, parsers: Parsers) -> Tree:
+    """The tree-sitter tree of `source` (units and the symbol graph's facts are both read from it)."""
+    return parsers.get(lang).parse(source.encode("utf-8", "replace"))
+
+
+def parse_units(
+    path: str, source: str, lang: str, parsers: Parsers, tree: Tree | None = None
+) -> list[CodeUnit]:
+    """Parse `source` (file `path`, language `lang`) into units, outer ones first (from `tree` when given)."""
     spec = LANGS[lang]
     src = source.encode("utf-8", "replace")
-    tree = parsers.get(lang).parse(src)
+    tree = tree if tree is not None else parsers.get(lang).parse(src)
     lines = source.splitlines()
     found: list[tuple[Node, str, str]] = []  # (node, kind, qualname)
 

@@ -1,0 +1,366 @@
+"""The symbol graph against jedi: precision and recall of find_callers and find_references.
+
+    python -m tests.bench.bench_graph [--packages requests,apscheduler] [--limit N] [--cache DIR] [--speed 2]
+
+Each package is the installed one (pinned in constraints.txt), copied out of site-packages so both
+tools read the same plain directory. For every Python function, method and class, jedi's
+`get_references` at its name (imports and definitions left out) is the ground truth: a reference is
+a (file, line); a caller is the definition around a reference that is called (`name(`). The graph's
+answers are scored three ways: its resolved links only (what it states as fact), with dynamic
+dispatch added, and with by-name guesses added. jedi's answers are cached under --cache (keyed by
+package and jedi version): they take minutes.
+
+Also measured: the index build with and without the graph's facts (the facts' share of a build:
+extraction and the graph.jsonl write) and an incremental update of one file; `--speed ROUNDS` adds
+both on ten standard-library packages, BM25 only and with the shipped config/code.yaml (vectors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from xihe.config.code import CodeConfig
+from xihe.tools.codeindex import index as index_module
+from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED, Def, SymbolGraph
+from xihe.tools.codeindex.index import CodeIndex
+
+LEVELS = {"resolved": {RESOLVED}, "+dynamic": {RESOLVED, DYNAMIC}, "+name": {RESOLVED, DYNAMIC, NAME}}
+
+
+def copy_package(name: str, work: Path) -> tuple[Path, str]:
+    """The installed package `name` copied to `work/<name>/`; (root, version)."""
+    mod = importlib.import_module(name)
+    src = Path(mod.__file__ or "").parent
+    root = work / name
+    shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return root, str(getattr(mod, "__version__", "?"))
+
+
+def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[CodeIndex, float]:
+    """An index of `root`; (index, seconds). BM25 only (the graph's share at its largest), or with
+    `shipped` = (config, embedder) as a deployment builds it (vectors, multilingual channel)."""
+    if shipped is None:
+        cfg = CodeConfig(index_dir=str(root / ".index"), embedding={"multilingual": False})
+        embedder = None
+    else:
+        cfg, embedder = shipped
+    idx = CodeIndex(root, root / ".index" / "bench", cfg, embedder)
+    saved = index_module.extract
+    if not with_graph:
+        index_module.extract = lambda *a: None  # type: ignore[assignment,misc]
+    try:
+        t0 = time.perf_counter()
+        idx.build()
+        idx.save()
+        return idx, time.perf_counter() - t0
+    finally:
+        index_module.extract = saved
+
+
+def name_position(root: Path, d: Def) -> tuple[int, int] | None:
+    """(line, column) of the definition's name (its unit may start at a decorator)."""
+    lines = (root / d.path).read_text(encoding="utf-8").splitlines()
+    pat = re.compile(rf"\b(?:def|class)\s+({re.escape(d.name)})\b")
+    for ln in range(d.start, min(d.end, len(lines)) + 1):
+        m = pat.search(lines[ln - 1])
+        if m:
+            return ln, m.start(1)
+    return None
+
+
+def _innermost(graph: SymbolGraph) -> dict[str, list[Def]]:
+    by_file: dict[str, list[Def]] = {}
+    for d in graph.defs.values():
+        by_file.setdefault(d.path, []).append(d)
+    return by_file
+
+
+def scope_at(by_file: dict[str, list[Def]], path: str, line: int) -> str:
+    """The qualified name of the innermost definition holding `line` ('' at module level)."""
+    best: Def | None = None
+    for d in by_file.get(path, []):
+        if d.start <= line <= d.end and (best is None or d.end - d.start < best.end - best.start):
+            best = d
+    return best.qualname if best is not None else ""
+
+
+def _project(root: Path) -> Any:
+    """A jedi project that reads the copy: the installed package (site-packages) left off its path,
+    so `from apscheduler.events import X` means the copy's file; the standard library kept."""
+    import sysconfig
+
+    import jedi
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    return jedi.Project(root, smart_sys_path=False, sys_path=[str(root), stdlib])
+
+
+def jedi_truth(root: Path, graph: SymbolGraph, limit: int) -> dict[str, list[list[Any]]]:
+    """For each Python definition ('path:qualname'): jedi's references [path, line, called]."""
+    import jedi
+
+    project = _project(root)
+    out: dict[str, list[list[Any]]] = {}
+    defs = [d for d in graph.defs.values() if d.lang == "python"]
+    for d in sorted(defs, key=lambda d: (d.path, d.start))[: limit or None]:
+        pos = name_position(root, d)
+        if pos is None:
+            continue
+        script = jedi.Script(path=str(root / d.path), project=project)
+        refs = []
+        for n in script.get_references(pos[0], pos[1], include_builtins=False, scope="project"):
+            if n.module_path is None or n.is_definition():
+                continue
+            path = Path(n.module_path).resolve()
+            if not path.is_relative_to(root.resolve()) or n.line is None:
+                continue
+            rel = path.relative_to(root.resolve()).as_posix()
+            text = (root / rel).read_text(encoding="utf-8").splitlines()[n.line - 1]
+            if re.match(r"\s*(from|import)\s", text):
+                continue  # an import statement names it; not a use
+            after = text[n.column + len(n.name) :].lstrip()
+            refs.append([rel, n.line, after.startswith("(")])
+        out[f"{d.path}:{d.qualname}"] = refs
+    return out
+
+
+def adjudicate(root: Path, graph: SymbolGraph, truth: dict[str, list[list[Any]]]) -> int:
+    """Add to `truth` the graph's uses jedi's `get_references` left out but jedi's `goto` (which
+    follows `import ... as` aliases that the reference search, a search by name, misses) lands on
+    the definition; how many were added."""
+    import jedi
+
+    project = _project(root)
+    added = 0
+    for key, refs in truth.items():
+        path, _, qual = key.partition(":")
+        d = graph.defs.get((path, qual))
+        pos = name_position(root, d) if d is not None else None
+        if d is None or pos is None:
+            continue
+        have = {(p, ln) for p, ln, _ in refs}
+        for u in graph.uses(d):
+            if (u.path, u.line) in have:
+                continue
+            text = (root / u.path).read_text(encoding="utf-8").splitlines()[u.line - 1]
+            script = jedi.Script(path=str(root / u.path), project=project)
+            for m in re.finditer(rf"\b{re.escape(u.name)}\b", text):
+                hits = script.goto(u.line, m.start(), follow_imports=True)
+                if any(
+                    h.module_path is not None
+                    and Path(h.module_path).resolve() == (root / d.path).resolve()
+                    and (h.line, h.column) == pos
+                    for h in hits
+                ):
+                    after = text[m.end() :].lstrip()
+                    refs.append([u.path, u.line, after.startswith("(")])
+                    have.add((u.path, u.line))
+                    added += 1
+                    break
+    return added
+
+
+def score(graph: SymbolGraph, truth: dict[str, list[list[Any]]]) -> dict[str, Any]:
+    """Micro precision and recall of references and callers, per certainty level."""
+    by_file = _innermost(graph)
+    report: dict[str, Any] = {}
+    misses: list[str] = []
+    extras: list[str] = []
+    ref_extras: list[str] = []
+    for level, allowed in LEVELS.items():
+        tp_r = fp_r = fn_r = tp_c = fp_c = fn_c = 0
+        for key, refs in truth.items():
+            path, _, qual = key.partition(":")
+            d = graph.defs.get((path, qual))
+            if d is None:
+                continue
+            want_refs = {(p, ln) for p, ln, _ in refs}
+            want_callers = {(p, scope_at(by_file, p, ln)) for p, ln, called in refs if called}
+            uses = [u for u in graph.uses(d) if u.certainty in allowed]
+            got_refs = {(u.path, u.line) for u in uses}
+            got_callers = {(u.path, u.scope) for u in uses if u.called}
+            tp_r += len(want_refs & got_refs)
+            fp_r += len(got_refs - want_refs)
+            fn_r += len(want_refs - got_refs)
+            tp_c += len(want_callers & got_callers)
+            fp_c += len(got_callers - want_callers)
+            fn_c += len(want_callers - got_callers)
+            if level == "resolved":
+                ref_extras += [f"{key} @ {p}:{ln}" for p, ln in sorted(got_refs - want_refs)]
+                misses += [f"{key} <- {p}:{s}" for p, s in sorted(want_callers - got_callers)]
+                extras += [f"{key} <- {p}:{s}" for p, s in sorted(got_callers - want_callers)]
+        report[level] = {
+            "callers": _pr(tp_c, fp_c, fn_c),
+            "references": _pr(tp_r, fp_r, fn_r),
+        }
+    report["missed_callers_sample"] = misses[:25]
+    report["extra_callers_sample"] = extras[:25]
+    report["extra_references_sample"] = ref_extras[:40]
+    report["definitions"] = len(truth)
+    report["truth_callers"] = sum(len({(p, ln) for p, ln, c in r if c}) for r in truth.values())
+    return report
+
+
+def _pr(tp: int, fp: int, fn: int) -> dict[str, float | int]:
+    return {
+        "precision": round(tp / (tp + fp), 3) if tp + fp else 1.0,
+        "recall": round(tp / (tp + fn), 3) if tp + fn else 1.0,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+    }
+
+
+def incremental(idx: CodeIndex, root: Path) -> dict[str, Any]:
+    """Seconds to re-index and save one changed file (a line added to the largest module)."""
+    target = max((p for p in idx.files if p.endswith(".py")), key=lambda p: (root / p).stat().st_size)
+    path = root / target
+    path.write_text(
+        path.read_text(encoding="utf-8") + "\n\ndef _bench_added():\n    return 1\n", encoding="utf-8"
+    )
+    t0 = time.perf_counter()
+    idx.update_files([target])
+    idx.save()
+    update = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    idx._graph = None
+    idx.symbol_graph()
+    return {
+        "update_one_file_s": round(update, 4),
+        "graph_rebuild_after_update_s": round(time.perf_counter() - t0, 4),
+        "changed": [target],
+    }
+
+
+def run(package: str, cache: Path, limit: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="xihe-bench-graph-") as tmp:
+        root, version = copy_package(package, Path(tmp))
+        bare, bare_s = build(root, with_graph=False)
+        shutil.rmtree(root / ".index")
+        idx, full_s = build(root)
+        shutil.rmtree(root / ".index")
+        bare2, bare2_s = build(root, with_graph=False)
+        shutil.rmtree(root / ".index")
+        idx, full2_s = build(root)
+        t0 = time.perf_counter()
+        graph = idx.symbol_graph()
+        load_s = time.perf_counter() - t0
+        import jedi
+
+        cached = cache / f"{package}-{version}-jedi-{jedi.__version__}-{limit}.json"
+        if cached.exists():
+            truth = json.loads(cached.read_text(encoding="utf-8"))
+            jedi_s = None
+        else:
+            t0 = time.perf_counter()
+            truth = jedi_truth(root, graph, limit)
+            adjudicated = adjudicate(root, graph, truth)
+            truth["__adjudicated__"] = [[adjudicated]]
+            jedi_s = round(time.perf_counter() - t0, 1)
+            cache.mkdir(parents=True, exist_ok=True)
+            cached.write_text(json.dumps(truth), encoding="utf-8")
+        added = truth.pop("__adjudicated__", [[0]])[0][0]
+        report = {
+            "package": f"{package} {version}",
+            "files": len(idx.files),
+            "units": idx.unit_count,
+            "build_without_graph_s": round(min(bare_s, bare2_s), 3),
+            "build_with_graph_s": round(min(full_s, full2_s), 3),
+            "graph_first_query_load_s": round(load_s, 3),
+            "graph_jsonl_bytes": (idx.directory / "graph.jsonl").stat().st_size,
+            "jedi_seconds": jedi_s,
+            "uses_confirmed_by_jedi_goto": added,
+            **score(graph, truth),
+        }
+        update = incremental(idx, root)
+        update.pop("changed")
+        report.update(update)
+        del bare, bare2
+        return report
+
+
+STDLIB = (
+    "asyncio",
+    "email",
+    "http",
+    "json",
+    "logging",
+    "concurrent",
+    "xml",
+    "unittest",
+    "importlib",
+    "urllib",
+)
+
+
+def speed(rounds: int) -> dict[str, Any]:
+    """Build time with and without the graph's facts on part of the standard library (BM25 only, and
+    with the shipped config's vectors), interleaved, best of `rounds`; one file's update."""
+    import sysconfig
+
+    from xihe.config.code import load_file
+    from xihe.tools.codeindex.embed import make_embedder
+
+    src = Path(sysconfig.get_paths()["stdlib"])
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="xihe-bench-graph-") as tmp:
+        root = Path(tmp) / "stdlib"
+        for name in STDLIB:
+            shutil.copytree(src / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "test*"))
+        originals = {
+            p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.py")
+        }
+        shipped_cfg = load_file("config").model_copy(update={"index_dir": str(root / ".index")})
+        shipped = (shipped_cfg, make_embedder(shipped_cfg.embedding))
+        for label, how in (("bm25_only", None), ("shipped_config", shipped)):
+            times: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(rounds):
+                for with_graph in (False, True):
+                    shutil.rmtree(root / ".index", ignore_errors=True)
+                    idx, seconds = build(root, with_graph, how)
+                    times[with_graph].append(seconds)
+            before, after = min(times[False]), min(times[True])
+            update = incremental(idx, root)
+            shutil.rmtree(root / ".index", ignore_errors=True)
+            for rel in update.pop("changed"):  # the same file, changed back, then changed again
+                (root / rel).write_text(originals[rel], encoding="utf-8")
+            bare, _ = build(root, False, how)
+            bare_update = incremental(bare, root)
+            for rel in bare_update.pop("changed"):
+                (root / rel).write_text(originals[rel], encoding="utf-8")
+            out[label] = {
+                "files": len(idx.files),
+                "units": idx.unit_count,
+                "build_without_graph_s": round(before, 2),
+                "build_with_graph_s": round(after, 2),
+                "growth": round(after / before - 1, 3),
+                **update,
+                "update_one_file_without_graph_s": bare_update["update_one_file_s"],
+            }
+            out[label]["update_share_of_build"] = round(out[label]["update_one_file_s"] / after, 4)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--packages", default="requests,apscheduler")
+    ap.add_argument("--cache", default="var/bench-graph")
+    ap.add_argument("--limit", type=int, default=0, help="definitions per package (0 = all)")
+    ap.add_argument("--speed", type=int, default=0, metavar="ROUNDS", help="also time builds on the stdlib")
+    args = ap.parse_args()
+    out: dict[str, Any] = {p: run(p, Path(args.cache), args.limit) for p in args.packages.split(",") if p}
+    if args.speed:
+        out["speed"] = speed(args.speed)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
