@@ -48,7 +48,7 @@ class ModelSteps:
         metrics = self.deps.metrics
         started = time.monotonic()
         try:
-            completion = self.llm.complete(messages, self.registry.schemas())
+            completion = self.llm.complete(messages, self.requests.schemas(messages))
         finally:
             metrics.model_latency.observe(time.monotonic() - started)
         for kind in ("prompt_tokens", "completion_tokens"):

@@ -98,8 +98,10 @@ class ToolSpec:
         """The function schema exactly as the model receives it."""
         params = self.args.model_json_schema()
         params.pop("title", None)
-        for prop in params.get("properties", {}).values():
-            prop.pop("title", None)
+        for schema in [params, *params.get("$defs", {}).values()]:  # titles only repeat the names
+            schema.pop("title", None)
+            for prop in schema.get("properties", {}).values():
+                prop.pop("title", None)
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": params},

@@ -13,6 +13,7 @@ from xihe.agent.deps import Deps
 from xihe.agent.hooks import ContextBudget, Hooks
 from xihe.agent.registry import Registry
 from xihe.agent.tasks import Task
+from xihe.agent.tool_schemas import fitting
 
 SYSTEM_RULES = """You are xihe, a chat-ops assistant for engineers.
 Rules:
@@ -75,6 +76,15 @@ class Requests:
             return replace(own, total_tokens=usable, reply_tokens=min(own.reply_tokens, usable // 2))
         return ContextBudget(counter_for(cfg.model), total_tokens=usable, reply_tokens=cfg.reply_tokens)
 
+    def schemas(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tool schemas a request with `messages` carries: all, or the core and the ones the
+        transcript used or loaded when all would crowd the budget (agent/tool_schemas.py)."""
+        cfg = self.deps.settings.core.llm
+        # the model's own window decides (not the longtask feature's smaller budget, which compacts
+        # the conversation: a large model keeps every schema)
+        window = int((cfg.context_tokens or self.window) * (1 - MARGIN)) - cfg.reply_tokens
+        return fitting(self.registry.schemas(), self.budget().counter, window, messages)
+
     def build(
         self,
         task: Task,
@@ -95,7 +105,7 @@ class Requests:
             if note:
                 transcript.append({"role": "user", "content": note})
         budget = self.budget()
-        schemas = self.registry.schemas()
+        schemas = self.schemas(transcript)
         limit = budget.limit
         if rejected is not None:
             sent = budget.counter.messages(rejected) + budget.counter.tools(schemas)

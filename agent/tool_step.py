@@ -30,6 +30,7 @@ from xihe.agent.i18n import Catalog, Text, say
 from xihe.agent.recovery import with_recovery
 from xihe.agent.registry import ParsedCall, Registry
 from xihe.agent.tasks import StepStatus, TaskStep
+from xihe.agent.tool_schemas import LOAD_TOOLS, load_request
 from xihe.agent.user_text import outcome
 from xihe.agent.walk import Walk
 
@@ -85,6 +86,8 @@ class ToolSteps:
                 "executed. Send the complete call again.",
                 kind="truncated",
             )
+        if name == LOAD_TOOLS and name not in self.registry:
+            return self._load(run, key, raw)
         try:
             call = self.registry.parse(name, raw, max_bytes=loop.max_args_bytes)
         except ToolRetry as exc:
@@ -206,6 +209,48 @@ class ToolSteps:
     def _superseded(self, run: Walk, step: TaskStep) -> bool:
         """A failed step the task already moved past (its failure is history, not a frontier)."""
         return any(s.id > step.id for k, s in run.latest.items() if k != step.step_key)
+
+    def _load(self, run: Walk, key: str, raw: str | None) -> StepResult:
+        """A `load_tools` call (agent/tool_schemas.py): the next request carries the named tools. A
+        durable step like any other, so a resumed task carries them again; it touches nothing."""
+        asked = load_request(raw)
+        known = [n for n in asked if n in self.registry]
+        unknown = [n for n in asked if n not in self.registry]
+        if not known:
+            return self._refuse(
+                run,
+                key,
+                LOAD_TOOLS,
+                f"Nothing loaded: name tools from the list ({', '.join(unknown) or 'none given'}).",
+                kind="invalid_args",
+            )
+        body = f"Loaded {', '.join(known)}: call them now." + (
+            f" Unknown: {', '.join(unknown)}." if unknown else ""
+        )
+        now = self.deps.clock()
+        self.deps.metrics.tool_calls.labels(LOAD_TOOLS, "ok").inc()
+        audit = AuditEvent(
+            at=now,
+            kind="tool_call",
+            actor=run.task.owner,
+            outcome="ok",
+            task_id=run.task.id,
+            step_key=key,
+            tool=LOAD_TOOLS,
+            reason=body,
+        )
+        self.deps.tasks.record(
+            run.task.id,
+            key,
+            LOAD_TOOLS,
+            StepStatus.DONE,
+            now,
+            input_preview=(raw or "")[:200],
+            output_text=body,
+            audit=audit,
+            outcome="ok",
+        )
+        return StepResult(labelled(LOAD_TOOLS, body), ok=True, body=body)
 
     def _refuse(
         self,

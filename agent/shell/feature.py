@@ -48,12 +48,12 @@ from xihe.tools.shell.reload import ReloadingWhitelist
 from xihe.tools.shell.sandbox import ShellRunner
 from xihe.tools.shell.tool import (
     MASK,
+    TOOL_DESCRIPTION,
     Args,
     args_model,
     audit_fields,
     result_text,
     shown_argv,
-    tool_description,
 )
 from xihe.tools.shell.whitelist import Match, ShellRefused, Whitelist
 
@@ -214,7 +214,7 @@ class ShellService:
         wl = self.whitelist
         return ToolSpec(
             name=TOOL,
-            description=tool_description(wl),
+            description=TOOL_DESCRIPTION,
             args=args_model(wl),
             run=self.run,
             # static risk = the worst entry (what /help shows); the gate uses the per-call risk_of

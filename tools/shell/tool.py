@@ -68,13 +68,12 @@ def args_model(whitelist: Whitelist) -> type[Args]:
     return model
 
 
-def tool_description(whitelist: Whitelist) -> str:
-    """The tool description for the registry."""
-    return (
-        "Run one whitelisted command (no shell) in a sandbox and return its exit code and capped output. "
-        "Pick an entry and give its typed arguments; anything else is refused.\n"
-        + describe_entries(whitelist)
-    )
+# the tool's description: the entries are listed once, in the `command` argument's description
+TOOL_DESCRIPTION = (
+    "Run one whitelisted command (no shell) in a sandbox and return its exit code and capped output. "
+    "Pick an entry of `command` (each is described there) and give its typed arguments; anything else "
+    "is refused."
+)
 
 
 def redact_argv(match: Match) -> tuple[str, ...]:
