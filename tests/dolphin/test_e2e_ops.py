@@ -113,7 +113,8 @@ def test_log_pages_to_the_end(ops: Stack) -> None:
 
 def test_schedule_off_then_on(ops: Stack) -> None:
     schedule = ops.sim.add_schedule("daily_backfill", "0 30 2 * * ? *")
-    assert "ONLINE" in ops.chat.say("/schedule daily_backfill")
+    shown = ops.chat.say("/schedule daily_backfill")  # cron, zone, state, DolphinScheduler's next five
+    assert "`0 30 2 ＊ ＊ ? ＊` (Asia/Shanghai), ONLINE" in shown and shown.count(" 02:30:00") == 5, shown
     assert "is now OFFLINE" in ops.run("/schedule daily_backfill off")
     assert schedule.online is False
     assert "is ONLINE again" in ops.run("/schedule daily_backfill on")

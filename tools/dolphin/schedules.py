@@ -50,6 +50,10 @@ SCHEDULES: Catalog = {
     },
     "next": {"en": "Next fire times: {times}", "zh": "接下来的触发时间：{times}"},
     "would": {"en": "Would fire (once back online): {times}", "zh": "上线后会在这些时间触发：{times}"},
+    "none_ahead": {
+        "en": "No fire times ahead: the schedule is valid {valid} (DolphinScheduler's zone)",
+        "zh": "之后没有触发时间：这个定时调度的有效期是 {valid}（DolphinScheduler 的时区）",
+    },
     "off": {
         "en": "The schedule of **{workflow}** is now OFFLINE: it does not fire until `/schedule {workflow} on`. "
         "I'll remind you in {minutes} min if it is still off.",
@@ -175,7 +179,9 @@ def show_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     """`/schedule WORKFLOW`: cron, zone, state, the next fire times."""
     head = say_md(SCHEDULES, "show", lang, workflow=r["workflow"], project=r["project"], cron=r["cron"],
                   zone=r["timezone"], state=r["state"])  # fmt: skip
-    times = ", ".join(r["next_fire_times"]) or "-"
+    if not r["next_fire_times"]:  # DS previews none past the schedule's endTime
+        return head + "\n" + say_md(SCHEDULES, "none_ahead", lang, valid=r["valid"])
+    times = ", ".join(r["next_fire_times"])
     return head + "\n" + say_md(SCHEDULES, "next" if r["state"] == "ONLINE" else "would", lang, times=times)
 
 
