@@ -73,3 +73,18 @@ def test_next_fire_times_start_at_the_schedules_start_and_stop_at_its_end(
     schedule.end_time = f"{now - timedelta(days=1):%Y-%m-%d %H:%M:%S}"  # the window is over
     gone = bot.say("alice", "/schedule daily_backfill")
     assert "No fire times ahead: the schedule is valid 2026-01-01 00:00:00 .. " in gone, gone
+
+
+def test_an_offline_workflows_schedule_is_shown_and_not_put_online(
+    bot_for: Callable[..., Bot], version: str
+) -> None:
+    """DS puts a schedule online only for an online definition (50004): refused before anything is sent."""
+    bot = bot_for(version, with_llm=False)
+    bot.sim.definition("daily_backfill").online = False
+    bot.sim.add_schedule("daily_backfill", "0 30 2 * * ? *", online=False)
+    assert "`0 30 2 ＊ ＊ ? ＊` (Asia/Shanghai), OFFLINE" in bot.say("alice", "/schedule daily_backfill")
+    bot.sim.reset_counts()
+    refused = bot.say("alice", "/schedule daily_backfill on")
+    assert "workflow daily_backfill (project etl) is OFFLINE" in refused and "(50004)" in refused, refused
+    assert "nothing was sent" in refused and "/confirm" not in refused
+    assert not [k for k in bot.sim.counts if k.startswith("POST")]
