@@ -114,6 +114,13 @@ def test_demo_plays_every_scene_and_keeps_its_world(
         copy = cards.split(f"[card → {user}]")[-1].split("\n", 1)[0]
         assert "carol 已批准（" in copy and copy.endswith("已执行 [已执行]"), copy
     assert "[xihe → dave]" in cards and "DolphinScheduler received 4 starts in all" in cards
+    # pause and resume: each a write that asks first, followed to PAUSE, then on to SUCCESS
+    paused = out.split("=== 10. Pause a run and resume it", 1)[1]
+    run = re.search(r"→ 暂停 order_sync 实例 (\d+)", paused)
+    assert run, paused[:2000]
+    stop, resume = paused.split(f"/resume {run[1]}\n", 1)[1].split("alice> /confirm", 1)
+    assert f"⏸️ order_sync 实例 {run[1]}，已结束：已暂停" in paused and "→ 从停下的地方恢复 order_sync" in stop
+    assert f"✅ order_sync 实例 {run[1]}，已结束：成功" in resume and f"- #{run[1]} " in resume  # /runs
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}
