@@ -31,7 +31,7 @@ def test_what_failed_last_night_is_a_read_and_a_pause_waits_for_confirm(
     assert "pause_run" in ask and "/confirm" in ask and running.state == "RUNNING_EXECUTION"
     assert not [p for p, _ in bot.sim.writes if "/executors/execute" in p]  # nothing sent before the yes
     assert bot.say("alice", "/confirm") == "已暂停。"
-    (sent,) = [p for p, _ in bot.sim.writes if "/executors/execute" in p]
+    assert [t for p, t in bot.sim.writes if "/executors/execute" in p] == [bot.sim.token]  # one, bot token
     assert running.state in ("READY_PAUSE", "PAUSE")
     result = json.loads(llm.requests[-1]["messages"][-1]["content"].split("\n", 1)[1])
     assert result["requested_by"] == "alice"
