@@ -29,6 +29,7 @@ from xihe.agent.redact import RedactingFilter, Redactor
 from xihe.agent.registry import Registry
 from xihe.agent.session import Session
 from xihe.agent.task_store import TaskStore
+from xihe.agent.tool_names import ALERT_TOOLS, CODE_TOOLS, DS_TOOLS, LONGTASK_TOOLS, SHELL_TOOLS
 from xihe.agent.toolset import build_tools, offline_deps
 from xihe.config.load import Section, Settings, load_dir
 from xihe.config.load import secrets_of as secrets_of
@@ -65,51 +66,17 @@ class Declared:
         return not self.files or any((directory / f).exists() for f in self.files)
 
 
-_DS_TOOLS = (
-    "trigger_dolphinscheduler",
-    "query_ds_task_status",
-    "ds_failed_tasks",
-    "rerun_failed",
-    "stop_run",
-    "pause_run",
-    "resume_run",
-    "force_success",
-    "ds_task_log",
-    "ds_recent_runs",
-    "ds_failed_runs",
-    "ds_schedule",
-    "set_schedule",
-)
-_CODE_TOOLS = (
-    "search_code",
-    "get_code_context",
-    "find_callers",
-    "find_callees",
-    "find_references",
-    "call_chain",
-)
-_PLAN_TOOLS = (
-    "plan_view",
-    "plan_add",
-    "plan_revise",
-    "plan_claim",
-    "plan_complete",
-    "plan_fail",
-    "remember",
-    "recall",
-)
-
 # the one explicit list, in install order (commands, help lines and hooks keep this order)
 DECLARED: tuple[Declared, ...] = (
     Declared("web", "xihe.agent.web.feature"),
-    Declared("shell", "xihe.agent.shell.feature", ("shell.yaml",), ("run_shell_command",)),
-    Declared("alerts", "xihe.agent.alerts.feature", ("alerts.yaml",), ("send_wecom_alert",)),
+    Declared("shell", "xihe.agent.shell.feature", ("shell.yaml",), SHELL_TOOLS),
+    Declared("alerts", "xihe.agent.alerts.feature", ("alerts.yaml",), ALERT_TOOLS),
     Declared("oncall", "xihe.agent.oncall.feature", ("oncall.yaml",)),
-    Declared("code", "xihe.agent.code.feature", ("code.yaml",), _CODE_TOOLS),
-    Declared("dolphin", "xihe.agent.dolphin.feature", ("dolphin.yaml", "alerts.yaml"), _DS_TOOLS),
+    Declared("code", "xihe.agent.code.feature", ("code.yaml",), CODE_TOOLS),
+    Declared("dolphin", "xihe.agent.dolphin.feature", ("dolphin.yaml", "alerts.yaml"), DS_TOOLS),
     Declared("wecom", "xihe.agent.wecom.feature", ("wecom.yaml",)),
     Declared("ops", "xihe.agent.ops.feature"),
-    Declared("longtask", "xihe.agent.longtask.feature", ("longtask.yaml",), _PLAN_TOOLS),
+    Declared("longtask", "xihe.agent.longtask.feature", ("longtask.yaml",), LONGTASK_TOOLS),
 )
 
 
