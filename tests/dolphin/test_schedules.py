@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
-from tests.dolphin.support import Bot
+from tests.dolphin.support import Bot, ask_id
 from xihe.agent.dolphin.schedule_reminder import remind_schedules
 
 
@@ -88,3 +88,17 @@ def test_an_offline_workflows_schedule_is_shown_and_not_put_online(
     assert "workflow daily_backfill (project etl) is OFFLINE" in refused and "(50004)" in refused, refused
     assert "nothing was sent" in refused and "/confirm" not in refused
     assert not [k for k in bot.sim.counts if k.startswith("POST")]
+
+
+def test_a_production_schedule_goes_off_only_once_an_approver_approves(
+    bot_for: Callable[..., Bot], version: str
+) -> None:
+    bot = bot_for(version, with_llm=False)
+    schedule = bot.sim.add_schedule("order_sync", "0 0 1 * * ? *")  # order_sync runs in prod
+    ask = bot.say("bob", "/schedule order_sync off")
+    assert "/confirm" in ask and "prod" in ask
+    waiting = bot.say("bob", f"/confirm {ask_id(ask)}")
+    assert "approv" in waiting and schedule.online is True  # bob's yes alone sends nothing
+    assert "is now OFFLINE" in bot.say("carol", f"/approve {ask_id(ask)}")
+    assert schedule.online is False
+    assert [t for p, t in bot.sim.writes if p.endswith("/offline")] == [bot.sim.token]
