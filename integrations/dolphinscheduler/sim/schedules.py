@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -55,7 +55,8 @@ class SimSchedule:
 def fire_times(
     crontab: str, zone: str, after: datetime, count: int = 5, until: datetime | None = None
 ) -> list[str]:
-    """The next `count` fire times of a Quartz cron after `after` (none later than `until`), in `zone`."""
+    """The next `count` fire times of a Quartz cron strictly after `after` (none later than `until`), in
+    `zone`: `CronUtils.getSelfFireDateList`, whose cron-utils `nextExecution` is strictly after."""
     fields = crontab.split()
     second, minute, hour, day, month, weekday = fields[:6]
     year = fields[6] if len(fields) > 6 else "*"
@@ -71,7 +72,7 @@ def fire_times(
     )
     out: list[str] = []
     previous = None
-    now = after.astimezone(ZoneInfo(zone))
+    now = after.astimezone(ZoneInfo(zone)) + timedelta(microseconds=1)  # strictly after, as nextExecution
     for _ in range(count):
         nxt = trigger.get_next_fire_time(previous, now)
         if nxt is None or (until is not None and nxt > until):
