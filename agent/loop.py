@@ -49,6 +49,7 @@ from xihe.agent.tool_step import ToolSteps
 from xihe.agent.user_text import STOPS
 from xihe.agent.walk import Walk, task_lang
 
+_NOT_CANCELLED = tuple(s for s in TaskStatus if s != TaskStatus.CANCELLED)
 log = logging.getLogger("xihe.loop")
 
 
@@ -247,6 +248,8 @@ class Agent:
                     run.task, TaskStatus.DONE, command_reply(self.deps, self.registry, last, run)
                 )
             completion = self.model_steps.take(run, turn, messages)
+            if self._cancelled(run.task):  # by its owner while the model thought (commands run beside)
+                return self._as_cancelled(run.task)
             message, finish = completion["message"], completion["finish_reason"]
             messages.append(message)
             calls = message.get("tool_calls") or []
@@ -262,6 +265,8 @@ class Agent:
                 return self._finish(run.task, TaskStatus.DONE, reply)
             for i, tc in enumerate(calls):
                 key = f"tool:{turn}:{i}"
+                if i and self._cancelled(run.task):  # nothing more runs once it is cancelled
+                    return self._as_cancelled(run.task)
                 result = self.tool_steps.take(run, key, tc, finish, done_calls, sleep=self.sleep)
                 if isinstance(result, Pause):
                     return Outcome(
@@ -296,9 +301,20 @@ class Agent:
         """The language people in this task's conversation write in (as agent.inbound.reply_lang)."""
         return task_lang(self.deps, task)
 
+    def _cancelled(self, task: Task) -> bool:
+        return self.deps.tasks.get(task.id).status == TaskStatus.CANCELLED
+
+    def _as_cancelled(self, task: Task) -> Outcome:
+        """The outcome of a walk whose task its owner cancelled meanwhile: the cancel's words stand."""
+        return Outcome(task.id, TaskStatus.CANCELLED, self.deps.tasks.get(task.id).reply or "")
+
     def _finish(self, task: Task, status: TaskStatus, reply: str, *, error: str | None = None) -> Outcome:
         now = self.deps.clock()
-        self.deps.tasks.update(task.id, now, status=status, reply=reply, error=error)
+        # never over a cancel that came while the walk ran (a command beside the model's turn)
+        if not self.deps.tasks.update(
+            task.id, now, expect=_NOT_CANCELLED, status=status, reply=reply, error=error
+        ):
+            return self._as_cancelled(task)
         self.deps.audit.record(
             AuditEvent(
                 at=now,
