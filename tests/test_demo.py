@@ -114,6 +114,15 @@ def test_demo_plays_every_scene_and_keeps_its_world(
         copy = cards.split(f"[card → {user}]")[-1].split("\n", 1)[0]
         assert "carol 已批准（" in copy and copy.endswith("已执行 [已执行]"), copy
     assert "[xihe → dave]" in cards and "DolphinScheduler received 4 starts in all" in cards
+    # an alert as a card (the app channel): a tap asks for the rerun (its confirm card), a tap mutes
+    alert_card = out.split("=== 10. An alert as a card", 1)[1]
+    assert "[card → bob] P0 工作流失败：payment_reconcile — java.sql.SQLException" in alert_card
+    assert "实例 ID: 102" in alert_card and "[重跑失败任务] [静音此工作流 30 分钟]" in alert_card
+    asked = alert_card.split("bob taps [重跑失败任务]", 1)[1].split("dave taps", 1)[0]
+    assert "rerun the failed tasks of payment_reconcile instance 102" in asked and "[确认执行] [取消]" in asked
+    assert "rerun_failed)" in alert_card  # pending for bob, nothing rerun on a tap alone
+    assert "workflow:payment_reconcile" in alert_card.split("dave taps [静音此工作流 30 分钟]", 1)[1]
+    assert "（dave 设置）已开启" in alert_card
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

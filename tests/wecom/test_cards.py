@@ -83,3 +83,19 @@ def test_alert_card_buttons_stand_for_the_typed_rerun_and_maint() -> None:
         assert command_of_key(foreign) is None
     with pytest.raises(ValueError, match="unknown alert card verb"):
         alert_key("ack", "102")  # issue 29 adds `"ack": "/ack {ref}"` to ALERT_VERBS
+
+
+def test_an_alert_card_reads_the_alert_as_plain_text() -> None:
+    from tests.alerts.test_render import ctx
+    from xihe.agent.alerts.notify.wecom_app import alert_card
+    from xihe.agent.alerts.render import Renderer
+
+    hostile = "[点此处理](http://evil.example/phish) <font color=red>x</font> " + "长" * 60
+    card = alert_card(Renderer().render("instance.md.j2", ctx(summary_error=hostile)))
+    assert card is not None
+    assert card.title == "P0 工作流失败：order_sync"  # the title line without its <font> badge
+    assert dict(card.rows) == {"实例 ID": "42", "失败任务": "load（重试 2/2）",
+                               "失败时间": "2026-12-02 09:05:00 +08:00"}  # fmt: skip
+    assert len(card.desc) <= 44 and card.desc.endswith("…") and "<" not in card.desc
+    assert "](" not in card.desc  # the error's link is not a link on a card either
+    assert validate_card(template_card(card, "xihe-alert-1")) is None  # WeCom takes it

@@ -36,25 +36,31 @@ _MUTE = re.compile(r"/maint on 30m workflow:(\S+)")
 _MARKS = re.compile(r"</?font[^>]*>|[#*>`<]|\[|\]\([^)]*\)")
 # the alert's fact lines (`> 实例 ID：102`, `> 失败时间：…`) worth a card row, by their key
 _FACT = re.compile(r"^>\s*(实例 ID|失败任务|失败时间|Instance|Failed task|Failed at)[：:]\s*(.+)$")
+_ERROR = re.compile(r"^\*\*(?:错误|Error)\*\*[：:]\s*(.+)$")
 MAX_FACT = 40  # characters of one fact row's value
+MAX_DESC = 44  # characters of the card's description (WeCom's recommended length for the app)
 
 
 def alert_card(text: str) -> Card | None:
     """The button card of a run alert (its rerun and mute commands found in the text), else None:
-    its title line, its instance / failed task / time as rows, and the buttons."""
+    its title line, its error as the description, its instance / failed task / time as rows, and
+    the buttons. Card text is plain text (no markdown, no links), so markup is dropped."""
     rerun, mute = _RERUN.search(text), _MUTE.search(text)
     if rerun is None or mute is None:
         return None
     lang: Lang = "zh" if re.search(r"[\u4e00-\u9fff]", text) else "en"
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("<@")]
     title = _MARKS.sub("", lines[0] if lines else "").strip()[:36] or "xihe"
-    rows = []
+    rows, desc = [], ""
     for line in lines:
-        fact = _FACT.match(line.strip())
+        fact, error = _FACT.match(line.strip()), _ERROR.match(line.strip())
         if fact is not None:
             value = _MARKS.sub("", fact.group(2)).strip()
             rows.append((fact.group(1), value[:MAX_FACT]))
-    return Card(title, "", tuple(rows), alert_buttons(int(rerun.group(1)), mute.group(1), lang))
+        elif error is not None and not desc:
+            desc = _MARKS.sub("", error.group(1)).strip()
+            desc = desc if len(desc) <= MAX_DESC else desc[: MAX_DESC - 1] + "…"
+    return Card(title, desc, tuple(rows), alert_buttons(int(rerun.group(1)), mute.group(1), lang))
 
 
 class WeComAppNotifier:
