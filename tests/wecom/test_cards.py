@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from tenacity import wait_none
 
+from tests.alerts.test_render import ctx
 from tests.wecom.conftest import AGENT_ID, CORP_ID
+from xihe.agent.alerts.notify.wecom_app import alert_card
+from xihe.agent.alerts.render import Renderer
 from xihe.agent.cards import Button, Card, alert_buttons, alert_key, command_of_key
 from xihe.agent.clock import FakeClock
 from xihe.agent.errors import WeComError
@@ -86,10 +89,6 @@ def test_alert_card_buttons_stand_for_the_typed_rerun_and_maint() -> None:
 
 
 def test_an_alert_card_reads_the_alert_as_plain_text() -> None:
-    from tests.alerts.test_render import ctx
-    from xihe.agent.alerts.notify.wecom_app import alert_card
-    from xihe.agent.alerts.render import Renderer
-
     hostile = "[点此处理](http://evil.example/phish) <font color=red>x</font> " + "长" * 60
     card = alert_card(Renderer().render("instance.md.j2", ctx(summary_error=hostile)))
     assert card is not None
