@@ -119,7 +119,9 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     assert "[card → bob] P0 工作流失败：payment_reconcile — java.sql.SQLException" in alert_card
     assert "实例 ID: 102" in alert_card and "[重跑失败任务] [静音此工作流 30 分钟]" in alert_card
     asked = alert_card.split("bob taps [重跑失败任务]", 1)[1].split("dave taps", 1)[0]
-    assert "rerun the failed tasks of payment_reconcile instance 102" in asked and "[确认执行] [取消]" in asked
+    assert (
+        "rerun the failed tasks of payment_reconcile instance 102" in asked and "[确认执行] [取消]" in asked
+    )
     assert "rerun_failed)" in alert_card  # pending for bob, nothing rerun on a tap alone
     assert "workflow:payment_reconcile" in alert_card.split("dave taps [静音此工作流 30 分钟]", 1)[1]
     assert "（dave 设置）已开启" in alert_card

@@ -131,7 +131,9 @@ def test_a_failure_alert_card_asks_for_a_rerun_and_mutes_the_workflow_by_taps(
         assert confirm.task_id != alert.task_id and confirm.copies["dave"]["button_list"]
         assert len(sim.starts) == 0 and inst.run_times == 1  # nothing reran on a tap alone
 
-        _click(bot.app_sender(), fake_wecom, "dave", alert, _key(alert, "dave", "静音此工作流 30 分钟"), now + 1)
+        _click(
+            bot.app_sender(), fake_wecom, "dave", alert, _key(alert, "dave", "静音此工作流 30 分钟"), now + 1
+        )
         (window,) = wait_until(lambda: _rows(db_url, alert_maintenance), what="the maintenance window")
         assert (window.scope_kind, window.scope_value, window.created_by) == (
             "workflow",
