@@ -98,3 +98,6 @@ def test_an_alert_card_reads_the_alert_as_plain_text() -> None:
     assert len(card.desc) <= 44 and card.desc.endswith("…") and "<" not in card.desc
     assert "](" not in card.desc  # the error's link is not a link on a card either
     assert validate_card(template_card(card, "xihe-alert-1")) is None  # WeCom takes it
+    logged = "[ERROR] 2026-12-05 04:47:00 +00:00 - report failed: java.sql.SQLException: refused"
+    card = alert_card(Renderer().render("instance.md.j2", ctx(summary_error=logged)))
+    assert card is not None and card.desc.startswith("report failed: java.sql.SQLException")

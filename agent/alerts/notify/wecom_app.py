@@ -37,6 +37,9 @@ _MARKS = re.compile(r"</?font[^>]*>|[#*>`<]|\[|\]\([^)]*\)")
 # the alert's fact lines (`> 实例 ID：102`, `> 失败时间：…`) worth a card row, by their key
 _FACT = re.compile(r"^>\s*(实例 ID|失败任务|失败时间|Instance|Failed task|Failed at)[：:]\s*(.+)$")
 _ERROR = re.compile(r"^\*\*(?:错误|Error)\*\*[：:]\s*(.+)$")
+# a log line's level and time before its message (`［ERROR］ 2026-12-05 04:47:00 +00:00 - `): the
+# card's short description keeps the message
+_LOG_PREFIX = re.compile(r"^[\[［](?:ERROR|WARN|INFO|FATAL)[\]］]\s*[\d\-:+. ]*-\s+")
 MAX_FACT = 40  # characters of one fact row's value
 MAX_DESC = 44  # characters of the card's description (WeCom's recommended length for the app)
 
@@ -58,7 +61,7 @@ def alert_card(text: str) -> Card | None:
             value = _MARKS.sub("", fact.group(2)).strip()
             rows.append((fact.group(1), value[:MAX_FACT]))
         elif error is not None and not desc:
-            desc = _MARKS.sub("", error.group(1)).strip()
+            desc = _LOG_PREFIX.sub("", _MARKS.sub("", error.group(1)).strip())
             desc = desc if len(desc) <= MAX_DESC else desc[: MAX_DESC - 1] + "…"
     return Card(title, desc, tuple(rows), alert_buttons(int(rerun.group(1)), mute.group(1), lang))
 
