@@ -1,5 +1,5 @@
-"""What features add to the loop: answer checks, context, reminders, stop notes, step and pause
-listeners, command hints (for when no model is configured), a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
+"""What features add to the loop: answer checks, context, reminders, stop notes, step, pause and
+expiry listeners, command hints (for when no model is configured), a token budget and a recovery policy. Fixed when the Agent is constructed (`xihe.agent.app` merges
 every feature's `Hooks`); the loop only reads them."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from xihe.agent.budget import TokenCounter
 from xihe.agent.context import Block
+from xihe.agent.pending import PendingAction
 from xihe.agent.recovery import RetryPolicy
 from xihe.agent.tasks import Task
 
@@ -43,6 +44,7 @@ Reminder = Callable[[Task, list[dict[str, Any]]], str | None]
 StopNote = Callable[[Task], str | None]
 StepListener = Callable[[Task, str, str], None]
 PauseListener = Callable[[Task, int], None]  # a task now waits on this pending action
+ExpiryListener = Callable[[PendingAction], None]  # this action just became `expired` (the sweep)
 CommandHint = Callable[[str], "str | None"]  # free text → the explicit command that does it, if any
 
 
@@ -56,6 +58,7 @@ class Hooks:
     stop_notes: tuple[StopNote, ...] = ()
     step_listeners: tuple[StepListener, ...] = ()
     pause_listeners: tuple[PauseListener, ...] = ()
+    expiry_listeners: tuple[ExpiryListener, ...] = ()
     command_hints: tuple[CommandHint, ...] = ()
     context_budget: ContextBudget | None = None
     recovery: RetryPolicy | None = None
@@ -73,6 +76,7 @@ class Hooks:
             self.stop_notes + other.stop_notes,
             self.step_listeners + other.step_listeners,
             self.pause_listeners + other.pause_listeners,
+            self.expiry_listeners + other.expiry_listeners,
             self.command_hints + other.command_hints,
             self.context_budget or other.context_budget,
             self.recovery or other.recovery,

@@ -102,7 +102,14 @@ def release_leases(app: Runtime) -> int:
 
 
 def expire_confirmations(app: Runtime) -> None:
-    """Overdue confirmations become visibly `expired`, and their tasks tell the user."""
+    """Overdue confirmations become visibly `expired`, their tasks tell the user, and the expiry
+    listeners (a channel's cards) show it at once."""
     for action in app.deps.pending.expire_due(app.deps.clock()):
         outcome = app.agent.resume(action.task_id)
         app.deps.notify(action.conversation, outcome.reply)
+        expired = app.deps.pending.get(action.id) or action
+        for heard in app.agent.hooks.expiry_listeners:
+            try:
+                heard(expired)
+            except Exception:  # a card left stale must not stop the other expiries
+                log.exception("expiry listener failed for action %s", action.id)

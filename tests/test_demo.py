@@ -105,7 +105,7 @@ def test_demo_plays_every_scene_and_keeps_its_world(
         "carol's real token → 429" in out and "on another replica → 200; after POST /ui/logout → 303" in out
     )
     # one tap instead of typing: a confirmation and an approval by WeCom app cards, every copy updated
-    cards = out.split("=== 8. One tap instead of typing", 1)[1]
+    cards = out.split("=== 8. One tap instead of typing", 1)[1].split("=== 9. ", 1)[0]
     assert (
         "alice taps [确认执行]" in cards and "状态: alice 已确认（" in cards and "；已执行 [已执行]" in cards
     )
@@ -121,6 +121,19 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     stop, resume = paused.split(f"/resume {run[1]}\n", 1)[1].split("alice> /confirm", 1)
     assert f"⏸️ order_sync 实例 {run[1]}，已结束：已暂停" in paused and "→ 从停下的地方恢复 order_sync" in stop
     assert f"✅ order_sync 实例 {run[1]}，已结束：成功" in resume and f"- #{run[1]} " in resume  # /runs
+    # an alert as a card (the app channel): a tap asks for the rerun (its confirm card), a tap mutes
+    alert_card = out.split("=== 11. An alert as a card", 1)[1]
+    assert (
+        "[card → bob] P0 工作流失败：payment_reconcile — report failed: java.sql.SQLException" in alert_card
+    )
+    assert "实例 ID: 102" in alert_card and "[重跑失败任务] [静音此工作流 30 分钟]" in alert_card
+    asked = alert_card.split("bob taps [重跑失败任务]", 1)[1].split("dave taps", 1)[0]
+    assert (
+        "rerun the failed tasks of payment_reconcile instance 102" in asked and "[确认执行] [取消]" in asked
+    )
+    assert "rerun_failed)" in alert_card  # pending for bob, nothing rerun on a tap alone
+    assert "workflow:payment_reconcile" in alert_card.split("dave taps [静音此工作流 30 分钟]", 1)[1]
+    assert "（dave 设置）已开启" in alert_card
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

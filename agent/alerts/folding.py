@@ -125,7 +125,8 @@ class Folding:
                     node = self._announce(node, now, notes)
             elif rank(tier) < rank(node.announced):
                 # a higher tier joined a storm announced lower: say so now, at the new tier
-                node = replace(node, announced=tier, escalations=node.escalations + 1, named=0)
+                # it lists only what the earlier node alert did not (`named`), and says how many that was
+                node = replace(node, announced=tier, escalations=node.escalations + 1)
                 target = window_key(node, f"up{node.escalations}")
                 notes.extend(
                     self.emitter.window(
@@ -308,6 +309,8 @@ class Folding:
             if inst.status in ("held", "folded") and self._absorb(inst, target):
                 why = f"named in the node alert of {event.host} instead of {inst.target}"
                 absorbed.append(record_of(first, now, Reason.NODE_STORM, inst.tier, why, target))
+            elif inst.status != "held":  # its own message or summary went out: counted, named apart
+                node = replace(node, alerted=(*node.alerted, inst.instance_id))
         node = node.add(event, tier, mentions, folded=False)
         st.delete(NS_HOST, event.host)  # these hits are spent on this storm
         if node.top_tier is Tier.P0 or not self._wait:
@@ -317,7 +320,8 @@ class Folding:
 
     def _absorb(self, inst: InstanceState, target: str) -> bool:
         """An instance a new node window names: its held message is not sent, and it leaves the
-        summary or same-error window it was counted in. False when it is named elsewhere already."""
+        summary or same-error window it was counted in. False when it is named elsewhere already (another
+        node or maintenance window, or a summary that went out)."""
         st, first = self.state, inst.events[0]
         if inst.status == "held":
             fp_key = f"{fingerprint(first.error, first.workflow, first.task_name)}|{inst.channel}"
@@ -330,6 +334,8 @@ class Folding:
         else:
             return False  # already in another node or maintenance window
         w = st.get(ns, key)
+        if folded and (not isinstance(w, Window) or inst.instance_id not in w.instances):
+            return False  # the summary it sat in went out already: it was named there
         if isinstance(w, Window):
             st.put(ns, key, w.drop(inst.instance_id, first.workflow, folded), w.ends_at)
         st.put(

@@ -182,6 +182,10 @@ def window_notes(
 ) -> list[Notification]:
     """A window's message, naming every instance; continuation parts when the ids do not fit."""
     mentions = w.mentions if tier is Tier.P0 else ()
+    node = kind is Kind.NODE
+    # a node follow-up or escalation names only what its alerts did not (w.named of them were named
+    # already); instances alerted on their own before the storm are named apart, in its first alert only
+    ids = [str(i) for i in w.instances[w.named if node else 0 :] if not (node and i in w.alerted)]
     ctx: dict[str, Any] = {
         "mentions": mentions,
         "tier": tier.value,
@@ -198,11 +202,12 @@ def window_notes(
         "latest_error": w.last_error or w.sample.error or "-",
         "host_name": w.key,
         "parts": 1,
-        "listed_count": len(w.instances) - (w.named if kind is Kind.NODE else 0),
+        "listed_count": len(ids),
+        "alerted": [str(i) for i in w.alerted] if node and not w.named else [],
+        # an escalation: how many instances the earlier node alert listed
+        "earlier": sum(1 for i in w.instances[: w.named] if i not in w.alerted) if node else 0,
         **extra,
     }
-    # a node follow-up names only what its alerts did not (w.named of them were named already)
-    ids = [str(i) for i in w.instances[w.named if kind is Kind.NODE else 0 :]]
     what, title = (
         (f"suspect node {w.key}", f"疑似节点故障：{w.key}")
         if kind is Kind.NODE

@@ -162,6 +162,9 @@ class Window:
     escalations: int = 0
     named: int = 0  # node: instances (first of `instances`) its alerts named already
     last_error: str = ""  # the latest error counted (a follow-up's 最近错误)
+    # node: instances counted here whose own message (or summary) went out before the window opened;
+    # the node alert names them apart ("also counted here"), never in its list of instances
+    alerted: tuple[int, ...] = ()
 
     def add(self, event: AlertEvent, tier: Tier, mentions: tuple[str, ...], folded: bool) -> Window:
         """A copy with `event` counted."""
@@ -195,6 +198,7 @@ class Window:
             self.escalations,
             self.named,
             event.error or self.last_error,
+            self.alerted,
         )
 
     def drop(self, instance_id: int, workflow: str, folded: bool) -> Window:
@@ -232,6 +236,7 @@ class Window:
             "escalations": self.escalations,
             "named": self.named,
             "last_error": self.last_error,
+            "alerted": list(self.alerted),
         }
 
     @classmethod
@@ -256,6 +261,7 @@ class Window:
             int(d.get("escalations", 0)),
             int(d.get("named", 0)),
             str(d.get("last_error", "")),
+            tuple(int(i) for i in d.get("alerted", ())),
         )
 
 

@@ -21,6 +21,7 @@ import yaml
 
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock
+from xihe.agent.demo.environment import Fakes
 from xihe.agent.wecom.feature import CHANNEL, Gateway
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
 from xihe.integrations.wecom.callback import parse_app_message
@@ -35,11 +36,16 @@ class Demo(Protocol):
     clock: FakeClock
     config: Path
     db: str
+    fakes: Fakes
 
     @property
     def sim(self) -> DolphinSimulator: ...
 
+    def bot(self) -> App: ...
+
     def out(self, text: str = "") -> None: ...
+
+    def say(self, user: str, text: str, conversation: str | None = None) -> str: ...
 
     def scene(self, title: str) -> None: ...
 

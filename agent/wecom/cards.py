@@ -5,7 +5,8 @@ A card goes out when a task pauses on a pending action (the `pause_listeners` ho
 card when the action waits for their yes, the approvers' cards once the requester confirmed a
 production write. A click arrives as the typed command its button stands for (see
 `xihe.agent.cards`) and runs through the same command code; `after_click` audits it (accepted or
-refused, with the reply as the reason) and `refresh` updates every copy whose state changed.
+refused, with the reply as the reason) and `refresh` updates every copy whose state changed (also
+when the expiry sweep expires an action: `on_expired`, so the expiry shows at once).
 WeCom's app updates a card with `message/update_template_card`, each call spending one single-use
 `response_code` (from the send answer or from a click): a card with no unused code left cannot be
 updated, which is logged. After execution a card keeps telling the truth about the DolphinScheduler
@@ -83,6 +84,11 @@ class ActionCards:
             state=self.facts.state(action),
             now=self.deps.clock(),
         )
+
+    def on_expired(self, action: PendingAction) -> None:
+        """Hook: the sweep just expired `action`; its cards say so now, not at the next refresh job."""
+        if action.conversation.startswith(APP_PREFIX):
+            self.refresh()
 
     # ---- clicks --------------------------------------------------------------------------------
 

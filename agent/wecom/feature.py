@@ -318,6 +318,8 @@ def install(ctx: Context) -> Installed:
         hooks=Hooks(
             step_listeners=(gateway.on_step,),
             pause_listeners=tuple(c.on_pause for c in (gateway.cards, gateway.bot_cards) if c is not None),
+            # the AI bot's cards change only in the answer to a click: only the app's follow an expiry
+            expiry_listeners=(gateway.cards.on_expired,) if gateway.cards is not None else (),
         ),
         # reclaim queued messages of dead replicas, at half the lease
         jobs=[Job("wecom_reclaim", reclaim, every)],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from tests.alerts.conftest import T0, config, event
@@ -225,3 +226,50 @@ def test_a_window_names_every_instance_over_several_messages_when_they_do_not_fi
     assert all(len(r.text.encode()) <= 1024 for r in outbox.rows())
     assert len(follow) > 1 and "（续 2/" in follow[1].text
     assert "窗口内共 300 个实例" in follow[0].text  # the true count, not a capped one
+
+
+def listed(text: str) -> list[str]:
+    """The ids a message lists as its instances (the `实例（N 个）：…` line), not ids named in notes."""
+    found = re.search(r"实例（\d+ 个[^）]*）：([^\n]*)", text)
+    return found.group(1).split("、") if found else []
+
+
+def test_a_node_storm_lists_nothing_twice_and_marks_what_was_alerted_before(make_pipeline):
+    clock = FakeClock(T0)
+    outbox = InMemoryOutbox()
+    p = make_pipeline(config(instance_wait_seconds=30, node_storm={"threshold": 4}), outbox=outbox)
+    host = {"host": "10.0.0.9:1234"}
+    core = {"workflow": "order_sync", "workflow_code": 1001, "project": "etl", "environment": "prod"}
+    p.feed(event(instance_id=101, error="a", **host, **core), clock.advance(1))  # P0: sent at once
+    p.feed(event(instance_id=102, error="bb", **host), clock.advance(1))  # P1: held 30 s
+    p.tick(clock.advance(40))  # 102's own message goes out
+    p.feed(event(instance_id=103, error="ccc", **host), clock.advance(1))  # held
+    opened = p.feed(event(instance_id=104, error="dddd", **host), clock.advance(1))  # the 4th: a storm
+    assert opened.records[-1].reason is Reason.NODE_STORM_OPENED
+    p.feed(event(instance_id=105, error="eeeee", **host), clock.advance(60))  # after the node alert
+    p.tick(T0 + timedelta(minutes=30))  # the window's end: its follow-up
+    rows = outbox.rows()
+    assert [r.kind for r in rows] == ["instance", "instance", "node", "node"]
+    alert, followup = rows[2].text, rows[3].text
+    # the P0 and P1 sent before the storm are counted in the node alert, marked, not listed again
+    assert "4 个实例在该节点失败" in alert
+    assert listed(alert) == ["103", "104"]
+    assert "已单独告警（也计入本告警）：101、102" in alert
+    assert listed(followup) == ["105"] and "已单独告警" not in followup
+    every = [i for r in rows for i in listed(r.text)]
+    assert sorted(every) == sorted(set(every))  # no instance listed twice across all messages
+
+
+def test_a_node_alert_escalation_lists_only_what_the_earlier_alert_did_not(make_pipeline):
+    outbox = InMemoryOutbox()
+    p = make_pipeline(config(instance_wait_seconds=30, node_storm={"threshold": 2}), outbox=outbox)
+    host = {"host": "10.0.0.9:1234"}
+    core = {"workflow": "order_sync", "workflow_code": 1001, "project": "etl", "environment": "prod"}
+    p.feed(event(instance_id=11, error="a", **host), T0)
+    p.feed(event(instance_id=12, error="bb", **host), T0 + timedelta(seconds=1))  # a P1 storm
+    p.tick(T0 + timedelta(seconds=40))  # its alert lists 11 and 12
+    assert listed(outbox.rows()[0].text) == ["11", "12"]
+    up = p.feed(event(instance_id=13, error="ccc", **host, **core), T0 + timedelta(seconds=50))
+    (text,) = [n.text for n in up.notifications]
+    assert "升级为 P0" in text and "3 个实例" in text
+    assert listed(text) == ["13"] and "前一条节点告警已列出 2 个" in text

@@ -80,3 +80,50 @@ def test_run_page_says_what_failed(
     assert 'href="/ui/tasks/1"' in started and "s-failed" in started  # alice's task, its badge red
     assert all(f'href="/ui/tasks/{t.id}"' in looked for t in queried)
     assert all(f'href="/ui/tasks/{t.id}"' not in started for t in queried)
+
+
+def test_run_page_pages_the_log_from_dolphinscheduler_on_demand(
+    bot_for: Callable[..., Bot], llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = failed_run(bot_for, llm, monkeypatch)
+    failed = next(t for t in run.inst.tasks if t.state == "FAILURE" and t.flag == "YES")
+    # a long log, one line carrying markup: the page reads it from DS, encoded
+    failed.log = [f"line {i}" for i in range(250)] + ["[ERROR] <script>x</script> SQLException & done"]
+    dave = run.login("dave")
+    base = f"/ui/runs/{run.inst.id}"
+
+    def log_of(html: str) -> tuple[list[str], str]:
+        card = html.split(f'id="log-{failed.id}"')[1].split("</details>")[0]
+        pre = card.split('<pre class="log">')[1].split("</pre>")[0]
+        return pre.split("\n"), card
+
+    lines, card = log_of(dave.get(base).text)
+    assert len(lines) == 60 and lines[0] == "line 191"  # the last 60 of 251
+    assert lines[-1] == "[ERROR] &lt;script&gt;x&lt;/script&gt; SQLException &amp; done"  # encoded
+    assert "Log tail: lines 192–251 of 251" in card
+    earlier = f'href="{base}?task={failed.id}&amp;from=91&amp;lines=100#log-{failed.id}"'
+    assert earlier in card and "log-later" not in card
+
+    lines, card = log_of(dave.get(f"{base}?task={failed.id}&from=91").text)
+    assert lines[0] == "line 91" and lines[-1] == "line 190" and len(lines) == 100  # one bounded page
+    assert "Log lines 92–191 of 251" in card
+    assert f"from=0&amp;lines=91#log-{failed.id}" in card  # earlier: up to this page, not into it
+    assert f"from=191#log-{failed.id}" in card  # later
+    assert f'class="log-last" href="{base}#log-{failed.id}"' in card
+    first = dave.get(f"{base}?task={failed.id}&from=0").text  # the error line still from the log's end
+    assert "SQLException" in first.split('class="error">')[1].split("</dd>")[0]
+
+    lines, card = log_of(dave.get(f"{base}?task={failed.id}&from=191").text)
+    assert len(lines) == 60 and "log-later" not in card  # the end reached: no later page
+    past = dave.get(f"{base}?task={failed.id}&from=5000").text
+    assert "the log ends before that" in past
+
+    for query, name in (
+        ("task=1&from=0", "task"),  # not a failed task of this run
+        (f"task={failed.id}&from=-1", "from"),
+        (f"task={failed.id}&from=99999999999", "from"),
+        ("from=10", "from"),  # from without task
+        (f"task={failed.id}&from=0&lines=101", "lines"),  # at most one page
+    ):
+        r = dave.get(f"{base}?{query}")
+        assert r.status_code == 400 and f"{name}: " in r.text, query

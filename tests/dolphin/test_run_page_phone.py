@@ -21,6 +21,8 @@ def test_run_page_reads_on_a_phone(
     request: pytest.FixtureRequest,
 ) -> None:
     run = failed_run(bot_for, llm, monkeypatch)
+    failed = next(t for t in run.inst.tasks if t.state == "FAILURE" and t.flag == "YES")
+    failed.log = [f"[INFO] step {i} of a long log " + "x" * 80 for i in range(150)] + ["[ERROR] SQLException"]
     with serving(run) as base:  # type: ignore[arg-type]
         context = browser.new_context(**PHONE)
         page = context.new_page()
@@ -32,4 +34,15 @@ def test_run_page_reads_on_a_phone(
         assert color == "rgb(198, 40, 40)"  # --bad
         assert page.locator(".failed-task pre.log").is_visible()
         shot(page, "run-phone", request)
+        # earlier lines on demand: a tap reads the page before the tail from DolphinScheduler
+        tail = page.locator(".failed-task pre.log").inner_text().splitlines()
+        page.locator(".failed-task a.log-earlier").first.click()
+        page.wait_for_url("**from=*")
+        earlier = page.locator(".failed-task pre.log").inner_text().splitlines()
+        assert earlier[0].startswith("[INFO] step 0 ") and earlier[-1].startswith("[INFO] step 90 ")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"the paged log scrolls the page sideways by {overflow}px"
+        page.locator(".failed-task a.log-last").first.click()
+        page.wait_for_url(f"**/ui/runs/{run.inst.id}#log-*")
+        assert page.locator(".failed-task pre.log").inner_text().splitlines() == tail
         context.close()

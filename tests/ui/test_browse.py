@@ -110,6 +110,26 @@ def test_pages_refresh_themselves_only_while_tasks_run(ui_bot: MakeUiBot) -> Non
     assert '<meta http-equiv="refresh" content="10">' in c.get("/ui/tasks").text
 
 
+REFRESH = '<meta http-equiv="refresh" content="10">'
+
+
+def test_pending_and_alerts_pages_refresh_themselves_keeping_their_filters(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    c = bot.login("dave")
+    # the lists refresh even when empty: new actions and failures arrive on their own
+    for path in ("/ui/pending", "/ui/alerts", "/ui/alerts?show=suppressed&instance=7"):
+        html = c.get(path).text
+        # exactly this: a meta refresh without url= reloads the same address, query (the filters) included
+        assert REFRESH in html, path
+        assert "this page refreshes every 10 s<" in html, path
+    # one action refreshes while it is still moving, not once it has expired
+    action = bot.seed_prod_write(user="bob", confirm=False)
+    one = c.get(f"/ui/pending/{action}").text
+    assert REFRESH in one and "while the action moves on" in one
+    bot.clock.advance(hours=2)
+    assert "http-equiv" not in c.get(f"/ui/pending/{action}").text
+
+
 def test_pending_page_says_what_waits_for_whom_and_who_can_approve(ui_bot: MakeUiBot) -> None:
     bot = ui_bot()
     action = bot.seed_prod_write(user="bob", note="轮换密钥", confirm=False)

@@ -4,17 +4,26 @@ within WeCom's single-use update codes (one per send, one per click)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
 from tenacity import wait_none
 
-from tests.wecom.conftest import AGENT_ID, CORP_ID
+from tests.conftest import REPO, write_config
+from tests.wecom.conftest import AES_KEY, AGENT_ID, CORP_ID, TOKEN
+from xihe.agent.app import build_app
 from xihe.agent.clock import FakeClock
 from xihe.agent.scheduler import expire_confirmations
 from xihe.agent.tasks import TaskStatus
 from xihe.agent.wecom.cards import ActionCards
+from xihe.agent.wecom.feature import CHANNEL
+from xihe.integrations.fakes.llm_server import ScriptedLLM, call, say
 from xihe.integrations.wecom.app_client import AppClient, TokenCache
-from xihe.integrations.wecom.fake import FakeWeCom
+from xihe.integrations.wecom.callback import parse_app_message
+from xihe.integrations.wecom.fake import CallbackSender, FakeWeCom
+from xihe.integrations.wecom.inbound import InboundMessage
 
 CONVERSATION = f"wecom:app:{AGENT_ID}:alice"
 
@@ -95,3 +104,40 @@ def test_an_expired_actions_card_says_so_after_the_next_sweep(
     assert _state(sent.copies["alice"]).startswith("expired at ")
     assert sent.copies["alice"]["replace_text"] == "expired"
     assert app.deps.pending.get(action.id).status == "expired"
+
+
+def test_an_expired_actions_card_says_so_in_the_sweep_that_expires_it(
+    tmp_path: Path,
+    sqlite_url: str,
+    llm: ScriptedLLM,
+    fake_wecom: FakeWeCom,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wired bot (the WeCom feature's hooks): no refresh job runs, the expiry sweep alone updates
+    the card."""
+    for name, value in {"XIHE_WECOM_CORP_ID": CORP_ID, "XIHE_WECOM_TOKEN": TOKEN,
+                        "XIHE_WECOM_AES_KEY": AES_KEY, "XIHE_WECOM_APP_SECRET": "app-secret-value"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    llm.add(call("write_note", note="x", environment="test"), say("Not written."))
+    cfg = write_config(tmp_path / "cfg", llm_url=llm.base_url)
+    wecom = yaml.safe_load((REPO / "config" / "wecom.yaml").read_text())
+    wecom.update(api_base=fake_wecom.url, agent_id=AGENT_ID, progress_interval_seconds=0)
+    wecom["aibot"]["enabled"] = False
+    (cfg / "wecom.yaml").write_text(yaml.safe_dump(wecom))
+    app = build_app(cfg, clock=clock, database_url=sqlite_url, holder="t")
+    try:
+        channel = app.get(CHANNEL)
+        assert channel is not None
+        sender = CallbackSender(fake_wecom.url, TOKEN, AES_KEY, CORP_ID, clock)
+        message = parse_app_message(sender.app_text_xml("alice", "note x", 1, AGENT_ID).encode())
+        assert isinstance(message, InboundMessage)
+        channel.gateway.handle(message)
+        (sent,) = fake_wecom.cards.of_user("alice")
+        assert _state(sent.copies["alice"]) == "waiting for alice's confirmation"
+        clock.advance(minutes=app.deps.settings.core.confirm.ttl_minutes + 1)
+        expire_confirmations(app)  # the sweep, and nothing else
+        assert _state(sent.copies["alice"]).startswith("expired at ")
+        assert sent.copies["alice"]["replace_text"] == "expired"
+    finally:
+        app.deps.engine.dispose()

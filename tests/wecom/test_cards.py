@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from tenacity import wait_none
 
+from tests.alerts.test_render import ctx
 from tests.wecom.conftest import AGENT_ID, CORP_ID
+from xihe.agent.alerts.notify.wecom_app import alert_card
+from xihe.agent.alerts.render import Renderer
 from xihe.agent.cards import Button, Card, alert_buttons, alert_key, command_of_key
 from xihe.agent.clock import FakeClock
 from xihe.agent.errors import WeComError
@@ -83,3 +86,18 @@ def test_alert_card_buttons_stand_for_the_typed_rerun_and_maint() -> None:
         assert command_of_key(foreign) is None
     with pytest.raises(ValueError, match="unknown alert card verb"):
         alert_key("ack", "102")  # issue 29 adds `"ack": "/ack {ref}"` to ALERT_VERBS
+
+
+def test_an_alert_card_reads_the_alert_as_plain_text() -> None:
+    hostile = "[点此处理](http://evil.example/phish) <font color=red>x</font> " + "长" * 60
+    card = alert_card(Renderer().render("instance.md.j2", ctx(summary_error=hostile)))
+    assert card is not None
+    assert card.title == "P0 工作流失败：order_sync"  # the title line without its <font> badge
+    assert dict(card.rows) == {"实例 ID": "42", "失败任务": "load（重试 2/2）",
+                               "失败时间": "2026-12-02 09:05:00 +08:00"}  # fmt: skip
+    assert len(card.desc) <= 44 and card.desc.endswith("…") and "<" not in card.desc
+    assert "](" not in card.desc  # the error's link is not a link on a card either
+    assert validate_card(template_card(card, "xihe-alert-1")) is None  # WeCom takes it
+    logged = "[ERROR] 2026-12-05 04:47:00 +00:00 - report failed: java.sql.SQLException: refused"
+    card = alert_card(Renderer().render("instance.md.j2", ctx(summary_error=logged)))
+    assert card is not None and card.desc.startswith("report failed: java.sql.SQLException")

@@ -32,19 +32,38 @@ MARKUP = "wecom_markdown"  # the same templates and escaping as the robot
 
 _RERUN = re.compile(r"/rerun (\d+)")
 _MUTE = re.compile(r"/maint on 30m workflow:(\S+)")
-_MARKS = re.compile(r"[#*>`<]|\[|\]\([^)]*\)|</?font[^>]*>")
+# markup to drop from a line shown on the card: a whole <font …> tag first, before its lone `<`
+_MARKS = re.compile(r"</?font[^>]*>|[#*>`<]|\[|\]\([^)]*\)")
+# the alert's fact lines (`> 实例 ID：102`, `> 失败时间：…`) worth a card row, by their key
+_FACT = re.compile(r"^>\s*(实例 ID|失败任务|失败时间|Instance|Failed task|Failed at)[：:]\s*(.+)$")
+_ERROR = re.compile(r"^\*\*(?:错误|Error)\*\*[：:]\s*(.+)$")
+# a log line's level and time before its message (`［ERROR］ 2026-12-05 04:47:00 +00:00 - `): the
+# card's short description keeps the message
+_LOG_PREFIX = re.compile(r"^[\[［](?:ERROR|WARN|INFO|FATAL)[\]］]\s*[\d\-:+. ]*-\s+")
+MAX_FACT = 40  # characters of one fact row's value
+MAX_DESC = 44  # characters of the card's description (WeCom's recommended length for the app)
 
 
 def alert_card(text: str) -> Card | None:
-    """The button card of a run alert (its rerun and mute commands found in the text), else None."""
+    """The button card of a run alert (its rerun and mute commands found in the text), else None:
+    its title line, its error as the description, its instance / failed task / time as rows, and
+    the buttons. Card text is plain text (no markdown, no links), so markup is dropped."""
     rerun, mute = _RERUN.search(text), _MUTE.search(text)
     if rerun is None or mute is None:
         return None
     lang: Lang = "zh" if re.search(r"[\u4e00-\u9fff]", text) else "en"
-    lines = (line for line in text.splitlines() if line.strip() and not line.startswith("<@"))
-    first = next(lines, "")
-    title = _MARKS.sub("", first).strip()[:36] or "xihe"
-    return Card(title, "", (), alert_buttons(int(rerun.group(1)), mute.group(1), lang))
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("<@")]
+    title = _MARKS.sub("", lines[0] if lines else "").strip()[:36] or "xihe"
+    rows, desc = [], ""
+    for line in lines:
+        fact, error = _FACT.match(line.strip()), _ERROR.match(line.strip())
+        if fact is not None:
+            value = _MARKS.sub("", fact.group(2)).strip()
+            rows.append((fact.group(1), value[:MAX_FACT]))
+        elif error is not None and not desc:
+            desc = _LOG_PREFIX.sub("", _MARKS.sub("", error.group(1)).strip())
+            desc = desc if len(desc) <= MAX_DESC else desc[: MAX_DESC - 1] + "…"
+    return Card(title, desc, tuple(rows), alert_buttons(int(rerun.group(1)), mute.group(1), lang))
 
 
 class WeComAppNotifier:

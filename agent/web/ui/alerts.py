@@ -9,7 +9,7 @@ from starlette.routing import BaseRoute, Route
 
 from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
-from xihe.agent.web.ui.page import Pages
+from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
 from xihe.agent.web.ui.params import MAX_ID, int_param
 from xihe.agent.web.ui.visibility import owner_filter, visible_runs
 from xihe.config.alerts import ALERTS_SECTION
@@ -79,4 +79,6 @@ class Alerts:
             maintenance=data.maintenance_rows(deps, deps.clock()),
             pushes=deps.audit.search(kind="alert_push", visible_to=owner_filter(viewer), limit=20),
             suppressed=data.is_suppressed,
+            refresh=REFRESH_SECONDS,  # new failures, pushes and channel health arrive on their own
+            refresh_why="",
         )

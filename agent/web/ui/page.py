@@ -50,7 +50,9 @@ from xihe.agent.web.ui.visibility import owner_filter
 from xihe.config.ui import UI_SECTION, UiConfig
 
 HERE = Path(__file__).parent
-REFRESH_SECONDS = 10  # pages showing unfinished tasks reload themselves (no JavaScript: a meta refresh)
+# Pages showing unfinished tasks, the pending list and the alerts page reload themselves. No JavaScript
+# (the CSP allows no script): a meta refresh, which reloads the same URL, so the query's filters stay.
+REFRESH_SECONDS = 10
 MAX_FORM_BYTES = 64 * 1024
 SECURITY_HEADERS = {
     # No scripts anywhere; bars are SVG attributes, so no inline styles are needed either.
@@ -221,6 +223,7 @@ class Pages:
             viewer=viewer,
             zone=f"{self.tz.key} ({offset_of(self.app.deps.clock().astimezone(self.tz))})",
             refresh=ctx.pop("refresh", 0),
+            refresh_why=ctx.pop("refresh_why", " while tasks run"),
             flash=flash.get("m"),
             flash_ok=flash.get("ok", True),
             pending_count=pending_count,

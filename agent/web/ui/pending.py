@@ -16,7 +16,7 @@ from xihe.agent.gate import Allow, may_approve
 from xihe.agent.pending import PendingAction, expired
 from xihe.agent.timefmt import show
 from xihe.agent.web.ui.auth import Viewer
-from xihe.agent.web.ui.page import Pages
+from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
 from xihe.agent.web.ui.visibility import owner_filter
 
 
@@ -45,11 +45,12 @@ class Pending:
         except TaskStateError:
             task = None
         tz = deps.settings.core.timezone
+        run = run_seen(task)
         state = state_text(
             p,
             pending_view.approvers_for(p, deps),
             lambda t: show(t, tz, seconds=False) if t else "-",
-            run=run_seen(task),
+            run=run,
         )
         return {
             "p": p,
@@ -57,6 +58,7 @@ class Pending:
             "state": state,
             "expired": p.status == "expired" or (p.status in ("pending", "confirmed") and not live),
             "live": live,
+            "run_open": run is not None and not run.ended,  # its run has not ended yet
             "minutes_left": max(0, int((p.expires_at - now).total_seconds() // 60)),
             "can_approve": may and live and p.needs_approval and p.approved_by is None,
             "can_reject": may and live,
@@ -65,7 +67,9 @@ class Pending:
 
     def pending(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         rows = [self._row(viewer, p) for p in self.ui.visible_pending(viewer)]
-        return self.ui.render(request, "pending.html", viewer, rows=rows, one=None)
+        # always: new actions arrive, others' confirmations and approvals move the ones shown
+        return self.ui.render(request, "pending.html", viewer, rows=rows, one=None,
+                              refresh=REFRESH_SECONDS, refresh_why="")  # fmt: skip
 
     def one(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         """One action in any state (its requester's, or anyone's for those who see everything)."""
@@ -73,9 +77,12 @@ class Pending:
         only = owner_filter(viewer)
         if action is None or (only is not None and action.user_id != only):
             return self.ui.error(request, viewer, 404, "Not found", "No such pending action.")
+        row = self._row(viewer, action)
+        moving = row["live"] or row["run_open"]
         return self.ui.render(
-            request, "pending.html", viewer, rows=[self._row(viewer, action)], one=action.id
-        )
+            request, "pending.html", viewer, rows=[row], one=action.id,
+            refresh=REFRESH_SECONDS if moving else 0, refresh_why=" while the action moves on",
+        )  # fmt: skip
 
     def _act(self, request: Request, viewer: Viewer, verb: str) -> Response:
         action_id = int(request.path_params["action_id"])

@@ -16,7 +16,8 @@ from xihe.agent.dolphin.origin import SqlRunOrigins
 from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
-from xihe.agent.web.ui.run_facts import read_run
+from xihe.agent.web.ui.params import MAX_ID, BadParam, int_param
+from xihe.agent.web.ui.run_facts import MAX_LOG_LINE, PAGE_LINES, LogRequest, read_run
 from xihe.agent.web.ui.visibility import may_see, owner_filter
 from xihe.config.alerts import ALERTS_SECTION
 
@@ -47,7 +48,10 @@ class Runs:
         if alerts is not None:
             alerts = (list(EVENT_COLUMNS), alerts[1])
         origin = SqlRunOrigins(deps.engine).find(run_id)
-        facts = read_run(deps, run_id)
+        page = self._log_request(request)
+        facts = read_run(deps, run_id, page=page)
+        if page is not None and not facts.problem and all(f.task_id != page.task_id for f in facts.failed):
+            raise BadParam("task", f"{page.task_id} is not a failed task of run {run_id}")
         started = [t for t in tasks if origin is not None and str(t.id) == origin.task_id]
         return self.ui.render(
             request,
@@ -61,6 +65,21 @@ class Runs:
             alerts=alerts,
             ds_url=self._ds_url(run_id),
         )
+
+    @staticmethod
+    def _log_request(request: Request) -> LogRequest | None:
+        """`?task=ID&from=N&lines=K`: one page of a failed task's log (all bounded; `from` and `lines`
+        need `task`)."""
+        q = request.query_params
+        task_id = int_param(q, "task", None, 1, MAX_ID)
+        from_line = int_param(q, "from", None, 0, MAX_LOG_LINE)
+        lines = int_param(q, "lines", None, 1, PAGE_LINES)
+        if task_id is None:
+            for name, value in (("from", from_line), ("lines", lines)):
+                if value is not None:
+                    raise BadParam(name, "needs task (the failed task whose log to page)")
+            return None
+        return LogRequest(task_id, from_line or 0, lines or PAGE_LINES)
 
     def _ds_url(self, run_id: int) -> str:
         """The run's page in DolphinScheduler's UI, from alerts.yaml's template (needs the project code)."""
