@@ -14,6 +14,7 @@ from xihe.agent.hooks import ContextBudget, Hooks
 from xihe.agent.registry import Registry
 from xihe.agent.tasks import Task
 from xihe.agent.tool_schemas import fitting
+from xihe.config.core import LLMConfig
 
 SYSTEM_RULES = """You are xihe, a chat-ops assistant for engineers.
 Rules:
@@ -24,6 +25,17 @@ Rules:
 - Reply in the user's language, briefly, in Markdown."""
 # our count is not the server's (its tokenizer, its chat template): this share of the window stays free
 MARGIN = 0.05
+
+
+def carried_tools(
+    registry: Registry, cfg: LLMConfig, window: int, messages: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The tool schemas a request with `messages` carries (`xihe tools` prints the first request's):
+    all, or the core and what the transcript used or loaded when all would crowd the model's own
+    window (`llm.context_tokens`, else the profile's `window`), not the longtask feature's smaller
+    budget, which compacts the conversation: a large model keeps every schema."""
+    limit = int((cfg.context_tokens or window) * (1 - MARGIN)) - cfg.reply_tokens
+    return fitting(registry.schemas(), counter_for(cfg.model), limit, messages or [])
 
 
 class Requests:
@@ -79,11 +91,7 @@ class Requests:
     def schemas(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tool schemas a request with `messages` carries: all, or the core and the ones the
         transcript used or loaded when all would crowd the budget (agent/tool_schemas.py)."""
-        cfg = self.deps.settings.core.llm
-        # the model's own window decides (not the longtask feature's smaller budget, which compacts
-        # the conversation: a large model keeps every schema)
-        window = int((cfg.context_tokens or self.window) * (1 - MARGIN)) - cfg.reply_tokens
-        return fitting(self.registry.schemas(), self.budget().counter, window, messages)
+        return carried_tools(self.registry, self.deps.settings.core.llm, self.window, messages)
 
     def build(
         self,

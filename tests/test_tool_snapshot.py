@@ -76,6 +76,23 @@ def test_the_model_receives_what_xihe_tools_prints(
     assert llm.requests[0]["tools"] == tools_output(shipped, capsys)
 
 
+def test_with_a_small_window_xihe_tools_prints_the_deferred_set_the_model_receives(
+    shipped: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every feature on and an 8,192-token window: the schemas would crowd it, so the first request
+    carries the core tools and `load_tools` (agent/tool_schemas.py), and `xihe tools` says so."""
+    core = yaml.safe_load((shipped / "xihe.yaml").read_text(encoding="utf-8"))
+    with ScriptedLLM([say("hello")]) as llm:
+        core["llm"].update(base_url=llm.base_url, model="scripted", context_tokens=8192)
+        (shipped / "xihe.yaml").write_text(yaml.safe_dump(core, allow_unicode=True), encoding="utf-8")
+        app = build_app(shipped, database_url=f"sqlite:///{tmp_path / 'x.db'}")
+        app.session.handle(Inbound("alice", "cli:alice", "hi", "cli"))
+    printed = tools_output(shipped, capsys)
+    assert llm.requests[0]["tools"] == printed
+    assert names(printed)[-1] == "load_tools" and "find_callers" not in names(printed)
+    assert "search_code" in names(printed) and "trigger_dolphinscheduler" in names(printed)
+
+
 @pytest.mark.parametrize("file", sorted(FEATURE_TOOLS))
 def test_each_feature_adds_the_tools_listed_for_it(
     shipped: Path, capsys: pytest.CaptureFixture[str], file: str

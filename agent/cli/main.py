@@ -38,9 +38,13 @@ def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     from xihe.agent.app import check_config
+    from xihe.agent.profiles import resolve
+    from xihe.agent.request import carried_tools
 
-    _settings, registry = check_config(args.config)
-    print(json.dumps(registry.schemas(), ensure_ascii=False, indent=2))
+    settings, registry = check_config(args.config)
+    cfg = settings.core.llm
+    window = resolve(cfg.profile, cfg.model, cfg.base_url).window
+    print(json.dumps(carried_tools(registry, cfg, window), ensure_ascii=False, indent=2))
     return 0
 
 
