@@ -26,6 +26,7 @@ from xihe.agent.holder import holder_name
 from xihe.agent.llm import LLMClient
 from xihe.agent.longtask.feature import FEATURE as LONGTASK
 from xihe.agent.loop import Agent
+from xihe.agent.mcp.feature import FEATURE as MCP
 from xihe.agent.mailbox import Mailbox
 from xihe.agent.oncall.feature import FEATURE as ONCALL
 from xihe.agent.ops.feature import FEATURE as OPS
@@ -51,7 +52,9 @@ ARTIFACTS = Feature(
 )
 
 # the one explicit list, in install order (commands, help lines and hooks keep this order)
-FEATURES: tuple[Feature, ...] = (ARTIFACTS, WEB, SHELL, ALERTS, ONCALL, CODE, DOLPHIN, WECOM, OPS, LONGTASK)
+FEATURES: tuple[Feature, ...] = (
+    ARTIFACTS, WEB, SHELL, ALERTS, ONCALL, CODE, DOLPHIN, WECOM, OPS, LONGTASK, MCP
+)  # fmt: skip
 
 
 def sections(features: tuple[Feature, ...] = FEATURES) -> list[Section[Any]]:
