@@ -107,9 +107,11 @@ class McpClient:
     def _run(self, what: str, go: Callable[[Any], Awaitable[T]]) -> T:
         ep = self.endpoint
 
+        statuses: list[int] = []  # the HTTP statuses of this call's requests (the SDK hides them)
+
         async def main() -> T:
             with anyio.fail_after(ep.timeout):
-                async with self._session() as session:
+                async with self._session(statuses) as session:
                     return await go(session)
 
         try:
@@ -121,18 +123,18 @@ class McpClient:
         except BaseException as exc:  # an exception group from the SDK's task groups, OSError, ...
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
-            raise _translate(ep.name, what, exc) from None
+            raise _translate(ep.name, what, exc, statuses) from None
 
     @asynccontextmanager
-    async def _session(self) -> AsyncIterator[Any]:
+    async def _session(self, statuses: list[int]) -> AsyncIterator[Any]:
         from mcp import ClientSession
 
-        async with self._streams() as (read, write), ClientSession(read, write) as session:
+        async with self._streams(statuses) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session
 
     @asynccontextmanager
-    async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
+    async def _streams(self, statuses: list[int]) -> AsyncIterator[tuple[Any, Any]]:
         ep = self.endpoint
         if ep.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -144,11 +146,16 @@ class McpClient:
             return
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async def seen(response: httpx2.Response) -> None:
+            statuses.append(response.status_code)
 
         headers = {"Authorization": f"Bearer {ep.token}"} if ep.token else {}
+        client = httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(ep.timeout), event_hooks={"response": [seen]}
+        )
         async with (
-            create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(ep.timeout)) as http,
+            client as http,
             streamable_http_client(ep.url, http_client=http) as streams,
         ):
             yield streams[0], streams[1]
@@ -160,13 +167,21 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _translate(server: str, what: str, exc: BaseException) -> McpError:
+def _translate(server: str, what: str, exc: BaseException, statuses: list[int]) -> McpError:
     """One clear error from whatever the SDK or the transport raised (never its arguments: no secrets)."""
     leaves = [e for e in _leaves(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
     first = leaves[0]
     name = type(first).__name__
     from mcp.shared.exceptions import MCPError
 
+    failed = [s for s in statuses if s >= 400]
+    if isinstance(first, MCPError) and failed:  # the SDK's stand-in for an HTTP error status
+        status = failed[-1]
+        if status in (401, 403):
+            return McpProtocolError(
+                f"MCP server {server} refused our credentials (HTTP {status}, {what}): check its token_env"
+            )
+        return McpUnavailable(f"MCP server {server} failed or went away during the call (HTTP {status}, {what})")
     if isinstance(first, MCPError):
         return McpProtocolError(f"MCP server {server} refused {what}: {first.message} (code {first.code})")
     if isinstance(first, TimeoutError):

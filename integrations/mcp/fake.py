@@ -3,7 +3,7 @@ and demos of xihe as an MCP client. Real protocol, real transport, served by uvi
 
 Its tools, each chosen to exercise one rule on xihe's side:
 
-    get_metric       a read: returns a number for a metric name
+    get_metric       a read: returns a number for a metric
     restart_service  a write: records the restart in `calls` (xihe must ask /confirm first)
     slow_query       blocks until `release_slow()` (or the server stops): time-outs and going away
     dump_logs        an oversize result (`big_chars` characters): capped and stored as an artifact
@@ -39,7 +39,7 @@ def _tools() -> list[types.Tool]:
         types.Tool(
             name="get_metric",
             description="Current value of a metric.",
-            input_schema={"type": obj, "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            input_schema={"type": obj, "properties": {"metric": {"type": "string"}}, "required": ["metric"]},
             annotations=types.ToolAnnotations(read_only_hint=True),
         ),
         types.Tool(
@@ -106,7 +106,7 @@ class FakeMcpServer:
             return types.CallToolResult(content=[types.TextContent(type="text", text=value)], is_error=error)
 
         if params.name == "get_metric":
-            return text(f"{args.get('name', '?')} = 42")
+            return text(f"{args.get('metric', '?')} = 42")
         if params.name == "restart_service":
             return text(f"restarted {args.get('service')}")
         if params.name == "slow_query":
@@ -166,10 +166,9 @@ class FakeMcpServer:
         """Go away at once, also in the middle of a call (connections are dropped, not drained)."""
         if self._server is None or self._thread is None:
             return
-        self._server.should_exit = True
-        self._server.force_exit = True
-        self._slow_release.set()
+        self._server.should_exit = True  # calls still in flight are cut after timeout_graceful_shutdown
         self._thread.join(10)
+        self._slow_release.set()
         self._server = None
 
     def __enter__(self) -> FakeMcpServer:
