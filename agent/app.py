@@ -26,8 +26,8 @@ from xihe.agent.holder import holder_name
 from xihe.agent.llm import LLMClient
 from xihe.agent.longtask.feature import FEATURE as LONGTASK
 from xihe.agent.loop import Agent
-from xihe.agent.mcp.feature import FEATURE as MCP
 from xihe.agent.mailbox import Mailbox
+from xihe.agent.mcp.feature import FEATURE as MCP
 from xihe.agent.oncall.feature import FEATURE as ONCALL
 from xihe.agent.ops.feature import FEATURE as OPS
 from xihe.agent.pending import PendingStore

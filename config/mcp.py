@@ -151,7 +151,11 @@ def references(settings: Settings, cfg: McpConfig) -> Iterator[Problem]:
             for k, env in enumerate(tool.environments):
                 if env not in access.environments:
                     where = ("servers", i, "tools", j, "environments", k)
-                    yield "mcp.yaml", where, unknown_name("environment", env, access.environments, "access.yaml")
+                    yield (
+                        "mcp.yaml",
+                        where,
+                        unknown_name("environment", env, access.environments, "access.yaml"),
+                    )
 
 
 MCP_SECTION = Section("mcp.yaml", "mcp", McpConfig, checks=references)

@@ -12,9 +12,9 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add the `mcp` command group to the xihe sub-parsers."""
-    mcp = sub.add_parser("mcp", help="MCP: serve xihe's tools over stdio; list the MCP servers' tools").add_subparsers(
-        dest="mcp_command", required=True
-    )
+    mcp = sub.add_parser(
+        "mcp", help="MCP: serve xihe's tools over stdio; list the MCP servers' tools"
+    ).add_subparsers(dest="mcp_command", required=True)
     serve = mcp.add_parser("serve", help="xihe's tools over stdio, as the user of XIHE_MCP_TOKEN")
     serve.set_defaults(func=cmd_serve)
     listing = mcp.add_parser("list", help="each mcp.yaml server's tools and what mcp.yaml decides for them")

@@ -13,6 +13,7 @@ No mcp.yaml: no MCP client. No ui.yaml token: no /mcp route.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -87,7 +88,7 @@ def client_tools(settings: Settings, cfg: McpConfig, state: McpState) -> list[To
     return specs
 
 
-def _client_of(settings: Settings, server: McpServer):  # type: ignore[no-untyped-def]
+def _client_of(settings: Settings, server: McpServer) -> Callable[[], McpClient]:
     def make() -> McpClient:  # secrets read at call time: a rotated token counts at once
         return McpClient(endpoint(settings, server))
 

@@ -43,13 +43,15 @@ class StatusArgs(BaseModel):
     action_id: int = Field(description="the id a write answered with ('waiting for confirmation')", ge=1)
 
 
-def annotations(spec: ToolSpec) -> types.ToolAnnotations:
+def hints(spec: ToolSpec) -> types.ToolAnnotations:
     """The hints an MCP client reads, from the spec's risk (a per-call risk counts as a write)."""
     reads = spec.risk == "read" and spec.risk_of is None
     return types.ToolAnnotations(read_only_hint=reads, destructive_hint=not reads, idempotent_hint=reads)
 
 
-def text_result(text: str, data: dict[str, Any] | None = None, *, error: bool = False) -> types.CallToolResult:
+def text_result(
+    text: str, data: dict[str, Any] | None = None, *, error: bool = False
+) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=data, is_error=error
     )
@@ -77,7 +79,7 @@ class McpGateway:
                     name=name,
                     description=schema["description"],
                     input_schema=schema["parameters"],
-                    annotations=annotations(spec),
+                    annotations=hints(spec),
                 )
             )
         out.append(
@@ -144,7 +146,9 @@ class McpGateway:
             lines.append("Confirmed; it waits for an approver's /approve.")
         elif action.closed_by:
             lines.append(f"By {action.closed_by}" + (f": {action.close_note}" if action.close_note else "."))
-        self._audit(user, "status", STATUS_TOOL, action.task_id, {"pending_id": action.id, "state": action.status})
+        self._audit(
+            user, "status", STATUS_TOOL, action.task_id, {"pending_id": action.id, "state": action.status}
+        )
         return text_result("\n".join(lines), data)
 
     def link(self, action_id: int) -> str:

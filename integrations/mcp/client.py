@@ -117,7 +117,9 @@ class McpClient:
         try:
             return anyio.run(main)
         except TimeoutError:
-            raise McpUnavailable(f"MCP server {ep.name}: no answer within {ep.timeout:g} s ({what})") from None
+            raise McpUnavailable(
+                f"MCP server {ep.name}: no answer within {ep.timeout:g} s ({what})"
+            ) from None
         except McpError:
             raise
         except BaseException as exc:  # an exception group from the SDK's task groups, OSError, ...
@@ -181,7 +183,9 @@ def _translate(server: str, what: str, exc: BaseException, statuses: list[int]) 
             return McpProtocolError(
                 f"MCP server {server} refused our credentials (HTTP {status}, {what}): check its token_env"
             )
-        return McpUnavailable(f"MCP server {server} failed or went away during the call (HTTP {status}, {what})")
+        return McpUnavailable(
+            f"MCP server {server} failed or went away during the call (HTTP {status}, {what})"
+        )
     if isinstance(first, MCPError):
         return McpProtocolError(f"MCP server {server} refused {what}: {first.message} (code {first.code})")
     if isinstance(first, TimeoutError):

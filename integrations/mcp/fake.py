@@ -121,7 +121,9 @@ class FakeMcpServer:
         return text(f"unknown tool {params.name}", error=True)
 
     def _app(self) -> Starlette:
-        server: Server[Any] = Server("fake-mcp", version="1.0", on_list_tools=self._list, on_call_tool=self._call)
+        server: Server[Any] = Server(
+            "fake-mcp", version="1.0", on_list_tools=self._list, on_call_tool=self._call
+        )
         manager = StreamableHTTPSessionManager(
             server,
             json_response=True,

@@ -17,8 +17,8 @@ import yaml
 
 from tests.conftest import write_config
 from xihe.agent.app import App, build_app
-from xihe.agent.clock import FakeClock
 from xihe.agent.cli.main import main
+from xihe.agent.clock import FakeClock
 from xihe.agent.inbound import Inbound
 from xihe.agent.mcp.feature import McpState
 from xihe.agent.tasks import StepStatus
@@ -171,7 +171,9 @@ def test_a_slow_server_times_out_and_one_going_away_mid_call_is_a_clear_error(
     assert replies == ["The server went away."]
     step = app.deps.tasks.latest(2)["tool:1:0"]
     assert step.status == StepStatus.FAILED
-    assert "MCP server lag failed or went away during the call (HTTP 500, calling slow_query)" in (step.error or ""), step.error
+    assert "MCP server lag failed or went away during the call (HTTP 500, calling slow_query)" in (
+        step.error or ""
+    ), step.error
     assert TOKEN not in (step.error or "")
 
     llm.add(say("Still here."))  # the bot keeps serving

@@ -46,8 +46,13 @@ def test_config_check_names_file_line_and_key(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     path = cfg / "mcp.yaml"
     assert f"{path}:6: servers[name=prom].environment: unknown environment 'production'" in err
-    assert f"{path}:11: servers[name=prom].tools[name=query].roles.0: unknown role 'opertor' (did you mean 'operator'?)" in err
-    assert f"{path}:18: servers[name=k8s].tools[name=get_pods].environments.0: unknown environment 'tst'" in err
+    assert (
+        f"{path}:11: servers[name=prom].tools[name=query].roles.0: unknown role 'opertor' (did you mean 'operator'?)"
+        in err
+    )
+    assert (
+        f"{path}:18: servers[name=k8s].tools[name=get_pods].environments.0: unknown environment 'tst'" in err
+    )
 
     (cfg / "mcp.yaml").write_text("servers:\n  - name: Prom\n    transport: stdio\n    url: http://x/mcp\n")
     assert main(["config", "check", str(cfg)]) == 1
@@ -61,7 +66,9 @@ def test_a_write_must_say_its_risk_and_nothing_is_allowed_by_default(tmp_path: P
         "servers:\n  - name: ops\n    transport: http\n    url: http://127.0.0.1:9/mcp\n"
         "    tools:\n      - {name: restart}\n"
     )
-    with pytest.raises(ConfigError, match=r"mcp.yaml:6: servers\[name=ops\].tools\[name=restart\].risk: Field required"):
+    with pytest.raises(
+        ConfigError, match=r"mcp.yaml:6: servers\[name=ops\].tools\[name=restart\].risk: Field required"
+    ):
         load_config(cfg)
     (cfg / "mcp.yaml").write_text(
         "servers:\n  - name: ops\n    transport: http\n    url: http://127.0.0.1:9/mcp\n"
@@ -71,9 +78,13 @@ def test_a_write_must_say_its_risk_and_nothing_is_allowed_by_default(tmp_path: P
     assert tool.allowed is False  # listed is not allowed
 
 
-def test_its_secrets_are_registered_with_the_redactor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_its_secrets_are_registered_with_the_redactor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = write_config(tmp_path / "cfg")
-    (cfg / "mcp.yaml").write_text(BAD.replace("production", "prod").replace("opertor", "operator").replace("tst", "test"))
+    (cfg / "mcp.yaml").write_text(
+        BAD.replace("production", "prod").replace("opertor", "operator").replace("tst", "test")
+    )
     monkeypatch.setenv("XIHE_MCP_PROM_TOKEN", "canary-prom-token")
     monkeypatch.setenv("XIHE_KUBECONFIG", "canary-kubeconfig")
     assert {"canary-prom-token", "canary-kubeconfig"} <= set(secrets_of(load_config(cfg)))

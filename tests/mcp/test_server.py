@@ -48,9 +48,7 @@ def _audit(db_url: str) -> list[dict]:
 
 
 @pytest.fixture
-def bot(
-    tmp_path: Path, db_url: str, fake_wecom: FakeWeCom, start_replica: Callable[..., Replica]
-) -> Replica:
+def bot(tmp_path: Path, db_url: str, fake_wecom: FakeWeCom, start_replica: Callable[..., Replica]) -> Replica:
     env = {"XIHE_UI_TOKEN_ALICE": ALICE, "XIHE_UI_TOKEN_CAROL": CAROL}
     return start_replica(_config(tmp_path / "cfg", fake_wecom), db_url, env=env)
 
@@ -87,9 +85,11 @@ def test_sdk_client_lists_reads_and_a_write_waits_for_the_chat_confirm(
     sender = bot.app_sender()
     assert sender.post_app_text("alice", f"/confirm {action}", 1, AGENT_ID).status_code == 200
     done = wait_until(
-        lambda: (r := sdk.call(url, ALICE, "xihe_action_status", action_id=action)).structured_content["status"]
-        == "executed"
-        and r,
+        lambda: (
+            (r := sdk.call(url, ALICE, "xihe_action_status", action_id=action)).structured_content["status"]
+            == "executed"
+            and r
+        ),
         what="the confirmed write to run",
     )
     assert done.structured_content["result_ok"] is True

@@ -75,7 +75,9 @@ def verdicts(server: McpServer, listed: list[RemoteTool]) -> list[Verdict]:
     for entry in server.tools:
         if entry.name not in have:
             name = registry_name(server.name, entry.name)
-            out.append(Verdict(server.name, entry.name, name, False, "missing: the server does not list it", {}))
+            out.append(
+                Verdict(server.name, entry.name, name, False, "missing: the server does not list it", {})
+            )
     return out
 
 
