@@ -123,3 +123,35 @@ def test_refused_user_gets_the_gates_reason_and_no_token_gets_401(bot: Replica, 
     assert sum(r["outcome"] == "unauthorized" for r in rows) == 3
     assert ALICE not in json.dumps(rows) and "not-a-token" not in json.dumps(rows)
     assert ALICE not in bot.log() and CAROL not in bot.log()
+
+
+def test_stdio_server_runs_as_the_user_of_its_token(tmp_path: Path, sqlite_url: str) -> None:
+    """`xihe mcp serve` started by a client (here: xihe's own SDK client over stdio)."""
+    import sys
+
+    from tests.child_env import pythonpath
+    from tests.conftest import write_config
+    from xihe.integrations.mcp.client import Endpoint, McpClient, McpError
+
+    cfg = write_config(tmp_path / "cfg")
+    (cfg / "ui.yaml").write_text(yaml.safe_dump({"users": {"alice": {"token_env": "XIHE_UI_TOKEN_ALICE"}}}))
+    env = {
+        "XIHE_UI_TOKEN_ALICE": ALICE,
+        "XIHE_MCP_TOKEN": ALICE,
+        "XIHE_DATABASE_URL": sqlite_url,
+        "PYTHONPATH": pythonpath(),
+        "XIHE_TEST_EFFECTS": str(tmp_path / "effects.jsonl"),
+    }
+    command = (sys.executable, "-m", "xihe.agent.cli.main", "--config", str(cfg), "mcp", "serve")
+    client = McpClient(Endpoint("xihe", "stdio", command, env=env, timeout=60))
+    assert {"echo", "write_note", "xihe_action_status"} <= {t.name for t in client.list_tools()}
+    assert '"echo": "hi"' in client.call_tool("echo", {"text": "hi"}).text
+    waiting = client.call_tool("write_note", {"note": "n", "environment": "test"}).text
+    assert waiting.startswith("Waiting for confirmation: action 1: write_note on test.")
+    assert not (tmp_path / "effects.jsonl").exists()
+
+    wrong = McpClient(Endpoint("xihe", "stdio", command, env={**env, "XIHE_MCP_TOKEN": "nope"}, timeout=60))
+    with pytest.raises(McpError):
+        wrong.list_tools()  # the process refuses to serve at all
+    rows = _audit(sqlite_url)
+    assert [r["outcome"] for r in rows if r["kind"] == "mcp"][-1] == "unauthorized"
