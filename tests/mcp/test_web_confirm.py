@@ -1,0 +1,62 @@
+"""An action an MCP client asked for can be confirmed by its requester on /ui/pending/ID (the link the
+client got), with the chat's rules; nobody else can, and a chat's own action keeps its chat-only yes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.ui.conftest import MakeUiBot, csrf_of
+from xihe.agent.mcp.server import McpGateway
+
+
+def test_requester_confirms_an_mcp_action_on_its_page(ui_bot: MakeUiBot, tmp_path: Path) -> None:
+    bot = ui_bot()
+    gateway = McpGateway(bot.app)
+    waiting = gateway.call("alice", "write_note", {"note": "from the IDE", "environment": "test"})
+    action = waiting.structured_content["action_id"]  # type: ignore[index]
+    assert waiting.structured_content["link"] == f"/ui/pending/{action}"  # type: ignore[index]
+
+    bob = bot.login("bob")  # not his action: he does not see it, and the POST is refused
+    assert bob.get(f"/ui/pending/{action}").status_code == 404
+    page = bob.get("/ui/pending")
+    assert f"/ui/pending/{action}/confirm" not in page.text
+    refused = bob.post(
+        f"/ui/pending/{action}/confirm", data={"csrf": csrf_of(page.text)}, follow_redirects=False
+    )
+    assert refused.status_code == 403
+    assert not (tmp_path / "effects.jsonl").exists()
+
+    alice = bot.login("alice")
+    page = alice.get(f"/ui/pending/{action}")
+    assert f'action="/ui/pending/{action}/confirm"' in page.text and "Asked by your MCP client" in page.text
+    done = alice.post(
+        f"/ui/pending/{action}/confirm", data={"csrf": csrf_of(page.text)}, follow_redirects=False
+    )
+    assert done.status_code == 303 and done.headers["location"] == f"/ui/pending/{action}"
+    effects = [json.loads(line) for line in (tmp_path / "effects.jsonl").read_text().splitlines()]
+    assert [e["user"] for e in effects] == ["alice"]
+    status = gateway.call("alice", "xihe_action_status", {"action_id": action})
+    assert status.structured_content["status"] == "executed"  # type: ignore[index]
+
+    again = alice.post(
+        f"/ui/pending/{action}/confirm", data={"csrf": csrf_of(page.text)}, follow_redirects=False
+    )
+    assert again.status_code == 303  # a second yes runs nothing
+    assert len((tmp_path / "effects.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_chat_action_is_not_confirmed_on_the_web(ui_bot: MakeUiBot, tmp_path: Path) -> None:
+    from xihe.integrations.fakes.llm_server import call, say
+
+    bot = ui_bot([call("write_note", note="n", environment="test"), say("done")])
+    reply = bot.ask("alice", "write the note n")
+    action = int(reply.split("/confirm ")[1].split()[0].strip("`"))
+    alice = bot.login("alice")
+    page = alice.get(f"/ui/pending/{action}")
+    assert f"/ui/pending/{action}/confirm" not in page.text
+    refused = alice.post(
+        f"/ui/pending/{action}/confirm", data={"csrf": csrf_of(page.text)}, follow_redirects=False
+    )
+    assert refused.status_code == 403
+    assert not (tmp_path / "effects.jsonl").exists()
