@@ -71,7 +71,8 @@ class McpGateway:
         who = identify(user, deps.settings.access)
         out = []
         for name, spec in sorted(self.app.registry.specs.items()):
-            if not visible(name, spec.risk, spec.environments or ("*",), who, deps.settings.access):
+            envs = spec.environments or (("*",) if spec.environment_of else ())  # as /help asks
+            if not visible(name, spec.risk, envs, who, deps.settings.access):
                 continue
             schema = self.app.registry.schemas([name])[0]["function"]
             out.append(
