@@ -114,6 +114,12 @@ def test_demo_plays_every_scene_and_keeps_its_world(
         copy = cards.split(f"[card → {user}]")[-1].split("\n", 1)[0]
         assert "carol 已批准（" in copy and copy.endswith("已执行 [已执行]"), copy
     assert "[xihe → dave]" in cards and "DolphinScheduler received 4 starts in all" in cards
+    # an MCP client (the SDK's own) calls xihe: reads answer, a write waits for the user's /confirm in chat
+    mcp = out.split("=== 11. MCP:", 1)[1]
+    assert "readOnlyHint=True" in mcp and "send_wecom_alert destructiveHint=True" in mcp
+    assert 'search_code → "path": "agent/pending.py"' in mcp
+    assert "send_wecom_alert → Waiting for confirmation: action 5: send_wecom_alert." in mcp
+    assert "dave> /confirm 5" in mcp and '{"action_id": 5, "status": "executed"' in mcp
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

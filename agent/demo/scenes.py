@@ -34,6 +34,7 @@ from xihe.agent.demo.environment import (
     write_config,
     write_env_file,
 )
+from xihe.agent.demo.mcp import scene_mcp
 from xihe.agent.errors import BotError
 from xihe.agent.inbound import Inbound
 from xihe.agent.web.ui.run_facts import read_run
@@ -406,6 +407,7 @@ SCENES = (
     scene_audit,
     scene_cards,
     scene_what_failed,
+    scene_mcp,
 )
 
 

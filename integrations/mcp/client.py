@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 import anyio
 
 T = TypeVar("T")
+MAX_RESULT_CHARS = 2_000_000  # what one answer may bring in; the executor caps it again and stores it
+MAX_TOOLS = 500  # a server that lists more is cut here
 
 
 class McpError(Exception):
@@ -84,7 +86,7 @@ class McpClient:
                     t.input_schema,
                     t.annotations.model_dump(exclude_none=True) if t.annotations else {},
                 )
-                for t in listed.tools
+                for t in listed.tools[:MAX_TOOLS]
             ]
 
         return self._run("listing tools", go)
@@ -100,7 +102,10 @@ class McpClient:
                 import json
 
                 parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-            return RemoteResult("\n".join(parts), bool(result.is_error))
+            text = "\n".join(parts)
+            if len(text) > MAX_RESULT_CHARS:
+                text = text[:MAX_RESULT_CHARS] + f"\n…[cut: the server sent {len(text):,} characters]"
+            return RemoteResult(text, bool(result.is_error))
 
         return self._run(f"calling {name}", go)
 
