@@ -103,7 +103,10 @@ class McpGateway:
         deps = self.app.deps
         who = identify(user, deps.settings.access)
         conversation = mcp_conversation(user)
-        intent = deps.redactor.text(f"mcp: {name} {canonical_json(arguments)}")[:500]
+        spec = self.app.registry.specs.get(name)
+        secret = spec.secret_args if spec is not None else frozenset()
+        shown = deps.redactor.data(arguments, secret)  # the goal is stored and audited: no secret argument
+        intent = deps.redactor.text(f"mcp: {name} {canonical_json(shown)}")[:500]
         msg = Inbound(user, conversation, intent, channel=CHANNEL, lang="en")
         outcome = self.app.session.run_tool(who, msg, name, dict(arguments))
         if outcome.status == TaskStatus.AWAITING_CONFIRMATION and outcome.pending_id is not None:

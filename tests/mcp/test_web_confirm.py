@@ -60,3 +60,13 @@ def test_a_chat_action_is_not_confirmed_on_the_web(ui_bot: MakeUiBot, tmp_path: 
     )
     assert refused.status_code == 403
     assert not (tmp_path / "effects.jsonl").exists()
+
+
+def test_a_calls_secret_arguments_are_not_stored_or_audited(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    result = McpGateway(bot.app).call("alice", "echo", {"text": "hi", "api_token": "s3cr3t-value-91"})
+    assert not result.is_error
+    (task,) = bot.app.deps.tasks.recent(owner="alice", limit=5)
+    assert "s3cr3t-value-91" not in task.goal and task.conversation == "mcp:alice"
+    rows = bot.app.deps.audit.search(limit=50)
+    assert rows and "s3cr3t-value-91" not in json.dumps(rows, default=str)
