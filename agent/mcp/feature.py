@@ -1,8 +1,8 @@
 """The MCP feature, both ways (agent/mcp/README.md).
 
-    server   `/mcp` under `xihe serve` (Streamable HTTP), only when a ui.yaml user has a token; and
-             `xihe mcp serve` (stdio, the user of XIHE_MCP_TOKEN). Calls are the user's commands in
-             the conversation `mcp:<user>`: same registry, gate, /confirm, executor and audit.
+    server   `server.py`: calls are the user's commands in the conversation `mcp:<user>` (same registry,
+             gate, /confirm, executor and audit); served at `/mcp` by `xihe serve` (agent/web/mcp.py:
+             the web pages' tokens and login throttle) and over stdio by `xihe mcp serve`.
     client   with config/mcp.yaml: each server's tools are listed at start (in parallel, bounded by the
              server's timeout); those mcp.yaml allows join the registry as `mcp_<server>_<tool>`. A
              server that is down or slow is a warning on /readyz, never a failed start.
@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from xihe.agent.feature import Context, Feature, Installed
-from xihe.agent.mcp.http import HttpMcp
 from xihe.agent.pending import MCP_PREFIX
 from xihe.agent.registry import ToolSpec
 from xihe.config.mcp import MCP_SECTION, McpConfig, McpServer
@@ -31,9 +30,8 @@ log = logging.getLogger("xihe.mcp")
 
 @dataclass
 class McpState:
-    """What the feature keeps: the HTTP server side, and what each configured server listed."""
+    """What the feature keeps: what each configured server listed, and which are down."""
 
-    http: HttpMcp = field(default_factory=HttpMcp)
     verdicts: list[Verdict] = field(default_factory=list)
     down: dict[str, str] = field(default_factory=dict)  # server → why its tools are missing
 
@@ -109,8 +107,6 @@ def install(ctx: Context) -> Installed:
     warnings = {f"mcp {name}": why for name, why in state.down.items()}
     return Installed(
         tools=tools,
-        routes=[state.http.routes],
-        contexts=[state.http.running],
         senders={MCP_PREFIX: _drop},
         warnings=warnings,
         state=state,

@@ -56,8 +56,17 @@ def warn_plain_cookies(app: Runtime) -> None:
 
 
 def install(ctx: Context) -> Installed:
-    """The pages are routes; a config reload re-checks the open sessions."""
-    return Installed(routes=[routes], startup=[warn_plain_cookies], reloaded=[end_refused_sessions])
+    """The pages and /mcp (agent/web/mcp.py: only when a ui.yaml user has a token) are routes; a config
+    reload re-checks the open sessions."""
+    from xihe.agent.web.mcp import HttpMcp
+
+    mcp = HttpMcp()
+    return Installed(
+        routes=[routes, mcp.routes],
+        contexts=[mcp.running],
+        startup=[warn_plain_cookies],
+        reloaded=[end_refused_sessions],
+    )
 
 
 FEATURE = Feature("web", UI_SECTION, install)

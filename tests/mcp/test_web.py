@@ -70,3 +70,26 @@ def test_a_calls_secret_arguments_are_not_stored_or_audited(ui_bot: MakeUiBot) -
     assert "s3cr3t-value-91" not in task.goal and task.conversation == "mcp:alice"
     rows = bot.app.deps.audit.search(limit=50)
     assert rows and "s3cr3t-value-91" not in json.dumps(rows, default=str)
+
+
+def test_wrong_tokens_lock_the_address_like_the_login_page(ui_bot: MakeUiBot) -> None:
+    from starlette.testclient import TestClient
+
+    from tests.ui.conftest import TOKENS
+
+    bot = ui_bot(ui={"login_throttle": {"client_failures": 3, "lockout_minutes": 15}})
+    http = TestClient(bot.server(), client=("203.0.113.7", 40000))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    codes = [
+        http.post("/mcp", json=body, headers={"Authorization": f"Bearer guess-{n}"}).status_code
+        for n in range(4)
+    ]
+    assert codes == [401, 401, 401, 429]
+    right = http.post("/mcp", json=body, headers={"Authorization": f"Bearer {TOKENS['alice']}"})
+    assert right.status_code == 429 and int(right.headers["Retry-After"]) == 15 * 60  # even a right token
+    rows = bot.app.deps.audit.search(limit=50)
+    outcomes = [r["outcome"] for r in rows if r["kind"] == "mcp"]
+    assert outcomes.count("unauthorized") == 3 and "locked_out" in outcomes
+    assert "guess-" not in json.dumps(rows, default=str)
+    other = TestClient(bot.server(), client=("198.51.100.8", 40000))  # another address is not locked
+    assert other.post("/mcp", json=body, headers={"Authorization": "Bearer guess-x"}).status_code == 401

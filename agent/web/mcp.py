@@ -1,6 +1,9 @@
-"""`/mcp` under `xihe serve`: Streamable HTTP (the SDK's session manager, stateless, JSON answers) behind a
-bearer-token check. A request without a token of a ui.yaml user gets 401 and is audited; the others run
-as that user. The route exists only when some ui.yaml user has a token (`enabled`)."""
+"""`/mcp` under `xihe serve`: xihe's MCP server (agent/mcp/) over Streamable HTTP (the SDK's session
+manager, stateless, JSON answers) behind a bearer-token check. A request without a token of a ui.yaml
+user gets 401 and is audited; the others run as that user. Wrong tokens count against the client's
+address in the web login's throttle (the store's, shared by every replica and by `/ui/login`): past
+`login_throttle.client_failures` in the window, the address gets 429 until the lockout ends, even with
+a right token. The route exists only when some ui.yaml user has a token (`enabled`)."""
 
 from __future__ import annotations
 
@@ -18,8 +21,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from xihe.agent.audit import AuditEvent
 from xihe.agent.mcp.auth import bearer, token_hashes, user_for
 from xihe.agent.mcp.server import McpGateway, mcp_server
+from xihe.agent.web.ui.throttle import Lock, LoginThrottles
+from xihe.config.ui import UI_SECTION, UiConfig
 
 if TYPE_CHECKING:
     from xihe.agent.feature import Runtime
@@ -36,6 +42,19 @@ def _user_of(ctx: Any) -> str | None:
     request = getattr(ctx, "request", None)
     scope = getattr(request, "scope", None)
     return scope.get(USER_KEY) if isinstance(scope, dict) else None
+
+
+def _audit_lock(app: Runtime, lock: Lock, client: str) -> None:
+    app.deps.audit.record(
+        AuditEvent(
+            at=app.deps.clock(),
+            kind="mcp",
+            actor="-",
+            outcome="locked_out" if lock.new else "refused_locked",
+            reason=f"{lock.failures} failed tokens from this address; locked until {lock.until.isoformat()}",
+            detail={"channel": "mcp", "client": client},
+        )
+    )
 
 
 class _Asgi:
@@ -67,13 +86,39 @@ class HttpMcp:
         )
         self.manager = manager
 
+        throttles = LoginThrottles(app.deps.engine)
+
+        def check(token: str | None, client: str) -> str | Lock | None:
+            """The caller's user, the lock that refuses this address, or None (audited)."""
+            cfg = app.settings.get(UI_SECTION)
+            policy = (cfg if isinstance(cfg, UiConfig) else UiConfig()).login_throttle
+            now = app.deps.clock()
+            tried = throttles.begin(None, client, now, policy)
+            if isinstance(tried, Lock):
+                _audit_lock(app, tried, client)
+                return tried
+            user = user_for(app.settings, token) if token else None
+            if user is not None:
+                throttles.succeeded(tried)
+                return user
+            gateway.refused_login(client)
+            for lock in throttles.failed(tried, now, policy):
+                _audit_lock(app, lock, client)
+            return None
+
         async def serve(scope: Scope, receive: Receive, send: Send) -> None:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             token = bearer(headers.get("authorization"))
-            user = await anyio.to_thread.run_sync(user_for, app.settings, token) if token else None
+            client = str((scope.get("client") or ("-", 0))[0])
+            user = await anyio.to_thread.run_sync(check, token, client)
+            if isinstance(user, Lock):
+                seconds = max(1, int((user.until - app.deps.clock()).total_seconds()))
+                body = {"error": "too many failed tokens from this address", "retry_after_seconds": seconds}
+                await JSONResponse(body, status_code=429, headers={"Retry-After": str(seconds)})(
+                    scope, receive, send
+                )
+                return
             if user is None:
-                client = (scope.get("client") or ("?", 0))[0]
-                await anyio.to_thread.run_sync(gateway.refused_login, str(client))
                 response = JSONResponse(
                     {"error": "unauthorized", "detail": "send Authorization: Bearer <your xihe token>"},
                     status_code=401,
