@@ -117,9 +117,10 @@ class McpGateway:
         step = deps.tasks.latest(outcome.task_id).get("tool:1:0")
         if step is None or step.status != StepStatus.DONE:
             reason = (step.error if step is not None else None) or outcome.reply
-            self._audit(user, "refused" if outcome.status == TaskStatus.DONE else "failed", name, outcome.task_id,
-                        {"reason": reason[:500]})  # fmt: skip
-            return text_result(reason, {"status": "refused", "task_id": outcome.task_id}, error=True)
+            # refused (the gate, invalid arguments, a precondition) or failed (the tool ran and failed)
+            how = deps.tasks.get(outcome.task_id).outcome or "failed"
+            self._audit(user, how, name, outcome.task_id, {"reason": reason[:500]})
+            return text_result(reason, {"status": how, "task_id": outcome.task_id}, error=True)
         body = self.app.agent.executor.replay(step).body
         self._audit(user, "done", name, outcome.task_id)
         return text_result(body, {"status": "done", "task_id": outcome.task_id})

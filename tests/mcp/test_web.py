@@ -93,3 +93,20 @@ def test_wrong_tokens_lock_the_address_like_the_login_page(ui_bot: MakeUiBot) ->
     assert "guess-" not in json.dumps(rows, default=str)
     other = TestClient(bot.server(), client=("198.51.100.8", 40000))  # another address is not locked
     assert other.post("/mcp", json=body, headers={"Authorization": "Bearer guess-x"}).status_code == 401
+
+
+def test_a_refusal_and_a_failure_are_told_apart(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot()
+    gateway = McpGateway(bot.app)
+    failed = gateway.call("alice", "always_fail", {"reason": "disk full"})
+    assert failed.is_error and failed.structured_content["status"] == "failed"  # type: ignore[index]
+    assert "disk full" in failed.content[0].text  # type: ignore[union-attr]
+    refused = gateway.call(
+        "alice", "write_note", {"note": "n", "environment": "prod"}
+    )  # developer: test only
+    assert refused.is_error and refused.structured_content["status"] == "refused"  # type: ignore[index]
+    assert "alice (developer) may use write_note but not on environment prod" in refused.content[0].text  # type: ignore[union-attr]
+    invalid = gateway.call("alice", "echo", {})
+    assert invalid.is_error and "text" in invalid.content[0].text  # type: ignore[union-attr]
+    outcomes = [(r["outcome"], r["tool"]) for r in bot.app.deps.audit.search(limit=50) if r["kind"] == "mcp"]
+    assert ("failed", "always_fail") in outcomes and ("refused", "write_note") in outcomes
