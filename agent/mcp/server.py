@@ -60,9 +60,8 @@ def text_result(
 class McpGateway:
     """The MCP face of one wired bot; every method is blocking (the transports run it in a thread)."""
 
-    def __init__(self, app: Runtime, base_url: str = "") -> None:
+    def __init__(self, app: Runtime) -> None:
         self.app = app
-        self.base_url = base_url.rstrip("/")
 
     # ---- listing
     def tools_for(self, user: str) -> list[types.Tool]:
@@ -157,7 +156,8 @@ class McpGateway:
         return text_result("\n".join(lines), data)
 
     def link(self, action_id: int) -> str:
-        return f"{self.base_url}/ui/pending/{action_id}"
+        """The action's web page, relative to the server the client talks to (`xihe serve`)."""
+        return f"/ui/pending/{action_id}"
 
     def _words(self, action: PendingAction) -> str:
         return pending_view.view(action, self.app.deps, self.app.registry).summary

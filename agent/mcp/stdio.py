@@ -26,7 +26,7 @@ def stdio_user(app: Runtime, token: str | None) -> str:
     """The user `token` belongs to, or NotAuthenticated naming what to fix (never the token)."""
     if not token:
         raise NotAuthenticated(f"{TOKEN_ENV} is not set: set it to your xihe token (a ui.yaml user's token)")
-    user = user_for(app.settings, token)
+    user = user_for(app.deps.settings, token)
     if user is None:
         McpGateway(app).refused_login("stdio")
         raise NotAuthenticated(f"{TOKEN_ENV} is not the token of any user in ui.yaml")

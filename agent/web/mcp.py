@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -34,8 +34,9 @@ USER_KEY = "xihe.mcp_user"
 
 
 def enabled(app: Runtime) -> bool:
-    """/mcp is served only when at least one ui.yaml user has a token (no anonymous access, ever)."""
-    return bool(token_hashes(app.settings))
+    """/mcp is served only when at least one ui.yaml user has a token (no anonymous access, ever);
+    decided when `xihe serve` starts."""
+    return bool(token_hashes(app.deps.settings))
 
 
 def _user_of(ctx: Any) -> str | None:
@@ -70,13 +71,11 @@ class HttpMcp:
     """The session manager, made by the route and run by the server's lifespan (`Installed.contexts`)."""
 
     manager: StreamableHTTPSessionManager | None = None
-    gateways: list[McpGateway] = field(default_factory=list)
 
     def routes(self, app: Runtime) -> list[BaseRoute]:
         if not enabled(app):
             return []
         gateway = McpGateway(app)
-        self.gateways.append(gateway)
         manager = StreamableHTTPSessionManager(
             mcp_server(gateway, _user_of),
             json_response=True,
@@ -90,14 +89,15 @@ class HttpMcp:
 
         def check(token: str | None, client: str) -> str | Lock | None:
             """The caller's user, the lock that refuses this address, or None (audited)."""
-            cfg = app.settings.get(UI_SECTION)
+            settings = app.deps.settings  # the live config: a reload that changes a token counts at once
+            cfg = settings.get(UI_SECTION)
             policy = (cfg if isinstance(cfg, UiConfig) else UiConfig()).login_throttle
             now = app.deps.clock()
             tried = throttles.begin(None, client, now, policy)
             if isinstance(tried, Lock):
                 _audit_lock(app, tried, client)
                 return tried
-            user = user_for(app.settings, token) if token else None
+            user = user_for(settings, token) if token else None
             if user is not None:
                 throttles.succeeded(tried)
                 return user
