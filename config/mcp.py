@@ -81,7 +81,10 @@ class McpServer(_Strict):
     url: str = Field("", description="http: the endpoint, e.g. http://127.0.0.1:9000/mcp")
     token_env: str = Field("", description="http: variable holding a bearer token (optional)")
     environment: str = Field("", description="the access.yaml environment its tools act on ('' = none)")
-    timeout_seconds: float = Field(30, gt=0, le=600, description="one call (or the tool list) at most")
+    timeout_seconds: float = Field(30, gt=0, le=600, description="one tool call at most")
+    list_timeout_seconds: float = Field(
+        10, gt=0, le=120, description="listing the tools when xihe starts, at most (a slow server waits)"
+    )
     max_schema_bytes: int = Field(
         16384, ge=256, le=262144, description="a tool's input schema larger than this is refused"
     )

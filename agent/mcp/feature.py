@@ -4,7 +4,7 @@
              gate, /confirm, executor and audit); served at `/mcp` by `xihe serve` (agent/web/mcp.py:
              the web pages' tokens and login throttle) and over stdio by `xihe mcp serve`.
     client   with config/mcp.yaml: each server's tools are listed at start (in parallel, bounded by the
-             server's timeout); those mcp.yaml allows join the registry as `mcp_<server>_<tool>`. A
+             server's `list_timeout_seconds`); those mcp.yaml allows join the registry as `mcp_<server>_<tool>`. A
              server that is down or slow is a warning on /readyz, never a failed start.
 
 No mcp.yaml: no MCP client. No ui.yaml token: no /mcp route.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xihe.agent.feature import Context, Feature, Installed
 from xihe.agent.pending import MCP_PREFIX
@@ -56,7 +56,8 @@ def list_all(settings: Settings, cfg: McpConfig) -> dict[str, list[RemoteTool] |
 
     def one(server: McpServer) -> list[RemoteTool] | McpError:
         try:
-            return McpClient(endpoint(settings, server)).list_tools()
+            listing = replace(endpoint(settings, server), timeout=server.list_timeout_seconds)
+            return McpClient(listing).list_tools()
         except McpError as exc:
             return exc
 

@@ -10,7 +10,8 @@ Its tools, each chosen to exercise one rule on xihe's side:
     broken_schema    its input schema is not a valid JSON Schema: xihe refuses it with the reason
     drop_tables      not listed in a test's mcp.yaml, and it claims readOnlyHint: xihe never trusts that
 
-`calls` records every tools/call that reached a tool, `(name, arguments)`, in order. With `token`,
+`calls` records every tools/call that reached a tool, `(name, arguments)`, in order. With `slow_list`,
+tools/list itself waits for `release_slow()` (a server too slow to list when xihe starts). With `token`,
 a request without `Authorization: Bearer <token>` gets 401 like a protected server.
 """
 
@@ -76,8 +77,11 @@ def _tools() -> list[types.Tool]:
 class FakeMcpServer:
     """`with FakeMcpServer() as fake:` serves at `fake.url` until the block ends (or `stop()`)."""
 
-    def __init__(self, *, token: str | None = None, big_chars: int = 100_000) -> None:
+    def __init__(
+        self, *, token: str | None = None, big_chars: int = 100_000, slow_list: bool = False
+    ) -> None:
         self.token = token
+        self.slow_list = slow_list  # tools/list waits like slow_query: a server too slow to list at start
         self.big_chars = big_chars
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.slow_started = threading.Event()
@@ -96,6 +100,8 @@ class FakeMcpServer:
 
     # ---- the MCP server
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        if self.slow_list:
+            await anyio.to_thread.run_sync(self._slow_release.wait, abandon_on_cancel=True)
         return types.ListToolsResult(tools=_tools())
 
     async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -34,7 +34,7 @@ def fake() -> Iterator[FakeMcpServer]:
         yield server
 
 
-def _mcp_yaml(fake: FakeMcpServer, dead_url: str) -> dict:
+def _mcp_yaml(fake: FakeMcpServer, dead_url: str, sluggish_url: str) -> dict:
     ops_tools = [
         {"name": "get_metric", "allowed": True, "risk": "read"},
         {"name": "restart_service", "allowed": True, "risk": "write"},
@@ -52,17 +52,32 @@ def _mcp_yaml(fake: FakeMcpServer, dead_url: str) -> dict:
              "timeout_seconds": 20, "tools": [{"name": "slow_query", "allowed": True, "risk": "read"}]},
             {"name": "gone", "transport": "http", "url": dead_url, "timeout_seconds": 5,
              "tools": [{"name": "anything", "allowed": True, "risk": "read"}]},
+            {"name": "sluggish", "transport": "http", "url": sluggish_url, "list_timeout_seconds": 1,
+             "tools": [{"name": "get_metric", "allowed": True, "risk": "read"}]},
         ]
     }  # fmt: skip
 
 
 @pytest.fixture
-def config(tmp_path: Path, llm: ScriptedLLM, fake: FakeMcpServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+def sluggish() -> Iterator[FakeMcpServer]:
+    with FakeMcpServer(slow_list=True) as server:
+        yield server
+        server.release_slow()
+
+
+@pytest.fixture
+def config(
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    fake: FakeMcpServer,
+    sluggish: FakeMcpServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
     monkeypatch.setenv("XIHE_MCP_OPS_TOKEN", TOKEN)
     with FakeMcpServer() as closed:  # a port that answered once and is gone now
         dead = closed.url
     cfg = write_config(tmp_path / "cfg", llm_url=llm.base_url)
-    (cfg / "mcp.yaml").write_text(yaml.safe_dump(_mcp_yaml(fake, dead)))
+    (cfg / "mcp.yaml").write_text(yaml.safe_dump(_mcp_yaml(fake, dead, sluggish.url)))
     return cfg
 
 
@@ -102,8 +117,11 @@ def test_only_listed_tools_join_with_the_yamls_risk_and_the_rest_is_reported(
     )
     assert "gone" in state.down and "unreachable" in state.down["gone"]  # down at start: reported, not fatal
     assert "mcp gone" in app.installed.warnings
+    assert (
+        state.down["sluggish"] == "MCP server sluggish: no answer within 1 s (listing tools)"
+    )  # slow at start
 
-    assert main(["--config", str(config), "mcp", "list"]) == 1  # one server is down
+    assert main(["--config", str(config), "mcp", "list"]) == 1  # two servers are unavailable
     out = capsys.readouterr().out
     assert "broken_schema            refused: input schema is not valid JSON Schema" in out
     assert "drop_tables              allowed: write  [server says: read_only_hint=True]" in out
