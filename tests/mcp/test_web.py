@@ -110,3 +110,17 @@ def test_a_refusal_and_a_failure_are_told_apart(ui_bot: MakeUiBot) -> None:
     assert invalid.is_error and "text" in invalid.content[0].text  # type: ignore[union-attr]
     outcomes = [(r["outcome"], r["tool"]) for r in bot.app.deps.audit.search(limit=50) if r["kind"] == "mcp"]
     assert ("failed", "always_fail") in outcomes and ("refused", "write_note") in outcomes
+
+
+def test_only_its_requester_confirms_an_mcp_action_in_chat(ui_bot: MakeUiBot, tmp_path: Path) -> None:
+    bot = ui_bot()
+    waiting = McpGateway(bot.app).call("alice", "write_note", {"note": "n", "environment": "test"})
+    action = waiting.structured_content["action_id"]  # type: ignore[index]
+    said = bot.ask("bob", f"/confirm {action}")  # another user, in his own chat
+    assert not (tmp_path / "effects.jsonl").exists() and bot.app.deps.pending.get(action).status == "pending"  # type: ignore[union-attr]
+    assert str(action) in said
+    assert bot.ask("alice", "/confirm") != ""  # a bare /confirm in her chat does not pick the MCP action
+    assert bot.app.deps.pending.get(action).status == "pending"  # type: ignore[union-attr]
+    bot.ask("alice", f"/confirm {action}")  # alice, in her WeCom chat: runs
+    assert bot.app.deps.pending.get(action).status == "executed"  # type: ignore[union-attr]
+    assert len((tmp_path / "effects.jsonl").read_text().splitlines()) == 1
