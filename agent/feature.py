@@ -3,8 +3,8 @@
 A feature is a `Feature(name, section, install)`. `install(ctx)` builds the feature's objects from
 its config section and returns an `Installed`: its tools, chat commands and help lines, loop hooks,
 jobs, routes, readiness problems and warnings, and the typed services other features and tools may
-use (`Services`, which become fields of `Deps`). `xihe.agent.app` holds `FEATURES`, the one
-explicit list, merges every `Installed` and only then constructs the Registry, Agent and Session.
+use (`Services`, which become fields of `Deps`). `xihe.agent.app` holds `DECLARED`, the one
+explicit list (features whose files are absent stay unimported), merges every `Installed` and only then constructs the Registry, Agent and Session.
 Nothing is assigned to them afterwards.
 
 What runs later (jobs, routes, startup/shutdown) receives the `Runtime`, the wired bot.

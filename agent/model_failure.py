@@ -13,7 +13,7 @@ from __future__ import annotations
 from xihe.agent.deps import Deps
 from xihe.agent.errors import LLMError
 from xihe.agent.executor import Executor
-from xihe.agent.i18n import Catalog, Lang, say
+from xihe.agent.i18n import Catalog, Lang, say, say_md
 from xihe.agent.registry import Registry
 from xihe.agent.reply import result_for_people
 from xihe.agent.tasks import StepStatus, Task
@@ -92,7 +92,7 @@ def model_failed(
     """(the reply for people, the task's error) when the model endpoint failed."""
     error = deps.redactor.text(str(exc))
     stands = what_stands(deps, registry, executor, task, lang)
-    head = say(LOST, "lost" if stands else "failed", lang, error=error)
+    head = say_md(LOST, "lost" if stands else "failed", lang, error=error)  # the server's words: outside text
     reply = (
         "\n".join([head, stands, next_step(task, exc, lang)])
         if stands

@@ -68,7 +68,7 @@ def _compact(node: Any) -> Any:
 
 def compact(schema: dict[str, Any]) -> dict[str, Any]:
     """One function schema in its compact form (see the module docstring)."""
-    return _compact(schema)  # type: ignore[no-any-return]
+    return _compact(schema)
 
 
 LOAD_TOOLS = "load_tools"

@@ -114,12 +114,20 @@ def test_demo_plays_every_scene_and_keeps_its_world(
         copy = cards.split(f"[card → {user}]")[-1].split("\n", 1)[0]
         assert "carol 已批准（" in copy and copy.endswith("已执行 [已执行]"), copy
     assert "[xihe → dave]" in cards and "DolphinScheduler received 4 starts in all" in cards
+    # pause and resume: each a write that asks first, followed to PAUSE, then on to SUCCESS
+    paused = out.split("=== 10. Pause a run and resume it", 1)[1]
+    run = re.search(r"→ 暂停 order_sync 实例 (\d+)", paused)
+    assert run, paused[:2000]
+    stop, resume = paused.split(f"/resume {run[1]}\n", 1)[1].split("alice> /confirm", 1)
+    assert f"⏸️ order_sync 实例 {run[1]}，已结束：已暂停" in paused and "→ 从停下的地方恢复 order_sync" in stop
+    assert f"✅ order_sync 实例 {run[1]}，已结束：成功" in resume and f"- #{run[1]} " in resume  # /runs
     # an MCP client (the SDK's own) calls xihe: reads answer, a write waits for the user's /confirm in chat
     mcp = out.split("=== 11. MCP:", 1)[1]
     assert "readOnlyHint=True" in mcp and "send_wecom_alert destructiveHint=True" in mcp
     assert 'search_code → "path": "agent/pending.py"' in mcp
-    assert "send_wecom_alert → Waiting for confirmation: action 5: send_wecom_alert." in mcp
-    assert "dave> /confirm 5" in mcp and '{"action_id": 5, "status": "executed"' in mcp
+    asked = re.search(r"send_wecom_alert → Waiting for confirmation: action (\d+): send_wecom_alert\.", mcp)
+    assert asked, mcp[:2000]
+    assert f"dave> /confirm {asked[1]}" in mcp and f'{{"action_id": {asked[1]}, "status": "executed"' in mcp
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

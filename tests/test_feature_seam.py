@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import ast
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
 from tests.test_layout import REPO
-from xihe.agent.app import FEATURES, build_app
+from xihe.agent.app import DECLARED, all_features, build_app, features_for
 from xihe.agent.commands import Command
 from xihe.agent.deps import Services
 from xihe.agent.feature import Context, Feature, Installed, Job, merge
@@ -119,7 +121,7 @@ def _note(task: Task) -> str | None:
 
 
 def _config(tmp_path: Path) -> Path:
-    """The shipped core files only: every feature of FEATURES is off."""
+    """The shipped core files only: every declared feature is off."""
     d = tmp_path / "config"
     d.mkdir()
     for name in ("xihe.yaml", "access.yaml", "workflows.yaml"):
@@ -144,7 +146,7 @@ def test_an_extra_feature_is_merged_into_the_agent_session_registry_and_jobs(tmp
 
     extra = Feature("extra", None, install)
     app = build_app(
-        _config(tmp_path), database_url=f"sqlite:///{tmp_path / 'x.db'}", features=(*FEATURES, extra)
+        _config(tmp_path), database_url=f"sqlite:///{tmp_path / 'x.db'}", features=(*all_features(), extra)
     )
     assert [c.deps for c in seen] == [app.deps] and not seen[0].offline
     assert "echo_back" in app.registry and "read_artifact" in app.registry
@@ -170,3 +172,31 @@ def test_two_features_may_not_claim_the_same_command_or_service() -> None:
         merge([a, Installed(services=Services(alerts=object()))])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="retry_budget"):
         merge([Installed(hooks=Hooks(retry_budget=1)), Installed(hooks=Hooks(retry_budget=2))])
+
+
+def test_each_declared_feature_names_its_module_and_tools_exactly() -> None:
+    """The composition root's declarations (read before any feature is imported) match the modules."""
+    for declared in DECLARED:
+        feature = declared.load()
+        assert feature.name == declared.name
+        assert sorted(feature.tools) == sorted(declared.tools), declared.name
+        if declared.files:  # a feature with a file of its own is off without it
+            assert feature.section is not None and feature.section.file in declared.files
+
+
+def test_a_config_without_a_features_files_never_imports_it(tmp_path: Path) -> None:
+    """`xihe chat` on the core files: the alerts, code, shell, DolphinScheduler and WeCom code stays
+    unimported (a fresh interpreter, as a user's process starts), and the bot still works."""
+    config = _config(tmp_path)
+    probe = (
+        "import sys\n"
+        "from xihe.agent.app import build_app\n"
+        f"app = build_app({str(config)!r}, database_url='sqlite:///{tmp_path / 'x.db'}')\n"
+        "mods = [m for m in ('xihe.agent.alerts.feature', 'xihe.agent.code.feature', 'xihe.agent.shell.feature',"
+        " 'xihe.agent.dolphin.feature', 'xihe.agent.wecom.feature', 'xihe.tools.codeindex.index') if m in sys.modules]\n"
+        "print(mods, sorted(f.name for f in app.features))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("[] ['artifacts', 'ops', 'web']"), out
+    shutil.copy(REPO / "config" / "shell.yaml", config / "shell.yaml")
+    assert [f.name for f in features_for(config)] == ["artifacts", "web", "shell", "ops"]

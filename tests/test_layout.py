@@ -6,7 +6,7 @@ Layers, bottom to top (agent/README.md "Layout"):
   2 outside   xihe.integrations.<system>: clients of outside systems and their loopback fakes
   3 tools     xihe.tools.<feature>: what the model can call, and the services behind it
   4 features  xihe.agent.<feature>: plugging a feature in (jobs, commands, hooks, routes)
-  5 root      xihe.agent.app: the one place that knows every feature (FEATURES), and
+  5 root      xihe.agent.app: the one place that knows every feature (DECLARED), and
               xihe.agent.web: serve and the web pages, which run on the app they are given
   6 entries   xihe.agent.cli, xihe.agent.demo: commands that build the app and run it
 

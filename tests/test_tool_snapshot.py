@@ -19,14 +19,14 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from xihe.agent.app import FEATURES, build_app
+from xihe.agent.app import all_features, build_app
 from xihe.agent.cli.main import main
 from xihe.agent.inbound import Inbound
 from xihe.integrations.fakes.llm_server import ScriptedLLM, say
 
 SNAPSHOT = REPO / "tests" / "snapshots" / "tools.json"
 # the tools each feature declares, by the file that turns it on
-FEATURE_TOOLS = {f.section.file: f.tools for f in FEATURES if f.section is not None and f.tools}
+FEATURE_TOOLS = {f.section.file: f.tools for f in all_features() if f.section is not None and f.tools}
 
 
 @pytest.fixture

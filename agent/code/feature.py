@@ -38,6 +38,7 @@ from xihe.agent.hooks import Hooks
 from xihe.agent.i18n import Catalog, say, text
 from xihe.agent.registry import ToolContext, ToolSpec
 from xihe.agent.tasks import FINISHED, StepStatus, Task
+from xihe.agent.tool_names import CODE_TOOLS
 from xihe.config.code import CODE_SECTION
 from xihe.tools.codeindex import githook, navigate
 from xihe.tools.codeindex.api import NOTHING_FOUND
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
     from xihe.agent.deps import Deps
 
 log = logging.getLogger("xihe.code")
-GRAPH_TOOLS = ("find_callers", "find_callees", "find_references", "call_chain")
-CODE_TOOLS = ("search_code", "get_code_context", *GRAPH_TOOLS)
 WHOLE_ROUNDS = 2  # rounds given back whole; older ones are summarised
 SUMMARY_ROUNDS = 6
 ROUND_CHARS = 6000

@@ -259,6 +259,26 @@ def scene_what_failed(d: Demo) -> None:
         d.say("carol", f"/log {found.group(1)}", conversation="cli:carol")
 
 
+def scene_pause_resume(d: Demo) -> None:
+    d.scene("10. Pause a run and resume it (writes: each asks first, the run is followed to its new state)")
+    d.say("alice", "/run order_sync")
+    d.say("alice", "/confirm")
+    for _ in range(10):  # DolphinScheduler 3.2 makes the run a moment later; its first task starts
+        d.clock.advance(5)
+        d.jobs("ds_poll")
+        runs = d.sim.instances_of("order_sync")
+        if runs and runs[-1].state == "RUNNING_EXECUTION" and runs[-1].tasks:
+            break
+    run = d.sim.instances_of("order_sync")[-1].id
+    d.say("alice", f"/pause {run}")
+    d.say("alice", "/confirm")
+    _follow_run(d, seconds=120)  # the running task finishes, nothing new starts: PAUSE
+    d.say("alice", f"/resume {run}")
+    d.say("alice", "/confirm")
+    _follow_run(d, seconds=300)
+    d.say("alice", "/runs order_sync 3")
+
+
 def scene_shell(d: Demo) -> None:
     d.scene(
         "4. Whitelisted shell: typed arguments, no shell, a sandbox; anything else is refused with a reason"
@@ -407,6 +427,7 @@ SCENES = (
     scene_audit,
     scene_cards,
     scene_what_failed,
+    scene_pause_resume,
     scene_mcp,
 )
 

@@ -41,6 +41,7 @@ from xihe.agent.hooks import Hooks
 from xihe.agent.i18n import Catalog, Lang, say
 from xihe.agent.inbound import reply_lang
 from xihe.agent.tasks import TaskStatus
+from xihe.agent.tool_names import DS_TOOLS
 from xihe.config.dolphin import DOLPHIN_SECTION, credentials
 from xihe.integrations.dolphinscheduler.states import is_terminal
 from xihe.tools.dolphin.hint import run_command
@@ -120,21 +121,6 @@ def install_chat(ctx: Context) -> Installed:
     )
 
 
-DS_TOOLS = (
-    "trigger_dolphinscheduler",
-    "query_ds_task_status",
-    "ds_failed_tasks",
-    "rerun_failed",
-    "stop_run",
-    "pause_run",
-    "resume_run",
-    "force_success",
-    "ds_task_log",
-    "ds_recent_runs",
-    "ds_failed_runs",
-    "ds_schedule",
-    "set_schedule",
-)
 FEATURE = Feature("dolphin", DOLPHIN_SECTION, install, DS_TOOLS)
 
 

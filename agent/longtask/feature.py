@@ -28,6 +28,7 @@ from xihe.agent.recovery import RetryPolicy
 from xihe.agent.registry import ToolSpec
 from xihe.agent.tasks import Task
 from xihe.agent.timefmt import show
+from xihe.agent.tool_names import LONGTASK_TOOLS
 from xihe.config.longtask import LONGTASK_SECTION, LongTaskConfig
 from xihe.tools.longtask import memory_tools, plan_tools
 from xihe.tools.longtask.memory import MemoryStore
@@ -247,10 +248,6 @@ def install(ctx: Context) -> Installed:
     )
 
 
-LONGTASK_TOOLS = (
-    *("plan_view", "plan_add", "plan_claim", "plan_complete", "plan_fail", "plan_revise"),
-    *("remember", "recall"),
-)
 FEATURE = Feature("longtask", LONGTASK_SECTION, install, LONGTASK_TOOLS)
 
 

@@ -7,7 +7,7 @@
              server's `list_timeout_seconds`); those mcp.yaml allows join the registry as `mcp_<server>_<tool>`. A
              server that is down or slow is a warning on /readyz, never a failed start.
 
-No mcp.yaml: no MCP client. No ui.yaml token: no /mcp route.
+No mcp.yaml: this feature is not even imported (agent/app.py DECLARED). No ui.yaml token: no /mcp.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from xihe.agent.feature import Context, Feature, Installed
-from xihe.agent.pending import MCP_PREFIX
 from xihe.agent.registry import ToolSpec
 from xihe.config.mcp import MCP_SECTION, McpConfig, McpServer
 from xihe.config.settings import Settings
@@ -94,11 +93,6 @@ def _client_of(settings: Settings, server: McpServer) -> Callable[[], McpClient]
     return make
 
 
-def _drop(conversation: str, text: str) -> None:
-    """Late messages for `mcp:<user>` (a run's progress): an MCP client asks `xihe_action_status`."""
-    log.debug("no late messages for MCP conversations (%s)", conversation)
-
-
 def install(ctx: Context) -> Installed:
     state = McpState()
     if ctx.offline:
@@ -108,7 +102,6 @@ def install(ctx: Context) -> Installed:
     warnings = {f"mcp {name}": why for name, why in state.down.items()}
     return Installed(
         tools=tools,
-        senders={MCP_PREFIX: _drop},
         warnings=warnings,
         state=state,
     )

@@ -29,7 +29,7 @@ from xihe.agent.errors import ConfigError, OutcomeUnknown, ToolError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
 from xihe.agent.gate import Scope, Who
 from xihe.agent.help import HelpEntry
-from xihe.agent.i18n import Lang, say
+from xihe.agent.i18n import Lang, say, say_md
 from xihe.agent.inbound import reply_lang
 from xihe.agent.registry import Risk, ToolContext, ToolSpec
 from xihe.agent.subject import Subject
@@ -259,7 +259,7 @@ class ShellService:
             text = say(STATUS, "ok", lang, sandbox=status.backend, n=len(self.whitelist.entries))
             text += "".join("\n" + say(STATUS, "warning", lang, warning=w) for w in status.warnings)
         if self.last_error is not None:
-            text += "\n" + say(STATUS, "reload_failed", lang, error=self.last_error)
+            text += "\n" + say_md(STATUS, "reload_failed", lang, error=self.last_error)  # YAML text quoted
         return text
 
 

@@ -8,6 +8,7 @@ a right token. The route exists only when some ui.yaml user has a token (`enable
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from xihe.agent.feature import Runtime
 
 USER_KEY = "xihe.mcp_user"
+log = logging.getLogger("xihe.mcp")
 
 
 def enabled(app: Runtime) -> bool:
@@ -43,6 +45,12 @@ def _user_of(ctx: Any) -> str | None:
     request = getattr(ctx, "request", None)
     scope = getattr(request, "scope", None)
     return scope.get(USER_KEY) if isinstance(scope, dict) else None
+
+
+def late_message(conversation: str, text: str) -> None:
+    """Late messages for `mcp:<user>` (a run's progress) have no chat to go to: the client asks
+    `xihe_action_status`, the run's end is on its web page."""
+    log.debug("no late messages for MCP conversations (%s)", conversation)
 
 
 def _audit_lock(app: Runtime, lock: Lock, client: str) -> None:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from xihe.agent.errors import DolphinError
-from xihe.integrations.dolphinscheduler.dag import dag_of, downstream_of
+from xihe.integrations.dolphinscheduler.dag import dag_of, downstream_of, output_readers
 from xihe.integrations.dolphinscheduler.logtimes import label_log_line
 from xihe.integrations.dolphinscheduler.models import (
     MARKER_KEY,
@@ -274,10 +274,16 @@ class DolphinClient(DolphinTransport):
             lines = lines[1:]
         return LogPage(skip, tuple(label_log_line(line, self.zone) for line in lines))
 
-    def downstream(self, project_code: int, inst: Instance, task_code: int) -> list[str]:
-        """Names of the tasks that depend on `task_code` in `inst`'s workflow (directly or not)."""
+    def downstream(
+        self, project_code: int, inst: Instance, task_code: int
+    ) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+        """Names of the tasks that depend on `task_code` in `inst`'s workflow (directly or not), and
+        those of them that read its output parameters (`${prop}` of its OUT localParams)."""
         path = f"/projects/{project_code}/{self.profile.definitions}/{inst.definition_code}"
-        return downstream_of(self._call("GET", path) or {}, self.profile.dag_keys, task_code)
+        data = self._call("GET", path) or {}
+        names = downstream_of(data, self.profile.dag_keys, task_code)
+        readers = {n: used for n, used in output_readers(data, task_code).items() if n in names}
+        return names, readers
 
     # ---- schedules --------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ DAG is the `postTaskCode` of at least one relation (a root task's `preTaskCode` 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -53,6 +54,41 @@ def downstream_of(data: dict[str, Any], keys: tuple[str, str], task_code: int) -
             seen.append(code)
             todo.extend(edges.get(code, []))
     return [names.get(code, str(code)) for code in seen]
+
+
+def _task_params(task: dict[str, Any]) -> dict[str, Any]:
+    """A task definition's `taskParams`: a JSON object in the API's answer (JsonDataSerializer), or a
+    string holding one."""
+    raw = task.get("taskParams")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def output_readers(data: dict[str, Any], task_code: int) -> dict[str, tuple[str, ...]]:
+    """The tasks that use an output parameter of `task_code`, with the `${prop}`s each uses.
+
+    A task's output parameters are its `localParams` with `direct: OUT`; DolphinScheduler passes their
+    values to the tasks after it (the varPool), where `${prop}` reads them. A task forced to success
+    never set them."""
+    tasks = {int(t["code"]): t for t in data.get("taskDefinitionList") or [] if t.get("code")}
+    me = tasks.get(task_code)
+    if me is None:
+        return {}
+    props = [str(p["prop"]) for p in _task_params(me).get("localParams") or []
+             if isinstance(p, dict) and p.get("prop") and str(p.get("direct", "")).upper() == "OUT"]  # fmt: skip
+    out: dict[str, tuple[str, ...]] = {}
+    for code, task in tasks.items():
+        if code == task_code:
+            continue
+        text = json.dumps(_task_params(task), ensure_ascii=False)
+        used = tuple(f"${{{prop}}}" for prop in props if f"${{{prop}}}" in text)
+        if used:
+            out[str(task.get("name") or code)] = used
+    return out
 
 
 class TaskTotals(Protocol):

@@ -142,7 +142,7 @@ class CronSchedule:
     definition_code: int
     crontab: str
     timezone: str
-    start_time: str  # as DS gives it, in the schedule's zone
+    start_time: str  # as DS gives it: `yyyy-MM-dd HH:mm:ss` in the server's JSON zone (sent back as is)
     end_time: str
     release_state: str  # ONLINE | OFFLINE
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.dolphin.conftest import ETL, ORDER_SYNC, client_for
 from xihe.integrations.dolphinscheduler.client import DolphinClient
-from xihe.integrations.dolphinscheduler.dag import dag_of
+from xihe.integrations.dolphinscheduler.dag import dag_of, output_readers
 from xihe.integrations.dolphinscheduler.profiles import PROFILES
 from xihe.integrations.dolphinscheduler.runs import start_workflow
 from xihe.integrations.dolphinscheduler.sim import DolphinSimulator
@@ -58,3 +60,23 @@ def test_dag_keys_follow_the_version() -> None:
         dag = dag_of(data, PROFILES[version].dag_keys)
         assert (dag.version, dag.task_codes) == (4, frozenset({1, 2}))
     assert dag_of(new, PROFILES["3.2"].dag_keys).task_codes == frozenset()  # 3.3 names are not read as 3.2's
+
+
+def test_output_readers_are_the_tasks_using_an_out_parameter_of_the_task() -> None:
+    """OUT localParams are what a task hands on (the varPool); `${prop}` is how a later task reads one."""
+    out = {"prop": "row_count", "direct": "OUT", "type": "VARCHAR", "value": ""}
+    given = {"prop": "day", "direct": "IN", "type": "VARCHAR", "value": "x"}
+    data = {
+        "taskDefinitionList": [
+            {"code": 1, "name": "transform", "taskParams": {"localParams": [out, given], "rawScript": "t"}},
+            {
+                "code": 2,
+                "name": "load",
+                "taskParams": json.dumps({"rawScript": "load ${day}", "localParams": []}),
+            },
+            {"code": 3, "name": "report", "taskParams": json.dumps({"rawScript": "echo ${row_count}"})},
+            {"code": 4, "name": "audit", "taskParams": "not json"},
+        ]
+    }
+    assert output_readers(data, 1) == {"report": ("${row_count}",)}  # ${day} is an IN param: not output
+    assert output_readers(data, 2) == {} and output_readers(data, 99) == {}

@@ -5,12 +5,15 @@ a simulator whose clock a pump moves 200x faster than real time)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.child_env import pythonpath
 from tests.dolphin.conftest import ETL, seed
 from tests.dolphin.support import WORKFLOWS
 from tests.dolphin.test_e2e import Chat, Stack
@@ -28,7 +31,11 @@ def _projects() -> list:
     etl.definitions += [
         SimDefinition("pausable_sync", PAUSABLE, scenario=Scenario(task_seconds=600)),
         SimDefinition(
-            "middle_broken", MIDDLE, scenario=Scenario(kind="fail", fail_task=1, max_retry_times=0)
+            "middle_broken",
+            MIDDLE,
+            scenario=Scenario(kind="fail", fail_task=1, max_retry_times=0),
+            outputs={"transform": ("row_count",)},  # load's script reads ${row_count}
+            reads={"load": ("row_count",)},
         ),
     ]
     return projects
@@ -90,7 +97,10 @@ def test_force_success_of_a_failed_task_lets_the_run_finish(ops: Stack) -> None:
     run = _started(ops, "middle_broken")
     ops.wait_posted(rf"^❌ middle_broken instance {run.id} ended FAILURE")
     ask = ops.chat.say(f"/force-success {run.id} transform")
-    assert "Downstream tasks depend on transform's output, which it did not produce: load" in ask
+    assert (
+        "Downstream tasks depend on transform's output, which it did not produce: "
+        "load (reads ${row_count}, which transform never set)" in ask
+    ), ask
     assert "goes on with load" in ops.chat.say("/confirm")
     ops.wait_posted(rf"^✅ middle_broken instance {run.id} ended SUCCESS")
     assert {t.name: t.state for t in run.tasks if t.flag == "YES"}["transform"] == "FORCED_SUCCESS"
@@ -113,7 +123,8 @@ def test_log_pages_to_the_end(ops: Stack) -> None:
 
 def test_schedule_off_then_on(ops: Stack) -> None:
     schedule = ops.sim.add_schedule("daily_backfill", "0 30 2 * * ? *")
-    assert "ONLINE" in ops.chat.say("/schedule daily_backfill")
+    shown = ops.chat.say("/schedule daily_backfill")  # cron, zone, state, DolphinScheduler's next five
+    assert "`0 30 2 ＊ ＊ ? ＊` (Asia/Shanghai), ONLINE" in shown and shown.count(" 02:30:00") == 5, shown
     assert "is now OFFLINE" in ops.run("/schedule daily_backfill off")
     assert schedule.online is False
     assert "is ONLINE again" in ops.run("/schedule daily_backfill on")
@@ -170,3 +181,10 @@ def test_alices_start_uses_her_token_and_bobs_the_bot_token(ops: Stack) -> None:
     starts = [token for path, token in ops.sim.writes if "/executors/start-" in path]
     assert starts[-2:] == [ALICE_TOKEN, ops.sim.token]
     assert ALICE_TOKEN not in ops.serve.log()
+    check = subprocess.run(  # what the admin runs: who has a token of their own (never the token)
+        [sys.executable, "-m", "xihe.agent.cli.main", "config", "check", "--offline", str(ops.cfg)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": pythonpath(), **ops.env},
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "users with their own DolphinScheduler token: alice" in check.stdout
+    assert "use the bot's credentials: bob" in check.stdout and ALICE_TOKEN not in check.stdout + check.stderr

@@ -111,18 +111,31 @@ def test_force_success_of_a_middle_task_warns_and_the_run_goes_on(
     bot = bot_for(version, with_llm=False)
     d = bot.sim.definition("broken_sync")
     d.scenario = replace(d.scenario, fail_task=1)  # transform fails; load never runs
+    d.tasks = ("extract", "transform", "load", "report")
+    d.outputs, d.reads = (
+        {"transform": ("row_count",)},
+        {"report": ("row_count",)},
+    )  # report reads ${row_count}
     run = _started(bot, "broken_sync")
     bot.poll_until_done(_watch_key(bot))
     refused = bot.say("alice", f"/force-success {run} extract")
     assert "is SUCCESS" in refused and "nothing was sent" in refused
     ask = bot.say("alice", f"/force-success {run} transform")
-    assert "Downstream tasks depend on transform's output, which it did not produce: load" in ask
+    assert (
+        "Downstream tasks depend on transform's output, which it did not produce: load, "
+        "report (reads ${row_count}, which transform never set)" in ask
+    ), ask
     assert "goes on with load" in bot.say("alice", "/confirm")
     bot.poll_until_done(_watch_key(bot))
     inst = bot.sim.instances[run]
     assert inst.state == "SUCCESS"
     states = {t.name: t.state for t in inst.tasks if t.flag == "YES"}
-    assert states == {"extract": "SUCCESS", "transform": "FORCED_SUCCESS", "load": "SUCCESS"}
+    assert states == {
+        "extract": "SUCCESS",
+        "transform": "FORCED_SUCCESS",
+        "load": "SUCCESS",
+        "report": "SUCCESS",
+    }
 
 
 def test_log_pages_to_the_end(bot_for: Callable[..., Bot], version: str) -> None:

@@ -7,7 +7,8 @@ in a run that has ended. It turns the run SUCCESS by itself only when every task
 and this was the only failure; otherwise the downstream tasks never ran, so this tool goes on with
 them the way the UI does (a rerun from the failure for a FAILURE run, a resume for a stopped one),
 followed like a rerun. The confirmation names the downstream tasks that depend on the task's output,
-which it did not produce.
+which it did not produce, and of them those that read its output parameters (`${prop}` of its OUT
+localParams, which a forced task never set).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ FORCE: Catalog = {
     "warning": {
         "en": ". ⚠️ Downstream tasks depend on {task}'s output, which it did not produce: {names}",
         "zh": "。⚠️ 下游任务依赖 {task} 的输出，而它并没有产出：{names}",
+    },
+    "name": {"en": "{name}", "zh": "{name}"},
+    "reads": {
+        "en": "{name} (reads {params}, which {task} never set)",
+        "zh": "{name}（读取 {params}，而 {task} 并没有设置）",
     },
     "not_failed": {
         "en": "task {task} of instance {id} is {state}; DolphinScheduler forces success only on a failed or "
@@ -76,6 +82,7 @@ class Forced:
     instance: Instance
     task: TaskRun
     downstream: tuple[str, ...]
+    reads: dict[str, tuple[str, ...]]  # downstream task -> the `${prop}`s of this task's output it uses
 
 
 Target = Prepared[ForceArgs, Forced]
@@ -88,11 +95,14 @@ def _read(args: ForceArgs, deps: Deps) -> Forced:
     code = svc.instance_projects[inst.id]
     _, tasks = svc.client.current_tasks(code, inst.id)
     row = named_task(tasks, inst.id, args.task)
+    names: list[str] = []
+    reads: dict[str, tuple[str, ...]] = {}
     try:
-        downstream = tuple(svc.client.downstream(code, inst, row.task_code)) if row.task_code else ()
+        if row.task_code:
+            names, reads = svc.client.downstream(code, inst, row.task_code)
     except DolphinError:
-        downstream = ()  # the warning is best effort; the force itself does not need the DAG
-    return Forced(inst, row, downstream)
+        pass  # the warning is best effort; the force itself does not need the DAG
+    return Forced(inst, row, tuple(names), reads)
 
 
 def _precheck(call: Target, deps: Deps) -> Text | None:
@@ -107,7 +117,7 @@ def _precheck(call: Target, deps: Deps) -> Text | None:
 
 def _explain(call: Target, deps: Deps, lang: Lang) -> str:
     f = call.target
-    names = ", ".join(f.downstream)
+    names = Md(", ".join(_downstream_name(f, name, lang) for name in f.downstream))
     warning = say_md(FORCE, "warning", lang, task=f.task.name, names=names) if f.downstream else Md("")
     info = instance_info(deps, f.instance)
     return say_md(
@@ -120,6 +130,13 @@ def _explain(call: Target, deps: Deps, lang: Lang) -> str:
         task_state=state_text(f.task.state, lang),
         warning=warning,
     )
+
+
+def _downstream_name(f: Forced, name: str, lang: Lang) -> Md:
+    """A downstream task's name; with the output parameters it reads when it reads any."""
+    if name not in f.reads:
+        return say_md(FORCE, "name", lang, name=name)
+    return say_md(FORCE, "reads", lang, name=name, params=" ".join(f.reads[name]), task=f.task.name)
 
 
 def _result(deps: Deps, inst: Instance, f: Forced, goes_on: bool, user: str) -> dict[str, Any]:

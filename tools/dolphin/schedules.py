@@ -5,7 +5,7 @@
 
 `set_schedule` reads the schedule once per walk (`prepare`) and refuses at once what
 DolphinScheduler would refuse: no schedule, the state it already has (10126), online while the
-definition is offline (the catalog refuses that name). An "off" is recorded (`ScheduleOffStore`)
+definition is offline (50004; the catalog knows the definition's release state). An "off" is recorded (`ScheduleOffStore`)
 so the one who took it offline is reminded after `schedule_off_reminder_minutes` while it stays off.
 """
 
@@ -35,6 +35,12 @@ SCHEDULES: Catalog = {
         "en": "the schedule of {workflow} is already {state}; nothing was sent",
         "zh": "{workflow} 的定时调度已经是 {state}；没有发送任何请求",
     },
+    "definition_offline": {
+        "en": "workflow {workflow} (project {project}) is {state}; DolphinScheduler puts a schedule online "
+        "only for an online workflow (50004), so nothing was sent: release the workflow first",
+        "zh": "工作流 {workflow}（项目 {project}）的状态是 {state}；DolphinScheduler 只能为已上线的工作流上线定时调度"
+        "（50004），所以没有发送任何请求：请先上线该工作流",
+    },
     "explain_off": {
         "en": "take the schedule of {workflow} (project {project}, cron {cron}, {zone}) offline: it does not "
         "fire until `/schedule {workflow} on`",
@@ -50,6 +56,10 @@ SCHEDULES: Catalog = {
     },
     "next": {"en": "Next fire times: {times}", "zh": "接下来的触发时间：{times}"},
     "would": {"en": "Would fire (once back online): {times}", "zh": "上线后会在这些时间触发：{times}"},
+    "none_ahead": {
+        "en": "No fire times ahead: the schedule is valid {valid} (DolphinScheduler's zone)",
+        "zh": "之后没有触发时间：这个定时调度的有效期是 {valid}（DolphinScheduler 的时区）",
+    },
     "off": {
         "en": "The schedule of **{workflow}** is now OFFLINE: it does not fire until `/schedule {workflow} on`. "
         "I'll remind you in {minutes} min if it is still off.",
@@ -84,7 +94,7 @@ Target = Prepared[SetArgs, Scheduled]
 
 
 def _read(args: ShowArgs, deps: Deps) -> Scheduled:
-    entry = resolve_workflow(deps, args.workflow, args.project)
+    entry = resolve_workflow(deps, args.workflow, args.project, offline_ok=True)
     found = service(deps).client.schedules(entry.project_code, entry.code)
     return Scheduled(entry, found[0] if found else None)
 
@@ -125,6 +135,9 @@ def _precheck(call: Target, deps: Deps) -> Text | None:
         return text(SCHEDULES, "none", workflow=s.entry.name, project=s.entry.project)
     if s.schedule.release_state == wanted:
         return text(SCHEDULES, "already", workflow=s.entry.name, state=wanted)
+    if wanted == "ONLINE" and s.entry.release_state != "ONLINE":
+        return text(SCHEDULES, "definition_offline", workflow=s.entry.name, project=s.entry.project,
+                    state=s.entry.release_state)  # fmt: skip
     return None
 
 
@@ -175,7 +188,9 @@ def show_reply(r: dict[str, Any], lang: Lang = "en") -> str:
     """`/schedule WORKFLOW`: cron, zone, state, the next fire times."""
     head = say_md(SCHEDULES, "show", lang, workflow=r["workflow"], project=r["project"], cron=r["cron"],
                   zone=r["timezone"], state=r["state"])  # fmt: skip
-    times = ", ".join(r["next_fire_times"]) or "-"
+    if not r["next_fire_times"]:  # DS previews none past the schedule's endTime
+        return head + "\n" + say_md(SCHEDULES, "none_ahead", lang, valid=r["valid"])
+    times = ", ".join(r["next_fire_times"])
     return head + "\n" + say_md(SCHEDULES, "next" if r["state"] == "ONLINE" else "would", lang, times=times)
 
 

@@ -145,8 +145,9 @@ def catalog(svc: DolphinService, now: datetime) -> list[CatalogEntry]:
         raise ToolFailed(fail("catalog_unreadable", error=error)) from exc
 
 
-def resolve_workflow(deps: Deps, name: str, project: str = "") -> CatalogEntry:
-    """The one online workflow `name` means, or ToolFailed listing choices, closest names or why not."""
+def resolve_workflow(deps: Deps, name: str, project: str = "", *, offline_ok: bool = False) -> CatalogEntry:
+    """The one online workflow `name` means, or ToolFailed listing choices, closest names or why not
+    (`offline_ok`: an offline one too, for what DolphinScheduler allows on it, such as its schedule)."""
     svc = service(deps)
     now = deps.clock()
     aliases = aliases_from_config(deps.settings.workflows)
@@ -162,6 +163,8 @@ def resolve_workflow(deps: Deps, name: str, project: str = "") -> CatalogEntry:
         return result.entry
     if isinstance(result, Offline):
         e = result.entry
+        if offline_ok:
+            return e
         state = release_state(e)
         raise ToolFailed(fail("offline", workflow=e.name, project=e.project, code=e.code, state=state))
     if isinstance(result, Ambiguous):

@@ -62,6 +62,8 @@ class SimDefinition:
     tasks: tuple[str, ...] = ("extract", "transform", "load")
     scenario: Scenario = field(default_factory=Scenario)
     version: int = 1
+    outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # task -> its OUT localParams
+    reads: dict[str, tuple[str, ...]] = field(default_factory=dict)  # task -> `${prop}`s its script uses
 
 
 @dataclass

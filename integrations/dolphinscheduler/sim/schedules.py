@@ -7,7 +7,9 @@ As SchedulerController / SchedulerServiceImpl answer them (integrations/dolphins
   state it already has is 10126 ("schedule release is already ONLINE"), online while the definition
   is offline is 50004;
 - `POST /projects/{pc}/schedules/preview` with `schedule` JSON (`crontab`, `timezoneId`, `startTime`,
-  `endTime`): HTTP 201 and the next five fire times as `yyyy-MM-dd HH:mm:ss` in that zone.
+  `endTime`): HTTP 201 and the next five fire times as `yyyy-MM-dd HH:mm:ss` in that zone, counted
+  from the later of now and `startTime` and none after `endTime` (`previewSchedule`); the start and
+  end are read in the server's JSON zone (UTC), as the schedule list wrote them.
 The cron is Quartz's (seconds first, `?` for "no value"); the simulator evaluates it with
 APScheduler, which covers the forms used here (no `L`, `W` or `#`).
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -50,8 +52,11 @@ class SimSchedule:
     end_time: str = "2126-01-01 00:00:00"
 
 
-def fire_times(crontab: str, zone: str, after: datetime, count: int = 5) -> list[str]:
-    """The next `count` fire times of a Quartz cron after `after`, in `zone`."""
+def fire_times(
+    crontab: str, zone: str, after: datetime, count: int = 5, until: datetime | None = None
+) -> list[str]:
+    """The next `count` fire times of a Quartz cron strictly after `after` (none later than `until`), in
+    `zone`: `CronUtils.getSelfFireDateList`, whose cron-utils `nextExecution` is strictly after."""
     fields = crontab.split()
     second, minute, hour, day, month, weekday = fields[:6]
     year = fields[6] if len(fields) > 6 else "*"
@@ -67,14 +72,19 @@ def fire_times(crontab: str, zone: str, after: datetime, count: int = 5) -> list
     )
     out: list[str] = []
     previous = None
-    now = after.astimezone(ZoneInfo(zone))
+    now = after.astimezone(ZoneInfo(zone)) + timedelta(microseconds=1)  # strictly after, as nextExecution
     for _ in range(count):
         nxt = trigger.get_next_fire_time(previous, now)
-        if nxt is None:
+        if nxt is None or (until is not None and nxt > until):
             break
         out.append(nxt.strftime(DS_TIME))
         previous, now = nxt, nxt
     return out
+
+
+def _server_time(value: str | None) -> datetime | None:
+    """A `yyyy-MM-dd HH:mm:ss` of the API's JSON (the server's zone: UTC in the simulator)."""
+    return datetime.strptime(value, DS_TIME).replace(tzinfo=UTC) if value else None
 
 
 class Schedules(DolphinModel):
@@ -132,7 +142,10 @@ class Schedules(DolphinModel):
             return [s for s in schedules.values() if s.project is p and s.definition_code == code]
         if method == "POST" and rest == "/preview":
             data = json.loads(form.get("schedule") or "{}")
-            return fire_times(data["crontab"], data.get("timezoneId") or "UTC", self.clock())
+            start, end = (_server_time(data.get(k)) for k in ("startTime", "endTime"))
+            now = self.clock()
+            after = max(now, start) if start else now
+            return fire_times(data["crontab"], data.get("timezoneId") or "UTC", after, until=end)
         parts = rest.strip("/").split("/")
         if method == "POST" and len(parts) == 2 and parts[0].isdigit() and parts[1] in ("online", "offline"):
             s = schedules.get(int(parts[0]))

@@ -182,7 +182,7 @@ class Views:
                 "projectCode": p.code,
                 "userId": 1,
                 "taskType": "SHELL",
-                "taskParams": {"rawScript": f"run {name}", "localParams": [], "resourceList": []},
+                "taskParams": _task_params(d, name),
                 "flag": "YES",
                 "taskPriority": "MEDIUM",
                 "workerGroup": "default",
@@ -294,3 +294,13 @@ class Views:
             "testFlag": 0,
             "duration": duration(t.start_time, t.end_time, self.clock()) if with_duration else None,
         }
+
+
+def _task_params(d: SimDefinition, task: str) -> dict[str, Any]:
+    """A SHELL task's params: its script (using `${prop}` for what it reads) and its OUT parameters
+    (`Property`: prop, direct, type, value), which DolphinScheduler hands to the tasks after it."""
+    script = " ".join([f"run {task}", *(f"${{{prop}}}" for prop in d.reads.get(task, ()))])
+    local = [
+        {"prop": prop, "direct": "OUT", "type": "VARCHAR", "value": ""} for prop in d.outputs.get(task, ())
+    ]
+    return {"rawScript": script, "localParams": local, "resourceList": []}
