@@ -39,11 +39,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from xihe.agent.app import load_config
     from xihe.agent.cli.terminal import shown
+    from xihe.agent.mcp.auth import token_hashes
     from xihe.agent.mcp.feature import list_all
     from xihe.config.mcp import MCP_SECTION
     from xihe.tools.mcp.remote import verdicts
 
     settings = load_config(args.config)
+    users = sorted(token_hashes(settings))
+    if users:
+        print(
+            shown(f"xihe's MCP server: /mcp under `xihe serve` for {', '.join(users)} (their ui.yaml tokens)")
+        )
+    else:
+        print("xihe's MCP server: off (no ui.yaml user has a token)")
     cfg = settings.get(MCP_SECTION)
     if cfg is None:
         print("no mcp.yaml: xihe uses no MCP server")

@@ -123,6 +123,7 @@ def test_only_listed_tools_join_with_the_yamls_risk_and_the_rest_is_reported(
 
     assert main(["--config", str(config), "mcp", "list"]) == 1  # two servers are unavailable
     out = capsys.readouterr().out
+    assert "xihe's MCP server: off (no ui.yaml user has a token)" in out
     assert "broken_schema            refused: input schema is not valid JSON Schema" in out
     assert "drop_tables              allowed: write  [server says: read_only_hint=True]" in out
     assert "registry name mcp_ops_get_metric" in out
