@@ -16,7 +16,7 @@ from xihe.agent.errors import TaskStateError
 from xihe.agent.gate import Who
 from xihe.agent.i18n import Catalog, Lang, say, say_md
 from xihe.agent.inbound import CommandSession, Inbound, reply_lang
-from xihe.agent.pending import LIVE, PendingAction, expired, waiting
+from xihe.agent.pending import LIVE, PendingAction, confirmable_here, expired, waiting
 from xihe.agent.tasks import FINISHED, TaskStatus
 from xihe.agent.timefmt import show
 
@@ -73,11 +73,11 @@ def confirm(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
         session.agent.resume(action.task_id)
         at = show(action.expires_at, deps.settings.core.timezone, seconds=False)
         return say(CONFIRM, "expired", lang, id=action.id, at=at)
-    if action.user_id != who.user or action.conversation != msg.conversation:
+    if not confirmable_here(action, who.user, msg.conversation):
         return say(CONFIRM, "not_here", lang, id=action.id)
     if not session.agent.hold(action.task_id):
         return say(CONFIRM, "busy", lang, id=action.id, task=action.task_id)
-    if not deps.pending.confirm(action.id, who.user, msg.conversation, now):
+    if not deps.pending.confirm(action.id, who.user, action.conversation, now):
         deps.tasks.release(action.task_id, deps.holder)
         return say(CONFIRM, "again", lang, id=action.id, status=action.status)
     deps.audit.record(
@@ -89,7 +89,9 @@ def confirm(session: CommandSession, who: Who, msg: Inbound, cmd: Command) -> st
             task_id=action.task_id,
             tool=action.tool,
             reason=action.reason,
-            detail={"pending_id": action.id},
+            detail={"pending_id": action.id}
+            if action.conversation == msg.conversation
+            else {"pending_id": action.id, "asked_in": action.conversation},
         )
     )
     crash_point("after_confirm_update")

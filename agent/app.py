@@ -77,6 +77,7 @@ DECLARED: tuple[Declared, ...] = (
     Declared("wecom", "xihe.agent.wecom.feature", ("wecom.yaml",)),
     Declared("ops", "xihe.agent.ops.feature"),
     Declared("longtask", "xihe.agent.longtask.feature", ("longtask.yaml",), LONGTASK_TOOLS),
+    Declared("mcp", "xihe.agent.mcp.feature", ("mcp.yaml",)),  # its tools are named by mcp.yaml
 )
 
 

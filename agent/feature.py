@@ -25,6 +25,7 @@ from xihe.agent.registry import Registry, ToolSpec
 from xihe.config.settings import Section, Settings
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
     from pathlib import Path
 
     from starlette.routing import BaseRoute
@@ -100,6 +101,8 @@ def _not_built() -> Session:
 
 RouteFactory = Callable[[Runtime], "list[BaseRoute]"]
 Lifespan = Callable[[Runtime], None]
+# an async resource that lives as long as `xihe serve` (entered after `startup`, left before `shutdown`)
+ServeContext = Callable[[Runtime], "AbstractAsyncContextManager[None]"]
 
 
 @dataclass
@@ -117,6 +120,7 @@ class Installed:
     startup: list[Lifespan] = field(default_factory=list)
     shutdown: list[Lifespan] = field(default_factory=list)
     reloaded: list[Lifespan] = field(default_factory=list)  # after a config reload was applied
+    contexts: list[ServeContext] = field(default_factory=list)  # e.g. the MCP session manager's task group
     services: Services = field(default_factory=Services)
     senders: dict[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
     problems: dict[str, str] = field(default_factory=dict)  # feature → why the replica is not ready
@@ -153,6 +157,7 @@ def merge(parts: Iterable[Installed]) -> Installed:
         out.startup += part.startup
         out.shutdown += part.shutdown
         out.reloaded += part.reloaded
+        out.contexts += part.contexts
         out.services = out.services.merge(part.services)
         for prefix, sender in part.senders.items():
             if prefix in out.senders:

@@ -51,6 +51,21 @@ class PendingAction:
 
 
 LIVE = ("pending", "confirmed")  # not yet executed, cancelled, rejected or expired
+MCP_PREFIX = "mcp:"  # the conversation of a user's MCP client calls: `mcp:<user>`
+
+
+def mcp_conversation(user: str) -> str:
+    """The conversation a user's MCP client calls run in (one per user, whatever the client)."""
+    return f"{MCP_PREFIX}{user}"
+
+
+def confirmable_here(action: PendingAction, user: str, conversation: str) -> bool:
+    """Whether `user` may confirm `action` from `conversation`: only its requester, in the conversation
+    it was asked in, or, for an action an MCP client asked for (which has no chat of its own to answer
+    in), from any chat of that same user (`/confirm ID`; the client's word never counts)."""
+    if action.user_id != user:
+        return False
+    return action.conversation in (conversation, mcp_conversation(user))
 
 
 def waiting(action: PendingAction) -> bool:

@@ -134,6 +134,13 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     assert "rerun_failed)" in alert_card  # pending for bob, nothing rerun on a tap alone
     assert "workflow:payment_reconcile" in alert_card.split("dave taps [静音此工作流 30 分钟]", 1)[1]
     assert "（dave 设置）已开启" in alert_card
+    # an MCP client (the SDK's own) calls xihe: reads answer, a write waits for the user's /confirm in chat
+    mcp = out.split("=== 12. MCP:", 1)[1]
+    assert "readOnlyHint=True" in mcp and "send_wecom_alert destructiveHint=True" in mcp
+    assert 'search_code → "path": "agent/pending.py"' in mcp
+    asked = re.search(r"send_wecom_alert → Waiting for confirmation: action (\d+): send_wecom_alert\.", mcp)
+    assert asked, mcp[:2000]
+    assert f"dave> /confirm {asked[1]}" in mcp and f'{{"action_id": {asked[1]}, "status": "executed"' in mcp
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

@@ -13,6 +13,7 @@ xihe oncall show [--at TIME]   who is on call per team (rotations in oncall.yaml
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 xihe eval model [--repeat K]   everyday conversations against the configured model endpoint
+xihe mcp serve | list          xihe's tools over stdio (XIHE_MCP_TOKEN); the MCP servers' tools and decisions
 """
 
 from __future__ import annotations
@@ -142,9 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--database-url", help="default: a temporary SQLite file; also XIHE_TEST_PG_URL")
     core.set_defaults(func=cmd_bench_core)
 
-    from xihe.agent.cli import alerts, audit, code, config, eval_model, fakes, oncall, policy, shell, ui
+    from xihe.agent.cli import alerts, audit, code, config, eval_model, fakes, mcp, oncall, policy, shell, ui
 
-    for feature in (config, audit, policy, alerts, oncall, code, fakes, shell, ui):
+    for feature in (config, audit, policy, alerts, oncall, code, fakes, shell, ui, mcp):
         feature.register(sub)
     evals = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_what", required=True)
     code.register_eval(evals)

@@ -35,6 +35,7 @@ from xihe.agent.demo.environment import (
     write_config,
     write_env_file,
 )
+from xihe.agent.demo.mcp import scene_mcp
 from xihe.agent.errors import BotError
 from xihe.agent.inbound import Inbound
 from xihe.agent.web.ui.run_facts import read_run
@@ -429,6 +430,7 @@ SCENES = (
     scene_what_failed,
     scene_pause_resume,
     scene_alert_card,
+    scene_mcp,
 )
 
 

@@ -8,6 +8,7 @@ from starlette.routing import BaseRoute
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.feature import Context, Feature, Installed, Runtime
+from xihe.agent.pending import MCP_PREFIX
 from xihe.config.ui import UI_SECTION, UiConfig, is_loopback
 
 log = logging.getLogger("xihe.ui")
@@ -56,8 +57,20 @@ def warn_plain_cookies(app: Runtime) -> None:
 
 
 def install(ctx: Context) -> Installed:
-    """The pages are routes; a config reload re-checks the open sessions."""
-    return Installed(routes=[routes], startup=[warn_plain_cookies], reloaded=[end_refused_sessions])
+    """The pages are routes; a config reload re-checks the open sessions. When a ui.yaml user has a
+    token, /mcp too (agent/web/mcp.py; the MCP SDK is imported only then)."""
+    pages = Installed(routes=[routes], startup=[warn_plain_cookies], reloaded=[end_refused_sessions])
+    from xihe.agent.mcp.auth import token_hashes
+
+    if ctx.offline or not token_hashes(ctx.settings):
+        return pages
+    from xihe.agent.web.mcp import HttpMcp, late_message
+
+    mcp = HttpMcp()
+    pages.routes.append(mcp.routes)
+    pages.contexts.append(mcp.running)
+    pages.senders[MCP_PREFIX] = late_message
+    return pages
 
 
 FEATURE = Feature("web", UI_SECTION, install)

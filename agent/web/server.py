@@ -107,7 +107,10 @@ def create_server(app: Runtime, *, with_scheduler: bool = True) -> Starlette:
         sched = scheduler.start(app) if with_scheduler else None
         log.info("xihe serving as %s", app.deps.holder, extra={"holder": app.deps.holder})
         try:
-            yield
+            async with contextlib.AsyncExitStack() as contexts:
+                for enter in app.installed.contexts:
+                    await contexts.enter_async_context(enter(app))
+                yield
         finally:
             # stop taking work (channels hand queued messages over), let running jobs finish, then
             # give up the leases of whatever is still in flight so another replica continues at once

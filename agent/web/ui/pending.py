@@ -9,11 +9,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from xihe.agent import approvals, pending_view
+from xihe.agent import action_commands, approvals, pending_view
 from xihe.agent.cards import run_seen, state_text
+from xihe.agent.commands import Command
 from xihe.agent.errors import TaskStateError
 from xihe.agent.gate import Allow, may_approve
-from xihe.agent.pending import PendingAction, expired
+from xihe.agent.inbound import Inbound
+from xihe.agent.pending import PendingAction, expired, mcp_conversation
 from xihe.agent.timefmt import show
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
@@ -33,6 +35,7 @@ class Pending:
             Route("/ui/pending/{action_id:int}", p(self.one)),
             Route("/ui/pending/{action_id:int}/approve", p(self.approve), methods=["POST"]),
             Route("/ui/pending/{action_id:int}/reject", p(self.reject), methods=["POST"]),
+            Route("/ui/pending/{action_id:int}/confirm", p(self.confirm), methods=["POST"]),
         ]
 
     def _row(self, viewer: Viewer, p: PendingAction) -> dict[str, object]:
@@ -63,6 +66,12 @@ class Pending:
             "can_approve": may and live and p.needs_approval and p.approved_by is None,
             "can_reject": may and live,
             "mine": p.user_id == viewer.user,
+            # an MCP client's action has no chat to answer in: its requester may confirm it here too
+            "from_mcp": p.conversation == mcp_conversation(p.user_id),
+            "can_confirm": p.user_id == viewer.user
+            and live
+            and p.status == "pending"
+            and p.conversation == mcp_conversation(p.user_id),
         }
 
     def pending(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
@@ -91,6 +100,27 @@ class Pending:
         if result.status == 403:
             return self.ui.error(request, viewer, 403, "Refused", result.message)
         return self.ui.flash_redirect("/ui/pending", result.message, result.ok)
+
+    def confirm(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
+        """The requester's own yes to an action an MCP client asked for: the chat's `/confirm ID`, same
+        rules (its user only, bound arguments, expiry), said from the web session."""
+        action_id = int(request.path_params["action_id"])
+        action = self.ui.app.deps.pending.get(action_id)
+        if (
+            action is None
+            or action.user_id != viewer.user
+            or action.conversation != mcp_conversation(viewer.user)
+        ):
+            return self.ui.error(
+                request, viewer, 403, "Refused", "Only its requester confirms an MCP action here."
+            )
+        msg = Inbound(viewer.user, f"web:{viewer.user}", f"/confirm {action_id}", channel="web", lang="en")
+        said = action_commands.confirm(
+            self.ui.app, viewer.who, msg, Command("confirm", (str(action_id),), str(action_id))
+        )
+        done = self.ui.app.deps.pending.get(action_id)
+        ok = done is not None and done.status in ("confirmed", "executed")
+        return self.ui.flash_redirect(f"/ui/pending/{action_id}", said, ok)
 
     def approve(self, request: Request, viewer: Viewer, form: dict[str, str]) -> Response:
         return self._act(request, viewer, "approve")
