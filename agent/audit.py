@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -38,9 +38,17 @@ class AuditEvent:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The columns of its `audit_event` row.
+
+        A shallow copy (no `asdict`, which deep-copies every nested value): the row is serialized
+        by the insert at once, and the event is frozen. `detail` is a new dict with the schema version.
+        """
+        data = {name: getattr(self, name) for name in _FIELDS}
         data["detail"] = {"schema_version": SCHEMA_VERSION, **self.detail}
         return data
+
+
+_FIELDS = tuple(f.name for f in fields(AuditEvent))
 
 
 class AuditSink(Protocol):

@@ -60,10 +60,28 @@ def _attempt_row(
     )
 
 
+_READ_OUTCOME = select(task.c.outcome, task.c.runs).where(task.c.id == bindparam("t"))
+_SET_OUTCOME = update(task).where(task.c.id == bindparam("t")).values(outcome=bindparam("o"))
+# A step that went through clears a failed/refused outcome; in one statement that changes no row
+# (and reads none back) in the usual case of a task whose outcome is not set.
+_CLEAR_FAILED = (
+    update(task)
+    .where(and_(task.c.id == bindparam("t"), task.c.outcome.in_(("failed", "refused"))))
+    .values(outcome=None)
+)
+
+
 def _note_outcome(
     conn: Connection, task_id: int, status: str, outcome: str | None, external_ids: dict[str, Any] | None
 ) -> None:
-    row = conn.execute(select(task.c.outcome, task.c.runs).where(task.c.id == task_id)).first()
+    found = run_ids(external_ids)
+    if not found:  # the usual tool step: one UPDATE, nothing read
+        if status == StepStatus.FAILED:
+            conn.execute(_SET_OUTCOME, {"t": task_id, "o": outcome or "failed"})
+        else:
+            conn.execute(_CLEAR_FAILED, {"t": task_id})
+        return
+    row = conn.execute(_READ_OUTCOME, {"t": task_id}).first()
     if row is None:
         return
     values: dict[str, Any] = {}
@@ -72,7 +90,7 @@ def _note_outcome(
     elif row.outcome in ("failed", "refused"):
         values["outcome"] = None  # the action went through after all; a run's outcome stays
     known = list(row.runs or [])
-    new = [r for r in run_ids(external_ids) if r not in known]
+    new = [r for r in found if r not in known]
     if new:
         values["runs"] = known + new
     if values:
