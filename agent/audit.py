@@ -11,9 +11,10 @@ from typing import Any, Protocol
 from sqlalchemy import Connection, Engine, Text, cast, func, insert, or_, select
 
 from xihe.agent.core_tables import audit_event, task
+from xihe.agent.prepared import Prepared
 
 SCHEMA_VERSION = 1
-_INSERT = insert(audit_event)
+_INSERT = Prepared(insert(audit_event))  # a tool step's hot path (agent/prepared.py)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class AuditSink(Protocol):
 
 def write(conn: Connection, event: AuditEvent) -> None:
     """Insert inside the caller's transaction (so a step outcome and its audit commit together)."""
-    conn.execute(_INSERT, event.row())
+    _INSERT.run(conn, event.row(), insert=True)
 
 
 def _like_escape(text: str) -> str:
