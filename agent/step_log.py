@@ -73,7 +73,9 @@ _CLEAR_FAILED = (
     .where(and_(task.c.id == bindparam("t"), or_(task.c.outcome == "failed", task.c.outcome == "refused")))
     .values(outcome=None)
 )
-_SET_CURRENT_FAST, _SET_OUTCOME_FAST, _CLEAR_FAILED_FAST = map(Prepared, (_SET_CURRENT, _SET_OUTCOME, _CLEAR_FAILED))
+_SET_CURRENT_FAST, _SET_OUTCOME_FAST, _CLEAR_FAILED_FAST = map(
+    Prepared, (_SET_CURRENT, _SET_OUTCOME, _CLEAR_FAILED)
+)
 
 
 def _note_outcome(

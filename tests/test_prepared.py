@@ -26,7 +26,9 @@ def _engine(db_url: str):  # type: ignore[no-untyped-def]
 
 
 def _task(conn) -> int:  # type: ignore[no-untyped-def]
-    values = dict(kind="k", status="running", owner="o", conversation="c", goal="g", created_at=NOW, updated_at=NOW)
+    values = dict(
+        kind="k", status="running", owner="o", conversation="c", goal="g", created_at=NOW, updated_at=NOW
+    )
     return int(conn.execute(insert(task).returning(task.c.id), values).scalar_one())
 
 
@@ -41,7 +43,9 @@ def test_a_prepared_insert_stores_the_row_execute_stores(db_url: str) -> None:
     with engine.connect() as conn:
         stored = [r._mapping for r in conn.execute(select(task_step).order_by(task_step.c.id))]
         raw = conn.execute(text("SELECT external_ids FROM task_step ORDER BY id")).all()
-    assert {k: v for k, v in stored[0].items() if k != "id"} == {k: v for k, v in stored[1].items() if k != "id"}
+    assert {k: v for k, v in stored[0].items() if k != "id"} == {
+        k: v for k, v in stored[1].items() if k != "id"
+    }
     assert stored[1]["started_at"] == NOW and stored[1]["input_preview"] == '{"text": "你好"}'
     assert raw[0] == raw[1]  # None stored the same way (SQLite: the JSON text `null`)
     engine.dispose()
@@ -87,7 +91,9 @@ def test_an_audit_event_written_in_a_transaction_reads_back_whole(db_url: str) -
 def test_a_statement_that_needs_a_column_default_is_refused(sqlite_url: str) -> None:
     engine = _engine(sqlite_url)
     # task.channel has a Python-side default ("cli"): a prepared insert would store NULL instead
-    values = dict(kind="k", status="running", owner="o", conversation="c", goal="g", created_at=NOW, updated_at=NOW)
+    values = dict(
+        kind="k", status="running", owner="o", conversation="c", goal="g", created_at=NOW, updated_at=NOW
+    )
     with engine.begin() as conn, pytest.raises(ValueError, match="not preparable"):
         Prepared(insert(task)).run(conn, values, insert=True)
     engine.dispose()

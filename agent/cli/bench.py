@@ -1,7 +1,9 @@
 """`xihe bench core`: what the spine adds to one tool call (validate + gate + task_step + audit).
 
 The same echo call is timed bare (the tool's run function alone) and through the full path,
-in the same process, and reported as medians, p99s and their ratio.
+in the same process, and reported as medians, p99s and their ratio. On SQLite its anchors run in the
+same loop (`bench_anchors`): LangGraph's durable step and the plain sqlite3 floor, with xihe's ratio
+to each (wall and CPU).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def _echo(args: _EchoArgs, ctx: ToolContext) -> dict[str, str]:
 
 
 ECHO = ToolSpec(name="bench_echo", description="echo", args=_EchoArgs, run=_echo)
+BLOCK = 50  # calls of one contender in a row before the next one's turn
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -54,7 +57,11 @@ def _summary(wall: list[float], cpu: list[float]) -> dict[str, float]:
 
 
 def _one_backend(url: str, n: int, workdir: Path, anchors: dict[str, Step] | None = None) -> dict[str, Any]:
-    """Time the bare call, xihe's full path and each anchor, interleaved call by call (same load for all)."""
+    """Time the bare call, xihe's full path and each anchor, interleaved in blocks of `BLOCK` calls.
+
+    Blocks rather than single calls: one contender's garbage and threads (LangGraph's executor) do
+    not land in another's timings, and the machine's load is still shared evenly.
+    """
     from xihe.agent.app import build_app
 
     cfg = workdir / "cfg"
@@ -93,12 +100,14 @@ def _one_backend(url: str, n: int, workdir: Path, anchors: dict[str, Step] | Non
         app.agent.executor.run(task, f"tool:{i}:0", call, intent="bench", reason=decision.reason)
 
     others = anchors or {}
-    times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("bare", "xihe", *others)}
-    for i in range(n + n // 10):  # the first tenth warms caches and connections
-        keep = i >= n // 10
-        for name, fn in (("bare", bare), ("xihe", lambda: full(i)), *((k, lambda f=f: f(i)) for k, f in others.items())):
-            wall, cpu = times[name] if keep else ([], [])
-            _timed(fn, wall, cpu)
+    contenders: dict[str, Step] = {"bare": lambda i: bare(), "xihe": full, **others}
+    times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in contenders}
+    warm = max(1, n // 10)
+    for start in range(0, n + warm, BLOCK):  # round robin in blocks: the same load for all, each one warm
+        for name, step in contenders.items():
+            for i in range(start, min(start + BLOCK, n + warm)):
+                wall, cpu = times[name] if i >= warm else ([], [])  # the first tenth warms caches
+                _timed(lambda: step(i), wall, cpu)
     app.deps.engine.dispose()
     bare_s, full_s = _summary(*times["bare"]), _summary(*times["xihe"])
     out: dict[str, Any] = {

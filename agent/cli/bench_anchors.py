@@ -33,7 +33,9 @@ def sqlite_floor(path: Path) -> Step:
 
     def step(i: int) -> None:
         conn.execute("INSERT INTO step (k, status, digest) VALUES (?, 'done', ?)", (f"tool:{i}", "0" * 64))
-        conn.execute("INSERT INTO audit (k, tool, args) VALUES (?, 'bench_echo', ?)", (f"tool:{i}", '{"text":"hello"}'))
+        conn.execute(
+            "INSERT INTO audit (k, tool, args) VALUES (?, 'bench_echo', ?)", (f"tool:{i}", '{"text":"hello"}')
+        )
         conn.commit()
 
     return step
