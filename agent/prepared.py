@@ -23,7 +23,7 @@ Processor = Callable[[Any], Any] | None
 
 
 class _Compiled:
-    __slots__ = ("sql", "names", "positional", "processors", "compiled")
+    __slots__ = ("compiled", "names", "positional", "processors", "sql")
 
     def __init__(self, stmt: ClauseElement, dialect: Dialect, keys: tuple[str, ...] | None) -> None:
         compiled: Any = stmt.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)

@@ -12,7 +12,6 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +40,9 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _timed(fn: Callable[[], object], wall: list[float], cpu: list[float]) -> None:
+def _timed(step: Step, i: int, wall: list[float], cpu: list[float]) -> None:
     w0, c0 = time.perf_counter(), time.process_time()
-    fn()
+    step(i)
     cpu.append(time.process_time() - c0)
     wall.append(time.perf_counter() - w0)
 
@@ -107,7 +106,7 @@ def _one_backend(url: str, n: int, workdir: Path, anchors: dict[str, Step] | Non
         for name, step in contenders.items():
             for i in range(start, min(start + BLOCK, n + warm)):
                 wall, cpu = times[name] if i >= warm else ([], [])  # the first tenth warms caches
-                _timed(lambda: step(i), wall, cpu)
+                _timed(step, i, wall, cpu)
     app.deps.engine.dispose()
     bare_s, full_s = _summary(*times["bare"]), _summary(*times["xihe"])
     out: dict[str, Any] = {
