@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-
 from typing import TYPE_CHECKING
 
 from xihe.agent.i18n import Catalog, Lang, say
