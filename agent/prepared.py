@@ -5,7 +5,9 @@ on the connection's own DB-API cursor, inside the caller's SQLAlchemy transactio
 context, result object) before the database sees it; a tool step issues five statements, so that
 was a quarter of its time. Here the SQL text, the order of its parameters and the type's bind
 processors (aware UTC datetimes, JSON) are worked out once; each execution only converts values.
-The statement, the transaction and what is stored are exactly those of `Connection.execute`.
+The statement, the transaction and what is stored are exactly those of `Connection.execute`, and
+so are its errors (a driver error becomes SQLAlchemy's `IntegrityError`, `OperationalError`, ...;
+a lost connection is invalidated).
 
 Only statements whose every value comes from the parameters or from the statement itself qualify:
 one needing a Python-side column default is refused when first compiled.
@@ -17,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 
 Processor = Callable[[Any], Any] | None
@@ -65,10 +68,25 @@ class Prepared:
         found = self._compiled.get((dialect.name, keys))
         if found is None:
             found = self._compiled[(dialect.name, keys)] = _Compiled(self.stmt, dialect, keys)
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        raw = conn.connection.dbapi_connection
+        cursor = raw.cursor()  # type: ignore[union-attr]
+        values = found.parameters(params)
         try:
-            cursor.execute(found.sql, found.parameters(params))
+            cursor.execute(found.sql, values)
             row = cursor.fetchone() if cursor.description else None
+        except dialect.loaded_dbapi.Error as exc:  # as `Connection.execute` raises it
+            gone = dialect.is_disconnect(exc, raw, cursor)
+            if gone:
+                conn.invalidate(exc)
+            raise DBAPIError.instance(
+                found.sql,
+                values,
+                exc,
+                dialect.loaded_dbapi.Error,
+                hide_parameters=conn.engine.hide_parameters,
+                connection_invalidated=gone,
+                dialect=dialect,
+            ) from exc
         finally:
             cursor.close()
         return row[0] if row else None

@@ -97,3 +97,15 @@ def test_a_statement_that_needs_a_column_default_is_refused(sqlite_url: str) -> 
     with engine.begin() as conn, pytest.raises(ValueError, match="not preparable"):
         Prepared(insert(task)).run(conn, values, insert=True)
     engine.dispose()
+
+
+def test_a_driver_error_is_raised_as_sqlalchemys_like_execute_raises_it(db_url: str) -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    engine = _engine(db_url)
+    row = _attempt_row(10**9, "tool:1", 1, "echo", NOW, None, None)  # no such task: a foreign key
+    with pytest.raises(IntegrityError), engine.begin() as conn:
+        Prepared(_INSERT_STEP).run(conn, row, insert=True)
+    with engine.connect() as conn:
+        assert conn.execute(select(task_step.c.id)).first() is None
+    engine.dispose()
