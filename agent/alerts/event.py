@@ -179,9 +179,7 @@ def _validated(data: Any) -> AlertEvent:
 _PLAIN_STR = frozenset((*_STR, "source"))
 _PLAIN_INT = frozenset(_INT)
 _TIME_FIELDS = frozenset(("at", "start_time", "end_time"))
-_DEFAULTS = {
-    name: field.default for name, field in EventLine.model_fields.items() if not field.is_required()
-}
+_DEFAULTS = {name: field.default for name, field in EventLine.model_fields.items() if not field.is_required()}
 del _DEFAULTS["task_state"]
 
 
