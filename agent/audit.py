@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Text, cast, func, insert, or_, select
 
 from xihe.agent.core_tables import audit_event, task
+from xihe.agent.prepared import Prepared
 
 SCHEMA_VERSION = 1
-_INSERT = insert(audit_event)
+_INSERT = Prepared(insert(audit_event))  # a tool step's hot path (agent/prepared.py)
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,17 @@ class AuditEvent:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The columns of its `audit_event` row.
+
+        A shallow copy (no `asdict`, which deep-copies every nested value): the row is serialized
+        by the insert at once, and the event is frozen. `detail` is a new dict with the schema version.
+        """
+        data = {name: getattr(self, name) for name in _FIELDS}
         data["detail"] = {"schema_version": SCHEMA_VERSION, **self.detail}
         return data
+
+
+_FIELDS = tuple(f.name for f in fields(AuditEvent))
 
 
 class AuditSink(Protocol):
@@ -51,7 +60,7 @@ class AuditSink(Protocol):
 
 def write(conn: Connection, event: AuditEvent) -> None:
     """Insert inside the caller's transaction (so a step outcome and its audit commit together)."""
-    conn.execute(_INSERT, event.row())
+    _INSERT.run(conn, event.row(), insert=True)
 
 
 def _like_escape(text: str) -> str:

@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from xihe.agent.i18n import Catalog, Lang, say
-from xihe.agent.pending import PendingAction
-from xihe.agent.tasks import Task
+
+if TYPE_CHECKING:  # annotations only: the alert notifiers import cards without the store (SQLAlchemy)
+    from xihe.agent.pending import PendingAction
+    from xihe.agent.tasks import Task
 
 KEY_PREFIX = "xihe"
 VERBS = ("confirm", "cancel", "approve", "reject")

@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import Column, Connection, Row, String, Table, Update, and_, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from xihe.agent.held import is_held as is_held  # the rule in Python (agent/held.py), also importable here
 from xihe.agent.tables import UTCDateTime
 
 OWNER_LENGTH = 120  # a `host:pid` holder name, a `task:<id>` worker
@@ -44,11 +45,6 @@ OWNER_LENGTH = 120  # a `host:pid` holder name, a `task:<id>` worker
 def lease_columns() -> tuple[Column[str], Column[datetime]]:
     """The two lease columns, for a table definition: `Table("t", metadata, ..., *lease_columns())`."""
     return Column("lease_owner", String(OWNER_LENGTH)), Column("lease_until", UTCDateTime)
-
-
-def is_held(until: datetime | None, now: datetime) -> bool:
-    """Whether a lease that runs until `until` is still held at `now` (the rule `held` writes in SQL)."""
-    return until is not None and now <= until
 
 
 # ---- conditions ------------------------------------------------------------------------------

@@ -10,16 +10,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, or_, select, update
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.audit import write as write_audit
 from xihe.agent.core_tables import task, task_step
 from xihe.agent.errors import TaskStateError
+from xihe.agent.prepared import Prepared
 from xihe.agent.tasks import StepStatus, TaskStep, run_ids
 
-# Statements built once, executed with parameters: the step path is the hot path of every tool call.
+# Statements built once, executed with parameters: the step path is the hot path of every tool call
+# (the `Prepared` ones skip `Connection.execute`'s per-call work; see agent/prepared.py).
 _INSERT_STEP = insert(task_step).returning(task_step.c.id)
+_INSERT_STEP_FAST = Prepared(_INSERT_STEP)
 _NEXT_ATTEMPT = select(func.coalesce(func.max(task_step.c.attempt), 0) + 1).where(
     and_(task_step.c.task_id == bindparam("t"), task_step.c.step_key == bindparam("k"))
 )
@@ -60,10 +63,32 @@ def _attempt_row(
     )
 
 
+_READ_OUTCOME = select(task.c.outcome, task.c.runs).where(task.c.id == bindparam("t"))
+_SET_OUTCOME = update(task).where(task.c.id == bindparam("t")).values(outcome=bindparam("o"))
+# A step that went through clears a failed/refused outcome; in one statement that changes no row
+# (and reads none back) in the usual case of a task whose outcome is not set. Two comparisons, not
+# `in_`: an IN list is an expanding parameter, re-rendered on every execution.
+_CLEAR_FAILED = (
+    update(task)
+    .where(and_(task.c.id == bindparam("t"), or_(task.c.outcome == "failed", task.c.outcome == "refused")))
+    .values(outcome=None)
+)
+_SET_CURRENT_FAST, _SET_OUTCOME_FAST, _CLEAR_FAILED_FAST = map(
+    Prepared, (_SET_CURRENT, _SET_OUTCOME, _CLEAR_FAILED)
+)
+
+
 def _note_outcome(
     conn: Connection, task_id: int, status: str, outcome: str | None, external_ids: dict[str, Any] | None
 ) -> None:
-    row = conn.execute(select(task.c.outcome, task.c.runs).where(task.c.id == task_id)).first()
+    found = run_ids(external_ids)
+    if not found:  # the usual tool step: one UPDATE, nothing read
+        if status == StepStatus.FAILED:
+            _SET_OUTCOME_FAST.run(conn, {"t": task_id, "o": outcome or "failed"})
+        else:
+            _CLEAR_FAILED_FAST.run(conn, {"t": task_id})
+        return
+    row = conn.execute(_READ_OUTCOME, {"t": task_id}).first()
     if row is None:
         return
     values: dict[str, Any] = {}
@@ -72,7 +97,7 @@ def _note_outcome(
     elif row.outcome in ("failed", "refused"):
         values["outcome"] = None  # the action went through after all; a run's outcome stays
     known = list(row.runs or [])
-    new = [r for r in run_ids(external_ids) if r not in known]
+    new = [r for r in found if r not in known]
     if new:
         values["runs"] = known + new
     if values:
@@ -125,8 +150,8 @@ class StepLog:
             if attempt is None:
                 attempt = int(conn.execute(_NEXT_ATTEMPT, {"t": task_id, "k": step_key}).scalar_one())
             values = _attempt_row(task_id, step_key, attempt, tool_name, now, input_digest, input_preview)
-            step_id = conn.execute(_INSERT_STEP, values).scalar_one()
-            conn.execute(_SET_CURRENT, {"t": task_id, "k": step_key, "now": now})
+            step_id = _INSERT_STEP_FAST.run(conn, values, insert=True)
+            _SET_CURRENT_FAST.run(conn, {"t": task_id, "k": step_key, "now": now})
         return TaskStep(id=step_id, **values)
 
     def record(
@@ -195,7 +220,7 @@ class StepLog:
             duration_ms=duration,
         )
         with self.engine.begin() as conn:
-            step_id = conn.execute(_INSERT_STEP, values).scalar_one()
+            step_id = _INSERT_STEP_FAST.run(conn, values, insert=True)
             if audit is not None:
                 write_audit(conn, audit)
             if begun.step_key.startswith("tool:"):

@@ -28,7 +28,8 @@ def locked() -> dict[str, str]:
 
 def requirements() -> list[Requirement]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return [Requirement(r) for r in (*project["dependencies"], *project["optional-dependencies"]["test"])]
+    extras = project["optional-dependencies"]
+    return [Requirement(r) for r in (*project["dependencies"], *extras["test"], *extras["bench"])]
 
 
 @pytest.mark.parametrize("req", requirements(), ids=str)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from xihe.agent.alerts.model import Notification
-from xihe.agent.lease import is_held
+from xihe.agent.held import is_held
 
 
 @dataclass(frozen=True)

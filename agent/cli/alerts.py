@@ -1,4 +1,4 @@
-"""`xihe alerts …` subcommands: `replay EVENTS.jsonl [--config DIR] [--json]`."""
+"""`xihe alerts …` subcommands: `replay EVENTS.jsonl [--config DIR] [--json [--indent N]]`."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "bad_lines": [b.to_dict() for b in loaded.bad],
             "summary": summary,
         }
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        print(json.dumps(out, ensure_ascii=False, indent=args.indent))  # one line unless --indent
         return 0
     for n in result.notifications:
         print(
@@ -110,5 +110,8 @@ def register(sub: Any) -> None:
     replay.add_argument(
         "--config", default=argparse.SUPPRESS, help="YAML directory (alerts.yaml, workflows.yaml)"
     )
-    replay.add_argument("--json", action="store_true", help="print one JSON document")
+    replay.add_argument("--json", action="store_true", help="print one JSON document (on one line)")
+    replay.add_argument(
+        "--indent", type=int, metavar="N", help="with --json: indent the document by N spaces per level"
+    )
     replay.set_defaults(func=cmd_replay)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import requests
+from typing import TYPE_CHECKING, Any
 
 from xihe.agent.errors import WeComError
+
+if TYPE_CHECKING:  # imported by the first client: a replay or a parse of replies needs no HTTP stack
+    import requests
 
 RETRYABLE_ERRCODES = frozenset({-1, 45009, 45033})  # busy, rate limited, concurrency
 FATAL_ERRCODES = frozenset({93000, 40008, 44004, 40058, 93004, 93008})  # bad key/robot, bad message
@@ -63,6 +64,8 @@ class RobotClient:
         timeout: float = 5.0,
         session: requests.Session | None = None,
     ) -> None:
+        import requests
+
         self.base_url = base_url
         self.timeout = timeout
         self.session = session or requests.Session()
@@ -76,6 +79,8 @@ class RobotClient:
         return self._send(key, {"msgtype": "text", "text": {"content": content}})
 
     def _send(self, key: str, payload: dict[str, Any]) -> RobotReply:
+        import requests
+
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")  # a JSON library, never by hand
         try:
             resp = self.session.post(

@@ -132,3 +132,60 @@ def test_the_stored_form_reads_back_as_written() -> None:
 def test_an_older_replay_line_with_task_state_still_reads() -> None:
     e = parse_event({**LINE, "state": "RUNNING_EXECUTION", "task_state": "FAILURE", "retry_times": 1})
     assert isinstance(e, AlertEvent) and (e.task, e.state, e.retry_times) == ("load", "FAILURE", 1)
+
+
+PLAIN_EDGES: list[dict[str, Any]] = [
+    {},
+    {"instance_id": -3},
+    {"workflow_code": -1},
+    {"retry_times": -1},
+    {"retry_times": True},
+    {"at": "2026-12-02T09:00:05"},
+    {"at": ""},
+    {"at": "2026-12-02T01:00:05Z", "start_time": " 2026-12-02T09:00:05+08:00 ", "end_time": None},
+    {"workflow": ""},
+    {"state": "failure "},
+    {"state": "nope"},
+    {"state": "WorkflowExecutionStatus{code=6, desc='failure'}"},
+    {"parent_stopped": 1},
+    {"host": 5},
+    {"source": 3},
+    {"x": 1},
+    {"task": None, "error": None},
+    {"instance_id": "7"},
+    {"instance_id": 7.0},
+    {"error": [1]},
+    {"task_state": "FAILURE", "state": "RUNNING_EXECUTION"},
+]
+
+
+def _judged(parse: Any, data: dict[str, Any]) -> str:
+    try:
+        return repr(parse(data))  # repr: the offsets of the times too, not only the instants
+    except EventError as exc:
+        return f"EventError: {exc}"
+
+
+@pytest.mark.parametrize("change", PLAIN_EDGES, ids=repr)
+def test_the_plain_fast_path_makes_the_event_pydantic_makes_or_leaves_it_to_pydantic(
+    change: dict[str, Any],
+) -> None:
+    from xihe.agent.alerts.event import _plain, _validated
+
+    data = {**LINE, **change}
+    fast = _plain(data)
+    assert fast is None or repr(fast) == _judged(_validated, data)
+    assert _judged(parse_event, data) == _judged(_validated, data)
+
+
+def test_every_line_of_the_storm_streams_takes_the_fast_path_to_the_same_event() -> None:
+    import json
+
+    from tests.alerts import storm
+    from xihe.agent.alerts.event import _plain, _validated
+
+    for seed in (3, 7):
+        for line in storm.generate(seed=seed, instances=200, p_duplicate=0.3).lines:
+            data = json.loads(json.dumps(line))
+            fast = _plain(data)
+            assert fast is not None and repr(fast) == repr(_validated(data))

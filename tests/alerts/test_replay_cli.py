@@ -165,3 +165,41 @@ def test_null_fields_bad_lines_and_unknown_states_are_reported_and_skipped(tmp_p
 def test_missing_file_is_a_clear_error(tmp_path: Path, capsys: Any) -> None:
     assert main(["alerts", "replay", str(tmp_path / "nope.jsonl"), "--config", str(REPO_CONFIG)]) == 2
     assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_the_replay_imports_no_store_http_or_dolphinscheduler_client_and_prints_one_line(
+    tmp_path: Path,
+) -> None:
+    """A replay is a simulation: SQLAlchemy, requests and the DolphinScheduler client stay unloaded
+    (issue 30: they were 60% of a 10,000-event replay's start), and `--json` is one line unless
+    `--indent N` asks for more."""
+    import os
+    import subprocess
+    import sys
+
+    f = tmp_path / "events.jsonl"
+    f.write_text("\n".join(lifecycle()) + "\n", encoding="utf-8")
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from xihe.agent.cli.main import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    main(['alerts', 'replay', {str(f)!r}, '--config', {str(REPO_CONFIG)!r}, '--json'])\n"
+        "heavy = {'sqlalchemy', 'requests', 'xihe.integrations.dolphinscheduler.client'} & set(sys.modules)\n"
+        "print(json.dumps({'heavy': sorted(heavy), 'lines': out.getvalue().count(chr(10))}))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ)
+    )
+    assert json.loads(run.stdout) == {"heavy": [], "lines": 1}
+
+
+def test_indent_asks_for_the_indented_document_with_the_same_content(tmp_path: Path, capsys: Any) -> None:
+    f = tmp_path / "events.jsonl"
+    f.write_text("\n".join(lifecycle()) + "\n", encoding="utf-8")
+    assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG), "--json"]) == 0
+    one_line = capsys.readouterr().out
+    assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG), "--json", "--indent", "2"]) == 0
+    indented = capsys.readouterr().out
+    assert one_line.count("\n") == 1 and indented.startswith('{\n  "notifications": [\n')
+    assert json.loads(indented) == json.loads(one_line)

@@ -1,7 +1,11 @@
 """Alert storm benchmark in the documented event format (tests/alerts/storm.py), through the replay machinery.
 
-Run: `python -m tests.bench.bench_alert_storm [--seed N] [--instances N]`; prints one JSON object.
-Reports the decision core's events/s (pipeline feed + tick, rendering included), notifications vs
+Run: `python -m tests.bench.bench_alert_storm [--seed N] [--instances N] [--runs N]`; prints one JSON
+object. Reports the decision core's events/s (pipeline feed + tick, rendering included) beside the
+reference policy's (tests/bench/alert_reference.py) on the same decoded lines, both best of `--runs`;
+the whole process, `xihe alerts replay FILE --config DIR --json` against `python
+tests/bench/alert_reference.py FILE DIR` on the same files, run alternately `--runs` times (median
+wall and CPU, events/s, ratio); notifications vs
 the naive one-alert-per-FAILURE-event count, and the storm checks against the generator's truth:
 instances that failed for good but were never named (must be 0), instances named although they did
 not fail for good (must be 0), the busiest robot-minute (≤ 20), the slowest first P0 message after
@@ -12,12 +16,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections import defaultdict
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 from tests.alerts import storm as gen
+from tests.bench import alert_reference
 from xihe.agent.alerts.model import Reason
 from xihe.agent.alerts.outbox import InMemoryOutbox
 from xihe.agent.alerts.pipeline import Pipeline
@@ -34,11 +49,78 @@ def _names(text: str, iid: int) -> bool:
     return re.search(rf"(?<!\d){iid}(?!\d)", text) is not None
 
 
+def _core(cfg: AlertsConfig, wfs: WorkflowsConfig, events: list[Any]) -> float:
+    p = Pipeline(cfg, wfs, InMemoryAlertStateStore(), InMemoryOutbox(), production=PRODUCTION)
+    t = time.perf_counter()
+    for e in events:
+        p.feed(e, e.at)
+    p.tick(events[-1].at + timedelta(hours=2))
+    return time.perf_counter() - t
+
+
+def _reference(decoded: list[dict[str, Any]], raw: dict[str, Any]) -> float:
+    t = time.perf_counter()
+    alert_reference.decide(decoded, raw, gen.workflows())
+    return time.perf_counter() - t
+
+
+def _timed_run(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one child process (its output discarded)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _whole_process(jsonl: str, raw: dict[str, Any], runs: int) -> dict[str, Any]:
+    """`xihe alerts replay --json` and the reference policy as fresh processes, alternately."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        (work / "events.jsonl").write_text(jsonl, encoding="utf-8")
+        (work / "alerts.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+        (work / "workflows.yaml").write_text(yaml.safe_dump({"workflows": gen.workflows()}), encoding="utf-8")
+        events = str(work / "events.jsonl")
+        commands = {
+            "xihe": [
+                sys.executable,
+                "-m",
+                "xihe.agent.cli.main",
+                "alerts",
+                "replay",
+                events,
+                "--config",
+                tmp,
+                "--json",
+            ],
+            "reference": [sys.executable, alert_reference.__file__, events, tmp],
+        }
+        timings: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for _ in range(runs):
+            for name, cmd in commands.items():
+                timings[name].append(_timed_run(cmd))
+    lines = jsonl.count("\n")
+    out: dict[str, Any] = {"runs": runs}
+    for name, got in timings.items():
+        wall = statistics.median(w for w, _ in got)
+        out[name] = {
+            "wall_median_s": round(wall, 3),
+            "cpu_median_s": round(statistics.median(c for _, c in got), 3),
+            "events_per_s": round(lines / wall),
+        }
+    out["ratio_xihe_to_reference_wall"] = round(
+        out["reference"]["wall_median_s"] / out["xihe"]["wall_median_s"], 2
+    )
+    return out
+
+
 def main() -> None:
     """Run and print the JSON report."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--instances", type=int, default=500)
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     storm = gen.generate(seed=args.seed, instances=args.instances, p_duplicate=0.9)
     raw = gen.alerts_config()
@@ -49,13 +131,11 @@ def main() -> None:
     parse_seconds = time.perf_counter() - t
     events = loaded.events
 
-    # 1) the decision core alone, as fast as it goes
-    p = Pipeline(cfg, wfs, InMemoryAlertStateStore(), InMemoryOutbox(), production=PRODUCTION)
-    t = time.perf_counter()
-    for e in events:
-        p.feed(e, e.at)
-    p.tick(events[-1].at + timedelta(hours=2))
-    core_only = time.perf_counter() - t
+    # 1) the decision core alone, as fast as it goes, and the reference policy on the same lines
+    core_only = min(_core(cfg, wfs, events) for _ in range(args.runs))
+    decoded = [json.loads(line) for line in storm.jsonl().splitlines()]
+    reference = min(_reference(decoded, raw) for _ in range(args.runs))
+    whole = _whole_process(storm.jsonl(), raw, args.runs)
 
     # 2) the full replay: simulated clock, rate-limited simulated robot, e-mail fallback
     t = time.perf_counter()
@@ -95,7 +175,11 @@ def main() -> None:
                 "failed_for_good": len(storm.final_at),
                 "hidden_by_maintenance": len(hidden),
                 "parse_events_per_s": round(len(events) / parse_seconds),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
                 "decision_core_events_per_s": round(len(events) / core_only),
+                "reference_decisions_events_per_s": round(len(events) / reference),
+                "decisions_ratio_xihe_to_reference": round(reference / core_only, 2),
+                "whole_process": whole,
                 "replay_core_events_per_s": round(len(events) / res.core_seconds),
                 "replay_wall_seconds": round(wall, 3),
                 "notifications": s["notifications"],

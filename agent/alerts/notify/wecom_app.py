@@ -16,6 +16,7 @@ import re
 import secrets
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.cards import Card, alert_buttons
@@ -23,9 +24,11 @@ from xihe.agent.clock import utc_now
 from xihe.agent.errors import WeComError
 from xihe.agent.i18n import Lang
 from xihe.config.alerts import AlertsConfig, Channel
-from xihe.integrations.wecom.app_client import AppClient, TokenCache
 from xihe.integrations.wecom.cards import template_card
 from xihe.integrations.wecom.robot import redact
+
+if TYPE_CHECKING:  # the HTTP client is imported by the first send: the pipeline only reads MARKUP
+    from xihe.integrations.wecom.app_client import AppClient
 
 KIND = "wecom_app"
 MARKUP = "wecom_markdown"  # the same templates and escaping as the robot
@@ -91,6 +94,8 @@ class WeComAppNotifier:
             channel.agent_id,
             channel.api_base,
         )
+        from xihe.integrations.wecom.app_client import AppClient, TokenCache
+
         with self._lock:
             if key not in self._clients:
                 self._clients[key] = AppClient(
