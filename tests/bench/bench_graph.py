@@ -1,6 +1,7 @@
 """The symbol graph against jedi: precision and recall of find_callers and find_references.
 
     python -m tests.bench.bench_graph [--packages requests,apscheduler] [--limit N] [--cache DIR] [--speed 2]
+                                      [--js] [--js-packages js-yaml@4.1.0,commander@12.1.0]
 
 Each package is the installed one (pinned in constraints.txt), copied out of site-packages so both
 tools read the same plain directory. For every Python function, method and class, jedi's
@@ -13,6 +14,8 @@ package and jedi version): they take minutes.
 Also measured: the index build with and without the graph's facts (the facts' share of a build:
 extraction and the graph.jsonl write) and an incremental update of one file; `--speed ROUNDS` adds
 both on ten standard-library packages, BM25 only and with the shipped config/code.yaml (vectors).
+`--js` adds the second language: JavaScript packages from npm against TypeScript's language service
+(bench_graph_js.py; npm installs `typescript` and the packages once under --cache).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.bench.bench_graph_js import PACKAGES, run_js
 from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import index as index_module
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED, Def, SymbolGraph
@@ -355,8 +359,12 @@ def main() -> None:
     ap.add_argument("--cache", default="var/bench-graph")
     ap.add_argument("--limit", type=int, default=0, help="definitions per package (0 = all)")
     ap.add_argument("--speed", type=int, default=0, metavar="ROUNDS", help="also time builds on the stdlib")
+    ap.add_argument("--js", action="store_true", help="also JavaScript against TypeScript's findReferences")
+    ap.add_argument("--js-packages", default=",".join(PACKAGES), help="pinned npm packages (name@version)")
     args = ap.parse_args()
     out: dict[str, Any] = {p: run(p, Path(args.cache), args.limit) for p in args.packages.split(",") if p}
+    if args.js:
+        out["javascript"] = {p: run_js(p, Path(args.cache)) for p in args.js_packages.split(",") if p}
     if args.speed:
         out["speed"] = speed(args.speed)
     print(json.dumps(out, indent=2))

@@ -56,6 +56,13 @@ class Bm25Index:
         """Append one row per document (token list)."""
         if not docs:
             return
+        self._rows.append(self._rows_of(docs))
+        self.doc_len = np.concatenate([self.doc_len, np.asarray([len(d) for d in docs], np.float32)])
+        self.alive = np.concatenate([self.alive, np.ones(len(docs), bool)])
+        self._cols = None
+
+    def _rows_of(self, docs: Sequence[Sequence[str]]) -> sp.csr_matrix:
+        """One CSR row of term frequencies per document, new terms added to the vocabulary."""
         indptr = [0]
         indices: list[int] = []
         data: list[float] = []
@@ -65,14 +72,29 @@ class Bm25Index:
                 indices.append(idx)
                 data.append(float(n))
             indptr.append(len(indices))
-        self._rows.append(
-            _sparse().csr_matrix(
-                (np.asarray(data, np.float32), np.asarray(indices, np.int32), np.asarray(indptr, np.int64)),
-                shape=(len(docs), max(1, len(self.vocab))),
-            )
+        return _sparse().csr_matrix(
+            (np.asarray(data, np.float32), np.asarray(indices, np.int32), np.asarray(indptr, np.int64)),
+            shape=(len(docs), max(1, len(self.vocab))),
         )
-        self.doc_len = np.concatenate([self.doc_len, np.asarray([len(d) for d in docs], np.float32)])
-        self.alive = np.concatenate([self.alive, np.ones(len(docs), bool)])
+
+    def set_rows(self, slots: Sequence[int], docs: Sequence[Sequence[str]]) -> None:
+        """Replace the rows of existing `slots` by `docs` (one pass over the matrix, no re-indexing)."""
+        if not len(slots):
+            return
+        sparse = _sparse()
+        new = self._rows_of(docs)
+        m = self._merged()  # after _rows_of: the width includes the new terms
+        n, k = m.shape[0], len(slots)
+        at = np.asarray(slots, np.int64)
+        keep = np.ones(n, np.float32)
+        keep[at] = 0.0
+        place = sparse.csr_matrix((np.ones(k, np.float32), (at, np.arange(k))), shape=(n, k))
+        merged = (sparse.diags(keep, format="csr") @ m + place @ self._resize(new, m.shape[1])).tocsr()
+        merged.eliminate_zeros()
+        self._matrix = merged.astype(np.float32)
+        doc_len = np.array(self.doc_len, np.float32)
+        doc_len[at] = [len(d) for d in docs]
+        self.doc_len = doc_len
         self._cols = None
 
     def remove(self, slots: Sequence[int]) -> None:

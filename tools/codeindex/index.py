@@ -22,7 +22,14 @@ from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
-from xihe.tools.codeindex.fields import bm25_text, doc_sentences, embed_text, name_text
+from xihe.tools.codeindex.fields import (
+    bm25_text,
+    callers_by_name,
+    doc_sentences,
+    embed_text,
+    name_text,
+    neighbour_text,
+)
 from xihe.tools.codeindex.graph import SymbolGraph
 from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.languages import Parsers, language_of
@@ -93,6 +100,8 @@ class CodeIndex(Searching):
         self.files: dict[str, FileRecord] = {}
         self.bm25 = Bm25Index()
         self.names = Bm25Index()  # the name field: qualified name and file name only
+        self.neighbours = Bm25Index()  # the graph field: callee names and callers' qualified names
+        self._touched: set[str] = set()  # names whose callers changed since the graph field was written
         self.vectors = np.zeros((0, 0), np.float32)
         # doc-sentence vectors: row i belongs to slot sent_owner[i] (non-decreasing: appended in slot order)
         self.sent_vectors = np.zeros((0, 0), np.float32)
@@ -146,6 +155,8 @@ class CodeIndex(Searching):
         self.units, self.files = [], {}
         self.bm25 = Bm25Index()
         self.names = Bm25Index()
+        self.neighbours = Bm25Index()
+        self._touched = set()
         self.vectors = np.zeros((0, 0), np.float32)
         self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
         self.graph_facts, self._graph = GraphFacts(), None
@@ -203,12 +214,16 @@ class CodeIndex(Searching):
 
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         if not units and not owners:
-            return  # nothing changed: the query-word table is not rebuilt (a search's reconcile)
+            if self._touched:  # files were only removed: their callees lost callers
+                self._add_neighbours(self.live_units, [])
+            return  # nothing else changed: the query-word table is not rebuilt (a search's reconcile)
         self._graph = None
-        base, units = len(self.units), inherit.resolve(units, self.live_units)
+        live = self.live_units
+        base, units = len(self.units), inherit.resolve(units, live)
         views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
         self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in views])
         self.names.add([self.tokenizer.tokens(name_text(u)) for u in units])
+        self._add_neighbours(live, units)
         if self.embedder is not None:
             texts = [embed_text(u, u.text) for u in views]
             batch = 2048
@@ -232,6 +247,20 @@ class CodeIndex(Searching):
         for rel, sha, n in owners:
             self.files[rel] = FileRecord(sha, list(range(slot, slot + n)))
             slot += n
+
+    def _add_neighbours(self, live: list[CodeUnit], new: list[CodeUnit]) -> None:
+        """The graph field's rows of the `new` units, and new rows for the live units whose callers changed
+        (those named by the calls of a dropped or added unit)."""
+        callers = callers_by_name([*live, *new])
+        tokens = self.tokenizer.tokens
+        self.neighbours.add([tokens(neighbour_text(u, callers.get(u.name, ()))) for u in new])
+        touched = self._touched | {c for u in new for c in u.calls}
+        self._touched = set()
+        if not touched or not live:
+            return
+        hit = [(s, u) for s, u in enumerate(self.units) if u is not None and u.name in touched]
+        docs = [tokens(neighbour_text(u, callers.get(u.name, ()))) for _, u in hit]
+        self.neighbours.set_rows([s for s, _ in hit], docs)
 
     def _append_sentences(self, units: list[CodeUnit], base: int, progress: Progress) -> list[str]:
         """Embed the doc sentences of `units` (slots from `base`), append them with their owners; the sentences."""
@@ -269,10 +298,14 @@ class CodeIndex(Searching):
         self.graph_facts.set(rel, None)
         self._graph = None
         for s in rec.slots:
+            u = self.units[s]
+            if u is not None:  # the units it called lose a caller
+                self._touched.update(u.calls)
             self.units[s] = None
         if rec.slots:
             self.bm25.remove(rec.slots)
             self.names.remove(rec.slots)
+            self.neighbours.remove(rec.slots)
         return len(rec.slots)
 
     def update_files(self, paths: Iterable[str]) -> UpdateStats:
@@ -351,6 +384,7 @@ class CodeIndex(Searching):
         remap = {int(old): new for new, old in enumerate(keep)}
         self.bm25.compact(keep)
         self.names.compact(keep)
+        self.neighbours.compact(keep)
         if self.vectors.size:
             self.vectors = self.vectors[keep]
         if self.multi is not None:
