@@ -59,3 +59,8 @@ def test_set_rows_scores_as_if_built_with_those_rows() -> None:
     for q in (["a"], ["c"], ["e"], ["b", "d"]):
         assert np.allclose(edited.scores(q), fresh.scores(q)), q
     assert edited.scores(["c"]).max() == 0  # the replaced row's old terms are gone
+    edited.set_rows([2, 0], [["x", "x"], ["c"]])  # several rows, in any order
+    fresh = Bm25Index()
+    fresh.add([["c"], ["e", "a", "a", "a"], ["x", "x"]])
+    for q in (["a"], ["c"], ["x"], ["d"]):
+        assert np.allclose(edited.scores(q), fresh.scores(q)), q

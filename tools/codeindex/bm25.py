@@ -78,20 +78,30 @@ class Bm25Index:
         )
 
     def set_rows(self, slots: Sequence[int], docs: Sequence[Sequence[str]]) -> None:
-        """Replace the rows of existing `slots` by `docs` (one pass over the matrix, no re-indexing)."""
+        """Replace the rows of existing `slots` by `docs`: the CSR arrays rebuilt in one numpy pass
+        (no re-indexing, no sparse products)."""
         if not len(slots):
             return
-        sparse = _sparse()
         new = self._rows_of(docs)
         m = self._merged()  # after _rows_of: the width includes the new terms
-        n, k = m.shape[0], len(slots)
         at = np.asarray(slots, np.int64)
-        keep = np.ones(n, np.float32)
-        keep[at] = 0.0
-        place = sparse.csr_matrix((np.ones(k, np.float32), (at, np.arange(k))), shape=(n, k))
-        merged = (sparse.diags(keep, format="csr") @ m + place @ self._resize(new, m.shape[1])).tocsr()
-        merged.eliminate_zeros()
-        self._matrix = merged.astype(np.float32)
+        old_len = np.diff(m.indptr)
+        new_len = old_len.copy()
+        new_len[at] = np.diff(new.indptr)
+        indptr = np.zeros(len(new_len) + 1, np.int64)
+        np.cumsum(new_len, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), m.indices.dtype)
+        data = np.empty(int(indptr[-1]), np.float32)
+        replaced = np.zeros(len(old_len), bool)
+        replaced[at] = True
+        row = np.repeat(np.arange(len(old_len)), old_len)  # the row of every stored entry
+        keep = ~replaced[row]
+        dest = indptr[row[keep]] + (np.arange(len(row))[keep] - m.indptr[row[keep]])
+        indices[dest], data[dest] = m.indices[keep], m.data[keep]
+        new_row = np.repeat(at, np.diff(new.indptr))
+        dest = indptr[new_row] + (np.arange(len(new_row)) - np.repeat(new.indptr[:-1], np.diff(new.indptr)))
+        indices[dest], data[dest] = new.indices, new.data
+        self._matrix = _sparse().csr_matrix((data, indices, indptr), shape=m.shape)
         doc_len = np.array(self.doc_len, np.float32)
         doc_len[at] = [len(d) for d in docs]
         self.doc_len = doc_len

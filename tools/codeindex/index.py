@@ -104,6 +104,7 @@ class CodeIndex(Searching):
         self._touched: set[str] = set()  # names whose callers changed since the graph field was written
         self.unit_keys = np.zeros(0, np.uint64)  # per slot: what its vectors are made from (reuse.py)
         self._recycled: dict[int, int] = {}  # key -> a slot dropped by this update, its rows still there
+        self._shapes: dict[str, list[tuple[str, str, str, str, bool]]] = {}  # dropped files' inherit.shape
         self.vectors = np.zeros((0, 0), np.float32)
         # doc-sentence vectors: row i belongs to slot sent_owner[i] (non-decreasing: appended in slot order)
         self.sent_vectors = np.zeros((0, 0), np.float32)
@@ -218,15 +219,16 @@ class CodeIndex(Searching):
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         if not units and not owners:
             if self._touched:  # files were only removed: their callees lost callers
-                self._add_neighbours(self.live_units, [])
+                self._add_neighbours(self._live_slots(), [])
             return  # nothing else changed: the query-word table is not rebuilt (a search's reconcile)
         self._graph = None
-        live = self.live_units
+        live_slots = self._live_slots()
+        live = [u for _, u in live_slots]
         base, units = len(self.units), inherit.resolve(units, live)
         views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
         self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in views])
         self.names.add([self.tokenizer.tokens(name_text(u)) for u in units])
-        self._add_neighbours(live, units)
+        self._add_neighbours(live_slots, units)
         keys = reuse.keys_of(views)
         # an unchanged unit of a re-indexed file keeps its dropped slot's vectors (reuse.py)
         old = [self._recycled.get(int(k)) for k in keys]
@@ -248,17 +250,21 @@ class CodeIndex(Searching):
             self.files[rel] = FileRecord(sha, list(range(slot, slot + n)))
             slot += n
 
-    def _add_neighbours(self, live: list[CodeUnit], new: list[CodeUnit]) -> None:
-        """The graph field's rows of the `new` units, and new rows for the live units whose callers changed
-        (those named by the calls of a dropped or added unit)."""
-        callers = callers_by_name([*live, *new])
-        tokens = self.tokenizer.tokens
-        self.neighbours.add([tokens(neighbour_text(u, callers.get(u.name, ()))) for u in new])
+    def _live_slots(self) -> list[tuple[int, CodeUnit]]:
+        return [(s, u) for s, u in enumerate(self.units) if u is not None]
+
+    def _add_neighbours(self, live: list[tuple[int, CodeUnit]], new: list[CodeUnit]) -> None:
+        """The graph field's rows of the `new` units, and new rows for the `live` (slot, unit) whose callers
+        changed (those named by the calls of a dropped or added unit)."""
         touched = self._touched | {c for u in new for c in u.calls}
         self._touched = set()
+        wanted = {u.name for u in new} | (touched if live else set())
+        callers = callers_by_name([*(u for _, u in live), *new], wanted)
+        tokens = self.tokenizer.tokens
+        self.neighbours.add([tokens(neighbour_text(u, callers.get(u.name, ()))) for u in new])
         if not touched or not live:
             return
-        hit = [(s, u) for s, u in enumerate(self.units) if u is not None and u.name in touched]
+        hit = [(s, u) for s, u in live if u.name in touched]
         docs = [tokens(neighbour_text(u, callers.get(u.name, ()))) for _, u in hit]
         self.neighbours.set_rows([s for s, _ in hit], docs)
 
@@ -338,6 +344,7 @@ class CodeIndex(Searching):
             return 0
         self.graph_facts.set(rel, None)
         self._graph = None
+        self._shapes[rel] = inherit.shape(u for u in (self.units[s] for s in rec.slots) if u is not None)
         for s in rec.slots:
             u = self.units[s]
             if u is not None:  # the units it called lose a caller
@@ -371,9 +378,13 @@ class CodeIndex(Searching):
         owners: list[tuple[str, str, int]] = []
         self._reparse(to_add, stats, new_units, owners)
         # files whose inherited docs the changed ones alter (inherit.py) are re-indexed with them
-        if stats.changed:  # (reading every unit of a saved index is the slow part of a search's check)
+        # (reading every unit of a saved index is the slow part of a search's check): only when a
+        # changed file's classes or methods changed what others inherit from them
+        shapes, self._shapes = self._shapes, {}
+        if stats.changed and self._reshaped(stats.changed, shapes, new_units):
             stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
             self._reparse(sorted(stale), stats, new_units, owners, force=True)
+            self._shapes = {}
         self._append(new_units, owners, no_progress)
         stats.units_added = len(new_units)
         dead = len(self.units) - self.unit_count
@@ -381,6 +392,16 @@ class CodeIndex(Searching):
             self.compact()
         stats.seconds = time.perf_counter() - t0
         return stats
+
+    @staticmethod
+    def _reshaped(
+        changed: list[str], before: dict[str, list[tuple[str, str, str, str, bool]]], new: list[CodeUnit]
+    ) -> bool:
+        """Whether a changed file's `inherit.shape` differs from its dropped version's (`before`)."""
+        by_path: dict[str, list[CodeUnit]] = {}
+        for u in new:
+            by_path.setdefault(u.path, []).append(u)
+        return any(inherit.shape(by_path.get(rel, [])) != before.get(rel, []) for rel in changed)
 
     def _reparse(
         self,
