@@ -1,8 +1,10 @@
 // Ground truth for bench_graph_js.py: TypeScript's language service `findReferences` over plain JS.
 //
-//   node ts_references.js TYPESCRIPT_DIR < {"root", "files": [abs], "queries": [[abs file, line, col]]}
+//   node ts_references.js TYPESCRIPT_DIR < {"root", "files": [abs], "queries": [[abs file, line, col]], "mode"}
 //
-// Prints one list per query, in order: [[abs file, line (1-based), col (0-based), isDefinition]].
+// Prints one list per query, in order: [[abs file, line (1-based), col (0-based), isDefinition]] of
+// `findReferences`, or with "mode": "definitions" [[abs file, line, col]] of `getDefinitionAtPosition`
+// (go to definition: it follows `exports.X = X` / `require` aliases that the reference search stops at).
 // The JS files are read as a program with allowJs (CommonJS `require` and `module.exports` are
 // followed as TypeScript does for JavaScript); nothing is type-checked or emitted.
 "use strict";
@@ -41,6 +43,16 @@ for (const [file, line, col] of input.queries) {
   const refs = [];
   if (sf) {
     const pos = sf.getPositionOfLineAndCharacter(line - 1, col);
+    if (input.mode === "definitions") {
+      for (const d of service.getDefinitionAtPosition(file, pos) || []) {
+        const target = program.getSourceFile(d.fileName);
+        if (!target) continue;
+        const lc = target.getLineAndCharacterOfPosition(d.textSpan.start);
+        refs.push([d.fileName, lc.line + 1, lc.character]);
+      }
+      out.push(refs);
+      continue;
+    }
     for (const sym of service.findReferences(file, pos) || []) {
       for (const r of sym.references) {
         const target = program.getSourceFile(r.fileName);
