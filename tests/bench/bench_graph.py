@@ -379,7 +379,9 @@ def main() -> None:
     ap.add_argument("--cache", default="var/bench-graph")
     ap.add_argument("--limit", type=int, default=0, help="definitions per package (0 = all)")
     ap.add_argument("--speed", type=int, default=0, metavar="ROUNDS", help="also time builds and updates")
-    ap.add_argument("--speed-corpus", default="stdlib", choices=("stdlib", "react-native"), help="for --speed")
+    ap.add_argument(
+        "--speed-corpus", default="stdlib", choices=("stdlib", "react-native"), help="for --speed"
+    )
     ap.add_argument("--js", action="store_true", help="also JavaScript against TypeScript's findReferences")
     ap.add_argument("--js-packages", default=",".join(PACKAGES), help="pinned npm packages (name@version)")
     args = ap.parse_args()

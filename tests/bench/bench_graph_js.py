@@ -159,9 +159,7 @@ def adjudicate(root: Path, graph: SymbolGraph, truth: dict[str, list[list[Any]]]
         dpath, _, qual = key.partition(":")
         d = graph.defs[(dpath, qual)]
         pos = name_position(root, d)
-        hit = any(
-            Path(f).resolve() == (base / dpath) and (ln, col) == pos for f, ln, col in lands
-        )
+        hit = any(Path(f).resolve() == (base / dpath) and (ln, col) == pos for f, ln, col in lands)
         if hit and (key, path, line) not in added:
             added.add((key, path, line))
             truth[key].append([path, line, called])
