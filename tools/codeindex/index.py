@@ -289,7 +289,7 @@ class CodeIndex(Searching):
             out[todo] = fresh
         kept = [i for i, o in enumerate(old) if o is not None]
         if kept:
-            out[kept] = self.vectors[[old[i] for i in kept]]
+            out[kept] = self.vectors[[o for o in old if o is not None]]
         return out
 
     def _append_sentences(
@@ -328,7 +328,7 @@ class CodeIndex(Searching):
             if fresh:
                 vecs[todo] = half(np.concatenate(fresh))
             kept = [i for i, c in enumerate(copied) if c is not None]
-            vecs[kept] = self.sent_vectors[[copied[i] for i in kept]]
+            vecs[kept] = self.sent_vectors[[c for c in copied if c is not None]]
         if self.sent_vectors.size:
             vecs = np.concatenate([self.sent_vectors, vecs])
         self.set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))

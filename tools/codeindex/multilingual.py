@@ -196,7 +196,7 @@ class MultilingualVectors:
             rows = np.zeros((len(units), DIM), np.float16)
             rows[todo] = fresh
             kept = [i for i, o in enumerate(old) if o is not None]
-            rows[kept] = self.vectors[[old[i] for i in kept]]
+            rows[kept] = self.vectors[[o for o in old if o is not None]]
         self.vectors = np.concatenate([self.vectors, rows])
         self._as32 = None
 
