@@ -134,6 +134,12 @@ class RetrievalConfig(BaseModel):
         ge=0,
         description="weight of the name-field BM25 score (qualified name, file name) in linear fusion",
     )
+    graph_weight: float = Field(
+        default=0.05,
+        ge=0,
+        description="weight of the graph field's BM25 score (the names a unit calls and its callers' names) "
+        "in linear fusion, for questions without Chinese",
+    )
     identifier_weight: float = Field(
         default=1.0,
         ge=0,

@@ -1,6 +1,8 @@
 """The symbol graph against jedi: precision and recall of find_callers and find_references.
 
     python -m tests.bench.bench_graph [--packages requests,apscheduler] [--limit N] [--cache DIR] [--speed 2]
+                                      [--speed-corpus stdlib|react-native]
+                                      [--js] [--js-packages js-yaml@4.1.0,commander@12.1.0]
 
 Each package is the installed one (pinned in constraints.txt), copied out of site-packages so both
 tools read the same plain directory. For every Python function, method and class, jedi's
@@ -12,7 +14,11 @@ package and jedi version): they take minutes.
 
 Also measured: the index build with and without the graph's facts (the facts' share of a build:
 extraction and the graph.jsonl write) and an incremental update of one file; `--speed ROUNDS` adds
-both on ten standard-library packages, BM25 only and with the shipped config/code.yaml (vectors).
+both on ten standard-library packages (or React Native 0.71.19 from npm, `--speed-corpus
+react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vectors): the update of
+the largest file and of a median one, wall and CPU, as a share of the build.
+`--js` adds the second language: JavaScript packages from npm against TypeScript's language service
+(bench_graph_js.py; npm installs `typescript` and the packages once under --cache).
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.bench.bench_graph_js import PACKAGES, run_js
 from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import index as index_module
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED, Def, SymbolGraph
 from xihe.tools.codeindex.index import CodeIndex
 
+BUILD_CPU: list[float] = []  # CPU seconds of each build(), in order
 LEVELS = {"resolved": {RESOLVED}, "+dynamic": {RESOLVED, DYNAMIC}, "+name": {RESOLVED, DYNAMIC, NAME}}
 
 
@@ -45,7 +53,7 @@ def copy_package(name: str, work: Path) -> tuple[Path, str]:
 
 
 def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[CodeIndex, float]:
-    """An index of `root`; (index, seconds). BM25 only (the graph's share at its largest), or with
+    """An index of `root`; (index, wall seconds; the CPU seconds are in BUILD_CPU[-1]). BM25 only (the graph's share at its largest), or with
     `shipped` = (config, embedder) as a deployment builds it (vectors, multilingual channel)."""
     if shipped is None:
         cfg = CodeConfig(index_dir=str(root / ".index"), embedding={"multilingual": False})
@@ -57,9 +65,10 @@ def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[Cod
     if not with_graph:
         index_module.extract = lambda *a: None  # type: ignore[assignment,misc]
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         idx.build()
         idx.save()
+        BUILD_CPU.append(time.process_time() - c0)
         return idx, time.perf_counter() - t0
     finally:
         index_module.extract = saved
@@ -219,24 +228,34 @@ def _pr(tp: int, fp: int, fn: int) -> dict[str, float | int]:
     }
 
 
-def incremental(idx: CodeIndex, root: Path) -> dict[str, Any]:
-    """Seconds to re-index and save one changed file (a line added to the largest module)."""
-    target = max((p for p in idx.files if p.endswith(".py")), key=lambda p: (root / p).stat().st_size)
-    path = root / target
-    path.write_text(
-        path.read_text(encoding="utf-8") + "\n\ndef _bench_added():\n    return 1\n", encoding="utf-8"
+def incremental(idx: CodeIndex, root: Path, which: str = "largest") -> dict[str, Any]:
+    """Wall and CPU seconds to re-index and save one changed file (a function added to the largest
+    source file, or to the file of median unit count), best of two edits; the graph rebuilt after."""
+    sources = sorted(
+        (len(r.slots), p) for p, r in idx.files.items() if p.endswith((".py", ".java", ".js", ".ts"))
     )
-    t0 = time.perf_counter()
-    idx.update_files([target])
-    idx.save()
-    update = time.perf_counter() - t0
+    target = sources[-1][1] if which == "largest" else sources[len(sources) // 2][1]
+    path = root / target
+    original = path.read_text(encoding="utf-8")
+    walls, cpus = [], []
+    for i in range(2):
+        added = "\n\ndef _bench_added_%d():\n    return 1\n" if target.endswith(".py") else "\n// bench %d\n"
+        path.write_text(path.read_text(encoding="utf-8") + added % i, encoding="utf-8")
+        t0, c0 = time.perf_counter(), time.process_time()
+        idx.update_files([target])
+        idx.save()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    path.write_text(original, encoding="utf-8")  # the corpus as it was for the next build
     t0 = time.perf_counter()
     idx._graph = None
     idx.symbol_graph()
     return {
-        "update_one_file_s": round(update, 4),
+        "update_one_file_s": round(min(walls), 4),
+        "update_one_file_cpu_s": round(min(cpus), 4),
+        "updated_file_units": len(idx.files[target].slots),
         "graph_rebuild_after_update_s": round(time.perf_counter() - t0, 4),
-        "changed": [target],
+        "updated_file": target,
     }
 
 
@@ -280,9 +299,7 @@ def run(package: str, cache: Path, limit: int) -> dict[str, Any]:
             "uses_confirmed_by_jedi_goto": added,
             **score(graph, truth),
         }
-        update = incremental(idx, root)
-        update.pop("changed")
-        report.update(update)
+        report.update(incremental(idx, root))
         del bare, bare2
         return report
 
@@ -301,51 +318,58 @@ STDLIB = (
 )
 
 
-def speed(rounds: int) -> dict[str, Any]:
-    """Build time with and without the graph's facts on part of the standard library (BM25 only, and
-    with the shipped config's vectors), interleaved, best of `rounds`; one file's update."""
+def corpus(name: str, tmp: Path, cache: Path) -> Path:
+    """The speed corpus copied under `tmp`: ten standard-library packages, or React Native 0.71.19
+    (the held-out evaluation's npm package, 2,973 files, fetched once into `cache`)."""
+    if name == "react-native":
+        from xihe.tools.codeindex.heldout import fetch, load_set
+
+        src = fetch(load_set("react-native-android").source, cache)
+        shutil.copytree(src, tmp / name)
+        return tmp / name
     import sysconfig
 
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    for pkg in STDLIB:
+        shutil.copytree(lib / pkg, tmp / name / pkg, ignore=shutil.ignore_patterns("__pycache__", "test*"))
+    return tmp / name
+
+
+def speed(rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src")) -> dict[str, Any]:
+    """Build time with and without the graph's facts (BM25 only, and with the shipped config's
+    vectors), interleaved, best of `rounds`; then one file's update (the largest and a median one)
+    as a share of the build, wall and CPU."""
     from xihe.config.code import load_file
     from xihe.tools.codeindex.embed import make_embedder
 
-    src = Path(sysconfig.get_paths()["stdlib"])
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="xihe-bench-graph-") as tmp:
-        root = Path(tmp) / "stdlib"
-        for name in STDLIB:
-            shutil.copytree(src / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "test*"))
-        originals = {
-            p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.py")
-        }
+        root = corpus(name, Path(tmp), cache)
         shipped_cfg = load_file("config").model_copy(update={"index_dir": str(root / ".index")})
         shipped = (shipped_cfg, make_embedder(shipped_cfg.embedding))
         for label, how in (("bm25_only", None), ("shipped_config", shipped)):
-            times: dict[bool, list[float]] = {False: [], True: []}
+            times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
             for _ in range(rounds):
                 for with_graph in (False, True):
                     shutil.rmtree(root / ".index", ignore_errors=True)
                     idx, seconds = build(root, with_graph, how)
-                    times[with_graph].append(seconds)
+                    times[with_graph].append((seconds, BUILD_CPU[-1]))
             before, after = min(times[False]), min(times[True])
-            update = incremental(idx, root)
-            shutil.rmtree(root / ".index", ignore_errors=True)
-            for rel in update.pop("changed"):  # the same file, changed back, then changed again
-                (root / rel).write_text(originals[rel], encoding="utf-8")
-            bare, _ = build(root, False, how)
-            bare_update = incremental(bare, root)
-            for rel in bare_update.pop("changed"):
-                (root / rel).write_text(originals[rel], encoding="utf-8")
-            out[label] = {
+            row: dict[str, Any] = {
+                "corpus": name,
                 "files": len(idx.files),
                 "units": idx.unit_count,
-                "build_without_graph_s": round(before, 2),
-                "build_with_graph_s": round(after, 2),
-                "growth": round(after / before - 1, 3),
-                **update,
-                "update_one_file_without_graph_s": bare_update["update_one_file_s"],
+                "build_without_graph_s": round(before[0], 2),
+                "build_with_graph_s": round(after[0], 2),
+                "build_with_graph_cpu_s": round(after[1], 2),
+                "growth": round(after[0] / before[0] - 1, 3),
             }
-            out[label]["update_share_of_build"] = round(out[label]["update_one_file_s"] / after, 4)
+            for which in ("largest", "median"):
+                update = incremental(idx, root, which)
+                update["share_of_build"] = round(update["update_one_file_s"] / after[0], 4)
+                update["cpu_share_of_build"] = round(update["update_one_file_cpu_s"] / after[1], 4)
+                row[f"update_{which}_file"] = update
+            out[label] = row
     return out
 
 
@@ -354,11 +378,18 @@ def main() -> None:
     ap.add_argument("--packages", default="requests,apscheduler")
     ap.add_argument("--cache", default="var/bench-graph")
     ap.add_argument("--limit", type=int, default=0, help="definitions per package (0 = all)")
-    ap.add_argument("--speed", type=int, default=0, metavar="ROUNDS", help="also time builds on the stdlib")
+    ap.add_argument("--speed", type=int, default=0, metavar="ROUNDS", help="also time builds and updates")
+    ap.add_argument(
+        "--speed-corpus", default="stdlib", choices=("stdlib", "react-native"), help="for --speed"
+    )
+    ap.add_argument("--js", action="store_true", help="also JavaScript against TypeScript's findReferences")
+    ap.add_argument("--js-packages", default=",".join(PACKAGES), help="pinned npm packages (name@version)")
     args = ap.parse_args()
     out: dict[str, Any] = {p: run(p, Path(args.cache), args.limit) for p in args.packages.split(",") if p}
+    if args.js:
+        out["javascript"] = {p: run_js(p, Path(args.cache)) for p in args.js_packages.split(",") if p}
     if args.speed:
-        out["speed"] = speed(args.speed)
+        out["speed"] = speed(args.speed, args.speed_corpus)
     print(json.dumps(out, indent=2))
 
 

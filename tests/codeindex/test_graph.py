@@ -249,3 +249,37 @@ def test_how_does_it_work_questions_get_a_repository_map(tmp_path: Path, embedde
     assert line.split(": ", 1)[1].startswith("`place_order` (2 uses)")  # main and Checkout.save
     assert missing_citations(idx, text) == []
     assert "## Repository map" not in get_code_context(idx, "where is the order store", 3)
+
+
+def test_javascript_require_and_import_lead_to_the_definition(tmp_path: Path) -> None:
+    common = "function isNothing(x) {\n  return x == null;\n}\n\nmodule.exports.isNothing = isNothing;\n"
+    error = "function ParseError(msg) {\n  this.msg = msg;\n}\n\nmodule.exports = ParseError;\n"
+    other = "function isNothing(x) {\n  return !x;\n}\n\nexport { isNothing };\n"
+    loader = """const common = require('./common');
+var ParseError = require('./error.js');
+const { isNothing: blank } = require('./common');
+const fs = require('fs');
+import { isNothing as empty } from '../other/util';
+
+function load(text) {
+  if (common.isNothing(text) || blank(text)) {
+    throw new ParseError('empty');
+  }
+  fs.readFileSync(text);
+  return empty(text);
+}
+"""
+    idx = build(
+        tmp_path / "js",
+        {"lib/common.js": common, "lib/error.js": error, "other/util.js": other, "lib/loader.js": loader},
+    )
+    got = callees(idx, "load")
+    assert got["ParseError"] == RESOLVED  # `module.exports = ParseError`, required under its name
+    graph = idx.symbol_graph()
+    (mine,) = graph.definitions("lib/common.js:isNothing")
+    lines = {u.line: u.certainty for u in graph.uses(mine)}
+    assert lines == {8: RESOLVED}  # `common.isNothing(...)` and `blank(...)`, both on line 8
+    assert {u.name for u in graph.uses(mine)} >= {"isNothing", "blank"}
+    (theirs,) = graph.definitions("other/util.js:isNothing")
+    assert {u.line: u.certainty for u in graph.uses(theirs)} == {12: RESOLVED}  # the ES import
+    assert "readFileSync" not in got  # a package from outside the repository links to nothing

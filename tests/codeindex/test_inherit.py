@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.codeindex.conftest import git
+from xihe.tools.codeindex import inherit
 from xihe.tools.codeindex.index import CodeIndex
 from xihe.tools.codeindex.inherit import arity, bases_of
 from xihe.tools.codeindex.languages import Parsers
@@ -197,3 +198,29 @@ def test_inherited_docs_do_not_become_docstring_questions(make_repo, cfg, embedd
     targets = {t for q in docstring_questions(idx, ("java", "python"), 50, ()) for t in q.targets}
     assert ("src/net/Transport.java", "Transport.send") in targets
     assert not any(qual.startswith(("SocketTransport", "IntervalTrigger")) for _, qual in targets)
+
+
+def test_an_edit_that_keeps_classes_and_docs_does_not_look_for_stale_files(
+    make_repo, cfg, embedder, monkeypatch
+) -> None:
+    repo = make_repo(FILES)
+    idx, _ = index_repo(repo, cfg, embedder=embedder)
+    looked: list[set[str]] = []
+    real = inherit.stale_files
+
+    def spy(live, new, changed):  # type: ignore[no-untyped-def]
+        looked.append(set(changed))
+        return real(live, new, changed)
+
+    monkeypatch.setattr(inherit, "stale_files", spy)
+    body = TRANSPORT.replace("  void close();\n", "  void close();\n\n  int pending();\n")
+    (repo / "src/net/Transport.java").write_text(body, encoding="utf-8")
+    stats = idx.update_files(["src/net/Transport.java"])  # a new method: the shape changed
+    assert looked == [{"src/net/Transport.java"}] and stats.changed == ["src/net/Transport.java"]
+    (repo / "src/net/Transport.java").write_text(body.replace("package net;", "package net;\n\n"), "utf-8")
+    stats = idx.update_files(["src/net/Transport.java"])  # lines moved, nothing others inherit changed
+    assert len(looked) == 1 and stats.changed == ["src/net/Transport.java"]
+    doc = body.replace("Release every descriptor", "Free every descriptor")
+    (repo / "src/net/Transport.java").write_text(doc, encoding="utf-8")
+    idx.update_files(["src/net/Transport.java"])  # a doc others may inherit: looked for again
+    assert len(looked) == 2

@@ -93,14 +93,14 @@ def test_keyword_scores_are_computed_once_per_distinct_plan(make_repo, cfg, embe
     for weight in GRID["identifier_weight"]:  # no identifier in the question: the same terms each time
         r = idx.cfg.retrieval.model_copy(update={"identifier_weight": weight})
         idx.cfg = idx.cfg.model_copy(update={"retrieval": r})
-        plan, bm, _ = cache.get("clip", idx, plain, r)
+        plan, bm, _, _ = cache.get("clip", idx, plain, r)
     assert len(calls) == 1
     np.testing.assert_array_equal(bm, real(plan.terms))
     named = Question("where is put_text", (("clip.py", "ClipboardService.put_text"),), "manual", "dev")
     for weight in (1.0, 2.0):  # an identifier's weight changes the terms: scored again
         r = idx.cfg.retrieval.model_copy(update={"identifier_weight": weight})
         idx.cfg = idx.cfg.model_copy(update={"retrieval": r})
-        plan, bm, _ = cache.get("clip", idx, named, r)
+        plan, bm, _, _ = cache.get("clip", idx, named, r)
     assert len(calls) == 3
     assert plan.terms["put_text"] == 2.0
     np.testing.assert_array_equal(bm, real(plan.terms))

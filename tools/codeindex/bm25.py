@@ -56,6 +56,13 @@ class Bm25Index:
         """Append one row per document (token list)."""
         if not docs:
             return
+        self._rows.append(self._rows_of(docs))
+        self.doc_len = np.concatenate([self.doc_len, np.asarray([len(d) for d in docs], np.float32)])
+        self.alive = np.concatenate([self.alive, np.ones(len(docs), bool)])
+        self._cols = None
+
+    def _rows_of(self, docs: Sequence[Sequence[str]]) -> sp.csr_matrix:
+        """One CSR row of term frequencies per document, new terms added to the vocabulary."""
         indptr = [0]
         indices: list[int] = []
         data: list[float] = []
@@ -65,14 +72,39 @@ class Bm25Index:
                 indices.append(idx)
                 data.append(float(n))
             indptr.append(len(indices))
-        self._rows.append(
-            _sparse().csr_matrix(
-                (np.asarray(data, np.float32), np.asarray(indices, np.int32), np.asarray(indptr, np.int64)),
-                shape=(len(docs), max(1, len(self.vocab))),
-            )
+        return _sparse().csr_matrix(
+            (np.asarray(data, np.float32), np.asarray(indices, np.int32), np.asarray(indptr, np.int64)),
+            shape=(len(docs), max(1, len(self.vocab))),
         )
-        self.doc_len = np.concatenate([self.doc_len, np.asarray([len(d) for d in docs], np.float32)])
-        self.alive = np.concatenate([self.alive, np.ones(len(docs), bool)])
+
+    def set_rows(self, slots: Sequence[int], docs: Sequence[Sequence[str]]) -> None:
+        """Replace the rows of existing `slots` by `docs`: the CSR arrays rebuilt in one numpy pass
+        (no re-indexing, no sparse products)."""
+        if not len(slots):
+            return
+        new = self._rows_of(docs)
+        m = self._merged()  # after _rows_of: the width includes the new terms
+        at = np.asarray(slots, np.int64)
+        old_len = np.diff(m.indptr)
+        new_len = old_len.copy()
+        new_len[at] = np.diff(new.indptr)
+        indptr = np.zeros(len(new_len) + 1, np.int64)
+        np.cumsum(new_len, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), m.indices.dtype)
+        data = np.empty(int(indptr[-1]), np.float32)
+        replaced = np.zeros(len(old_len), bool)
+        replaced[at] = True
+        row = np.repeat(np.arange(len(old_len)), old_len)  # the row of every stored entry
+        keep = ~replaced[row]
+        dest = indptr[row[keep]] + (np.arange(len(row))[keep] - m.indptr[row[keep]])
+        indices[dest], data[dest] = m.indices[keep], m.data[keep]
+        new_row = np.repeat(at, np.diff(new.indptr))
+        dest = indptr[new_row] + (np.arange(len(new_row)) - np.repeat(new.indptr[:-1], np.diff(new.indptr)))
+        indices[dest], data[dest] = new.indices, new.data
+        self._matrix = _sparse().csr_matrix((data, indices, indptr), shape=m.shape)
+        doc_len = np.array(self.doc_len, np.float32)
+        doc_len[at] = [len(d) for d in docs]
+        self.doc_len = doc_len
         self._cols = None
 
     def remove(self, slots: Sequence[int]) -> None:

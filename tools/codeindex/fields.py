@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Container, Iterable, Mapping
 
 from xihe.tools.codeindex.tokens import split_identifier
 from xihe.tools.codeindex.units import CodeUnit
@@ -49,3 +50,31 @@ def name_text(unit: CodeUnit) -> str:
     unit's name (ClipboardModule.setString) say more than the same words anywhere in its body.
     """
     return f"{unit.qualname} {unit.path.rsplit('/', 1)[-1].split('.', 1)[0]}"
+
+
+MAX_CALLERS = 24  # caller names kept per unit: a name called from everywhere (`get`) says little more
+
+
+def neighbour_text(unit: CodeUnit, callers: Iterable[str]) -> str:
+    """The graph field: the names the unit calls and the qualified names of the units calling it.
+
+    A unit's neighbours often carry the words a question uses for it (`_process_jobs` is called by
+    `_main_loop`, calls `_get_due_jobs`); kept apart from the unit's own text and weighed low
+    (`graph_weight`), so a neighbour's words cannot outrank the unit that has them itself.
+    """
+    return " ".join([*unit.calls, *callers])
+
+
+def callers_by_name(units: Iterable[CodeUnit], wanted: Container[str]) -> Mapping[str, list[str]]:
+    """Name (of those `wanted`) -> the qualified names of the function, method and class units whose
+    calls name it."""
+    out: dict[str, dict[str, None]] = {}
+    for u in units:
+        if u.kind in {"function", "method", "class"}:
+            for c in u.calls:
+                if c not in wanted:
+                    continue
+                names = out.setdefault(c, {})
+                if len(names) < MAX_CALLERS:
+                    names[u.qualname] = None
+    return {k: list(v) for k, v in out.items()}

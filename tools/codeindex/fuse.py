@@ -37,15 +37,18 @@ def linear(
     name_weight: float = 0.0,
     multi: dict[int, float] | None = None,
     multi_weight: float = 0.0,
+    graph: dict[int, float] | None = None,
+    graph_weight: float = 0.0,
 ) -> list[tuple[int, float]]:
     """Score fusion: bm25/max(bm25) + weight * cosine (+ name_weight * names/max(names)
-    + multi_weight * multilingual cosine); best first.
+    + multi_weight * multilingual cosine + graph_weight * graph/max(graph)); best first.
 
     Measured on the stdlib benchmark this beat RRF (which let the weaker vector list push good
     keyword hits down); each dict must hold its score for every candidate.
     """
     top = max(bm25.values(), default=0.0) or 1.0
     name_top = (max(names.values(), default=0.0) or 1.0) if names else 1.0
+    graph_top = (max(graph.values(), default=0.0) or 1.0) if graph else 1.0
     keys = list(dict.fromkeys([*bm25, *cosine, *(names or {}), *(multi or {})]))
     scored = [
         (
@@ -53,7 +56,8 @@ def linear(
             bm25.get(i, 0.0) / top
             + weight * cosine.get(i, 0.0)
             + (name_weight * names.get(i, 0.0) / name_top if names else 0.0)
-            + (multi_weight * multi.get(i, 0.0) if multi else 0.0),
+            + (multi_weight * multi.get(i, 0.0) if multi else 0.0)
+            + (graph_weight * graph.get(i, 0.0) / graph_top if graph else 0.0),
         )
         for i in keys
     ]
@@ -70,12 +74,14 @@ def fuse(
     multi: np.ndarray | None = None,
     multi_weight: float = 0.0,
     inherits: Callable[[int], bool] | None = None,
+    graph_all: np.ndarray | None = None,
 ) -> list[tuple[int, float]]:
     """One ranking from every slot's keyword, vector, name-field and multilingual scores, best first.
 
     Candidates are the top `r.candidates` of each list; linear fusion scores them as
-    bm25/max + vector_weight * cosine + name_weight * names/max + multi_weight * multilingual cosine,
-    less `r.test_penalty` for a slot `is_test` says is test code (prior.py) and `inherit.PENALTY` for
+    bm25/max + vector_weight * cosine + name_weight * names/max + multi_weight * multilingual cosine
+    + graph_weight * graph/max (the graph field: callee and caller names; it scores candidates, it
+    brings none of its own), less `r.test_penalty` for a slot `is_test` says is test code (prior.py) and `inherit.PENALTY` for
     one searched by an inherited doc (`inherits`).
     """
     bm = top_slots(bm_all, r.candidates, positive=True) if bm_all is not None else []
@@ -101,6 +107,8 @@ def fuse(
         r.name_weight,
         {i: float(multi[i]) for i in cands} if multi is not None and use_multi else None,
         multi_weight,
+        {i: float(graph_all[i]) for i in cands} if graph_all is not None and r.graph_weight > 0 else None,
+        r.graph_weight,
     )
     test = is_test if is_test is not None and r.test_penalty else None
     if test is None and inherits is None:

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from xihe.tools.codeindex.inherit import _split_top, bases_of
+from xihe.tools.codeindex.jsimports import EXTERNAL, JS_LANGS
+from xihe.tools.codeindex.jsimports import candidates as js_candidates
 from xihe.tools.codeindex.refs import FileFacts, Ref
 from xihe.tools.codeindex.units import CodeUnit
 
@@ -156,6 +158,23 @@ class SymbolGraph:
                 return value
         return None
 
+    def js_import(self, target: str, local: str, depth: int = 0) -> Value | None:
+        """What a JS/TS import (`module#member`, jsimports.py) bound to `local` means: a definition, a
+        module, or None (a package from outside the repository, a file not indexed)."""
+        module, _, member = target.rpartition("#")
+        if module.startswith(EXTERNAL) or depth > 12:
+            return None
+        path = next((p for p in js_candidates(module) if p in self.facts), None)
+        if path is None:
+            return None
+        whole = member in {"*", "default"}
+        name = local if whole else member
+        if (path, name) in self.defs:
+            return ("def", (path, name))
+        if whole:
+            return ("module", path)
+        return self.member(("module", path), name, depth + 1)  # re-exported from another file
+
     def member(self, value: Value, name: str, depth: int = 0) -> Value | None:
         """`name` looked up in a module, a class or an instance."""
         if depth > 12:
@@ -168,6 +187,8 @@ class SymbolGraph:
                 return ("def", (path, name))
             f = self.facts.get(path)
             if f is not None:
+                if name in f.imports and f.lang in JS_LANGS:
+                    return self.js_import(f.imports[name], name, depth + 1)
                 if name in f.imports:
                     return self.resolve_dotted(f.imports[name], depth + 1)
                 sub = self.modules.get(f"{f.module}.{name}")
@@ -385,6 +406,8 @@ class SymbolGraph:
             return None
         if head in f.imports and f.lang == "python":
             return self.resolve_dotted(f.imports[head], depth + 1)
+        if head in f.imports and f.lang in JS_LANGS:
+            return self.js_import(f.imports[head], head, depth + 1)
         for star in f.stars:
             mod = self.module_path(star)
             if mod is not None and mod != path:
@@ -473,6 +496,8 @@ class SymbolGraph:
         """Whether the head of `dotted` is an import the repository does not hold (or a builtin)."""
         head = dotted.split(".", 1)[0]
         f = self.facts[path]
+        if head in f.imports and f.lang in JS_LANGS:
+            return f.imports[head].startswith(EXTERNAL)
         if head in f.imports:
             return self.resolve_dotted(f.imports[head]) is None
         return head in _BUILTINS and (path, head) not in self.defs
@@ -510,7 +535,7 @@ class SymbolGraph:
         out = set()
         for f in self.facts.values():
             for alias, target in f.imports.items():
-                if alias != name and target.rsplit(".", 1)[-1] == name:
+                if alias != name and target.rsplit(".", 1)[-1].rsplit("#", 1)[-1] == name:
                     out.add(alias)
         return out
 

@@ -17,12 +17,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from xihe.tools.codeindex import inherit, store
+from xihe.tools.codeindex import inherit, reuse, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
-from xihe.tools.codeindex.fields import bm25_text, doc_sentences, embed_text, name_text
+from xihe.tools.codeindex.fields import (
+    bm25_text,
+    callers_by_name,
+    doc_sentences,
+    embed_text,
+    name_text,
+    neighbour_text,
+)
 from xihe.tools.codeindex.graph import SymbolGraph
 from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.languages import Parsers, language_of
@@ -93,6 +100,11 @@ class CodeIndex(Searching):
         self.files: dict[str, FileRecord] = {}
         self.bm25 = Bm25Index()
         self.names = Bm25Index()  # the name field: qualified name and file name only
+        self.neighbours = Bm25Index()  # the graph field: callee names and callers' qualified names
+        self._touched: set[str] = set()  # names whose callers changed since the graph field was written
+        self.unit_keys = np.zeros(0, np.uint64)  # per slot: what its vectors are made from (reuse.py)
+        self._recycled: dict[int, int] = {}  # key -> a slot dropped by this update, its rows still there
+        self._shapes: dict[str, list[tuple[str, str, str, str, bool]]] = {}  # dropped files' inherit.shape
         self.vectors = np.zeros((0, 0), np.float32)
         # doc-sentence vectors: row i belongs to slot sent_owner[i] (non-decreasing: appended in slot order)
         self.sent_vectors = np.zeros((0, 0), np.float32)
@@ -146,6 +158,9 @@ class CodeIndex(Searching):
         self.units, self.files = [], {}
         self.bm25 = Bm25Index()
         self.names = Bm25Index()
+        self.neighbours = Bm25Index()
+        self._touched = set()
+        self.unit_keys, self._recycled = np.zeros(0, np.uint64), {}
         self.vectors = np.zeros((0, 0), np.float32)
         self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
         self.graph_facts, self._graph = GraphFacts(), None
@@ -203,29 +218,31 @@ class CodeIndex(Searching):
 
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         if not units and not owners:
-            return  # nothing changed: the query-word table is not rebuilt (a search's reconcile)
+            if self._touched:  # files were only removed: their callees lost callers
+                self._add_neighbours(self._live_slots(), [])
+            return  # nothing else changed: the query-word table is not rebuilt (a search's reconcile)
         self._graph = None
-        base, units = len(self.units), inherit.resolve(units, self.live_units)
+        live_slots = self._live_slots()
+        live = [u for _, u in live_slots]
+        base, units = len(self.units), inherit.resolve(units, live)
         views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
         self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in views])
         self.names.add([self.tokenizer.tokens(name_text(u)) for u in units])
+        self._add_neighbours(live_slots, units)
+        keys = reuse.keys_of(views)
+        # an unchanged unit of a re-indexed file keeps its dropped slot's vectors (reuse.py)
+        old = [self._recycled.get(int(k)) for k in keys]
+        self._recycled = {}
+        self.unit_keys = np.concatenate([self.unit_keys, keys])
         if self.embedder is not None:
             texts = [embed_text(u, u.text) for u in views]
-            batch = 2048
-            chunks = [str(i) for i in range(0, len(texts), batch)]
-            rows = [
-                self.embedder.embed(texts[int(i) : int(i) + batch])
-                for i in progress(chunks, "embedding", len(chunks))
-            ]
-            vecs = (
-                half(np.concatenate(rows)) if rows else np.zeros((0, self.vectors.shape[1] or 1), np.float32)
-            )
+            vecs = self._embed(texts, old, progress)
             self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
-            sentences = self._append_sentences(views, base, progress)
+            sentences = self._append_sentences(views, base, progress, old)
             if self.query_vectors is not None and isinstance(self.embedder, WordLlamaEmbedder):
                 self.query_vectors.add(table_words([*texts, *sentences]), self.embedder)
         if self.multi is not None:
-            self.multi.append(views, [u.text for u in units])
+            self.multi.append(views, [u.text for u in units], old)
         # the search text is only needed to build rows; dropping it keeps memory and reloads equal
         self.units.extend(_without_text(u) for u in units)
         slot = base
@@ -233,26 +250,85 @@ class CodeIndex(Searching):
             self.files[rel] = FileRecord(sha, list(range(slot, slot + n)))
             slot += n
 
-    def _append_sentences(self, units: list[CodeUnit], base: int, progress: Progress) -> list[str]:
-        """Embed the doc sentences of `units` (slots from `base`), append them with their owners; the sentences."""
+    def _live_slots(self) -> list[tuple[int, CodeUnit]]:
+        return [(s, u) for s, u in enumerate(self.units) if u is not None]
+
+    def _add_neighbours(self, live: list[tuple[int, CodeUnit]], new: list[CodeUnit]) -> None:
+        """The graph field's rows of the `new` units, and new rows for the `live` (slot, unit) whose callers
+        changed (those named by the calls of a dropped or added unit)."""
+        touched = self._touched | {c for u in new for c in u.calls}
+        self._touched = set()
+        wanted = {u.name for u in new} | (touched if live else set())
+        callers = callers_by_name([*(u for _, u in live), *new], wanted)
+        tokens = self.tokenizer.tokens
+        self.neighbours.add([tokens(neighbour_text(u, callers.get(u.name, ()))) for u in new])
+        if not touched or not live:
+            return
+        hit = [(s, u) for s, u in live if u.name in touched]
+        docs = [tokens(neighbour_text(u, callers.get(u.name, ()))) for _, u in hit]
+        self.neighbours.set_rows([s for s, _ in hit], docs)
+
+    def _embed(
+        self, texts: list[str], old: list[int | None], progress: Progress, label: str = "embedding"
+    ) -> np.ndarray:
+        """The vectors of `texts`: the rows of `old` slots where given, the rest embedded in batches."""
+        assert self.embedder is not None
+        todo = [i for i, o in enumerate(old) if o is None]
+        batch = 2048
+        chunks = [str(i) for i in range(0, len(todo), batch)]
+        rows = [
+            self.embedder.embed([texts[j] for j in todo[int(i) : int(i) + batch]])
+            for i in progress(chunks, label, len(chunks))
+        ]
+        fresh = half(np.concatenate(rows)) if rows else None
+        if len(todo) == len(texts) and fresh is not None:
+            return fresh
+        dim = self.vectors.shape[1] if self.vectors.size else (fresh.shape[1] if fresh is not None else 1)
+        out = np.zeros((len(texts), dim), np.float32)
+        if fresh is not None:
+            out[todo] = fresh
+        kept = [i for i, o in enumerate(old) if o is not None]
+        if kept:
+            out[kept] = self.vectors[[o for o in old if o is not None]]
+        return out
+
+    def _append_sentences(
+        self, units: list[CodeUnit], base: int, progress: Progress, old: list[int | None]
+    ) -> list[str]:
+        """Embed the doc sentences of `units` (slots from `base`; an `old` slot's rows are copied), append
+        them with their owners; the sentences."""
         limit = self.cfg.embedding.doc_sentences
         assert self.embedder is not None
         texts: list[str] = []
         owners: list[int] = []
+        copied: list[int | None] = []  # per sentence: the old row it is copied from
+        spans = reuse.sentence_rows(self.sent_owner, old)
         for i, u in enumerate(units):
             if u.kind in {"function", "method", "class"}:
-                for sentence in doc_sentences(u.doc, limit):
+                mine = doc_sentences(u.doc, limit)
+                span = spans[i]
+                rows = range(*span) if span is not None and span[1] - span[0] == len(mine) else None
+                for j, sentence in enumerate(mine):
                     texts.append(sentence)
                     owners.append(base + i)
+                    copied.append(rows[j] if rows is not None else None)
         if not texts:
             return texts
+        todo = [i for i, c in enumerate(copied) if c is None]
         batch = 2048
-        chunks = [str(i) for i in range(0, len(texts), batch)]
-        rows = [
-            self.embedder.embed(texts[int(i) : int(i) + batch])
+        chunks = [str(i) for i in range(0, len(todo), batch)]
+        fresh = [
+            self.embedder.embed([texts[j] for j in todo[int(i) : int(i) + batch]])
             for i in progress(chunks, "embedding doc sentences", len(chunks))
         ]
-        vecs = half(np.concatenate(rows))
+        if len(todo) == len(texts):
+            vecs = half(np.concatenate(fresh))
+        else:
+            vecs = np.zeros((len(texts), self.sent_vectors.shape[1]), np.float32)
+            if fresh:
+                vecs[todo] = half(np.concatenate(fresh))
+            kept = [i for i, c in enumerate(copied) if c is not None]
+            vecs[kept] = self.sent_vectors[[c for c in copied if c is not None]]
         if self.sent_vectors.size:
             vecs = np.concatenate([self.sent_vectors, vecs])
         self.set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))
@@ -268,11 +344,18 @@ class CodeIndex(Searching):
             return 0
         self.graph_facts.set(rel, None)
         self._graph = None
+        self._shapes[rel] = inherit.shape(u for u in (self.units[s] for s in rec.slots) if u is not None)
         for s in rec.slots:
+            u = self.units[s]
+            if u is not None:  # the units it called lose a caller
+                self._touched.update(u.calls)
+            if s < len(self.unit_keys):
+                self._recycled[int(self.unit_keys[s])] = s
             self.units[s] = None
         if rec.slots:
             self.bm25.remove(rec.slots)
             self.names.remove(rec.slots)
+            self.neighbours.remove(rec.slots)
         return len(rec.slots)
 
     def update_files(self, paths: Iterable[str]) -> UpdateStats:
@@ -295,9 +378,13 @@ class CodeIndex(Searching):
         owners: list[tuple[str, str, int]] = []
         self._reparse(to_add, stats, new_units, owners)
         # files whose inherited docs the changed ones alter (inherit.py) are re-indexed with them
-        if stats.changed:  # (reading every unit of a saved index is the slow part of a search's check)
+        # (reading every unit of a saved index is the slow part of a search's check): only when a
+        # changed file's classes or methods changed what others inherit from them
+        shapes, self._shapes = self._shapes, {}
+        if stats.changed and self._reshaped(stats.changed, shapes, new_units):
             stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
             self._reparse(sorted(stale), stats, new_units, owners, force=True)
+            self._shapes = {}
         self._append(new_units, owners, no_progress)
         stats.units_added = len(new_units)
         dead = len(self.units) - self.unit_count
@@ -305,6 +392,16 @@ class CodeIndex(Searching):
             self.compact()
         stats.seconds = time.perf_counter() - t0
         return stats
+
+    @staticmethod
+    def _reshaped(
+        changed: list[str], before: dict[str, list[tuple[str, str, str, str, bool]]], new: list[CodeUnit]
+    ) -> bool:
+        """Whether a changed file's `inherit.shape` differs from its dropped version's (`before`)."""
+        by_path: dict[str, list[CodeUnit]] = {}
+        for u in new:
+            by_path.setdefault(u.path, []).append(u)
+        return any(inherit.shape(by_path.get(rel, [])) != before.get(rel, []) for rel in changed)
 
     def _reparse(
         self,
@@ -351,6 +448,8 @@ class CodeIndex(Searching):
         remap = {int(old): new for new, old in enumerate(keep)}
         self.bm25.compact(keep)
         self.names.compact(keep)
+        self.neighbours.compact(keep)
+        self.unit_keys = self.unit_keys[keep]
         if self.vectors.size:
             self.vectors = self.vectors[keep]
         if self.multi is not None:

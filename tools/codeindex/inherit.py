@@ -228,6 +228,17 @@ def stale_files(live: Sequence[CodeUnit], new: Sequence[CodeUnit], changed: set[
     }
 
 
+def shape(units: Iterable[CodeUnit]) -> list[tuple[str, str, str, str, bool]]:
+    """What of a file's units other files' inherited docs are read from (`Supertypes`): its classes'
+    names and signatures (bases), its methods' names, signatures, own docs and whether each only
+    declares. An update whose files keep their shape changes no other file's inherited doc."""
+    return sorted(
+        (u.kind, u.qualname, u.signature, own_doc(u), u.kind == "method" and declaration_only(u))
+        for u in units
+        if u.lang in LANGS and u.kind in {"class", "method"}
+    )
+
+
 def searched(u: CodeUnit) -> CodeUnit:
     """The unit as search sees it: its inherited doc in place of its own, when it has one."""
     return replace(u, doc=u.inherited_doc) if u.inherited_doc else u

@@ -3,9 +3,9 @@
 The objective is the mean, over sets and over the hand-written groups (English, Chinese), of dev
 MRR@10, among the grid points whose docstring-query MRR@10 is, in every set, no more than
 DOCSTRING_SLACK below that of the current settings: hand-written questions may improve, docstring
-queries may not regress (a gain in one repository does not pay for a loss in another). The
-multilingual channel's weights (one for English questions, one for questions with Chinese) are
-learned after the others, on a grid of their own, from the point chosen.
+queries may not regress (a gain in one repository does not pay for a loss in another). The graph
+field's weight, then the multilingual channel's weights (one for English questions, one for questions with Chinese) are
+learned after the others, each on a grid of its own, from the point chosen.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "bridge_weight": (0.5, 1.0, 1.5),
     "test_penalty": (0.0, 0.3, 0.6, 1.0),
 }
+GRAPH_GRID: dict[str, tuple[float, ...]] = {"graph_weight": (0.0, 0.05, 0.1, 0.15, 0.25)}
 MULTI_GRID: dict[str, tuple[float, ...]] = {
     "multilingual_weight": (0.0, 0.25, 0.5, 1.0, 1.5, 2.0),
     "multilingual_weight_zh": (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0),
@@ -41,7 +42,7 @@ Score = tuple[float, float, tuple[float, ...]]
 
 
 class KeywordScores:
-    """Each question's plan and its BM25 and name-field scores, computed once per distinct plan.
+    """Each question's plan and its BM25, name-field and graph-field scores, computed once per distinct plan.
 
     Only the identifier and bridge weights change a question's terms, and most questions have no
     identifier and no Chinese: most grid points are scored by fusion alone.
@@ -49,20 +50,22 @@ class KeywordScores:
 
     def __init__(self) -> None:
         self._plans: dict[tuple[str, str, float, float], QueryPlan] = {}
-        self._scores: dict[tuple[str, tuple[tuple[str, float], ...]], tuple[np.ndarray, np.ndarray]] = {}
+        self._scores: dict[tuple[str, tuple[tuple[str, float], ...]], tuple[np.ndarray, ...]] = {}
 
     def get(
         self, name: str, idx: CodeIndex, q: Question, cfg: RetrievalConfig
-    ) -> tuple[QueryPlan, np.ndarray, np.ndarray]:
-        """The plan of `q` under `cfg` (set on `idx`) with its BM25 and name-field scores."""
+    ) -> tuple[QueryPlan, np.ndarray, np.ndarray, np.ndarray]:
+        """The plan of `q` under `cfg` (set on `idx`) with its BM25, name-field and graph-field scores."""
         pkey = (name, q.text, cfg.identifier_weight, cfg.bridge_weight)
         qp = self._plans.get(pkey)
         if qp is None:
             qp = self._plans[pkey] = idx.query_plan(q.text)
         skey = (name, tuple(sorted(qp.terms.items())))
         if skey not in self._scores:
-            self._scores[skey] = (idx.bm25.scores(qp.terms), idx.names.scores(qp.terms))
-        return (qp, *self._scores[skey])
+            t = qp.terms
+            self._scores[skey] = (idx.bm25.scores(t), idx.names.scores(t), idx.neighbours.scores(t))
+        bm, names, graph = self._scores[skey]
+        return qp, bm, names, graph
 
 
 def _rank(ranked: list[tuple[int, float]], idx: CodeIndex, q: Question) -> int | None:
@@ -106,6 +109,10 @@ def learn(
         base_score = _score(sets, base, split, vectors, keyword)
         before = base_score[2]
         best_score, best = _best(sets, base, split, vectors, keyword, GRID, before, base_score)
+        best_score, graph_weight = _best(
+            sets, base.model_copy(update=best), split, vectors, keyword, GRAPH_GRID, before, best_score
+        )
+        best = best | graph_weight
         if any(idx.multi is not None for _, idx, _ in sets):
             best_score, multi_weights = _best(
                 sets, base.model_copy(update=best), split, vectors, keyword, MULTI_GRID, before, best_score
@@ -121,7 +128,7 @@ def learn(
         "docstring_mrr": round(best_score[1], 4),
         "hand_written_mrr_with_defaults": round(base_score[0], 4),
         "docstring_mrr_with_defaults": round(base_score[1], 4),
-        "grid": {k: list(v) for k, v in (GRID | MULTI_GRID).items()},
+        "grid": {k: list(v) for k, v in (GRID | GRAPH_GRID | MULTI_GRID).items()},
     }
 
 
@@ -163,7 +170,7 @@ def _score(
         for q in qs:
             if q.split != split:
                 continue
-            qp, bm, names = keyword.get(name, idx, q, cfg)
+            qp, bm, names, graph = keyword.get(name, idx, q, cfg)
             prior = None if qp.tests else idx.is_test
             vec, multi = vectors[(name, q.text)]
             weight = cfg.multilingual_weight_zh if has_cjk(q.text) else cfg.multilingual_weight
@@ -177,6 +184,7 @@ def _score(
                 multi,
                 weight,
                 idx.inherits,
+                None if has_cjk(q.text) else graph,
             )
             rows.append((q.group, _rank(ranked, idx, q)))
     per_set = tuple(objective({name: rows}, ("docstring",)) for name, rows in ranks.items())

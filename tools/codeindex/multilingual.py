@@ -180,11 +180,23 @@ class MultilingualVectors:
         self.vectors = np.zeros((0, DIM), np.float16)
         self._as32: np.ndarray | None = None
 
-    def append(self, units: Sequence[CodeUnit], bodies: Sequence[str]) -> None:
-        """Encode `units` (their bodies give the Chinese comments) and append their rows."""
+    def append(
+        self, units: Sequence[CodeUnit], bodies: Sequence[str], old: Sequence[int | None] | None = None
+    ) -> None:
+        """Encode `units` (their bodies give the Chinese comments) and append their rows; a unit with an
+        `old` slot (unchanged, reuse.py) takes that slot's row instead."""
         if not units:
             return
-        rows = self.model.encode([unit_text(u, b) for u, b in zip(units, bodies, strict=True)])
+        old = old if old is not None else [None] * len(units)
+        todo = [i for i, o in enumerate(old) if o is None]
+        fresh = self.model.encode([unit_text(units[i], bodies[i]) for i in todo])
+        if len(todo) == len(units):
+            rows = fresh
+        else:
+            rows = np.zeros((len(units), DIM), np.float16)
+            rows[todo] = fresh
+            kept = [i for i, o in enumerate(old) if o is not None]
+            rows[kept] = self.vectors[[o for o in old if o is not None]]
         self.vectors = np.concatenate([self.vectors, rows])
         self._as32 = None
 

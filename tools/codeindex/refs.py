@@ -18,7 +18,7 @@ holds, so a changed file's facts replace its old ones and nothing else is re-rea
 - `returns`: a function's return annotation.
 
 Python is read whole (every name in load position). Java, Go, JavaScript and TypeScript give their
-calls and `new` expressions, and Java its imports; their scope is the innermost unit by line.
+calls and `new` expressions, Java its imports and JavaScript/TypeScript theirs (jsimports.py); their scope is the innermost unit by line.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from xihe.tools.codeindex import jsimports
 from xihe.tools.codeindex.languages import LANGS, node_text
 from xihe.tools.codeindex.units import CodeUnit
 
@@ -81,7 +82,7 @@ def extract(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFact
     """The facts of one parsed file (`root` is its tree's root, `units` its units)."""
     if lang == "python":
         return _Python(path).run(root)
-    return _calls(lang, root, units)
+    return _calls(path, lang, root, units)
 
 
 # ---- Python --------------------------------------------------------------------------------------
@@ -395,7 +396,7 @@ def _generic_receiver(obj: Node | None) -> str:
     return "?"
 
 
-def _calls(lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
+def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
     facts = FileFacts(lang)
     spans = sorted(((u.start, -u.end, u.qualname) for u in units if u.kind != "module"), key=lambda s: s[:2])
     starts = [s[0] for s in spans]
@@ -418,6 +419,12 @@ def _calls(lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
             if imported and not any(c.type == "asterisk" for c in node.children):
                 facts.imports[imported.rsplit(".", 1)[-1]] = imported
             continue
+        if lang in jsimports.JS_LANGS:
+            if t == "import_statement":
+                jsimports.statement(path, node, facts.imports)
+                continue
+            if t == "variable_declarator":
+                jsimports.declarator(path, node, facts.imports)
         if t in calls:
             line = node.start_point[0] + 1
             if t in {"object_creation_expression", "new_expression"}:

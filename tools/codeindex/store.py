@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from xihe.tools.codeindex import reuse
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.graphstore import GraphFacts
@@ -31,7 +32,9 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.tools.codeindex.multilingual import MultilingualVectors
     from xihe.tools.codeindex.tokens import Tokenizer
 
-INDEX_VERSION = 7  # 7: graph.jsonl (the symbol graph's facts)
+INDEX_VERSION = (
+    8  # 7: graph.jsonl (the symbol graph's facts); 8: neighbours.npz (the graph field), unit_keys.npy
+)
 
 
 @dataclass
@@ -53,6 +56,8 @@ class Stored(Protocol):
     bridge: CjkBridge
     bm25: Bm25Index
     names: Bm25Index
+    neighbours: Bm25Index
+    unit_keys: np.ndarray
     vectors: np.ndarray
     sent_vectors: np.ndarray
     sent_owner: np.ndarray
@@ -83,6 +88,8 @@ def save(idx: Stored) -> None:
     tmp.mkdir(parents=True)
     idx.bm25.save(tmp)
     idx.names.save(tmp, "names")
+    idx.neighbours.save(tmp, "neighbours")
+    np.save(tmp / reuse.FILE, idx.unit_keys)
     np.save(tmp / "vectors.npy", idx.vectors.astype(np.float16))  # (already rounded: index.half)
     np.save(tmp / "sent_vectors.npy", idx.sent_vectors.astype(np.float16))
     np.save(tmp / "sent_owner.npy", idx.sent_owner)
@@ -163,6 +170,8 @@ def load_into(idx: Stored) -> bool:
     if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
         return False
     idx.names = Bm25Index.load(Path(directory), "names")
+    idx.neighbours = Bm25Index.load(Path(directory), "neighbours")
+    idx.unit_keys = np.load(Path(directory) / reuse.FILE)
     idx.vectors = np.load(Path(directory) / "vectors.npy").astype(np.float32)  # float16 on disk
     if idx.query_vectors is not None:
         idx.query_vectors = QueryVectors.load(Path(directory), idx.query_vectors.dim)

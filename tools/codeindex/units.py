@@ -160,7 +160,7 @@ def _collect(node: Node, spec: LangSpec, skip: set[int]) -> tuple[tuple[str, ...
             c = _callee(n)
             if c:
                 calls.setdefault(c, None)
-        stack.extend(n.children)
+        stack.extend(n.named_children)  # tokens hold no identifier or call
     return tuple(ids), tuple(calls)
 
 
@@ -197,7 +197,7 @@ def parse_units(
                     ukind = "method" if kind == "function" and parent_kind == "class" else kind
                 found.append((node, ukind, qual))
                 child_prefix, child_parent = qual, kind
-        for child in reversed(node.children):
+        for child in reversed(node.named_children):  # units are named nodes
             stack.append((child, child_prefix, child_parent))
 
     unit_ids = {n.id for n, _, _ in found}
