@@ -107,19 +107,48 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
+    """What `xihe search` prints, the same whether the hits came from this process or a serve."""
+    if as_json:
+        print(json.dumps(hits, ensure_ascii=False))
+    elif not hits:
+        print("no matching implementation in the repository")
+    else:
+        from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
+
+        for h in hits:
+            print(shown(f"{h['score']:.4f}  {h['path']}:{h['start']}-{h['end']}  {h['symbol']}"))
+
+
+def _ask_serve(args: argparse.Namespace, cfg: Any, repo: Path, query: str) -> list[dict[str, Any]] | None:
+    """The hits of a `xihe serve` running on this machine with the same index_dir and settings
+    (`<index_dir>/search.sock`, tools/codeindex/searchsock.py), or None: search here then."""
+    from xihe.tools.codeindex.searchsock import ask, settings_digest
+
+    return ask(cfg.index_dir, repo, query, args.k, settings_digest(cfg.model_dump()))
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     """Search a repository (indexing or updating it first) and print hits, best first.
 
-    With the same code.yaml as last time, the config validated then is reused (settings.py): a
-    search does not import pydantic.
+    A `xihe serve` on this machine with the same index_dir and settings answers when there is one
+    (unless `--local`): no index is loaded here then. With the same code.yaml as last time, the config
+    validated then is reused (settings.py): a search does not import pydantic.
     """
+    from xihe.tools.codeindex.settings import cached
+
+    repo, query = _repo(args), " ".join(args.query)
+    cfg = cached(_config_dir(args), repo) if repo.is_dir() else None
+    # a code.yaml changed since it was last validated takes the local path, which validates it
+    answered = None if args.local or cfg is None else _ask_serve(args, cfg, repo, query)
+    if answered is not None:
+        _print_hits(answered, args.json)
+        return 0
     from xihe.tools.codeindex.api import search_code
     from xihe.tools.codeindex.progress import no_progress
     from xihe.tools.codeindex.service import index_repo
-    from xihe.tools.codeindex.settings import cached, remember
+    from xihe.tools.codeindex.settings import remember
 
-    repo = _repo(args)
-    cfg = cached(_config_dir(args), repo) if repo.is_dir() else None
     if cfg is None:
         opened = _config_and_repo(args)
         if isinstance(opened, int):
@@ -127,16 +156,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         cfg, repo = opened
         remember(_config_dir(args), repo, cfg)
     idx, _ = index_repo(repo, cfg, progress=no_progress)
-    hits = search_code(idx, " ".join(args.query), args.k)
-    if args.json:
-        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False))
-    elif not hits:
-        print("no matching implementation in the repository")
-    else:
-        from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
-
-        for h in hits:
-            print(shown(f"{h.score:.4f}  {h.path}:{h.start}-{h.end}  {h.symbol}"))
+    _print_hits([h.to_json() for h in search_code(idx, query, args.k)], args.json)
     return 0
 
 
@@ -193,6 +213,9 @@ def register(sub: Any) -> None:
     s.add_argument("--repo", default=".", help="repository path (default: current directory)")
     s.add_argument("--json", action="store_true", help='print [{"path","start","end","symbol","score"}]')
     s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    s.add_argument(
+        "--local", action="store_true", help="search in this process even when a running serve could answer"
+    )
     _config_option(s)
     s.set_defaults(func=cmd_search)
 
