@@ -21,8 +21,8 @@ from starlette.testclient import TestClient
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY, git
 from tests.conftest import write_config
 from xihe.agent.app import App, build_app
-from xihe.agent.clock import FakeClock
 from xihe.agent.cli.main import main
+from xihe.agent.clock import FakeClock
 from xihe.agent.code.feature import live, reconcile_job
 from xihe.agent.web.server import create_server
 from xihe.integrations.fakes.llm_server import ScriptedLLM

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from xihe.tools.codeindex.api import Hit
 from xihe.tools.codeindex.live import LiveIndexes
 from xihe.tools.codeindex.searchsock import (
     MAX_PATH,
@@ -94,12 +95,31 @@ class SearchServer:
             return {"error": "repository not served here"}
         if repo.index is None:
             return {"error": "index not built yet"}
+        query, k = req["query"], req["k"]
+        # what a local search does first, the index brought to the tree as it is now (one `git
+        # status`), runs beside the search: when it changed nothing, that search's hits are the answer
+        found: list[list[Hit]] = []
+
+        def search() -> None:
+            try:
+                found.append(self.indexes.search_repo(repo, query, k))
+            except Exception:
+                log.exception("a search of %s for a client failed", repo.root)
+
+        beside = threading.Thread(target=search, name="search-socket-query")
+        beside.start()
         try:
-            self.indexes.refresh(repo)  # what a local search does first: the index as the tree is now
+            report = self.indexes.refresh(repo)
         except Exception:
             log.exception("refreshing the code index of %s for a search failed", repo.root)
             return {"error": "index refresh failed"}
-        return {"hits": [h.to_json() for h in self.indexes.search_repo(repo, req["query"], req["k"])]}
+        finally:
+            beside.join()
+        if report.mode != "unchanged":
+            found = [self.indexes.search_repo(repo, query, k)]
+        if not found:
+            return {"error": "search failed"}
+        return {"hits": [h.to_json() for h in found[0]]}
 
     def start(self) -> bool:
         """Listen (False, logged, when the socket cannot be made: the CLI then searches locally)."""
