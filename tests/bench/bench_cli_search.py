@@ -7,7 +7,8 @@ files, 16k units), copied into a temporary git repository and indexed once with 
 Then a real `xihe serve` (shipped xihe.yaml and access.yaml, a SQLite store in the work dir, no
 model, `repos: [the tree]`) is started in the tree, and each question runs three ways, interleaved
 so all see the same load: `xihe search` answered by the serve over `<index_dir>/search.sock`,
-`xihe search --local` (loads the index itself), and ripgrep. The report gives each command's median,
+`xihe search --local` (loads the index itself), a bare `python -c pass` (the floor of any client
+started with this interpreter), and ripgrep. The report gives each command's median,
 min and max wall seconds and the ratios of the medians (target: xihe ≤ rg). `--no-serve` times the
 local path alone (as before the socket).
 """
@@ -176,7 +177,10 @@ def run(cache: Path, runs: int, workdir: Path | None, with_serve: bool = True) -
             stack.enter_context(_serve(tmp, repo, config, env))
         for name, (question, grep) in QUESTIONS.items():
             search = [*XIHE, *config, "search", "--repo", str(repo)]
-            commands = {"xihe_search_local": [*search, "--local", question]}
+            commands = {
+                "xihe_search_local": [*search, "--local", question],
+                "python_floor": [sys.executable, "-c", "pass"],  # any Python client's start-up
+            }
             if with_serve:
                 commands = {"xihe_search_serve": [*search, question], **commands}
             out[name] = {"question": question, **_question(commands, grep, repo, env, runs)}

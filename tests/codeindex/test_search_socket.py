@@ -29,6 +29,7 @@ from xihe.integrations.fakes.llm_server import ScriptedLLM
 from xihe.tools.codeindex import gitdiff
 from xihe.tools.codeindex.searchserver import SearchServer
 from xihe.tools.codeindex.searchsock import SOCKET_NAME, VERSION, parse_answer
+from xihe.tools.codeindex.treewatch import TreeWatch
 
 QUESTIONS = ["cancel an order that was not paid in time", "deliver mail", "KubernetesPodAutoscaler"]
 
@@ -226,3 +227,46 @@ def test_git_status_before_the_first_commit(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
     (tmp_path / "a.py").write_text("x = 1\n")
     assert gitdiff.status(tmp_path) == gitdiff.Status(None, ["a.py"])
+
+
+def test_the_tree_watch_sees_edits_new_directories_and_commits(make_repo: Callable[..., Path]) -> None:
+    root = make_repo({"a.py": "x = 1\n", "pkg/b.py": "y = 2\n"})
+    watch = TreeWatch(root)
+    assert watch.watching
+    assert watch.changed()  # the first look: nobody has checked yet
+    assert not watch.changed()
+    with open(root / "pkg" / "b.py", "a") as fh:  # an edit in place: no directory entry changes
+        fh.write("z = 3\n")
+    assert watch.changed()
+    assert not watch.changed()
+    (root / "new").mkdir()
+    assert watch.changed()  # the new directory is watched from here on
+    (root / "new" / "c.py").write_text("c = 1\n")
+    assert watch.changed()
+    assert not watch.changed()
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "more")
+    assert watch.changed()
+    (root / "a.py").unlink()
+    assert watch.changed()
+    watch.close()
+    assert watch.changed() and not watch.watching  # no watch: every look says "maybe", git decides
+
+
+def test_a_tree_whose_git_is_a_file_is_never_called_unchanged(tmp_path: Path) -> None:
+    (tmp_path / ".git").write_text("gitdir: /elsewhere\n")
+    watch = TreeWatch(tmp_path)
+    assert not watch.watching
+    assert watch.changed() and watch.changed()
+
+
+def test_an_edit_after_a_served_search_is_seen_by_the_next(served, repo: Path, capsys) -> None:
+    _, cfg = served
+    _search(capsys, cfg, repo, "--local", "warm")
+    question = ["--json", "cancel an order that was not paid in time"]
+    assert "OrderStateMachine.on_timeout" in _search(capsys, cfg, repo, *question)  # the serve watches now
+    (repo / "shop" / "orders.py").write_text("# emptied\n")
+    (repo / "shop" / "late.py").write_text('def cancel_unpaid_order(order):\n    """Cancel it."""\n')
+    served_now = _search(capsys, cfg, repo, *question)
+    assert "OrderStateMachine.on_timeout" not in served_now and "cancel_unpaid_order" in served_now
+    assert served_now == _search(capsys, cfg, repo, "--local", *question)

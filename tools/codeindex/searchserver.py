@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from xihe.tools.codeindex.api import Hit
-from xihe.tools.codeindex.live import LiveIndexes
+from xihe.tools.codeindex.live import LiveIndexes, LiveRepo
 from xihe.tools.codeindex.searchsock import (
     MAX_PATH,
     MAX_REQUEST,
@@ -30,6 +30,7 @@ from xihe.tools.codeindex.searchsock import (
     settings_digest,
     socket_path,
 )
+from xihe.tools.codeindex.treewatch import TreeWatch
 
 log = logging.getLogger("xihe.codeindex")
 READ_SECONDS = 5.0  # a client that connects and sends nothing is dropped
@@ -75,6 +76,8 @@ class SearchServer:
         self._server: socketserver.ThreadingUnixStreamServer | None = None
         self._thread: threading.Thread | None = None
         self._inode: tuple[int, int] | None = None
+        self._check = threading.Lock()
+        self._watches: dict[Path, TreeWatch] = {}
 
     def digest(self) -> str:
         """The settings digest of the config this bot searches with."""
@@ -95,31 +98,44 @@ class SearchServer:
             return {"error": "repository not served here"}
         if repo.index is None:
             return {"error": "index not built yet"}
-        query, k = req["query"], req["k"]
-        # what a local search does first, the index brought to the tree as it is now (one `git
-        # status`), runs beside the search: when it changed nothing, that search's hits are the answer
-        found: list[list[Hit]] = []
-
-        def search() -> None:
-            try:
-                found.append(self.indexes.search_repo(repo, query, k))
-            except Exception:
-                log.exception("a search of %s for a client failed", repo.root)
-
-        beside = threading.Thread(target=search, name="search-socket-query")
-        beside.start()
         try:
-            report = self.indexes.refresh(repo)
+            hits = self._search(repo, req["query"], req["k"])
         except Exception:
-            log.exception("refreshing the code index of %s for a search failed", repo.root)
-            return {"error": "index refresh failed"}
-        finally:
-            beside.join()
-        if report.mode != "unchanged":
-            found = [self.indexes.search_repo(repo, query, k)]
-        if not found:
+            log.exception("a search of %s for a client failed", repo.root)
             return {"error": "search failed"}
-        return {"hits": [h.to_json() for h in found[0]]}
+        return {"hits": [h.to_json() for h in hits]}
+
+    def _search(self, repo: LiveRepo, query: str, k: int) -> list[Hit]:
+        """What a local search does: the index brought to the tree as it is now, then searched.
+
+        The tree's watch (treewatch.py) says whether anything changed since the last check; only then
+        is `git status` run (and, while it runs, the search too: when the update changed nothing,
+        that search's hits are the answer). One check at a time, so a second client cannot search
+        between another's check and its update.
+        """
+        with self._check:
+            watch = self._watches.get(repo.root)
+            if watch is None:
+                watch = self._watches[repo.root] = TreeWatch(repo.root)
+            if not watch.changed():
+                return self.indexes.search_repo(repo, query, k)
+            found: list[list[Hit]] = []
+            beside = threading.Thread(
+                target=lambda: found.append(self.indexes.search_repo(repo, query, k)),
+                name="search-socket-query",
+            )
+            beside.start()
+            try:
+                report = self.indexes.refresh(repo)
+            except Exception:
+                watch.close()  # not brought up to date: the next search runs git again
+                self._watches.pop(repo.root, None)
+                raise
+            finally:
+                beside.join()
+            if report.mode != "unchanged" or not found:
+                return self.indexes.search_repo(repo, query, k)
+            return found[0]
 
     def start(self) -> bool:
         """Listen (False, logged, when the socket cannot be made: the CLI then searches locally)."""
@@ -172,6 +188,10 @@ class SearchServer:
             return
         server.shutdown()
         server.server_close()
+        with self._check:
+            for watch in self._watches.values():
+                watch.close()
+            self._watches.clear()
         try:
             info = os.stat(self.path)
             if (info.st_dev, info.st_ino) == self._inode:
