@@ -10,8 +10,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from xihe.agent.errors import ConfigError
-
 
 def _config_dir(args: argparse.Namespace) -> str:
     return str(getattr(args, "config", "config"))
@@ -30,6 +28,8 @@ def _repo(args: argparse.Namespace) -> Path:
 
 def _config_and_repo(args: argparse.Namespace) -> tuple[Any, Path] | int:
     """The code config and the repository path, or exit code 2 after saying what is wrong."""
+    from xihe.agent.errors import ConfigError  # (not imported by a search a serve answers)
+
     try:
         cfg = _config(args)
     except ConfigError as exc:
@@ -162,6 +162,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_eval_search(args: argparse.Namespace) -> int:
     """Run the search evaluation (held-out sets, or the stdlib benchmark) and print its JSON report."""
+    from xihe.agent.errors import ConfigError
+
     try:
         cfg = _config(args)
     except ConfigError as exc:
@@ -209,15 +211,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", help="search a repository's code index")
-    s.add_argument("query", nargs="+", help="symbols, keywords or a question")
-    s.add_argument("--repo", default=".", help="repository path (default: current directory)")
-    s.add_argument("--json", action="store_true", help='print [{"path","start","end","symbol","score"}]')
-    s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
-    s.add_argument(
-        "--local", action="store_true", help="search in this process even when a running serve could answer"
-    )
+    _search_arguments(s)
     _config_option(s)
-    s.set_defaults(func=cmd_search)
 
     c = sub.add_parser("code", help="callers, callees, references and call chains from the symbol graph")
     graph = c.add_subparsers(dest="graph", required=True)
@@ -234,6 +229,26 @@ def register(sub: Any) -> None:
     ch.add_argument("goal", metavar="TO", help="where it should arrive")
     ch.add_argument("--max-hops", type=int, default=8, help="the longest chain looked for (default 8)")
     _graph_options(ch)
+
+
+def _search_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("query", nargs="+", help="symbols, keywords or a question")
+    s.add_argument("--repo", default=".", help="repository path (default: current directory)")
+    s.add_argument("--json", action="store_true", help='print [{"path","start","end","symbol","score"}]')
+    s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    s.add_argument(
+        "--local", action="store_true", help="search in this process even when a running serve could answer"
+    )
+    s.set_defaults(func=cmd_search)
+
+
+def search_parser() -> argparse.ArgumentParser:
+    """`xihe search` alone, as `xihe [--config DIR] search ...` parses it: what main() uses for a search,
+    so a search that a serve answers imports no other command's module."""
+    p = argparse.ArgumentParser(prog="xihe search", description="search a repository's code index")
+    _search_arguments(p)
+    p.add_argument("--config", default="config", help="YAML config directory (default: config)")
+    return p
 
 
 def _graph_options(p: argparse.ArgumentParser) -> None:

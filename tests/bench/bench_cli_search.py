@@ -70,7 +70,8 @@ def _setup(tmp: Path, cache: Path, env: dict[str, str]) -> tuple[Path, list[str]
         or (config / "code.yaml").read_text(encoding="utf-8") != code_yaml
     ):
         (config / "code.yaml").write_text(code_yaml, encoding="utf-8")
-    subprocess.run([*XIHE, *args, "index", "--quiet", "--repo", str(repo)], cwd=repo, env=env, check=True)
+    index = [*XIHE, *args, "index", "--quiet", "--repo", str(repo)]
+    subprocess.run(index, cwd=repo, env=env, check=True, stdout=sys.stderr)  # stdout: the JSON report
     return repo, args
 
 
