@@ -106,8 +106,9 @@ class TreeWatch:
             if mask & IN_Q_OVERFLOW:
                 return False
             parent = self._dirs.get(wd)
-            new_dir = parent is not None and mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO)
-            if new_dir and parent != self.root / ".git" and not self._add_tree(parent / os.fsdecode(name)):
+            if parent is None or not (mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO)):
+                continue
+            if parent != self.root / ".git" and not self._add_tree(parent / os.fsdecode(name)):
                 return False
         return True
 
