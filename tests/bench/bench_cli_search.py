@@ -126,7 +126,9 @@ def _wall(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]
     """(wall, CPU) seconds of one run; CPU (user + system) is steadier on a loaded machine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    # stdin: nothing (ripgrep reads a piped stdin instead of the tree)
+    devnull = subprocess.DEVNULL
+    subprocess.run(cmd, cwd=cwd, env=env, stdin=devnull, stdout=devnull, stderr=devnull, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
