@@ -178,6 +178,10 @@ def test_requests_the_serve_refuses(served, repo: Path, tmp_path: Path) -> None:
     assert answer({"query": " "}) == {"error": "query: empty or over 1000 characters"}
     assert answer({"v": 2}) == {"error": f"protocol version: want {VERSION}"}
     assert server.answer(b"{", os.getuid()) == {"error": "not JSON"}
+    (repo / "shop" / "orders.py").write_text(ORDERS_PY + "\n")  # the tree changed: the index needs git
+    with indexes.repos[0].build_lock:  # a job refreshing the index: the client should not wait
+        assert answer({}) == {"error": "index being refreshed"}
+    assert "hits" in answer({})  # the next search checks the tree again (no watch survived the refusal)
     assert server.answer(None, os.getuid()) == {"error": "no request line"}
 
 

@@ -67,6 +67,10 @@ def _request(line: bytes | None) -> dict[str, Any] | str:
     return req
 
 
+class Busy(Exception):
+    """The repository's index is being refreshed by another thread (a job, the webhook)."""
+
+
 class SearchServer:
     """Answers `xihe search` over `<index_dir>/search.sock` while the bot runs."""
 
@@ -100,6 +104,8 @@ class SearchServer:
             return {"error": "index not built yet"}
         try:
             hits = self._search(repo, req["query"], req["k"])
+        except Busy:
+            return {"error": "index being refreshed"}
         except Exception:
             log.exception("a search of %s for a client failed", repo.root)
             return {"error": "search failed"}
@@ -119,6 +125,10 @@ class SearchServer:
                 watch = self._watches[repo.root] = TreeWatch(repo.root)
             if not watch.changed():
                 return self.indexes.search_repo(repo, query, k)
+            if repo.build_lock.locked():  # a job is refreshing it (the start-up reconcile hashes every
+                watch.close()  # file): the client searches at once rather than wait for that
+                self._watches.pop(repo.root, None)
+                raise Busy
             found: list[list[Hit]] = []
             beside = threading.Thread(
                 target=lambda: found.append(self.indexes.search_repo(repo, query, k)),
