@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +161,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_eval_search(args: argparse.Namespace) -> int:
     """Run the search evaluation (held-out sets, or the stdlib benchmark) and print its JSON report."""
+    import tempfile
+
     from xihe.agent.errors import ConfigError
 
     try:

@@ -107,14 +107,15 @@ def test_a_changed_tree_is_searched_as_it_is_now(served, repo, capsys) -> None:
     assert through_serve == _search(capsys, cfg, repo, "--json", "--local", "refund_payment money back")
 
 
-def test_a_fresh_process_asks_the_serve_without_numpy_or_pydantic(served, repo, capsys) -> None:
+def test_a_fresh_process_asks_the_serve_importing_little(served, repo, capsys) -> None:
     _, cfg = served
     local = _search(capsys, cfg, repo, "--local", QUESTIONS[0])
     script = (
         "import sys; from xihe.agent.cli.main import main; "
         f"code = main(['search', '--config', {str(cfg)!r}, '--repo', {str(repo)!r}, {QUESTIONS[0]!r}]); "
         "sys.stdout.flush(); "
-        "print('LOADED', sorted(m for m in ('numpy', 'pydantic') if m in sys.modules), file=sys.stderr); "
+        "heavy = ('numpy', 'pydantic', 'xihe.agent.errors', 'xihe.agent.cli.chat', 'xihe.tools.codeindex.index'); "
+        "print('LOADED', sorted(m for m in heavy if m in sys.modules), file=sys.stderr); "
         "sys.exit(code)"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
