@@ -6,11 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
-
-from xihe.agent.errors import ConfigError
 
 
 def _config_dir(args: argparse.Namespace) -> str:
@@ -30,6 +27,8 @@ def _repo(args: argparse.Namespace) -> Path:
 
 def _config_and_repo(args: argparse.Namespace) -> tuple[Any, Path] | int:
     """The code config and the repository path, or exit code 2 after saying what is wrong."""
+    from xihe.agent.errors import ConfigError  # (not imported by a search a serve answers)
+
     try:
         cfg = _config(args)
     except ConfigError as exc:
@@ -107,19 +106,48 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
+    """What `xihe search` prints, the same whether the hits came from this process or a serve."""
+    if as_json:
+        print(json.dumps(hits, ensure_ascii=False))
+    elif not hits:
+        print("no matching implementation in the repository")
+    else:
+        from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
+
+        for h in hits:
+            print(shown(f"{h['score']:.4f}  {h['path']}:{h['start']}-{h['end']}  {h['symbol']}"))
+
+
+def _ask_serve(args: argparse.Namespace, cfg: Any, repo: Path, query: str) -> list[dict[str, Any]] | None:
+    """The hits of a `xihe serve` running on this machine with the same index_dir and settings
+    (`<index_dir>/search.sock`, tools/codeindex/searchsock.py), or None: search here then."""
+    from xihe.tools.codeindex.searchsock import ask, settings_digest
+
+    return ask(cfg.index_dir, repo, query, args.k, settings_digest(cfg.model_dump()))
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     """Search a repository (indexing or updating it first) and print hits, best first.
 
-    With the same code.yaml as last time, the config validated then is reused (settings.py): a
-    search does not import pydantic.
+    A `xihe serve` on this machine with the same index_dir and settings answers when there is one
+    (unless `--local`): no index is loaded here then. With the same code.yaml as last time, the config
+    validated then is reused (settings.py): a search does not import pydantic.
     """
+    from xihe.tools.codeindex.settings import cached
+
+    repo, query = _repo(args), " ".join(args.query)
+    cfg = cached(_config_dir(args), repo) if repo.is_dir() else None
+    # a code.yaml changed since it was last validated takes the local path, which validates it
+    answered = None if args.local or cfg is None else _ask_serve(args, cfg, repo, query)
+    if answered is not None:
+        _print_hits(answered, args.json)
+        return 0
     from xihe.tools.codeindex.api import search_code
     from xihe.tools.codeindex.progress import no_progress
     from xihe.tools.codeindex.service import index_repo
-    from xihe.tools.codeindex.settings import cached, remember
+    from xihe.tools.codeindex.settings import remember
 
-    repo = _repo(args)
-    cfg = cached(_config_dir(args), repo) if repo.is_dir() else None
     if cfg is None:
         opened = _config_and_repo(args)
         if isinstance(opened, int):
@@ -127,21 +155,16 @@ def cmd_search(args: argparse.Namespace) -> int:
         cfg, repo = opened
         remember(_config_dir(args), repo, cfg)
     idx, _ = index_repo(repo, cfg, progress=no_progress)
-    hits = search_code(idx, " ".join(args.query), args.k)
-    if args.json:
-        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False))
-    elif not hits:
-        print("no matching implementation in the repository")
-    else:
-        from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
-
-        for h in hits:
-            print(shown(f"{h.score:.4f}  {h.path}:{h.start}-{h.end}  {h.symbol}"))
+    _print_hits([h.to_json() for h in search_code(idx, query, args.k)], args.json)
     return 0
 
 
 def cmd_eval_search(args: argparse.Namespace) -> int:
     """Run the search evaluation (held-out sets, or the stdlib benchmark) and print its JSON report."""
+    import tempfile
+
+    from xihe.agent.errors import ConfigError
+
     try:
         cfg = _config(args)
     except ConfigError as exc:
@@ -189,12 +212,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", help="search a repository's code index")
-    s.add_argument("query", nargs="+", help="symbols, keywords or a question")
-    s.add_argument("--repo", default=".", help="repository path (default: current directory)")
-    s.add_argument("--json", action="store_true", help='print [{"path","start","end","symbol","score"}]')
-    s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    _search_arguments(s)
     _config_option(s)
-    s.set_defaults(func=cmd_search)
 
     c = sub.add_parser("code", help="callers, callees, references and call chains from the symbol graph")
     graph = c.add_subparsers(dest="graph", required=True)
@@ -211,6 +230,26 @@ def register(sub: Any) -> None:
     ch.add_argument("goal", metavar="TO", help="where it should arrive")
     ch.add_argument("--max-hops", type=int, default=8, help="the longest chain looked for (default 8)")
     _graph_options(ch)
+
+
+def _search_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("query", nargs="+", help="symbols, keywords or a question")
+    s.add_argument("--repo", default=".", help="repository path (default: current directory)")
+    s.add_argument("--json", action="store_true", help='print [{"path","start","end","symbol","score"}]')
+    s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    s.add_argument(
+        "--local", action="store_true", help="search in this process even when a running serve could answer"
+    )
+    s.set_defaults(func=cmd_search)
+
+
+def search_parser() -> argparse.ArgumentParser:
+    """`xihe search` alone, as `xihe [--config DIR] search ...` parses it: what main() uses for a search,
+    so a search that a serve answers imports no other command's module."""
+    p = argparse.ArgumentParser(prog="xihe search", description="search a repository's code index")
+    _search_arguments(p)
+    p.add_argument("--config", default="config", help="YAML config directory (default: config)")
+    return p
 
 
 def _graph_options(p: argparse.ArgumentParser) -> None:

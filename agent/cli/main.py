@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from xihe.agent.cli.terminal import shown
-from xihe.agent.errors import BotError, ConfigError
 
 
 def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
@@ -175,21 +174,42 @@ def _accept_config_everywhere(parser: argparse.ArgumentParser) -> None:
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what `cat`, `grep` and friends exit with when the reader leaves
 
 
+def _search_argv(argv: Sequence[str]) -> list[str] | None:
+    """`xihe [--config DIR] search ARGS` as `search_parser()` reads it, or None for any other command."""
+    rest, config = list(argv), []
+    if rest[:1] == ["--config"] and len(rest) > 1:
+        config, rest = rest[:2], rest[2:]
+    elif rest[:1] and rest[0].startswith("--config="):
+        config, rest = rest[:1], rest[1:]
+    return [*config, *rest[1:]] if rest[:1] == ["search"] else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `xihe` console script."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    search = _search_argv(argv)
+    if search is not None:  # the whole parser imports every command's module: a search needs its own
+        from xihe.agent.cli.code import search_parser
+
+        args = search_parser().parse_args(search)
+    else:
+        args = build_parser().parse_args(argv)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a reader that left (`| head`) shows here, not in the interpreter's exit
         return code
     except BrokenPipeError:
         return _reader_left()
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    except BotError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except Exception as exc:
+        from xihe.agent.errors import BotError, ConfigError  # imported when something failed only
+
+        if isinstance(exc, ConfigError):
+            print(str(exc), file=sys.stderr)
+            return 1
+        if isinstance(exc, BotError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        raise
 
 
 def _reader_left() -> int:

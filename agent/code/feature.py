@@ -43,6 +43,7 @@ from xihe.config.code import CODE_SECTION
 from xihe.tools.codeindex import githook, navigate
 from xihe.tools.codeindex.api import NOTHING_FOUND
 from xihe.tools.codeindex.live import LiveIndexes
+from xihe.tools.codeindex.searchserver import SearchServer
 
 if TYPE_CHECKING:
     from xihe.agent.deps import Deps
@@ -374,7 +375,7 @@ def tools() -> list[ToolSpec]:
 
 def install(ctx: Context) -> Installed:
     """When code.yaml exists: the tools, the saved indexes opened, the answer check and follow-ups,
-    the index jobs and the git webhook."""
+    the index jobs, the git webhook, and the search socket `xihe search` asks while the bot runs."""
     cfg = ctx.settings.get(CODE_SECTION)
     if cfg is None:
         return Installed()
@@ -383,9 +384,19 @@ def install(ctx: Context) -> Installed:
     indexes = LiveIndexes(cfg)
     indexes.open()
     followups = FollowUps(ctx.deps)
+    sock = SearchServer(indexes)  # `xihe search` on this machine asks here (<index_dir>/search.sock)
+
+    def listen(_app: Runtime) -> None:
+        sock.start()
+
+    def close(_app: Runtime) -> None:
+        sock.stop()
+
     return Installed(
         tools=tools(),
         services=Services(code=indexes),
+        startup=[listen],
+        shutdown=[close],
         hooks=Hooks(
             reply_checks=(CodeAnswerCheck(ctx.deps, followups),), context_providers=(followups.provide,)
         ),

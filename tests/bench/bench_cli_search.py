@@ -1,11 +1,16 @@
 """`xihe search` as a fresh process vs ripgrep over the same tree, English and Chinese; prints JSON.
 
-Run: python -m tests.bench.bench_cli_search [--cache var/eval-src] [--runs 10]
+Run: python -m tests.bench.bench_cli_search [--cache var/eval-src] [--runs 10] [--no-serve]
 Needs `rg` (apt-get install -y ripgrep). The tree is React Native 0.71.19 from npm (2,973 indexed
 files, 16k units), copied into a temporary git repository and indexed once with the shipped
 `config/code.yaml` (`xihe index`, which also prebuilds the Chinese dictionaries in the shared cache).
-Runs are interleaved (xihe, rg, xihe, rg...) so both see the same load; the report gives each
-command's median, min and max wall seconds and the ratio of the medians (target: xihe ≤ rg).
+Then a real `xihe serve` (shipped xihe.yaml and access.yaml, a SQLite store in the work dir, no
+model, `repos: [the tree]`) is started in the tree, and each question runs three ways, interleaved
+so all see the same load: `xihe search` answered by the serve over `<index_dir>/search.sock`,
+`xihe search --local` (loads the index itself), a bare `python -c pass` (the floor of any client
+started with this interpreter), and ripgrep. The report gives each command's median,
+min and max wall seconds and the ratios of the medians (target: xihe ≤ rg). `--no-serve` times the
+local path alone (as before the socket).
 """
 
 from __future__ import annotations
@@ -16,14 +21,18 @@ import json
 import os
 import resource
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from xihe.tools.codeindex.heldout import fetch, load_set
+from xihe.tools.codeindex.searchsock import SOCKET_NAME, ask
 
 ROOT = Path(__file__).resolve().parents[2]
 XIHE = [sys.executable, "-m", "xihe.agent.cli.main"]
@@ -40,30 +49,86 @@ def _git(repo: Path, *args: str) -> None:
 
 
 def _setup(tmp: Path, cache: Path, env: dict[str, str]) -> tuple[Path, list[str]]:
-    """A git copy of the corpus indexed with the shipped code.yaml; (repo, config args). Kept in a
-    `--workdir` from an earlier run: only updated."""
+    """A git copy of the corpus indexed with the shipped code.yaml (`repos` naming it, for the
+    serve); (repo, config args). Kept in a `--workdir` from an earlier run: only updated."""
     repo, config = tmp / "repo", tmp / "config"
-    if (repo / ".git").is_dir() and (config / "code.yaml").is_file():
-        cmd = [*XIHE, "--config", str(config), "index", "--quiet", "--repo", str(repo)]
-        subprocess.run(cmd, cwd=repo, env=env, check=True)
-        return repo, ["--config", str(config)]
-    shutil.copytree(fetch(load_set("react-native-android").source, cache), repo)
-    (repo / ".gitignore").write_text("var/\n", encoding="utf-8")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "corpus")
-    config.mkdir()
-    shutil.copy(ROOT / "config" / "code.yaml", config / "code.yaml")
     args = ["--config", str(config)]
-    subprocess.run([*XIHE, *args, "index", "--quiet", "--repo", str(repo)], cwd=repo, env=env, check=True)
+    if not ((repo / ".git").is_dir() and (config / "code.yaml").is_file()):
+        shutil.copytree(fetch(load_set("react-native-android").source, cache), repo)
+        (repo / ".gitignore").write_text("var/\n", encoding="utf-8")
+        _git(repo, "init", "-q")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", "corpus")
+        config.mkdir()
+    for name in ("xihe.yaml", "access.yaml"):
+        shutil.copy(ROOT / "config" / name, config / name)
+    shipped = (ROOT / "config" / "code.yaml").read_text(encoding="utf-8")
+    code_yaml = shipped.replace("\nrepos: []", f"\nrepos: [{json.dumps(str(repo))}]", 1)
+    assert code_yaml != shipped, "config/code.yaml has no `repos: []` line to fill"
+    if (
+        not (config / "code.yaml").is_file()
+        or (config / "code.yaml").read_text(encoding="utf-8") != code_yaml
+    ):
+        (config / "code.yaml").write_text(code_yaml, encoding="utf-8")
+    index = [*XIHE, *args, "index", "--quiet", "--repo", str(repo)]
+    subprocess.run(index, cwd=repo, env=env, check=True, stdout=sys.stderr)  # stdout: the JSON report
     return repo, args
+
+
+@contextlib.contextmanager
+def _serve(
+    tmp: Path, repo: Path, config: list[str], env: dict[str, str]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A real `xihe serve` in the tree (its relative index_dir is the CLI's), answering on the socket."""
+    serve_env = env | {"XIHE_DATABASE_URL": f"sqlite:///{tmp / 'serve.db'}"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp / "serve.log", "wb")  # noqa: SIM115 (closed below)
+    cmd = [*XIHE, *config, "serve", "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=repo, env=serve_env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        sock = repo / "var" / "index" / SOCKET_NAME
+        digest = _digest(repo, config)
+        deadline = time.monotonic() + 600  # the start-up reconcile hashes every file first
+        while ask(sock.parent, repo, "warm up", 1, digest, answer_seconds=120) is None:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"xihe serve did not answer on {sock}: see {tmp / 'serve.log'}")
+            time.sleep(0.5)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _digest(repo: Path, config: list[str]) -> str:
+    """The settings digest a `xihe search` in `repo` sends (from the snapshot the index step wrote)."""
+    from xihe.tools.codeindex.searchsock import settings_digest
+    from xihe.tools.codeindex.settings import cached
+
+    cwd = Path.cwd()
+    os.chdir(repo)  # index_dir is relative to the tree, as for the CLI and the serve
+    try:
+        cfg = cached(config[1], repo)
+    finally:
+        os.chdir(cwd)
+    if cfg is None:
+        raise SystemExit("no validated code.yaml snapshot after `xihe index`")
+    return settings_digest(cfg.model_dump())
 
 
 def _wall(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """(wall, CPU) seconds of one run; CPU (user + system) is steadier on a loaded machine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    # stdin: nothing (ripgrep reads a piped stdin instead of the tree)
+    devnull = subprocess.DEVNULL
+    subprocess.run(cmd, cwd=cwd, env=env, stdin=devnull, stdout=devnull, stderr=devnull, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -79,8 +144,30 @@ def _summary(runs: list[tuple[float, float]]) -> dict[str, float]:
     }
 
 
-def run(cache: Path, runs: int, workdir: Path | None) -> dict[str, object]:
-    """Index once, then time each question's `xihe search` interleaved with its ripgrep anchor."""
+def _question(
+    commands: dict[str, list[str]], grep: list[str], repo: Path, env: dict[str, str], runs: int
+) -> dict[str, object]:
+    """Each xihe command and ripgrep interleaved `runs` times (after one warm-up each)."""
+    timed: dict[str, list[tuple[float, float]]] = {name: [] for name in [*commands, "ripgrep"]}
+    everything = {**commands, "ripgrep": grep}
+    for cmd in everything.values():
+        _wall(cmd, repo, env)  # warm the page cache
+    for _ in range(runs):
+        for name, cmd in everything.items():
+            timed[name].append(_wall(cmd, repo, env))
+    out: dict[str, object] = {name: _summary(t) for name, t in timed.items()}
+    out["ripgrep"] = _summary(timed["ripgrep"]) | {"command": " ".join(grep)}
+    rg_wall = statistics.median(w for w, _ in timed["ripgrep"])
+    rg_cpu = statistics.median(c for _, c in timed["ripgrep"])
+    for name in commands:
+        out[f"{name}_ratio_of_medians"] = round(statistics.median(w for w, _ in timed[name]) / rg_wall, 2)
+        out[f"{name}_cpu_ratio_of_medians"] = round(statistics.median(c for _, c in timed[name]) / rg_cpu, 2)
+    return out
+
+
+def run(cache: Path, runs: int, workdir: Path | None, with_serve: bool = True) -> dict[str, object]:
+    """Index once, start a serve, then time each question's `xihe search` through the serve and
+    locally, interleaved with its ripgrep anchor."""
     if shutil.which("rg") is None:
         raise SystemExit("ripgrep (rg) is not installed: apt-get install -y ripgrep")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: .pyc kept
@@ -89,24 +176,17 @@ def run(cache: Path, runs: int, workdir: Path | None) -> dict[str, object]:
         tmp = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="xihe-bench-cli-")))
         tmp.mkdir(parents=True, exist_ok=True)
         repo, config = _setup(tmp, cache, env)
+        if with_serve:
+            stack.enter_context(_serve(tmp, repo, config, env))
         for name, (question, grep) in QUESTIONS.items():
-            xihe = [*XIHE, *config, "search", "--repo", str(repo), question]
-            _wall(xihe, repo, env), _wall(grep, repo, env)  # warm the page cache
-            ours, theirs = [], []
-            for _ in range(runs):
-                ours.append(_wall(xihe, repo, env))
-                theirs.append(_wall(grep, repo, env))
-            out[name] = {
-                "question": question,
-                "xihe_search": _summary(ours),
-                "ripgrep": _summary(theirs) | {"command": " ".join(grep)},
-                "ratio_of_medians": round(
-                    statistics.median(w for w, _ in ours) / statistics.median(w for w, _ in theirs), 2
-                ),
-                "cpu_ratio_of_medians": round(
-                    statistics.median(c for _, c in ours) / statistics.median(c for _, c in theirs), 2
-                ),
+            search = [*XIHE, *config, "search", "--repo", str(repo)]
+            commands = {
+                "xihe_search_local": [*search, "--local", question],
+                "python_floor": [sys.executable, "-c", "pass"],  # any Python client's start-up
             }
+            if with_serve:
+                commands = {"xihe_search_serve": [*search, question], **commands}
+            out[name] = {"question": question, **_question(commands, grep, repo, env, runs)}
     out["load_after"] = round(os.getloadavg()[0], 2)
     return out
 
@@ -116,9 +196,11 @@ def main() -> None:
     parser.add_argument("--cache", default="var/eval-src", type=Path)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--workdir", type=Path, help="keep the indexed copy here for later runs")
+    parser.add_argument("--no-serve", action="store_true", help="time the local path only (no serve)")
     args = parser.parse_args()
     workdir = args.workdir.resolve() if args.workdir else None
-    print(json.dumps(run(args.cache.resolve(), args.runs, workdir), indent=2, ensure_ascii=False))
+    report = run(args.cache.resolve(), args.runs, workdir, with_serve=not args.no_serve)
+    print(json.dumps(report, indent=2, ensure_ascii=False))
 
 
 if __name__ == "__main__":

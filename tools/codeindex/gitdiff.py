@@ -85,3 +85,53 @@ def dirty_paths(root: Path) -> list[str]:
         return []
     ch = changes_since(root, commit)
     return sorted(ch.paths()) if ch is not None else []
+
+
+@dataclass(frozen=True)
+class Status:
+    """HEAD and the paths that differ from it (staged, unstaged, untracked; both sides of a rename)."""
+
+    head: str | None
+    paths: list[str]
+
+
+def parse_status(out: str) -> Status:
+    """Parse `git status --porcelain=v2 --branch --untracked-files=all -z` output."""
+    fields = out.split("\0")
+    head: str | None = None
+    paths: set[str] = set()
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if entry.startswith("# branch.oid "):
+            oid = entry.removeprefix("# branch.oid ").strip()
+            head = None if oid == "(initial)" else oid
+        elif entry.startswith("1 "):
+            paths.add(entry.split(" ", 8)[8])
+        elif entry.startswith("2 "):  # a rename or copy: the new path, then the old one in the next field
+            paths.add(entry.split(" ", 9)[9])
+            if i < len(fields) and fields[i]:
+                paths.add(fields[i])
+            i += 1
+        elif entry.startswith("u "):
+            paths.add(entry.split(" ", 10)[10])
+        elif entry.startswith("? "):
+            paths.add(entry[2:])
+    return Status(head, sorted(paths))
+
+
+def status(root: Path) -> Status | None:
+    """HEAD and what differs from it, in one `git status` (the index file is not rewritten); None
+    outside a git work tree or when git fails."""
+    out = _git(
+        root,
+        "--no-optional-locks",
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+        "-z",
+    )
+    return parse_status(out) if out is not None else None

@@ -23,7 +23,14 @@ from xihe.tools.codeindex.api import NOTHING_FOUND, Hit, extract_citations, get_
 from xihe.tools.codeindex.api import exists as cited_exists
 from xihe.tools.codeindex.embed import Embedder, make_embedder
 from xihe.tools.codeindex.index import CodeIndex, UpdateStats, sha1_of
-from xihe.tools.codeindex.service import IndexReport, _report, index_repo, open_index
+from xihe.tools.codeindex.service import (
+    IndexReport,
+    _report,
+    index_repo,
+    open_index,
+    stamp_of,
+    suspects_since,
+)
 from xihe.tools.codeindex.walk import read_source
 
 log = logging.getLogger("xihe.codeindex")
@@ -98,17 +105,16 @@ class LiveIndexes:
                 with repo.lock:
                     repo.index = built
                 return report
-            mode = "incremental"
+            mode, st = "incremental", None
             if paths is not None:
                 suspects = set(paths) | set(idx.dirty)
             else:
-                changes = None if reconcile or not idx.commit else gitdiff.changes_since(idx.root, idx.commit)
-                if changes is None:
+                found, st = (None, None) if reconcile else suspects_since(idx)
+                if found is None:
                     suspects, mode = self._drift(idx), "reconcile"
                 else:
-                    suspects = changes.paths() | set(idx.dirty)
-            commit = gitdiff.head(idx.root)
-            dirty = gitdiff.dirty_paths(idx.root) if commit else []
+                    suspects = found
+            commit, dirty = stamp_of(idx.root, st)  # HEAD unchanged: the status read above
             with repo.lock:
                 stats = idx.update_files(suspects) if suspects else UpdateStats()
                 stamp_changed = (idx.commit, idx.dirty) != (commit, dirty)
@@ -156,6 +162,11 @@ class LiveIndexes:
                 found += [(repo, h) for h in search_code(repo.index, query, k)]
         found.sort(key=lambda rh: -rh[1].score)
         return found[:k]
+
+    def search_repo(self, repo: LiveRepo, query: str, k: int = 10) -> list[Hit]:
+        """One repository's hits, as `xihe search` prints them (empty while its index is not built)."""
+        with repo.lock:
+            return search_code(repo.index, query, k) if repo.index is not None else []
 
     def context(self, question: str, n: int) -> tuple[str, bool]:
         """(text under `## File:` headers, whether anything relevant was found)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from xihe.tools.codeindex import gitdiff
 from xihe.tools.codeindex.embed import Embedder, Reranker, make_embedder
 from xihe.tools.codeindex.index import CodeIndex, UpdateStats
 from xihe.tools.codeindex.progress import Progress, no_progress
+from xihe.tools.codeindex.settings import repo_key
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.config.code import CodeConfig
@@ -32,12 +32,6 @@ class IndexReport:
     units_removed: int = 0
     seconds: float = 0.0
     directory: str = ""
-
-
-def repo_key(root: Path) -> str:
-    """Directory name of a repository's index: its folder name plus a hash of its absolute path."""
-    resolved = Path(root).resolve()
-    return f"{resolved.name or 'root'}-{hashlib.sha1(str(resolved).encode()).hexdigest()[:10]}"
 
 
 def index_dir(root: Path, cfg: CodeConfig) -> Path:
@@ -74,10 +68,35 @@ def _report(idx: CodeIndex, mode: str, stats: UpdateStats, t0: float) -> IndexRe
     )
 
 
-def _stamp(idx: CodeIndex) -> None:
+def stamp_of(root: Path, st: gitdiff.Status | None = None) -> tuple[str | None, list[str]]:
+    """(the commit HEAD points at, the paths that differ from it), from one `git status` (`st` when
+    already read); without git, no commit and nothing dirty."""
+    st = st if st is not None else gitdiff.status(root)
+    if st is None:
+        return None, []
+    return st.head, (st.paths if st.head else [])
+
+
+def _stamp(idx: CodeIndex, st: gitdiff.Status | None = None) -> None:
     """Record the commit indexed and the paths that differed from it."""
-    idx.commit = gitdiff.head(idx.root)
-    idx.dirty = gitdiff.dirty_paths(idx.root) if idx.commit else []
+    idx.commit, idx.dirty = stamp_of(idx.root, st)
+
+
+def suspects_since(idx: CodeIndex) -> tuple[set[str] | None, gitdiff.Status | None]:
+    """The paths that may differ from the index (None: git cannot say, compare every file's hash),
+    and the `git status` read, to stamp the index with when HEAD is still the indexed commit.
+
+    While HEAD is the indexed commit, one `git status` says it all: what differs from HEAD, plus
+    what differed when the index was stamped (a file edited and reverted since). Otherwise `git diff`
+    from the indexed commit to the work tree.
+    """
+    if not idx.commit:
+        return None, None
+    st = gitdiff.status(idx.root)
+    if st is not None and st.head == idx.commit:
+        return set(st.paths) | set(idx.dirty), st
+    changes = gitdiff.changes_since(idx.root, idx.commit)
+    return (changes.paths() | set(idx.dirty) if changes is not None else None), None
 
 
 def index_repo(
@@ -105,17 +124,15 @@ def index_repo(
         _stamp(idx)
         idx.save()
         return idx, _report(idx, "full", stats, t0)
-    changes = None
-    if not reconcile and idx.commit:
-        changes = gitdiff.changes_since(idx.root, idx.commit)
-    if changes is None:
+    suspects, st = (None, None) if reconcile else suspects_since(idx)
+    if suspects is None:
         stats = idx.reconcile()
         mode = "reconcile"
     else:
-        stats = idx.update_files(changes.paths() | set(idx.dirty))
+        stats = idx.update_files(suspects)
         mode = "incremental"
     old_commit, old_dirty = idx.commit, idx.dirty
-    _stamp(idx)
+    _stamp(idx, st)  # the status read before the update, when HEAD had not moved: no second call
     if stats.changed or idx.commit != old_commit or idx.dirty != old_dirty:
         idx.save()
     elif mode == "incremental":

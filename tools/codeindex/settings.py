@@ -72,9 +72,13 @@ def _yaml(config_dir: str | Path) -> tuple[str, str] | None:
     return hashlib.sha1(raw).hexdigest(), value.decode("utf-8", "replace")
 
 
-def _snapshot(index_dir: str, repo: Path) -> Path:
-    from xihe.tools.codeindex.service import repo_key
+def repo_key(root: Path) -> str:
+    """Directory name of a repository's index: its folder name plus a hash of its absolute path."""
+    resolved = Path(root).resolve()
+    return f"{resolved.name or 'root'}-{hashlib.sha1(str(resolved).encode()).hexdigest()[:10]}"
 
+
+def _snapshot(index_dir: str, repo: Path) -> Path:
     return Path(index_dir) / f"{repo_key(repo)}{SUFFIX}"
 
 
