@@ -18,8 +18,10 @@ from sqlalchemy.engine.interfaces import ReflectedColumn
 from xihe.agent.alert_tables import (
     alert_channel,
     alert_event,
+    alert_life,
     alert_maintenance,
     alert_outbox,
+    alert_page,
     alert_robot,
     alert_state,
 )
@@ -208,6 +210,11 @@ MIGRATIONS: list[Migration] = [
         13,
         "pending actions: who rejected or cancelled one, and the reason given",
         _add_columns(pending_action, "closed_by", "close_note"),
+    ),
+    (
+        14,
+        "alerts lifecycle: each failed instance's alert (firing, acknowledged, resolved) and its escalation pages",
+        _create(alert_life, alert_page),
     ),
     (15, "on-call overrides from chat: who covers whose duty, until when", _create(oncall_override)),
     (16, "dolphinscheduler: which watch followed which instance (read by key)", _watch_instances),

@@ -86,10 +86,13 @@ def instance_note(
     origin: RunOrigin | None,
     now: datetime,
     key: str,
+    oncall: tuple[str, ...] | None = None,
 ) -> Notification:
-    """The alert for one failed instance (a follow-up when `inst.followups` > 0)."""
+    """The alert for one failed instance (a follow-up when `inst.followups` > 0); a P0 mentions
+    `oncall` (who is on call now), else the workflow's own `oncall` list."""
     first = inst.events[0]
-    mentions = tuple(wf.oncall) if wf is not None and inst.tier is Tier.P0 else ()
+    on_duty = oncall if oncall is not None else tuple(wf.oncall) if wf is not None else ()
+    mentions = on_duty if wf is not None and inst.tier is Tier.P0 else ()
     starts = [e.start_time for e in inst.events if e.start_time]
     ends = [e.end_time or e.at for e in inst.events]
     start = min(starts) if starts else None

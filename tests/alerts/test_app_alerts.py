@@ -21,7 +21,7 @@ def _channel(**over: object) -> Channel:
     return Channel.model_validate({**fields, "agent_id": 1000002, **over})
 
 
-def test_a_run_alert_goes_as_markdown_and_a_card_whose_buttons_run_rerun_and_maint() -> None:
+def test_a_run_alert_goes_as_markdown_and_a_card_whose_buttons_run_ack_rerun_and_maint() -> None:
     text = Renderer().render("instance.md.j2", ctx())
     with FakeWeCom() as fake:
         fake.add_app("wwcorp", "app-secret-value-123", 1000002)
@@ -32,8 +32,9 @@ def test_a_run_alert_goes_as_markdown_and_a_card_whose_buttons_run_rerun_and_mai
             assert fake.contents(user)[0] == text
             (card,) = fake.cards.of_user(user)
             buttons = card.copies[user]["button_list"]
-            assert [b["text"] for b in buttons] == ["重跑失败任务", "静音此工作流 30 分钟"]
+            assert [b["text"] for b in buttons] == ["认领", "重跑失败任务", "静音此工作流 30 分钟"]
             assert [command_of_key(b["key"]) for b in buttons] == [
+                "/ack 42",  # the alert has someone: its escalation stops
                 "/rerun 42",  # the normal confirm flow, as typed
                 "/maint on 30m workflow:order_sync",  # the code of /maint
             ]

@@ -42,13 +42,27 @@ class SqlRecordSink:
                 },
             )
 
-    def note(self, at: datetime, reason: str, key: str, detail: str = "", tier: str | None = None) -> None:
-        """Store a decision that is not about one event (a delivery, a model-raised alert)."""
+    def note(
+        self,
+        at: datetime,
+        reason: str,
+        key: str,
+        detail: str = "",
+        tier: str | None = None,
+        instance_id: int | None = None,
+    ) -> None:
+        """Store a decision that is not about one event (a delivery, a model-raised alert, a
+        lifecycle change of the alert of `instance_id`)."""
         with self.s.tx() as conn:
             conn.execute(
                 insert(alert_event).values(
                     at=at,
-                    kind="delivery" if reason in ("sent", "send_failed") else "decision",
+                    instance_id=instance_id,
+                    kind="delivery"
+                    if reason in ("sent", "send_failed")
+                    else "lifecycle"
+                    if reason.startswith("life_")
+                    else "decision",
                     reason=reason,
                     tier=tier,
                     detail=detail,
