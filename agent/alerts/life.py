@@ -79,11 +79,11 @@ class Transition:
         }
 
 
-def business_date(event: AlertEvent, tz: Any) -> str:
-    """The business date of a run: the one its source gives, else the local date it started."""
-    if event.business_date:
-        return event.business_date
-    return (event.start_time or event.at).astimezone(tz).date().isoformat()
+def business_date(event: AlertEvent) -> str:
+    """The business date of a run, when its source knows it (the watcher: scheduleTime less the
+    workflow's offset; a replay line's `business_date`); never guessed from the start time, since two
+    runs of one day may be for different dates."""
+    return event.business_date
 
 
 class Lifecycle:
@@ -109,7 +109,6 @@ class Lifecycle:
         self.oncall = oncall or listed_oncall
         self.names = names or {}
         self.holder = holder
-        self.tz = emitter.renderer_for("default").tz
 
     def name(self, user: str) -> str:
         """A person as shown: the display name from access.yaml, else the userid."""
@@ -127,7 +126,7 @@ class Lifecycle:
             instance_id=event.instance_id,
             project=event.project,
             workflow=event.workflow,
-            business_date=business_date(event, self.tz),
+            business_date=business_date(event),
             tier=rec.tier,
             channel=channel,
             notification_key=rec.notification_key,
@@ -143,7 +142,7 @@ class Lifecycle:
         the same workflow and business date; each says so in its channel (per tier `send_resolved`)."""
         if event.is_task or event.state != "SUCCESS":
             return []
-        biz = business_date(event, self.tz)
+        biz = business_date(event)
         candidates = [a for a in self.store.open_alerts() if a.instance_id == event.instance_id]
         candidates += [
             a
@@ -205,6 +204,11 @@ class Lifecycle:
         )
         self.emitter.outbox.add(row)
         return Transition(now, done, why, who, row.key), why
+
+    def next_due(self) -> datetime | None:
+        """When the next escalation page of a firing alert is due, or None."""
+        due = [a.next_page_at for a in self.store.open_alerts() if a.state == "firing" and a.next_page_at]
+        return min(due) if due else None
 
     # ---- the clock -----------------------------------------------------------------------------
     def tick(self, now: datetime) -> list[Transition]:

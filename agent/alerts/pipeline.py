@@ -220,7 +220,8 @@ class Pipeline:
 
     def next_due(self) -> datetime | None:
         """When `tick` next has something to do (for simulations and a smart scheduler)."""
-        return self.state.next_due()
+        due = [t for t in (self.state.next_due(), self.life.next_due() if self.life else None) if t]
+        return min(due) if due else None
 
     # ---- intake ---------------------------------------------------------------------------------
     def _decide(self, event: AlertEvent, now: datetime, notes: list[Notification]) -> list[AlertRecord]:

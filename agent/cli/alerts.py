@@ -50,6 +50,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     Bad lines (not JSON, a required field missing, an unknown state) are reported with their line
     number on stderr and in the JSON output, and the replay goes on without them."""
     from xihe.agent.alerts.replay import load_events, run_replay
+    from xihe.agent.cli.terminal import shown
 
     try:
         alerts, workflows, production = load_alert_config(args.config)
@@ -66,12 +67,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if loaded.unknown_fields:
         names = ", ".join(f"{k} ({n}×)" for k, n in sorted(loaded.unknown_fields.items()))
         print(f"{args.events}: ignored unknown field(s): {names}", file=sys.stderr)
-    result = run_replay(loaded.events, alerts, workflows, production)
+    result = run_replay(loaded.events, alerts, workflows, production, acks=loaded.acks)
+    for problem in result.ack_problems:
+        print(shown(f"{args.events}: {problem}"), file=sys.stderr)
     summary = {**result.summary(), "bad_lines": len(loaded.bad)}
     if args.json:
         out: dict[str, Any] = {
             "notifications": result.notifications,
             "suppressed": result.suppressed(),
+            "lifecycle": [t.to_dict() for t in result.lifecycle],
+            "resolved": result.resolved(),
+            "ack_problems": result.ack_problems,
             "bad_lines": [b.to_dict() for b in loaded.bad],
             "summary": summary,
         }
@@ -89,6 +95,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f"{r['at']}  instance {r['instance_id']}  {r['workflow']}/{r['task']}  {r['reason']}"
             f"{'  → ' + r['notification_key'] if r['notification_key'] else ''}{'  (' + r['detail'] + ')' if r['detail'] else ''}"
         )
+    if result.lifecycle:
+        print("--- alert lifecycle ---")
+    for t in result.lifecycle:
+        a = t.alert
+        who = f"  {t.actor}" if t.actor else ""
+        line = f"{t.at.isoformat()}  {a.short}  instance {a.instance_id}  {a.workflow}  {a.tier.value}  {t.why.value}{who}"
+        print(shown(line))
+    if result.resolved():
+        print("--- resolved: " + ", ".join(f"instance {i}" for i in result.resolved()))
     print(
         f"--- {summary['events']} events → {summary['notifications']} notifications "
         f"(naive: {summary['naive_one_per_failure']}); rate-limit violations: "
