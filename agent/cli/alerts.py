@@ -1,4 +1,5 @@
-"""`xihe alerts …` subcommands: `replay EVENTS.jsonl [--config DIR] [--json]`."""
+"""`xihe alerts …` subcommands: `replay EVENTS.jsonl [--config DIR] [--json]` and
+`stats [--since 7d] [--json]` (time to acknowledge and resolve, unacknowledged P0s)."""
 
 from __future__ import annotations
 
@@ -112,6 +113,61 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Per workflow and tier: alerts, time to acknowledge and to resolve (median, p90) since --since;
+    the P0s nobody has acknowledged right now."""
+    from zoneinfo import ZoneInfo
+
+    from xihe.agent.alerts.measures import measures, parse_since, span, unacked_p0
+    from xihe.agent.alerts.sql.life import SqlLifeStore
+    from xihe.agent.alerts.sql.stores import SqlAlertStores
+    from xihe.agent.app import build_app
+    from xihe.agent.cli.terminal import shown
+    from xihe.agent.timefmt import show
+
+    app = build_app(args.config)
+    deps = app.deps
+    now = deps.clock()
+    tz = ZoneInfo(deps.settings.core.timezone)
+    try:
+        since = parse_since(args.since, now, tz)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    life = SqlLifeStore(SqlAlertStores(deps.engine))
+    rows = measures(life.since(since))
+    waiting = unacked_p0(life.open_alerts())
+    if args.json:
+        doc = {
+            "since": since.isoformat(),
+            "now": now.isoformat(),
+            "measures": [m.to_dict() for m in rows],
+            "unacknowledged_p0": [
+                {"alert": a.short, "instance_id": a.instance_id, "workflow": a.workflow,
+                 "fired_at": a.fired_at.isoformat(), "pages": a.pages}
+                for a in waiting
+            ],
+        }  # fmt: skip
+        print(json.dumps(doc, ensure_ascii=False, indent=2))
+        return 0
+    print(f"alerts since {show(since, tz, seconds=False)}")
+    print(f"{'tier':4}  {'workflow':24}  {'alerts':>6}  {'acked':>5}  {'ack p50':>7}  {'ack p90':>7}  "
+          f"{'resolved':>8}  {'res p50':>7}  {'res p90':>7}")  # fmt: skip
+    for m in rows:
+        name = "(all)" if m.workflow == "*" else m.workflow
+        print(shown(
+            f"{m.tier:4}  {name[:24]:24}  {m.alerts:>6}  {m.acked:>5}  {span(m.ack_median):>7}  "
+            f"{span(m.ack_p90):>7}  {m.resolved:>8}  {span(m.resolve_median):>7}  {span(m.resolve_p90):>7}"
+        ))  # fmt: skip
+    if not rows:
+        print("(no alert in this period)")
+    print(f"unacknowledged P0 now: {len(waiting)}")
+    for a in waiting:
+        print(shown(f"  {a.short}  {a.workflow} instance {a.instance_id}  since {show(a.fired_at, tz, seconds=False)}"
+                    f"  ({span((now - a.fired_at).total_seconds())}, {a.pages} page(s))"))  # fmt: skip
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add `alerts` with its subcommands to the `xihe` sub-parsers."""
     alerts = sub.add_parser("alerts", help="alert pipeline tools")
@@ -127,3 +183,14 @@ def register(sub: Any) -> None:
     )
     replay.add_argument("--json", action="store_true", help="print one JSON document")
     replay.set_defaults(func=cmd_replay)
+    stats = alerts_sub.add_parser(
+        "stats", help="time to acknowledge and resolve per workflow and tier; unacknowledged P0s"
+    )
+    stats.add_argument(
+        "--since",
+        default="7d",
+        metavar="SPAN|TIME",
+        help="period start: a span back from now (30m, 24h, 7d; default 7d) or an ISO 8601 date or time",
+    )
+    stats.add_argument("--json", action="store_true", help="print one JSON document")
+    stats.set_defaults(func=cmd_stats)
