@@ -114,6 +114,13 @@ def test_demo_plays_every_scene_and_keeps_its_world(
         copy = cards.split(f"[card → {user}]")[-1].split("\n", 1)[0]
         assert "carol 已批准（" in copy and copy.endswith("已执行 [已执行]"), copy
     assert "[xihe → dave]" in cards and "DolphinScheduler received 4 starts in all" in cards
+    # the alert lifecycle: a P0 nobody answers is paged up its chain, acknowledged, resolved by a rerun
+    life = out.split("=== 10. A P0 nobody answers", 1)[1]
+    first, second = life.index("升级（第 1 次）"), life.index("升级（第 2 次）")
+    assert first < second < life.index("carol> /ack ") < life.index("已恢复")
+    assert "本次通知：值班 Bob" in life and "本次通知：备岗 Carol" in life and "升级（第 3 次）" not in life
+    assert "由 Carol 认领，升级已停止" in life and "重跑成功，用时 " in life and "重跑：Bob" in life
+    assert "acknowledged in " in life and "1 resolved in " in life
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

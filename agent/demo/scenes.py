@@ -25,6 +25,7 @@ from typing import Any
 
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock, utc_now
+from xihe.agent.demo.alert_life import scene_alert_lifecycle
 from xihe.agent.demo.cards import scene_cards
 from xihe.agent.demo.environment import (
     SIM_STATE,
@@ -406,6 +407,7 @@ SCENES = (
     scene_audit,
     scene_cards,
     scene_what_failed,
+    scene_alert_lifecycle,
 )
 
 
