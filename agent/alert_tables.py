@@ -139,7 +139,9 @@ alert_page = Table(
     "alert_page",
     metadata,
     Column("alert_id", BigInteger, primary_key=True),
-    Column("fired", BigInteger, primary_key=True),  # the firing (epoch seconds): a re-fired alert escalates anew
+    Column(
+        "fired", BigInteger, primary_key=True
+    ),  # the firing (epoch seconds): a re-fired alert escalates anew
     Column("step", String(20), primary_key=True),  # oncall|secondary|owner|fallback[N]
     Column("person", String(120), nullable=False),
     Column("number", Integer, nullable=False),  # 1 = the first escalation

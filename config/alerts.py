@@ -236,7 +236,10 @@ class TierPolicy(BaseModel):
     )
 
 
-def _default_tiers() -> dict[str, TierPolicy]:
+TierName = Literal["P0", "P1", "P2"]
+
+
+def _default_tiers() -> dict[TierName, TierPolicy]:
     return {
         "P0": TierPolicy(escalate_after=15),
         "P1": TierPolicy(),
@@ -249,7 +252,7 @@ class Lifecycle(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tiers: dict[Literal["P0", "P1", "P2"], TierPolicy] = Field(
+    tiers: dict[TierName, TierPolicy] = Field(
         default_factory=_default_tiers,
         description="per tier: escalate_after, max_escalations, send_resolved (a tier left out: "
         "no escalation, resolved notices on)",

@@ -230,7 +230,9 @@ class Lifecycle:
         if page is None:
             self.store.save(exhausted(alert))
             return []
-        claim = PageRow(alert.id, epoch(alert.fired_at), page.step, page.person, page.number, now, self.holder)
+        claim = PageRow(
+            alert.id, epoch(alert.fired_at), page.step, page.person, page.number, now, self.holder
+        )
         after = paged(alert, page, now, policy)
         if not self.store.claim_page(claim):
             self.store.save(after)  # paged already (another replica, before a restart): move on
@@ -240,7 +242,13 @@ class Lifecycle:
 
     def _chain(self, alert: Alert, now: datetime) -> list[tuple[str, str]]:
         wf = self.index.find(
-            AlertEvent(at=now, workflow=alert.workflow, instance_id=alert.instance_id, state="FAILURE", project=alert.project)
+            AlertEvent(
+                at=now,
+                workflow=alert.workflow,
+                instance_id=alert.instance_id,
+                state="FAILURE",
+                project=alert.project,
+            )
         )
         primary, secondary = self.oncall(wf, now) if wf is not None else (None, None)
         return chain(primary, secondary, wf.owner if wf is not None else "", self.life.fallback)

@@ -124,9 +124,7 @@ def acknowledge(alert: Alert, who: str, now: datetime) -> tuple[Alert | None, Wh
     return replace(alert, state="acknowledged", acked_at=now, acked_by=who, next_page_at=None), Why.ACKED
 
 
-def resolve(
-    alert: Alert, now: datetime, how: Why, by_instance: int, rerun_by: str = ""
-) -> Alert | None:
+def resolve(alert: Alert, now: datetime, how: Why, by_instance: int, rerun_by: str = "") -> Alert | None:
     """An open alert becomes resolved (None when it is not open)."""
     if not alert.open:
         return None
@@ -141,7 +139,9 @@ def resolve(
     )
 
 
-def resolves(alert: Alert, instance_id: int, workflow: str, business_date: str, started: datetime | None) -> Why | None:
+def resolves(
+    alert: Alert, instance_id: int, workflow: str, business_date: str, started: datetime | None
+) -> Why | None:
     """Whether a SUCCESS of run `instance_id` resolves `alert`: the same instance, or a later run of
     the same workflow and business date (both dates known, the run started after the alert fired)."""
     if not alert.open:
@@ -163,7 +163,9 @@ class Page:
     number: int  # 1 = the first escalation
 
 
-def chain(oncall: str | None, secondary: str | None, owner: str, fallback: Sequence[str]) -> list[tuple[str, str]]:
+def chain(
+    oncall: str | None, secondary: str | None, owner: str, fallback: Sequence[str]
+) -> list[tuple[str, str]]:
     """(step, person) in order: the current on-call, the secondary, the workflow owner, the fallback
     (a step with nobody is left out; a person already in the chain is not paged twice)."""
     out: list[tuple[str, str]] = []

@@ -88,7 +88,9 @@ class InMemoryLifeStore:
 
     def since(self, start: datetime) -> list[Alert]:
         """Alerts fired at or after `start`."""
-        return sorted((a for a in self._alerts.values() if a.fired_at >= start), key=lambda a: (a.fired_at, a.id))
+        return sorted(
+            (a for a in self._alerts.values() if a.fired_at >= start), key=lambda a: (a.fired_at, a.id)
+        )
 
     def claim_page(self, page: PageRow) -> bool:
         """Record the page unless its step was paged."""
@@ -100,4 +102,6 @@ class InMemoryLifeStore:
 
     def pages(self, alert_id: int) -> list[PageRow]:
         """The pages of one alert, in order."""
-        return sorted((p for p in self._pages.values() if p.alert_id == alert_id), key=lambda p: (p.fired, p.number))
+        return sorted(
+            (p for p in self._pages.values() if p.alert_id == alert_id), key=lambda p: (p.fired, p.number)
+        )

@@ -81,7 +81,9 @@ def measures(alerts: Iterable[Alert]) -> list[Measure]:
 
 def unacked_p0(open_alerts: Iterable[Alert]) -> list[Alert]:
     """P0 alerts firing now that nobody acknowledged, oldest first."""
-    return sorted((a for a in open_alerts if a.tier is Tier.P0 and a.state == "firing"), key=lambda a: a.fired_at)
+    return sorted(
+        (a for a in open_alerts if a.tier is Tier.P0 and a.state == "firing"), key=lambda a: a.fired_at
+    )
 
 
 _SPAN = re.compile(r"^(\d+)([mhd])$")
@@ -107,7 +109,7 @@ def span(seconds: float | None) -> str:
     """Seconds for people: `-`, `45s`, `12m`, `3h05m`, `2d04h`."""
     if seconds is None:
         return "-"
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:

@@ -110,7 +110,9 @@ class ReplayResult:
 
     def resolved(self) -> list[int]:
         """The instances whose alert a SUCCESS resolved, in order, each once."""
-        return [t.alert.instance_id for t in self.lifecycle if t.why in (Why.RESOLVED_SAME, Why.RESOLVED_LATER)]
+        return [
+            t.alert.instance_id for t in self.lifecycle if t.why in (Why.RESOLVED_SAME, Why.RESOLVED_LATER)
+        ]
 
     def suppressed(self) -> list[dict[str, Any]]:
         """Records of events that were not pushed as their own message, with the reason."""
@@ -266,9 +268,7 @@ def run_replay(
         seconds=config.instance_wait_seconds + 1,
     )
     # alerts nobody acknowledged keep paging up their chain: follow them to the last page
-    paging = max(
-        (p.escalate_after * p.max_escalations for p in config.lifecycle.tiers.values()), default=0
-    )
+    paging = max((p.escalate_after * p.max_escalations for p in config.lifecycle.tiers.values()), default=0)
     horizon = max(horizon, timedelta(minutes=paging, seconds=1))
     last = stream[-1].at + horizon if stream else start
     if pending_acks:

@@ -20,9 +20,9 @@ from datetime import datetime
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.deliver import Deliverer
-from xihe.agent.alerts.maint_notice import Phase, covered_channels, notice_context, notice_rows
 from xihe.agent.alerts.life import Transition
 from xihe.agent.alerts.lifecycle import Alert, Why
+from xihe.agent.alerts.maint_notice import Phase, covered_channels, notice_context, notice_rows
 from xihe.agent.alerts.maintenance import (
     MaintenanceBook,
     MaintenanceWindow,

@@ -86,7 +86,9 @@ def test_stats_per_workflow_and_tier_and_unacknowledged_p0(
     assert [a["instance_id"] for a in doc["unacknowledged_p0"]] == [2]
     assert main(["--config", str(config), "alerts", "stats", "--since", "2026-01-01"]) == 0
     text = capsys.readouterr().out
-    assert "P0    order_sync                     2      1       4m       4m         1      10m      10m" in text
+    assert (
+        "P0    order_sync                     2      1       4m       4m         1      10m      10m" in text
+    )
     assert "unacknowledged P0 now: 1" in text and "A2  order_sync instance 2" in text
     assert main(["--config", str(config), "alerts", "stats", "--since", "last week"]) == 2
     assert "--since 'last week': expected a span (30m, 24h, 7d)" in capsys.readouterr().err

@@ -24,7 +24,12 @@ from xihe.agent.db import open_store_engine
 from xihe.config.workflows import WorkflowsConfig
 
 MIN = timedelta(minutes=1)
-PROD: dict[str, Any] = {"workflow": "order_sync", "workflow_code": 1001, "project": "etl", "environment": "prod"}
+PROD: dict[str, Any] = {
+    "workflow": "order_sync",
+    "workflow_code": 1001,
+    "project": "etl",
+    "environment": "prod",
+}
 # order_sync pages zhangsan (on call) and lisi (secondary); its owner and the fallback come next
 FLOW = WorkflowsConfig.model_validate(
     {
@@ -42,7 +47,9 @@ def p0(instance_id: int = 101, at: datetime = T0, **kw: Any) -> Any:
 
 
 def success(instance_id: int, at: datetime, **kw: Any) -> Any:
-    return event(instance_id=instance_id, at=at, state="SUCCESS", task="", host="", error="", **{**PROD, **kw})
+    return event(
+        instance_id=instance_id, at=at, state="SUCCESS", task="", host="", error="", **{**PROD, **kw}
+    )
 
 
 def pipeline(
@@ -64,7 +71,11 @@ def pipeline(
 
 
 def pages(outbox: Outbox) -> list[str]:
-    return [r.key.split(":")[-1] + "→" + r.text.split(">")[0].lstrip("<@") for r in outbox.rows() if r.kind == "page"]
+    return [
+        r.key.split(":")[-1] + "→" + r.text.split(">")[0].lstrip("<@")
+        for r in outbox.rows()
+        if r.kind == "page"
+    ]
 
 
 def test_one_alert_per_failed_instance_and_its_short_id_and_ack_line() -> None:
@@ -76,7 +87,9 @@ def test_one_alert_per_failed_instance_and_its_short_id_and_ack_line() -> None:
     assert again.transitions == ()
     assert p.life is not None
     alert = p.life.find("101")
-    assert alert is not None and alert.short == "A1" and alert.state == "firing" and p.life.find("a1") == alert
+    assert (
+        alert is not None and alert.short == "A1" and alert.state == "firing" and p.life.find("a1") == alert
+    )
     moved, why = p.life.acknowledge(alert, "zhangsan", T0 + 2 * MIN)
     assert why is Why.ACKED and moved is not None and moved.alert.acked_by == "zhangsan"
     line = next(r for r in outbox.rows() if r.kind == "ack")
@@ -133,9 +146,16 @@ def test_a_rerun_success_resolves_with_time_and_who_reran() -> None:
     p = pipeline(outbox=outbox)
     p.feed(p0(), T0)
     out = p.feed(success(101, T0 + 12 * MIN, rerun_by="lisi"), T0 + 12 * MIN)
-    assert [(t.why, t.alert.state, t.actor) for t in out.transitions] == [(Why.RESOLVED_SAME, "resolved", "lisi")]
+    assert [(t.why, t.alert.state, t.actor) for t in out.transitions] == [
+        (Why.RESOLVED_SAME, "resolved", "lisi")
+    ]
     (row,) = [r for r in outbox.rows() if r.kind == "resolved"]
-    assert row.channel == "prod" and "实例 101 重跑成功" in row.text and "用时 12m00s" in row.text and "lisi" in row.text
+    assert (
+        row.channel == "prod"
+        and "实例 101 重跑成功" in row.text
+        and "用时 12m00s" in row.text
+        and "lisi" in row.text
+    )
     for minute in range(12, 120, 5):  # resolved: no page any more
         p.tick(T0 + minute * MIN)
     assert pages(outbox) == []
@@ -244,3 +264,35 @@ def test_sql_ack_then_success_on_another_replica(engine: Engine) -> None:
     assert pages(SqlOutbox(sa)) == []
     final = SqlLifeStore(sa).get(101)
     assert final is not None and (final.state, final.acked_by) == ("resolved", "zhangsan")
+
+
+def test_a_team_p0_mentions_its_current_on_call_and_escalates_to_who_is_on_call_then() -> None:
+    team = WorkflowsConfig.model_validate(
+        {
+            "workflows": [
+                {**w.model_dump(), "team": "data"} if w.name == "order_sync" else w.model_dump()
+                for w in FLOW.workflows
+            ]
+        }
+    )
+    handoff = T0 + 10 * MIN
+
+    def rotation(wf: Any, at: datetime) -> tuple[str | None, str | None]:
+        return ("alice", "bob") if at < handoff else ("carol", "bob")  # carol takes over at the hand-off
+
+    outbox = InMemoryOutbox()
+    p = Pipeline(
+        config(**LIFE),
+        team,
+        InMemoryAlertStateStore(),
+        outbox,
+        production=PRODUCTION,
+        life=InMemoryLifeStore(),
+        oncall=rotation,
+    )
+    p.feed(p0(), T0)
+    (first,) = [r for r in outbox.rows() if r.kind == "instance"]
+    assert first.text.startswith("<@alice>") and "<@zhangsan>" not in first.text and "<@bob>" not in first.text
+    for minute in range(0, 40):
+        p.tick(T0 + minute * MIN)
+    assert pages(outbox) == ["oncall→carol", "secondary→bob"]  # the on-call at the time of the page

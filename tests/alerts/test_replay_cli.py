@@ -194,7 +194,11 @@ def test_replay_follows_acks_reruns_and_later_runs_and_names_each_resolved_insta
     out = json.loads(captured.out)
     assert out["resolved"] == [1, 2]
     steps = [(m["alert"], m["why"], m["actor"]) for m in out["lifecycle"] if m["why"] != "paged"]
-    assert steps[:3] == [("A1", "fired", ""), ("A1", "acked", "lisi"), ("A1", "resolved_same_instance", "lisi")]
+    assert steps[:3] == [
+        ("A1", "fired", ""),
+        ("A1", "acked", "lisi"),
+        ("A1", "resolved_same_instance", "lisi"),
+    ]
     assert ("A2", "resolved_later_run", "") in steps and ("A3", "fired", "") in steps
     paged = [m["alert"] for m in out["lifecycle"] if m["why"] == "paged"]
     assert "A1" not in paged and "A3" in paged  # acknowledged then resolved: never paged

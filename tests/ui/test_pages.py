@@ -186,7 +186,14 @@ def test_audit_search_filters(ui_bot: MakeUiBot) -> None:
 # ---- alerts: the tables belong to the alerts feature; the page shows what exists
 
 
-ALERT_TABLES = ("alert_event", "alert_outbox", "alert_channel", "alert_maintenance", "alert_life", "alert_page")
+ALERT_TABLES = (
+    "alert_event",
+    "alert_outbox",
+    "alert_channel",
+    "alert_maintenance",
+    "alert_life",
+    "alert_page",
+)
 
 
 def _insert(bot: UiBot, name: str, values: dict[str, Any]) -> None:
@@ -279,7 +286,15 @@ def test_alerts_page_shows_alert_states_and_how_fast_they_were_handled(ui_bot: M
     assert "resolved_same_instance" in states and "firing" in states and "A1" in states
     measures = page.split('id="alert-measures"')[1].split("</table>")[0]
     row = measures.split(">order_sync<")[1].split("</tr>")[0]
-    assert [c.split(">")[-1] for c in row.split("</td>")[:-1]] == ["2", "1", "3m", "3m", "1", "1h00m", "1h00m"]
+    assert [c.split(">")[-1] for c in row.split("</td>")[:-1]] == [
+        "2",
+        "1",
+        "3m",
+        "3m",
+        "1",
+        "1h00m",
+        "1h00m",
+    ]
 
 
 def test_task_page_links_instance_ids_to_their_alerts(ui_bot: MakeUiBot) -> None:

@@ -244,7 +244,9 @@ def alert_events(
     return None if rows is None else (list(rows[0]) if rows else [], rows)
 
 
-def alert_states(engine: Engine, *, since: datetime, limit: int, instance_ids: list[int] | None) -> Rows | None:
+def alert_states(
+    engine: Engine, *, since: datetime, limit: int, instance_ids: list[int] | None
+) -> Rows | None:
     """(columns, alerts) that fired since `since` or are still open, newest first: their state, who
     acknowledged them, what resolved them (the alert lifecycle, table alert_life)."""
     life = SqlLifeStore(SqlAlertStores(engine))
@@ -280,7 +282,9 @@ ALERT_STATE_COLUMNS = ("alert", "state", "tier", "workflow", "instance_id", "fir
                        "resolved_instance")  # fmt: skip
 
 
-def alert_measures(engine: Engine, *, since: datetime, instance_ids: list[int] | None) -> list[Measure] | None:
+def alert_measures(
+    engine: Engine, *, since: datetime, instance_ids: list[int] | None
+) -> list[Measure] | None:
     """Time to acknowledge and resolve per workflow and tier since `since` (agent.alerts.measures)."""
     life = SqlLifeStore(SqlAlertStores(engine))
     found = _read(lambda: life.since(since))
