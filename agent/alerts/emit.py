@@ -65,15 +65,17 @@ class Emitter:
         return self._renderers[self._markup.get(channel, self._markup["default"])]
 
     def mentions(self, wf: Workflow | None, at: datetime) -> tuple[str, ...]:
-        """Whom a P0 of `wf` mentions at `at`: a workflow of a `team` its current on-call (the
-        rotation with its overrides; the secondary is the next step of the escalation chain); any
-        other its own `oncall` list, as configured."""
+        """Whom a P0 of `wf` mentions at `at`: a workflow of a `team` with a rotation its current
+        on-call (the rotation with its overrides; the secondary is the next step of the escalation
+        chain); any other its own `oncall` list, as configured."""
         if wf is None:
             return ()
         if self.oncall is None or not wf.team:
             return tuple(wf.oncall)
-        primary, _secondary = self.oncall(wf, at)
-        return (primary,) if primary else tuple(wf.oncall[:1])
+        found = self.oncall(wf, at)
+        if found == listed_oncall(wf, at):  # no rotation for its team: its own list, as configured
+            return tuple(wf.oncall)
+        return (found[0],) if found[0] else tuple(wf.oncall[:1])
 
     def emit(self, note: Notification) -> Notification:
         """Add `note` to the outbox (a duplicate key, i.e. a re-flush after a crash, is a no-op)."""

@@ -292,7 +292,9 @@ def test_a_team_p0_mentions_its_current_on_call_and_escalates_to_who_is_on_call_
     )
     p.feed(p0(), T0)
     (first,) = [r for r in outbox.rows() if r.kind == "instance"]
-    assert first.text.startswith("<@alice>") and "<@zhangsan>" not in first.text and "<@bob>" not in first.text
+    assert (
+        first.text.startswith("<@alice>") and "<@zhangsan>" not in first.text and "<@bob>" not in first.text
+    )
     for minute in range(0, 40):
         p.tick(T0 + minute * MIN)
     assert pages(outbox) == ["oncall→carol", "secondary→bob"]  # the on-call at the time of the page
