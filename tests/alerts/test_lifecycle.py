@@ -298,3 +298,43 @@ def test_a_team_p0_mentions_its_current_on_call_and_escalates_to_who_is_on_call_
     for minute in range(0, 40):
         p.tick(T0 + minute * MIN)
     assert pages(outbox) == ["oncall→carol", "secondary→bob"]  # the on-call at the time of the page
+
+
+def test_bare_ack_takes_the_newest_open_alert_of_the_conversations_channels() -> None:
+    p = pipeline()
+    p.feed(p0(101), T0)  # prod
+    p.feed(event(instance_id=7), T0 + MIN)  # profile_test: default channel, newer
+    assert p.life is not None
+    newest_prod, newest = p.life.find("", ["prod"]), p.life.find("")
+    assert newest_prod is not None and newest_prod.instance_id == 101
+    assert newest is not None and newest.instance_id == 7
+    assert p.life.find("", ["nowhere"]) is None and p.life.find("A99") is None and p.life.find("x") is None
+
+
+def test_two_replicas_ticking_at_once_page_each_step_once(engine: Engine) -> None:
+    import threading
+
+    a, sa = replica(engine, "replica-a")
+    b, sb = replica(engine, "replica-b")
+    with sa.unit():
+        a.feed(p0(), T0)
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def run(p: Pipeline, s: SqlAlertStores) -> None:
+        try:
+            for minute in range(0, 80):
+                barrier.wait(timeout=30)  # both tick the same minute, racing
+                with s.unit():
+                    p.tick(T0 + minute * MIN)
+        except BaseException as exc:  # surfaced in the main thread
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=r) for r in ((a, sa), (b, sb))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert pages(SqlOutbox(sa)) == ["oncall→zhangsan", "secondary→lisi", "owner→wangwu", "fallback→boss"]
