@@ -3,6 +3,7 @@ step, on one of two replicas, across a restart), stop on acknowledge, resolve on
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -312,8 +313,6 @@ def test_bare_ack_takes_the_newest_open_alert_of_the_conversations_channels() ->
 
 
 def test_two_replicas_ticking_at_once_page_each_step_once(engine: Engine) -> None:
-    import threading
-
     a, sa = replica(engine, "replica-a")
     b, sb = replica(engine, "replica-b")
     with sa.unit():
