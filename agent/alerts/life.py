@@ -36,6 +36,7 @@ from xihe.agent.alerts.model import AlertRecord, Reason, Tier
 from xihe.agent.alerts.notes import Origins
 from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.render import duration_seconds
+from xihe.agent.wecom_markdown import Url, checked_url
 from xihe.config.alerts import AlertsConfig
 
 # Final-failure decisions that leave someone told (or about to be): each gives its instance an alert.
@@ -280,6 +281,11 @@ class Lifecycle:
         self.emitter.outbox.add(row)
         return row.key
 
+    def _trace(self, alert: Alert) -> Url | None:
+        """The alerted run's page in xihe's UI (its alerts and what resolved them), when configured."""
+        base = self.config.public_base_url.rstrip("/")
+        return checked_url(f"{base}/ui/runs/{alert.instance_id}") if base else None
+
     def _resolved_row(self, alert: Alert, now: datetime) -> str:
         same = alert.resolved_instance == alert.instance_id
         ctx = {
@@ -294,6 +300,7 @@ class Lifecycle:
             "seconds": duration_seconds(alert.fired_at, now),
             "rerun_by": self.name(alert.resolved_by) if alert.resolved_by else "",
             "acked_by": self.name(alert.acked_by) if alert.acked_by else "",
+            "trace_url": self._trace(alert),
         }
         row = OutboxRow(
             f"resolved:{alert.id}:{epoch(alert.fired_at)}",

@@ -337,3 +337,13 @@ def test_two_replicas_ticking_at_once_page_each_step_once(engine: Engine) -> Non
         t.join()
     assert not errors, errors
     assert pages(SqlOutbox(sa)) == ["oncall→zhangsan", "secondary→lisi", "owner→wangwu", "fallback→boss"]
+
+
+def test_the_resolved_message_links_the_original_run_page() -> None:
+    outbox = InMemoryOutbox()
+    p = pipeline(outbox=outbox, cfg={**LIFE, "public_base_url": "https://xihe.example.com"})
+    p.feed(p0(), T0)
+    p.feed(success(101, T0 + MIN), T0 + MIN)
+    (row,) = [r for r in outbox.rows() if r.kind == "resolved"]
+    assert row.text.endswith("[原告警与运行详情](https://xihe.example.com/ui/runs/101)")
+    assert "重跑：非 xihe 发起（DolphinScheduler 界面或自动重试）" in row.text
