@@ -148,7 +148,8 @@ class AlertService:
 
     # ---- the pipeline ----------------------------------------------------------------------------
     def _book(self, now: datetime) -> MaintenanceBook:
-        return replace(self._base_book, windows=self._base_book.windows + tuple(self.maint.load(since=now)))
+        chat = tuple(w for w in self.maint.load(since=now) if w.source == "chat")
+        return replace(self._base_book, windows=self._base_book.windows + chat)
 
     def feed(self, events: Iterable[AlertEvent], bad: Iterable[tuple[str, str]] = ()) -> list[AlertRecord]:
         """Decide a batch of events (one poll, scan or webhook post); returns a record per event.
@@ -174,6 +175,7 @@ class AlertService:
     def tick(self) -> FeedResult:
         """Close what came due (held instance messages, ended windows) and audit expired maintenance."""
         now = self.deps.clock()
+        self._announce_config_windows(now)
         for number, window in self.maint.expire_due(now):
             self._audit_maint(now, "expired", "system", number, window)
             self._maint_notice("end", now, number, window)
@@ -271,7 +273,20 @@ class AlertService:
     # ---- maintenance -------------------------------------------------------------------------------
     def open_windows(self, now: datetime) -> list[tuple[int, MaintenanceWindow]]:
         """Chat windows not yet ended, with their numbers."""
-        return self.maint.numbered(now)
+        return [(n, w) for n, w in self.maint.numbered(now) if w.source == "chat"]
+
+    def _announce_config_windows(self, now: datetime) -> None:
+        """An alerts.yaml window (fixed, or a cron schedule's occurrence) that came into force is
+        announced like `/maint on`, once: the occurrence is stored (source `yaml`), so its end is
+        announced by the same expiry as a chat window's, whichever replica sees it."""
+        for w in self._base_book.config_occurrences(now):
+            with self.stores.unit():
+                if self.maint.number_of(w.id) is not None:
+                    continue
+                self.maint.save(replace(w, created_by="alerts.yaml"))
+                n = self.maint.number_of(w.id) or 0
+            self._audit_maint(now, "on", "alerts.yaml", n, w)
+            self._maint_notice("on", now, n, replace(w, created_by="alerts.yaml"))
 
     def config_windows(self, now: datetime) -> list[tuple[str, MaintScope, datetime]]:
         """alerts.yaml windows in force at `now`: (name, scope, end)."""
@@ -312,7 +327,12 @@ class AlertService:
         window, phase and channel, whichever replica queues it)."""
         context = notice_context(number, w, self.p0_covered(w))
         if phase == "end":
-            context |= {"suppressed": self.records.suppressed_in(w.note or w.id), "closed_by": closed_by}
+            # an alerts.yaml schedule recurs under one name: count only this occurrence's failures
+            during = (w.start, w.end) if w.source == "yaml" else None
+            context |= {
+                "suppressed": self.records.suppressed_in(w.note or w.id, during),
+                "closed_by": closed_by,
+            }
         renderers = {ch: self.pipeline.emitter.renderer_for(ch) for ch in self.covered_channels(w)}
         with self.stores.unit():
             for row in notice_rows(phase, renderers, context, now):

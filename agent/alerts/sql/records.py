@@ -87,13 +87,15 @@ class SqlRecordSink:
         with self.s.tx() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
-    def suppressed_in(self, window: str) -> int:
+    def suppressed_in(self, window: str, during: tuple[datetime, datetime] | None = None) -> int:
         """How many instances maintenance window `window` (its id or name) suppressed: the decisions
-        filed under its end-of-window message."""
+        filed under its end-of-window message (only those in [start, end] of `during`, when given)."""
         c = alert_event.c
         q = select(func.count(distinct(c.instance_id))).where(
             c.reason == "maintenance", c.notification_key.startswith(f"maint:{window}:", autoescape=True)
         )
+        if during is not None:
+            q = q.where(c.at >= during[0], c.at <= during[1])
         with self.s.tx() as conn:
             return int(conn.execute(q).scalar() or 0)
 
