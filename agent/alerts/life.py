@@ -144,12 +144,11 @@ class Lifecycle:
         if event.is_task or event.state != "SUCCESS":
             return []
         biz = business_date(event)
-        candidates = [a for a in self.store.open_alerts() if a.instance_id == event.instance_id]
-        candidates += [
-            a
-            for a in self.store.open_alerts()
-            if a.instance_id != event.instance_id and (not event.project or a.project in ("", event.project))
+        same_project = [
+            a for a in self.store.open_alerts() if not event.project or a.project in ("", event.project)
         ]
+        # its own alert first, then earlier runs of the same workflow and business date
+        candidates = sorted(same_project, key=lambda a: a.instance_id != event.instance_id)
         rerun_by = event.rerun_by or self._started_by(event.instance_id)
         out: list[Transition] = []
         for alert in candidates:
@@ -175,9 +174,10 @@ class Lifecycle:
         ref = ref.strip().lstrip("#")
         if not ref:
             return self.store.latest(channels)
-        if ref[:1] in ("A", "a") and ref[1:].isdigit():
-            return self.store.by_id(int(ref[1:]))
-        return self.store.get(int(ref)) if ref.isdigit() else None
+        digits = ref[1:] if ref[:1] in ("A", "a") else ref
+        if not digits.isdigit() or len(digits) > 18:  # beyond a 64-bit id: no such alert
+            return None
+        return self.store.by_id(int(digits)) if digits != ref else self.store.get(int(digits))
 
     def acknowledge(self, alert: Alert, who: str, now: datetime) -> tuple[Transition | None, Why]:
         """`/ack`: firing → acknowledged; the alert's channel hears one short line."""

@@ -310,6 +310,7 @@ def test_bare_ack_takes_the_newest_open_alert_of_the_conversations_channels() ->
     assert newest_prod is not None and newest_prod.instance_id == 101
     assert newest is not None and newest.instance_id == 7
     assert p.life.find("", ["nowhere"]) is None and p.life.find("A99") is None and p.life.find("x") is None
+    assert p.life.find("9" * 30) is None  # beyond a 64-bit id
 
 
 def test_two_replicas_ticking_at_once_page_each_step_once(engine: Engine) -> None:
