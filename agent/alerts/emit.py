@@ -50,6 +50,8 @@ class Emitter:
         self.outbox = outbox
         self.origins = origins
         self.oncall = oncall  # None: P0 mentions the workflow's whole `oncall` list, as configured
+        # the short id of an instance's alert (A7), shown in its message; "" without a lifecycle
+        self.alert_short: Callable[[int], str] = lambda _instance_id: ""
         # Rendered before the outbox, in the markup of the notifier that serves the channel's kind.
         markup_of = kind_markups() if markups is None else markups
         self._markup = {name: markup_of[ch.kind] for name, ch in config.channels.items()}
@@ -97,6 +99,7 @@ class Emitter:
             now,
             key,
             self.mentions(wf, inst.events[0].at),
+            self.alert_short(inst.instance_id),
         )
 
     def window(

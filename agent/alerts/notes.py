@@ -87,6 +87,7 @@ def instance_note(
     now: datetime,
     key: str,
     oncall: tuple[str, ...] | None = None,
+    alert: str = "",
 ) -> Notification:
     """The alert for one failed instance (a follow-up when `inst.followups` > 0); a P0 mentions
     `oncall` (who is on call now), else the workflow's own `oncall` list."""
@@ -132,6 +133,7 @@ def instance_note(
         "approved_by_name": origin.approved_by if origin else "",
         "next_summary": inst.next_summary_at,
         "maint_scope": scope,
+        "alert_short": alert,  # the alert's own short id (A7), when the lifecycle runs
         **links(config, first, origin, next((e.log_url for e in inst.events if e.log_url), "")),
         **_repeat_ctx(config, inst),
     }

@@ -106,6 +106,8 @@ class Pipeline:
             if life is not None
             else None
         )
+        if life is not None:
+            self.emitter.alert_short = lambda iid: a.short if (a := life.get(iid)) is not None else ""
 
     def set_maintenance(self, book: MaintenanceBook) -> None:
         """Swap in a new book after `/maint on|off` or a config reload."""

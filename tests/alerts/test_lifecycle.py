@@ -93,6 +93,8 @@ def test_one_alert_per_failed_instance_and_its_short_id_and_ack_line() -> None:
     )
     moved, why = p.life.acknowledge(alert, "zhangsan", T0 + 2 * MIN)
     assert why is Why.ACKED and moved is not None and moved.alert.acked_by == "zhangsan"
+    message = next(r for r in outbox.rows() if r.kind == "instance")
+    assert "> 实例 ID：101　告警：A1\n" in message.text  # its own short id, for /ack A1
     line = next(r for r in outbox.rows() if r.kind == "ack")
     assert line.channel == "prod" and "由 zhangsan 认领" in line.text and len(line.text.splitlines()) == 1
     assert p.life.acknowledge(moved.alert, "lisi", T0 + 3 * MIN)[1] is Why.ALREADY_ACKED
