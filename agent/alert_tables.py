@@ -44,6 +44,9 @@ alert_outbox = Table(
     Column("sent_at", UTCDateTime),
     Column("sent_via", String(10), nullable=False, default=""),  # robot|email
     Column("force_email", Boolean, nullable=False, default=False),
+    Column(
+        "to_user", String(120)
+    ),  # an escalation page: the person an app channel sends it to (migration 14)
 )
 Index("ix_alert_outbox_due", alert_outbox.c.status, alert_outbox.c.due_at)
 

@@ -277,6 +277,7 @@ class Lifecycle:
             self.emitter.renderer_for(alert.channel).render("page.md.j2", ctx),
             now,
             now,
+            to_user=page.person,
         )
         self.emitter.outbox.add(row)
         return row.key
