@@ -39,6 +39,10 @@ class AlertEvent:
     end_time: datetime | None = None
     parent_stopped: bool = False
     source: str = "replay"  # replay | poller | webhook | scan
+    business_date: str = (
+        ""  # ISO date the run is for (DS scheduleTime less the workflow's offset), when known
+    )
+    rerun_by: str = ""  # a SUCCESS after a rerun: who reran it, when the source knows
 
     @property
     def is_task(self) -> bool:

@@ -44,6 +44,9 @@ alert_outbox = Table(
     Column("sent_at", UTCDateTime),
     Column("sent_via", String(10), nullable=False, default=""),  # robot|email
     Column("force_email", Boolean, nullable=False, default=False),
+    Column(
+        "to_user", String(120)
+    ),  # an escalation page: the person an app channel sends it to (migration 14)
 )
 Index("ix_alert_outbox_due", alert_outbox.c.status, alert_outbox.c.due_at)
 
@@ -91,7 +94,7 @@ alert_event = Table(
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("at", UTCDateTime, nullable=False),
-    Column("kind", String(20), nullable=False),  # decision|delivery
+    Column("kind", String(20), nullable=False),  # decision|delivery|lifecycle
     Column("event_key", String(500), nullable=False, default=""),
     Column("instance_id", BigInteger),
     Column("workflow", String(200), nullable=False, default=""),
@@ -104,3 +107,47 @@ alert_event = Table(
 )
 Index("ix_alert_event_at", alert_event.c.at)
 Index("ix_alert_event_instance", alert_event.c.instance_id)
+
+# Which alerts are still open, who acknowledged them, what resolved them? One row per failed
+# instance (migration 14; agent.alerts.lifecycle): firing → acknowledged → resolved | expired.
+alert_life = Table(
+    "alert_life",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),  # shown as A<id>; /ack A<id>
+    Column("instance_id", BigInteger, nullable=False, unique=True),
+    Column("project", String(200), nullable=False, default=""),
+    Column("workflow", String(200), nullable=False),
+    Column("business_date", String(10), nullable=False, default=""),  # ISO date, "" unknown
+    Column("tier", String(4), nullable=False),
+    Column("channel", String(80), nullable=False),
+    Column("state", String(16), nullable=False),  # firing|acknowledged|resolved|expired
+    Column("fired_at", UTCDateTime, nullable=False),
+    Column("notification_key", String(500), nullable=False, default=""),
+    Column("acked_at", UTCDateTime),
+    Column("acked_by", String(120), nullable=False, default=""),
+    Column("resolved_at", UTCDateTime),
+    Column("resolved_by", String(120), nullable=False, default=""),
+    Column("resolved_how", String(40), nullable=False, default=""),
+    Column("resolved_instance", BigInteger, nullable=False, default=0),
+    Column("pages", Integer, nullable=False, default=0),
+    Column("steps_done", String(200), nullable=False, default=""),
+    Column("next_page_at", UTCDateTime),
+)
+Index("ix_alert_life_state", alert_life.c.state, alert_life.c.next_page_at)
+Index("ix_alert_life_fired", alert_life.c.fired_at)
+
+# Which step of which alert's escalation chain was paged, whom, when, by which replica? The unique
+# (alert, step) is the claim: a step is paged once, whichever replica gets there first.
+alert_page = Table(
+    "alert_page",
+    metadata,
+    Column("alert_id", BigInteger, primary_key=True),
+    Column(
+        "fired", BigInteger, primary_key=True
+    ),  # the firing (epoch seconds): a re-fired alert escalates anew
+    Column("step", String(20), primary_key=True),  # oncall|secondary|owner|fallback[N]
+    Column("person", String(120), nullable=False),
+    Column("number", Integer, nullable=False),  # 1 = the first escalation
+    Column("paged_at", UTCDateTime, nullable=False),
+    Column("holder", String(120), nullable=False, default=""),
+)

@@ -57,6 +57,7 @@ def button_key(verb: str, action: PendingAction) -> str:
 # run's instance id, or the maintenance scope). Rerun goes through the normal confirm flow (a pending
 # rerun action, like a typed /rerun); mute is the code of /maint. A new button is one line here.
 ALERT_VERBS: dict[str, str] = {
+    "ack": "/ack {ref}",
     "rerun": "/rerun {ref}",
     "mute": "/maint on 30m {ref}",
 }
@@ -75,6 +76,7 @@ def alert_key(verb: str, ref: str) -> str:
 def alert_buttons(instance_id: int, workflow: str, lang: Lang = "en") -> tuple[Button, ...]:
     """The buttons of a P0/P1 alert card about run `instance_id` of `workflow`."""
     return (
+        Button(say(CARDS, "alert_ack", lang), alert_key("ack", str(instance_id))),
         Button(say(CARDS, "alert_rerun", lang), alert_key("rerun", str(instance_id))),
         Button(say(CARDS, "alert_mute", lang), alert_key("mute", f"workflow:{workflow}"), 4),
     )
@@ -252,6 +254,7 @@ CARDS: Catalog = {
     "closed_expired": {"en": "expired", "zh": "已过期"},
     "closed_rejected": {"en": "rejected", "zh": "已拒绝"},
     "closed_cancelled": {"en": "cancelled", "zh": "已取消"},
+    "alert_ack": {"en": "Acknowledge", "zh": "认领"},
     "alert_rerun": {"en": "Rerun failed tasks", "zh": "重跑失败任务"},
     "alert_mute": {"en": "Mute this workflow 30 min", "zh": "静音此工作流 30 分钟"},
 }

@@ -18,8 +18,10 @@ from sqlalchemy.engine.interfaces import ReflectedColumn
 from xihe.agent.alert_tables import (
     alert_channel,
     alert_event,
+    alert_life,
     alert_maintenance,
     alert_outbox,
+    alert_page,
     alert_robot,
     alert_state,
 )
@@ -172,6 +174,13 @@ def _watch_instances(conn: Connection) -> None:
         )
 
 
+def _alert_lifecycle(conn: Connection) -> None:
+    """Migration 14: alert lifecycles and their escalation pages; the outbox row's `to_user` (a page
+    to one person through an app channel)."""
+    metadata.create_all(conn, tables=[alert_life, alert_page])
+    _add_columns(alert_outbox, "to_user")(conn)
+
+
 MIGRATIONS: list[Migration] = [
     (
         1,
@@ -208,6 +217,11 @@ MIGRATIONS: list[Migration] = [
         13,
         "pending actions: who rejected or cancelled one, and the reason given",
         _add_columns(pending_action, "closed_by", "close_note"),
+    ),
+    (
+        14,
+        "alerts lifecycle: each failed instance's alert (firing, acknowledged, resolved) and its escalation pages",
+        _alert_lifecycle,
     ),
     (15, "on-call overrides from chat: who covers whose duty, until when", _create(oncall_override)),
     (16, "dolphinscheduler: which watch followed which instance (read by key)", _watch_instances),

@@ -62,6 +62,11 @@ class Channel(BaseModel):
         default=20, ge=1, le=20, description="messages per minute for this robot (WeCom: 20)"
     )
     email_to: list[str] = Field(default_factory=list, description="fallback recipients; empty = smtp.admins")
+    conversations: list[str] = Field(
+        default_factory=list,
+        description="chat conversations (a WeCom group chatid, a user id) that read this channel: "
+        "a bare /ack there acknowledges this channel's latest alert",
+    )
 
 
 class Scope(BaseModel):
@@ -211,6 +216,61 @@ class Scan(BaseModel):
         return self
 
 
+class TierPolicy(BaseModel):
+    """How long an alert of one tier lives: escalation when nobody acknowledges it, resolved notices."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    escalate_after: int = Field(
+        default=0,
+        ge=0,
+        le=1440,
+        description="minutes an alert may stay unacknowledged before the next step of its escalation "
+        "chain is paged (and as long again between steps); 0 = never escalate",
+    )
+    max_escalations: int = Field(
+        default=3, ge=0, le=10, description="at most this many escalation pages per alert (N)"
+    )
+    send_resolved: bool = Field(
+        default=True, description="tell the channel when the failed run (or a later run) succeeds"
+    )
+
+
+TierName = Literal["P0", "P1", "P2"]
+
+
+def _default_tiers() -> dict[TierName, TierPolicy]:
+    return {
+        "P0": TierPolicy(escalate_after=15),
+        "P1": TierPolicy(),
+        "P2": TierPolicy(send_resolved=False),
+    }
+
+
+class Lifecycle(BaseModel):
+    """An alert's life after its first push: acknowledge, escalate, resolve, expire."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tiers: dict[TierName, TierPolicy] = Field(
+        default_factory=_default_tiers,
+        description="per tier: escalate_after, max_escalations, send_resolved (a tier left out: "
+        "no escalation, resolved notices on)",
+    )
+    fallback: list[str] = Field(
+        default_factory=list,
+        description="WeCom userids paged as the last step of every escalation chain (after the "
+        "on-call, the secondary and the workflow owner)",
+    )
+    expire_hours: int = Field(
+        default=72, ge=1, le=24 * 31, description="an alert still open after this long is marked expired"
+    )
+
+    def policy(self, tier: str) -> TierPolicy:
+        """The policy of `tier` (a tier not configured: no escalation, resolved notices on)."""
+        return self.tiers.get(tier, TierPolicy())  # type: ignore[call-overload]
+
+
 class AlertsConfig(BaseModel):
     """All alert pipeline settings."""
 
@@ -273,6 +333,10 @@ class AlertsConfig(BaseModel):
     webhook: Webhook = Field(default_factory=lambda: Webhook(), description="DolphinScheduler alert webhook")
     scan: Scan = Field(
         default_factory=lambda: Scan(), description="scan DS for failed runs the bot did not start"
+    )
+    lifecycle: Lifecycle = Field(
+        default_factory=lambda: Lifecycle(),
+        description="acknowledge, escalate, resolve: the alert's state after its first push",
     )
 
     @model_validator(mode="after")

@@ -141,6 +141,13 @@ def test_demo_plays_every_scene_and_keeps_its_world(
     asked = re.search(r"send_wecom_alert → Waiting for confirmation: action (\d+): send_wecom_alert\.", mcp)
     assert asked, mcp[:2000]
     assert f"dave> /confirm {asked[1]}" in mcp and f'{{"action_id": {asked[1]}, "status": "executed"' in mcp
+    # the alert lifecycle: a P0 nobody answers is paged up its chain, acknowledged, resolved by a rerun
+    life = out.split("=== 13. A P0 nobody answers", 1)[1]
+    first, second = life.index("升级（第 1 次）"), life.index("升级（第 2 次）")
+    assert first < second < life.index("carol> /ack ") < life.index("已恢复")
+    assert "本次通知：值班 Bob" in life and "本次通知：备岗 Carol" in life and "升级（第 3 次）" not in life
+    assert "由 Carol 认领，升级已停止" in life and "重跑成功，用时 " in life and "重跑：Bob" in life
+    assert "acknowledged in " in life and "1 resolved in " in life
     kept = cwd / "demo"
     assert "xihe fakes up --dir" in out
     assert {"config", "xihe.db", "fakes.env", "index", "dolphin-sim.json"} <= {p.name for p in kept.iterdir()}

@@ -218,7 +218,7 @@ class Deliverer:
         def attempt() -> Attempt:
             if not self.limiter.acquire(robot_id, now, limit):
                 raise _RateLimited()
-            a = notifier.send(ch, row.text, subject=row.subject, ref=row.key)
+            a = notifier.send(addressed(ch, row), row.text, subject=row.subject, ref=row.key)
             audit.append(stamped(a, row, "robot", now, probe))
             return a
 
@@ -254,3 +254,11 @@ class Deliverer:
             )
             return
         self.outbox.mark_sent(row.key, self.owner, now, "email")
+
+
+def addressed(ch: Channel, row: OutboxRow) -> Channel:
+    """The channel as one row is sent: an escalation page (`to_user`) through the self-built app goes
+    to that person alone (an app message); the group robot posts it to the group, @-mentioning them."""
+    if row.to_user and ch.kind == "wecom_app":
+        return ch.model_copy(update={"to_users": [row.to_user]})
+    return ch

@@ -7,7 +7,7 @@ it (`notes.py` says what it contains) and adds it to the outbox under its key, w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,16 @@ from xihe.agent.alerts.outbox import Outbox, OutboxRow
 from xihe.agent.alerts.render import Renderer
 from xihe.agent.alerts.state import InstanceState, Window
 from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import Workflow
+
+OnCallLookup = Callable[[Workflow, datetime], tuple[str | None, str | None]]
+"""Who is on call for a workflow at a time: (primary, secondary) userids, either may be None
+(`xihe.agent.oncall.lookup.RotationOnCall` when oncall.yaml exists)."""
+
+
+def listed_oncall(wf: Workflow, at: datetime) -> tuple[str | None, str | None]:
+    """Without rotations: the workflow's own `oncall: [primary, secondary]` list (workflows.yaml)."""
+    return (wf.oncall[0] if wf.oncall else None, wf.oncall[1] if len(wf.oncall) > 1 else None)
 
 
 class Emitter:
@@ -33,11 +43,15 @@ class Emitter:
         outbox: Outbox,
         origins: Origins,
         markups: Mapping[str, str] | None = None,
+        oncall: OnCallLookup | None = None,
     ) -> None:
         self.config = config
         self.index = index
         self.outbox = outbox
         self.origins = origins
+        self.oncall = oncall  # None: P0 mentions the workflow's whole `oncall` list, as configured
+        # the short id of an instance's alert (A7), shown in its message; "" without a lifecycle
+        self.alert_short: Callable[[int], str] = lambda _instance_id: ""
         # Rendered before the outbox, in the markup of the notifier that serves the channel's kind.
         markup_of = kind_markups() if markups is None else markups
         self._markup = {name: markup_of[ch.kind] for name, ch in config.channels.items()}
@@ -51,6 +65,19 @@ class Emitter:
     def renderer_for(self, channel: str) -> Renderer:
         """The renderer of `channel`'s notifier markup (an unknown channel is rendered as "default")."""
         return self._renderers[self._markup.get(channel, self._markup["default"])]
+
+    def mentions(self, wf: Workflow | None, at: datetime) -> tuple[str, ...]:
+        """Whom a P0 of `wf` mentions at `at`: a workflow of a `team` with a rotation its current
+        on-call (the rotation with its overrides; the secondary is the next step of the escalation
+        chain); any other its own `oncall` list, as configured."""
+        if wf is None:
+            return ()
+        if self.oncall is None or not wf.team:
+            return tuple(wf.oncall)
+        found = self.oncall(wf, at)
+        if found == listed_oncall(wf, at):  # no rotation for its team: its own list, as configured
+            return tuple(wf.oncall)
+        return (found[0],) if found[0] else tuple(wf.oncall[:1])
 
     def emit(self, note: Notification) -> Notification:
         """Add `note` to the outbox (a duplicate key, i.e. a re-flush after a crash, is a no-op)."""
@@ -71,6 +98,8 @@ class Emitter:
             origin,
             now,
             key,
+            self.mentions(wf, inst.events[0].at),
+            self.alert_short(inst.instance_id),
         )
 
     def window(

@@ -22,7 +22,7 @@ plugin items, an older replay line with `task_state`) is mapped by `from_report`
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -43,6 +43,7 @@ _STR = (
     "failed_task_state",
     "log_tail",
     "log_url",
+    "rerun_by",
 )
 _INT = ("workflow_code", "instance_id", "retry_times", "max_retry_times")
 
@@ -85,6 +86,17 @@ class EventLine(BaseModel):
     parent_stopped: bool = Field(False, description="the parent workflow was stopped")
     source: str = Field("replay", description="replay | poller | webhook | scan")
     task_state: str = Field("", description="older lines: the task's state, `state` being the workflow's")
+    business_date: str = Field("", description="the business date the run is for, YYYY-MM-DD")
+    rerun_by: str = Field("", description="a SUCCESS after a rerun: who reran it")
+
+    @field_validator("business_date", mode="before")
+    @classmethod
+    def _date(cls, value: Any) -> str:
+        text = str(value).strip()
+        try:
+            return date.fromisoformat(text).isoformat() if text else ""
+        except ValueError:
+            raise _problem(f"business_date: not a YYYY-MM-DD date: {text[:40]!r}") from None
 
     @model_validator(mode="before")
     @classmethod

@@ -3,7 +3,8 @@
     service        `deps.alerts` = AlertService (SQL stores shared by replicas); the DolphinScheduler
                    feature calls `.feed(events)` (its watcher, webhook and failed-run scan)
     commands       `/maint on 30m [scope]`, `/maint off [N|scope]`, `/maint` (list), role-checked
-                   (admin) and audited
+                   (admin) and audited; `/ack [ID]` (acknowledge an alert: its escalation stops,
+                   its channel hears who has it), audited
     jobs           alerts_flush (held messages and ended windows → outbox) and alerts_deliver
                    (outbox → robot/e-mail; every attempt audited)
     tools          send_wecom_alert (a write: the gate asks) through the same outbox
@@ -16,8 +17,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from xihe.agent.alerts.lifecycle import Why
 from xihe.agent.alerts.maintenance import MaintError, MaintOff, MaintOn, parse_maint_command
-from xihe.agent.alerts.messages import MAINT
+from xihe.agent.alerts.messages import ACK, MAINT
 from xihe.agent.alerts.service import AlertService
 from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Services
@@ -53,6 +55,10 @@ MAINT_HELP = [
     HelpEntry("/maint off [N|scope]", "end maintenance windows (yours, number N, or a scope)",
               "/maint off 3", "结束维护窗口（你的、编号 N 或某个范围）", needs="admin"),
     HelpEntry("/maint", "list open maintenance windows", "/maint", "列出进行中的维护窗口"),
+    HelpEntry("/ack [ID]", "acknowledge an alert (its instance id, or A7); alone: the newest open one",
+              "/ack 101", "认领告警（实例编号或告警编号 A7）；不带编号：最新的未处理告警",
+              detail="Stops its escalation; the alert channel hears who has it.",
+              detail_zh="停止升级，告警群会收到谁认领了它。"),
 ]  # fmt: skip
 
 
@@ -86,7 +92,7 @@ def install(ctx: Context) -> Installed:
                 production=ctx.settings.access.production_environments(),
             )
         ),
-        commands={"maint": _maint},
+        commands={"maint": _maint, "ack": _ack},
         help=list(MAINT_HELP),
         jobs=jobs,
     )
@@ -107,6 +113,38 @@ def deliver_outbox(app: Runtime) -> None:
     svc = service(app)
     if svc is not None:
         svc.deliver()
+
+
+# ---- /ack ---------------------------------------------------------------------------------------
+def _ack(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
+    """`/ack [ID]`: the alert has someone; its escalation stops and its channel hears who."""
+    deps = session.deps
+    svc = deps.alerts
+    lang = reply_lang(session, msg)
+    if not isinstance(svc, AlertService):
+        return say_md(MAINT, "not_configured", lang)
+    if len(cmd.args) > 1:
+        return say_md(ACK, "usage", lang)
+    ref = cmd.args[0] if cmd.args else ""
+    if ref and not (ref.lstrip("#").isdigit() or (ref[:1] in "Aa" and ref[1:].isdigit())):
+        return say_md(ACK, "usage", lang)
+    out = svc.acknowledge(ref, who.user, msg.conversation)
+    a = out.alert
+    if a is None:
+        return say_md(ACK, "unknown", lang, ref=ref) if ref else say_md(ACK, "none", lang)
+    facts = {"short": a.short, "workflow": a.workflow, "instance_id": a.instance_id}
+    if out.why is Why.ACKED:
+        return say_md(ACK, "acked", lang, **facts, tier=a.tier.value, channel=a.channel)
+    if out.why is Why.ALREADY_ACKED:
+        at = show(a.acked_at, svc.pipeline.renderer.tz, seconds=False) if a.acked_at else "-"
+        return say_md(ACK, "already", lang, short=a.short, who=_person(deps, a.acked_by), at=at)
+    state = say_md(ACK, f"state_{a.state}", lang) if a.state in ("resolved", "expired") else Md(a.state)
+    return say_md(ACK, "closed", lang, **facts, state=state)
+
+
+def _person(deps: Any, user: str) -> str:
+    u = deps.settings.access.users.get(user)
+    return f"{u.name} ({user})" if u is not None and u.name else user
 
 
 # ---- /maint --------------------------------------------------------------------------------------

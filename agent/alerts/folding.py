@@ -95,7 +95,7 @@ class Folding:
         wf = self.index.find(event)
         tier, tier_reason = tier_for(event, wf, self.index.production)
         channel = wf.channel if wf is not None and wf.channel in self.config.channels else "default"
-        mentions = tuple(wf.oncall) if wf is not None and tier is Tier.P0 else ()
+        mentions = self.emitter.mentions(wf, now) if tier is Tier.P0 else ()
         fp = fingerprint(event.error, event.workflow, event.task_name)
         iid = str(event.instance_id)
         inst = st.get(NS_INSTANCE, iid)
@@ -303,7 +303,7 @@ class Folding:
             node = node.add(
                 first,
                 inst.tier,
-                tuple(wf.oncall) if wf is not None and inst.tier is Tier.P0 else (),
+                self.emitter.mentions(wf, now) if inst.tier is Tier.P0 else (),
                 folded=False,
             )
             if inst.status in ("held", "folded") and self._absorb(inst, target):

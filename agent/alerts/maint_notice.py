@@ -46,6 +46,8 @@ def notice_context(number: int, window: MaintenanceWindow, p0: list[str]) -> dic
         "who": window.created_by or window.source,
         "p0_list": p0,
         "host": window.scope.kind == "host",
+        "configured": window.source == "yaml",  # an alerts.yaml window: /maint off does not end it
+        "name": window.note if window.source == "yaml" else "",
     }
 
 

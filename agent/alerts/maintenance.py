@@ -193,6 +193,18 @@ class MaintenanceBook:
                 out.append((s.name, s.scope, end))
         return out
 
+    def config_occurrences(self, now: datetime) -> list[MaintenanceWindow]:
+        """The alerts.yaml windows in force at `now` as windows, one id per occurrence (a cron
+        schedule's `yaml:NAME:<start epoch>`), for the notices the channels get."""
+        out = [w for w in self.windows if w.source == "yaml" and w.start <= now < w.end]
+        for s in self.schedules:
+            end = s.ends_at(now)
+            if end is not None:
+                start = end - s.duration
+                ident = f"yaml:{s.name}:{int(start.timestamp())}"
+                out.append(MaintenanceWindow(ident, start, end, s.scope, "yaml", note=s.name))
+        return out
+
     def chat_windows(self, now: datetime) -> tuple[MaintenanceWindow, ...]:
         """Chat-created windows still open at `now` (what `/maint off` would close)."""
         return tuple(w for w in self.windows if w.source == "chat" and w.end > now)

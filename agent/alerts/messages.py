@@ -65,3 +65,28 @@ MAINT: Catalog = {
         "zh": "范围 {scope!r} 的 ':' 后面需要一个值",
     },
 }
+
+ACK: Catalog = {
+    "usage": {
+        "en": "Usage: /ack [ID], ID = the instance id an alert shows (101) or the alert's id (A7); "
+        "/ack alone takes the newest open alert.",
+        "zh": "用法：/ack [ID]，ID 是告警中的实例编号（101）或告警编号（A7）；只写 /ack 认领最新的未处理告警。",
+    },
+    "none": {"en": "No open alert to acknowledge.", "zh": "没有待认领的告警。"},
+    "unknown": {"en": "No alert {ref}.", "zh": "没有告警 {ref}。"},
+    "acked": {
+        "en": "Acknowledged {short} ({workflow} instance {instance_id}, {tier}); escalation stopped. "
+        "The alert channel {channel} has been told.",
+        "zh": "已认领 {short}（{workflow} 实例 {instance_id}，{tier}），升级已停止；已告知告警群 {channel}。",
+    },
+    "already": {
+        "en": "{short} was acknowledged already by {who} at {at}.",
+        "zh": "{short} 已由 {who} 于 {at} 认领。",
+    },
+    "closed": {
+        "en": "{short} ({workflow} instance {instance_id}) is {state} already; nothing to acknowledge.",
+        "zh": "{short}（{workflow} 实例 {instance_id}）已经{state}，无需认领。",
+    },
+    "state_resolved": {"en": "resolved", "zh": "恢复"},
+    "state_expired": {"en": "expired", "zh": "过期"},
+}

@@ -86,10 +86,14 @@ def instance_note(
     origin: RunOrigin | None,
     now: datetime,
     key: str,
+    oncall: tuple[str, ...] | None = None,
+    alert: str = "",
 ) -> Notification:
-    """The alert for one failed instance (a follow-up when `inst.followups` > 0)."""
+    """The alert for one failed instance (a follow-up when `inst.followups` > 0); a P0 mentions
+    `oncall` (who is on call now), else the workflow's own `oncall` list."""
     first = inst.events[0]
-    mentions = tuple(wf.oncall) if wf is not None and inst.tier is Tier.P0 else ()
+    on_duty = oncall if oncall is not None else tuple(wf.oncall) if wf is not None else ()
+    mentions = on_duty if wf is not None and inst.tier is Tier.P0 else ()
     starts = [e.start_time for e in inst.events if e.start_time]
     ends = [e.end_time or e.at for e in inst.events]
     start = min(starts) if starts else None
@@ -129,6 +133,7 @@ def instance_note(
         "approved_by_name": origin.approved_by if origin else "",
         "next_summary": inst.next_summary_at,
         "maint_scope": scope,
+        "alert_short": alert,  # the alert's own short id (A7), when the lifecycle runs
         **links(config, first, origin, next((e.log_url for e in inst.events if e.log_url), "")),
         **_repeat_ctx(config, inst),
     }

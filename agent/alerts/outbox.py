@@ -36,6 +36,7 @@ class OutboxRow:
     sent_at: datetime | None = None
     sent_via: str = ""  # robot | email
     force_email: bool = False  # the robot refused the content itself (40058, 40008, 44004)
+    to_user: str = ""  # an escalation page: an app channel sends it to this person only (the robot @s them)
 
     @classmethod
     def of(cls, n: Notification) -> OutboxRow:

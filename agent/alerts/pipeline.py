@@ -18,9 +18,11 @@ from typing import Protocol
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex, classify, idempotency_key
-from xihe.agent.alerts.emit import Emitter, is_p0
+from xihe.agent.alerts.emit import Emitter, OnCallLookup, is_p0
 from xihe.agent.alerts.folding import Folding, record_of
 from xihe.agent.alerts.grouping import epoch, instance_key
+from xihe.agent.alerts.life import Lifecycle, Transition
+from xihe.agent.alerts.lifestore import LifeStore
 from xihe.agent.alerts.maintenance import MaintenanceBook
 from xihe.agent.alerts.model import AlertRecord, Kind, Notification, Reason
 from xihe.agent.alerts.notes import NoOrigins, Origins
@@ -55,9 +57,14 @@ class FeedResult:
 
     records: tuple[AlertRecord, ...] = ()
     notifications: tuple[Notification, ...] = ()
+    transitions: tuple[Transition, ...] = ()  # alert lifecycle changes (fired, resolved, paged, expired)
 
     def __add__(self, other: FeedResult) -> FeedResult:
-        return FeedResult(self.records + other.records, self.notifications + other.notifications)
+        return FeedResult(
+            self.records + other.records,
+            self.notifications + other.notifications,
+            self.transitions + other.transitions,
+        )
 
 
 _EMPTY = FeedResult()
@@ -78,17 +85,29 @@ class Pipeline:
         markups: Mapping[str, str] | None = None,
         records: RecordSink | None = None,
         origins: Origins | None = None,
+        life: LifeStore | None = None,
+        oncall: OnCallLookup | None = None,
+        names: Mapping[str, str] | None = None,
+        holder: str = "",
     ) -> None:
         self.config = config
         self.index = WorkflowIndex.build(workflows, production)
         self.state = state
         self.outbox = outbox
         self.book = book if book is not None else MaintenanceBook.from_config(config)
-        self.emitter = Emitter(config, self.index, outbox, origins or NoOrigins(), markups)
+        self.emitter = Emitter(config, self.index, outbox, origins or NoOrigins(), markups, oncall)
         self.folding = Folding(config, self.index, state, self.emitter)
         self.renderer = self.emitter.renderer_for("default")
         self.records = records
         self._memory = timedelta(hours=config.memory_hours)
+        # The lifecycle (acknowledge, escalate, resolve) runs when a LifeStore is given.
+        self.life = (
+            Lifecycle(config, self.index, life, self.emitter, origins or NoOrigins(), oncall, names, holder)
+            if life is not None
+            else None
+        )
+        if life is not None:
+            self.emitter.alert_short = lambda iid: a.short if (a := life.get(iid)) is not None else ""
 
     def set_maintenance(self, book: MaintenanceBook) -> None:
         """Swap in a new book after `/maint on|off` or a config reload."""
@@ -104,9 +123,12 @@ class Pipeline:
         before = self.tick(now)  # close windows that ended before these events, so they do not reopen them
         recs: list[AlertRecord] = []
         notes: list[Notification] = list(before.notifications)
+        moves: list[Transition] = list(before.transitions)
         for event in events:
             try:
-                recs.extend(self._decide(event, now, notes))
+                decided = self._decide(event, now, notes)
+                recs.extend(decided)
+                moves.extend(self._lifecycle(event, decided, now))
             except Exception as exc:  # one event never stops the batch; the record says what broke
                 log.exception("alert pipeline failed on event %s", idempotency_key(event))
                 recs.append(
@@ -121,8 +143,10 @@ class Pipeline:
                         f"internal error: {type(exc).__name__}: {exc}"[:500],
                     )
                 )
-        notes.extend(self.tick(now).notifications)
-        out = FeedResult(tuple(recs), tuple(notes))
+        after = self.tick(now)
+        notes.extend(after.notifications)
+        moves.extend(after.transitions)
+        out = FeedResult(tuple(recs), tuple(notes), tuple(moves))
         if self.records is not None:
             for r in recs:
                 self.records.record(r)
@@ -136,10 +160,12 @@ class Pipeline:
         return rec
 
     def tick(self, now: datetime) -> FeedResult:
-        """Flush held instance messages and ended windows due at `now`; expire old state."""
+        """Flush held instance messages and ended windows due at `now`; expire old state; page the
+        next escalation step of alerts nobody acknowledged."""
+        moves = tuple(self.life.tick(now)) if self.life is not None else ()
         due = self.state.next_due()
         if due is None or due > now:
-            return _EMPTY  # the common case: nothing due; skip the generator
+            return FeedResult((), (), moves)  # the common case: nothing due; skip the generator
         notes: list[Notification] = []
         for ns, key, value in self.state.pop_due(now):
             try:
@@ -147,7 +173,17 @@ class Pipeline:
             except Exception:  # one broken record never blocks the others; it is kept and retried
                 log.exception("alert pipeline could not flush %s/%s", ns, key)
                 self.state.put(ns, key, value, now + timedelta(minutes=1))
-        return FeedResult((), tuple(notes))
+        return FeedResult((), tuple(notes), moves)
+
+    def _lifecycle(self, event: AlertEvent, decided: list[AlertRecord], now: datetime) -> list[Transition]:
+        """The alert of a final failure fires; a SUCCESS resolves the alerts it answers."""
+        if self.life is None:
+            return []
+        if event.state == "SUCCESS":
+            return self.life.succeeded(event, now)
+        mine = [r for r in decided if r.instance_id == event.instance_id]
+        moved = self.life.failed(event, mine[-1], now) if mine else None
+        return [moved] if moved is not None else []
 
     def _flush(self, ns: str, key: str, value: object, now: datetime) -> list[Notification]:
         """The message(s) a due record stands for (none for seen keys, host hits, sent instances)."""
@@ -186,7 +222,8 @@ class Pipeline:
 
     def next_due(self) -> datetime | None:
         """When `tick` next has something to do (for simulations and a smart scheduler)."""
-        return self.state.next_due()
+        due = [t for t in (self.state.next_due(), self.life.next_due() if self.life else None) if t]
+        return min(due) if due else None
 
     # ---- intake ---------------------------------------------------------------------------------
     def _decide(self, event: AlertEvent, now: datetime, notes: list[Notification]) -> list[AlertRecord]:

@@ -33,6 +33,9 @@ TEMPLATE_NAMES = (
     "maint_on.md.j2",
     "maint_end.md.j2",
     "more.md.j2",
+    "ack.md.j2",
+    "resolved.md.j2",
+    "page.md.j2",
 )
 
 

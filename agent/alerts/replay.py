@@ -20,6 +20,9 @@ from tenacity import wait_none
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.deliver import Deliverer
 from xihe.agent.alerts.event import EventError, parse_event, unknown_fields
+from xihe.agent.alerts.life import Transition
+from xihe.agent.alerts.lifecycle import Why
+from xihe.agent.alerts.lifestore import InMemoryLifeStore
 from xihe.agent.alerts.model import PUSHED, AlertRecord, Reason
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.alerts.notify.email import EmailNotifier
@@ -102,6 +105,14 @@ class ReplayResult:
     core_seconds: float
     unsent: int
     robot: SimRobot = field(repr=False)
+    lifecycle: list[Transition] = field(default_factory=list)  # fired, acked, paged, resolved, expired
+    ack_problems: list[str] = field(default_factory=list)  # ack lines that named no open alert
+
+    def resolved(self) -> list[int]:
+        """The instances whose alert a SUCCESS resolved, in order, each once."""
+        return [
+            t.alert.instance_id for t in self.lifecycle if t.why in (Why.RESOLVED_SAME, Why.RESOLVED_LATER)
+        ]
 
     def suppressed(self) -> list[dict[str, Any]]:
         """Records of events that were not pushed as their own message, with the reason."""
@@ -120,6 +131,8 @@ class ReplayResult:
             "rate_limit_violations": self.rate_limit_violations,
             "unsent": self.unsent,
             "via": dict(Counter(n["via"] for n in self.notifications)),
+            "lifecycle": dict(Counter(t.why.value for t in self.lifecycle)),
+            "resolved_instances": self.resolved(),
         }
 
 
@@ -135,13 +148,44 @@ class BadLine:
         return {"line": self.line, "problem": self.problem}
 
 
+@dataclass(frozen=True)
+class AckLine:
+    """An acknowledgement in a replay stream: `{"at": ..., "ack": "101" | "A1", "by": "zhangsan"}`."""
+
+    at: datetime
+    ref: str
+    by: str
+    line: int = 0
+
+
+def parse_ack(data: dict[str, Any], line: int = 0) -> AckLine:
+    """An ack line (a JSON object with key `ack`); EventError says what is wrong."""
+    unknown = sorted(set(data) - {"at", "ack", "by"})
+    if unknown:
+        raise EventError(f"ack line: unknown field(s) {', '.join(unknown)} (an ack line has at, ack, by)")
+    missing = [k for k in ("at", "ack", "by") if data.get(k) in (None, "")]
+    if missing:
+        raise EventError(f"ack line: missing required field(s) {', '.join(missing)}")
+    ref, by = str(data["ack"]).strip(), str(data["by"]).strip()
+    if not (ref.isdigit() or (ref[:1] in "Aa" and ref[1:].isdigit())):
+        raise EventError(f"ack: expected an instance id (101) or an alert id (A1), got {ref[:40]!r}")
+    try:
+        at = datetime.fromisoformat(str(data["at"]).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise EventError(f"at: not an ISO 8601 time: {str(data['at'])[:40]!r}") from None
+    if at.tzinfo is None:
+        raise EventError(f"at: {data['at']!s:.40} has no UTC offset (write e.g. +08:00 or Z)")
+    return AckLine(at, ref, by, line)
+
+
 @dataclass
 class Loaded:
-    """A parsed replay file: the usable events, the bad lines, and ignored unknown fields."""
+    """A parsed replay file: the usable events and ack lines, the bad lines, and ignored unknown fields."""
 
     events: list[AlertEvent] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
     unknown_fields: Counter[str] = field(default_factory=Counter)
+    acks: list[AckLine] = field(default_factory=list)
 
 
 def parse_lines(lines: Iterable[str]) -> Loaded:
@@ -159,6 +203,9 @@ def parse_lines(lines: Iterable[str]) -> Loaded:
             out.bad.append(BadLine(n, "invalid JSON: nested too deeply"))
             continue
         try:
+            if isinstance(data, dict) and "ack" in data:
+                out.acks.append(parse_ack(data, n))
+                continue
             out.events.append(parse_event(data))
         except EventError as exc:
             out.bad.append(BadLine(n, str(exc)))
@@ -184,14 +231,22 @@ def run_replay(
     workflows: WorkflowsConfig,
     production: frozenset[str],
     robot_down: Iterable[tuple[datetime, datetime]] = (),
+    acks: Iterable[AckLine] = (),
 ) -> ReplayResult:
-    """Feed `events` in time order on a simulated clock; deliver through SimRobot/SimMailer."""
+    """Feed `events` (and `acks`) in time order on a simulated clock; deliver through
+    SimRobot/SimMailer. Alerts live as in the bot: acknowledged by the ack lines, paged up their
+    chain while the replay's clock runs, resolved by a SUCCESS."""
     stream = sorted(events, key=lambda e: e.at)
+    pending_acks = sorted(acks, key=lambda a: a.at)
     start = stream[0].at if stream else datetime.fromisoformat("2026-01-01T00:00:00+00:00")
     clock = FakeClock(start)
     state = InMemoryAlertStateStore()
     outbox = InMemoryOutbox()
-    pipeline = Pipeline(config, workflows, state, outbox, production=production)
+    pipeline = Pipeline(config, workflows, state, outbox, production=production, life=InMemoryLifeStore())
+    life = pipeline.life
+    assert life is not None
+    moves: list[Transition] = []
+    ack_problems: list[str] = []
     robot = SimRobot(clock)
     robot.down = list(robot_down)
     mailer = SimMailer(clock)
@@ -212,12 +267,22 @@ def run_replay(
         minutes=max(config.window_minutes, config.node_storm.window_minutes),
         seconds=config.instance_wait_seconds + 1,
     )
+    # alerts nobody acknowledged keep paging up their chain: follow them to the last page
+    paging = max((p.escalate_after * p.max_escalations for p in config.lifecycle.tiers.values()), default=0)
+    horizon = max(horizon, timedelta(minutes=paging, seconds=1))
     last = stream[-1].at + horizon if stream else start
+    if pending_acks:
+        last = max(last, pending_acks[-1].at + timedelta(seconds=1))
     i, n = 0, len(stream)
     while True:
         candidates = [
             t
-            for t in (stream[i].at if i < n else None, pipeline.next_due(), outbox.next_due())
+            for t in (
+                stream[i].at if i < n else None,
+                pending_acks[0].at if pending_acks else None,
+                pipeline.next_due(),
+                outbox.next_due(),
+            )
             if t is not None
         ]
         if i >= n:
@@ -229,18 +294,29 @@ def run_replay(
         now = max(min(candidates), clock.now)
         clock.now = now
         t0 = time.perf_counter()
+        while pending_acks and pending_acks[0].at <= now and (i >= n or pending_acks[0].at <= stream[i].at):
+            ack = pending_acks.pop(0)
+            alert = life.find(ack.ref)
+            moved, why = life.acknowledge(alert, ack.by, now) if alert is not None else (None, None)
+            if moved is not None:
+                moves.append(moved)
+            else:
+                what = "no such alert" if alert is None else why.value if why else "?"
+                ack_problems.append(f"line {ack.line}: ack {ack.ref} by {ack.by}: {what}")
         while i < n and stream[i].at <= now:
-            recs = pipeline.feed(stream[i], now).records
+            fed = pipeline.feed(stream[i], now)
+            moves.extend(fed.transitions)
+            recs = fed.records
             if any(r.reason is Reason.MAINTENANCE for r in recs):
                 found = pipeline.book.covering(now, stream[i])
                 if found is not None:  # keep going until the window ends and says what it kept quiet
                     last = max(last, found[1] + timedelta(seconds=1))
             records.extend(recs)
             i += 1
-        pipeline.tick(now)
+        moves.extend(pipeline.tick(now).transitions)
         core += time.perf_counter() - t0
         attempts.extend(deliverer.run_once(now))
-        if i >= n and outbox.next_due() is None and (pipeline.next_due() or last) > last:
+        if i >= n and not pending_acks and outbox.next_due() is None and (pipeline.next_due() or last) > last:
             break
     sent = [r for r in outbox.rows() if r.status == "sent"]
     notes = [
@@ -266,4 +342,6 @@ def run_replay(
         core,
         sum(1 for r in outbox.rows() if r.status != "sent"),
         robot,
+        moves,
+        ack_problems,
     )

@@ -20,6 +20,8 @@ from datetime import datetime
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.deliver import Deliverer
+from xihe.agent.alerts.life import Transition
+from xihe.agent.alerts.lifecycle import Alert, Why
 from xihe.agent.alerts.maint_notice import Phase, covered_channels, notice_context, notice_rows
 from xihe.agent.alerts.maintenance import (
     MaintenanceBook,
@@ -37,6 +39,7 @@ from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.alerts.notify.email import make_mail
 from xihe.agent.alerts.pipeline import FeedResult, Pipeline
 from xihe.agent.alerts.sql.channel import SqlChannelHealth
+from xihe.agent.alerts.sql.life import SqlLifeStore
 from xihe.agent.alerts.sql.maintenance import SqlMaintenanceStore
 from xihe.agent.alerts.sql.outbox import SqlOutbox
 from xihe.agent.alerts.sql.ratelimit import SqlRateLimiter
@@ -47,7 +50,7 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Deps
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
-from xihe.config.workflows import WorkflowsConfig
+from xihe.config.workflows import Workflow, WorkflowsConfig
 
 log = logging.getLogger("xihe.alerts")
 
@@ -73,6 +76,28 @@ class ProvidedOrigins:
         return origins.find(instance_id) if origins is not None else None
 
 
+class ProvidedOnCall:
+    """Who is on call, as the on-call feature provides it (`deps.oncall`, rotations and overrides);
+    without it, the workflow's own `oncall` list."""
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def __call__(self, wf: Workflow, at: datetime) -> tuple[str | None, str | None]:
+        lookup = self.deps.oncall
+        if lookup is not None:
+            return lookup(wf, at)
+        return (wf.oncall[0] if wf.oncall else None, wf.oncall[1] if len(wf.oncall) > 1 else None)
+
+
+@dataclass(frozen=True)
+class AckResult:
+    """What `/ack` did: the alert it named (None: none found), and whether it moved."""
+
+    alert: Alert | None
+    why: Why | None = None
+
+
 class AlertService:
     """Pipeline + deliverer over SQL stores, for one process; safe to share between replicas."""
 
@@ -93,6 +118,7 @@ class AlertService:
         self.maint = SqlMaintenanceStore(self.stores)
         self.health = SqlChannelHealth(self.stores)
         self.records = SqlRecordSink(self.stores, deps.holder)
+        self.life = SqlLifeStore(self.stores)
         self._base_book = MaintenanceBook.from_config(config)  # YAML windows; chat ones join per call
         self.pipeline = Pipeline(
             config,
@@ -103,6 +129,10 @@ class AlertService:
             production=production,
             records=self.records,
             origins=ProvidedOrigins(deps),
+            life=self.life,
+            oncall=ProvidedOnCall(deps),
+            names={uid: u.name for uid, u in deps.settings.access.users.items() if u.name},
+            holder=deps.holder,
         )
         self.deliverer = Deliverer(
             config,
@@ -118,7 +148,8 @@ class AlertService:
 
     # ---- the pipeline ----------------------------------------------------------------------------
     def _book(self, now: datetime) -> MaintenanceBook:
-        return replace(self._base_book, windows=self._base_book.windows + tuple(self.maint.load(since=now)))
+        chat = tuple(w for w in self.maint.load(since=now) if w.source == "chat")
+        return replace(self._base_book, windows=self._base_book.windows + chat)
 
     def feed(self, events: Iterable[AlertEvent], bad: Iterable[tuple[str, str]] = ()) -> list[AlertRecord]:
         """Decide a batch of events (one poll, scan or webhook post); returns a record per event.
@@ -138,11 +169,13 @@ class AlertService:
             log.warning("alert event %s not usable: %s", where, why)
         result = FeedResult(tuple(rejected), ()) + result
         self._count(result)
+        self._audit_life(result.transitions)
         return list(result.records)
 
     def tick(self) -> FeedResult:
         """Close what came due (held instance messages, ended windows) and audit expired maintenance."""
         now = self.deps.clock()
+        self._announce_config_windows(now)
         for number, window in self.maint.expire_due(now):
             self._audit_maint(now, "expired", "system", number, window)
             self._maint_notice("end", now, number, window)
@@ -150,6 +183,7 @@ class AlertService:
             self.pipeline.set_maintenance(self._book(now))
             result = self.pipeline.tick(now)
         self._count(result)
+        self._audit_life(result.transitions)
         return result
 
     def _count(self, result: FeedResult) -> None:
@@ -157,6 +191,44 @@ class AlertService:
             self.deps.metrics.alerts.labels(rec.reason.value).inc()
         if result.notifications:
             self.deps.metrics.alerts.labels("queued").inc(len(result.notifications))
+
+    # ---- the lifecycle ------------------------------------------------------------------------------
+    def acknowledge(self, ref: str, who: str, conversation: str) -> AckResult:
+        """`/ack [ID]`: acknowledge the alert `ref` names (its instance id or short id; "" = the newest
+        open alert of the channels read in `conversation`, or of all channels), audited."""
+        life = self.pipeline.life
+        assert life is not None
+        now = self.deps.clock()
+        channels = [name for name, ch in self.config.channels.items() if conversation in ch.conversations]
+        with self.stores.unit():
+            alert = life.find(ref, channels or None)
+            if alert is None:
+                return AckResult(None)
+            moved, why = life.acknowledge(alert, who, now)
+        if moved is not None:
+            self._audit_life([moved])
+            return AckResult(moved.alert, why)
+        return AckResult(alert, why)
+
+    def _audit_life(self, moves: Iterable[Transition]) -> None:
+        """Every lifecycle change: an audit row (kind `alert_life`) and a record on the alert's instance."""
+        for t in moves:
+            a = t.alert
+            self.deps.audit.record(
+                AuditEvent(
+                    at=t.at,
+                    kind="alert_life",
+                    actor=t.actor if t.why in (Why.ACKED,) else self.deps.holder,
+                    outcome=t.why.value,
+                    tool="/ack" if t.why is Why.ACKED else "alerts",
+                    reason=f"{a.short} {a.workflow} #{a.instance_id} {a.tier.value} → {a.state}",
+                    external_ids={"instance_id": a.instance_id, "alert_id": a.id},
+                    detail=t.to_dict(),
+                )
+            )
+            detail = f"{a.short} #{a.instance_id} {a.state} {t.actor}".strip()
+            self.records.note(t.at, f"life_{t.why.value}", t.key, detail, a.tier.value, a.instance_id)
+            self.deps.metrics.alerts.labels(f"life_{t.why.value}").inc()
 
     # ---- delivery ----------------------------------------------------------------------------------
     def deliver(self) -> list[Attempt]:
@@ -201,7 +273,20 @@ class AlertService:
     # ---- maintenance -------------------------------------------------------------------------------
     def open_windows(self, now: datetime) -> list[tuple[int, MaintenanceWindow]]:
         """Chat windows not yet ended, with their numbers."""
-        return self.maint.numbered(now)
+        return [(n, w) for n, w in self.maint.numbered(now) if w.source == "chat"]
+
+    def _announce_config_windows(self, now: datetime) -> None:
+        """An alerts.yaml window (fixed, or a cron schedule's occurrence) that came into force is
+        announced like `/maint on`, once: the occurrence is stored (source `yaml`), so its end is
+        announced by the same expiry as a chat window's, whichever replica sees it."""
+        for w in self._base_book.config_occurrences(now):
+            with self.stores.unit():
+                if self.maint.number_of(w.id) is not None:
+                    continue
+                self.maint.save(replace(w, created_by="alerts.yaml"))
+                n = self.maint.number_of(w.id) or 0
+            self._audit_maint(now, "on", "alerts.yaml", n, w)
+            self._maint_notice("on", now, n, replace(w, created_by="alerts.yaml"))
 
     def config_windows(self, now: datetime) -> list[tuple[str, MaintScope, datetime]]:
         """alerts.yaml windows in force at `now`: (name, scope, end)."""
@@ -242,7 +327,12 @@ class AlertService:
         window, phase and channel, whichever replica queues it)."""
         context = notice_context(number, w, self.p0_covered(w))
         if phase == "end":
-            context |= {"suppressed": self.records.suppressed_in(w.note or w.id), "closed_by": closed_by}
+            # an alerts.yaml schedule recurs under one name: count only this occurrence's failures
+            during = (w.start, w.end) if w.source == "yaml" else None
+            context |= {
+                "suppressed": self.records.suppressed_in(w.note or w.id, during),
+                "closed_by": closed_by,
+            }
         renderers = {ch: self.pipeline.emitter.renderer_for(ch) for ch in self.covered_channels(w)}
         with self.stores.unit():
             for row in notice_rows(phase, renderers, context, now):

@@ -1,4 +1,5 @@
-"""`xihe alerts …` subcommands: `replay EVENTS.jsonl [--config DIR] [--json [--indent N]]`."""
+"""`xihe alerts …` subcommands: `replay EVENTS.jsonl [--config DIR] [--json [--indent N]]` and
+`stats [--since 7d] [--json]` (time to acknowledge and resolve, unacknowledged P0s)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     Bad lines (not JSON, a required field missing, an unknown state) are reported with their line
     number on stderr and in the JSON output, and the replay goes on without them."""
     from xihe.agent.alerts.replay import load_events, run_replay
+    from xihe.agent.cli.terminal import shown
 
     try:
         alerts, workflows, production = load_alert_config(args.config)
@@ -66,12 +68,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if loaded.unknown_fields:
         names = ", ".join(f"{k} ({n}×)" for k, n in sorted(loaded.unknown_fields.items()))
         print(f"{args.events}: ignored unknown field(s): {names}", file=sys.stderr)
-    result = run_replay(loaded.events, alerts, workflows, production)
+    result = run_replay(loaded.events, alerts, workflows, production, acks=loaded.acks)
+    for problem in result.ack_problems:
+        print(shown(f"{args.events}: {problem}"), file=sys.stderr)
     summary = {**result.summary(), "bad_lines": len(loaded.bad)}
     if args.json:
         out: dict[str, Any] = {
             "notifications": result.notifications,
             "suppressed": result.suppressed(),
+            "lifecycle": [t.to_dict() for t in result.lifecycle],
+            "resolved": result.resolved(),
+            "ack_problems": result.ack_problems,
             "bad_lines": [b.to_dict() for b in loaded.bad],
             "summary": summary,
         }
@@ -89,11 +96,75 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f"{r['at']}  instance {r['instance_id']}  {r['workflow']}/{r['task']}  {r['reason']}"
             f"{'  → ' + r['notification_key'] if r['notification_key'] else ''}{'  (' + r['detail'] + ')' if r['detail'] else ''}"
         )
+    if result.lifecycle:
+        print("--- alert lifecycle ---")
+    for t in result.lifecycle:
+        a = t.alert
+        who = f"  {t.actor}" if t.actor else ""
+        line = f"{t.at.isoformat()}  {a.short}  instance {a.instance_id}  {a.workflow}  {a.tier.value}  {t.why.value}{who}"
+        print(shown(line))
+    if result.resolved():
+        print("--- resolved: " + ", ".join(f"instance {i}" for i in result.resolved()))
     print(
         f"--- {summary['events']} events → {summary['notifications']} notifications "
         f"(naive: {summary['naive_one_per_failure']}); rate-limit violations: "
         f"{summary['rate_limit_violations']}; bad lines: {summary['bad_lines']}"
     )
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Per workflow and tier: alerts, time to acknowledge and to resolve (median, p90) since --since;
+    the P0s nobody has acknowledged right now."""
+    from zoneinfo import ZoneInfo
+
+    from xihe.agent.alerts.measures import measures, parse_since, span, unacked_p0
+    from xihe.agent.alerts.sql.life import SqlLifeStore
+    from xihe.agent.alerts.sql.stores import SqlAlertStores
+    from xihe.agent.app import build_app
+    from xihe.agent.cli.terminal import shown
+    from xihe.agent.timefmt import show
+
+    app = build_app(args.config)
+    deps = app.deps
+    now = deps.clock()
+    tz = ZoneInfo(deps.settings.core.timezone)
+    try:
+        since = parse_since(args.since, now, tz)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    life = SqlLifeStore(SqlAlertStores(deps.engine))
+    rows = measures(life.since(since))
+    waiting = unacked_p0(life.open_alerts())
+    if args.json:
+        doc = {
+            "since": since.isoformat(),
+            "now": now.isoformat(),
+            "measures": [m.to_dict() for m in rows],
+            "unacknowledged_p0": [
+                {"alert": a.short, "instance_id": a.instance_id, "workflow": a.workflow,
+                 "fired_at": a.fired_at.isoformat(), "pages": a.pages}
+                for a in waiting
+            ],
+        }  # fmt: skip
+        print(json.dumps(doc, ensure_ascii=False, indent=2))
+        return 0
+    print(f"alerts since {show(since, tz, seconds=False)}")
+    print(f"{'tier':4}  {'workflow':24}  {'alerts':>6}  {'acked':>5}  {'ack p50':>7}  {'ack p90':>7}  "
+          f"{'resolved':>8}  {'res p50':>7}  {'res p90':>7}")  # fmt: skip
+    for m in rows:
+        name = "(all)" if m.workflow == "*" else m.workflow
+        print(shown(
+            f"{m.tier:4}  {name[:24]:24}  {m.alerts:>6}  {m.acked:>5}  {span(m.ack_median):>7}  "
+            f"{span(m.ack_p90):>7}  {m.resolved:>8}  {span(m.resolve_median):>7}  {span(m.resolve_p90):>7}"
+        ))  # fmt: skip
+    if not rows:
+        print("(no alert in this period)")
+    print(f"unacknowledged P0 now: {len(waiting)}")
+    for a in waiting:
+        print(shown(f"  {a.short}  {a.workflow} instance {a.instance_id}  since {show(a.fired_at, tz, seconds=False)}"
+                    f"  ({span((now - a.fired_at).total_seconds())}, {a.pages} page(s))"))  # fmt: skip
     return 0
 
 
@@ -115,3 +186,14 @@ def register(sub: Any) -> None:
         "--indent", type=int, metavar="N", help="with --json: indent the document by N spaces per level"
     )
     replay.set_defaults(func=cmd_replay)
+    stats = alerts_sub.add_parser(
+        "stats", help="time to acknowledge and resolve per workflow and tier; unacknowledged P0s"
+    )
+    stats.add_argument(
+        "--since",
+        default="7d",
+        metavar="SPAN|TIME",
+        help="period start: a span back from now (30m, 24h, 7d; default 7d) or an ISO 8601 date or time",
+    )
+    stats.add_argument("--json", action="store_true", help="print one JSON document")
+    stats.set_defaults(func=cmd_stats)

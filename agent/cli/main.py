@@ -10,6 +10,7 @@ xihe audit search [...]        the audit trail, filtered (also while the config 
 xihe policy explain --user U   what U may do, where, with whose approval (--tool T --env E: who may)
 xihe ui sessions [list|end]    web UI sessions: list them, end one or all of a user's
 xihe oncall show [--at TIME]   who is on call per team (rotations in oncall.yaml + chat overrides)
+xihe alerts stats [--since 7d] time to acknowledge and resolve per workflow and tier; unacknowledged P0s
 xihe demo                      a scripted tour on the loopback fakes
 xihe bench core                per-call overhead of validate + gate + task_step + audit
 xihe eval model [--repeat K]   everyday conversations against the configured model endpoint

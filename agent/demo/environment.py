@@ -233,6 +233,8 @@ def write_config(cfg: Path, fakes: Fakes, *, db: str, repo: Path, index_dir: Pat
     alerts.update({"maintenance": [], "instance_wait_seconds": 10, "public_base_url": WEB_URL})
     alerts["delivery"]["tries_per_run"] = 1
     alerts["smtp"]["starttls"] = False
+    # an unanswered P0 pages the next step of its chain every 30 minutes (the last scene shows it)
+    alerts["lifecycle"]["tiers"]["P0"]["escalate_after"] = 30
     _dump(cfg / "alerts.yaml", alerts)
     code = _load(shipped / "code.yaml")
     code.update({"repos": [str(repo)], "index_dir": str(index_dir)})

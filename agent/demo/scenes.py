@@ -26,6 +26,7 @@ from typing import Any
 from xihe.agent.app import App, build_app
 from xihe.agent.clock import FakeClock, utc_now
 from xihe.agent.demo.alert_card import scene_alert_card
+from xihe.agent.demo.alert_life import scene_alert_lifecycle
 from xihe.agent.demo.cards import scene_cards
 from xihe.agent.demo.environment import (
     SIM_STATE,
@@ -431,6 +432,7 @@ SCENES = (
     scene_pause_resume,
     scene_alert_card,
     scene_mcp,
+    scene_alert_lifecycle,
 )
 
 

@@ -141,8 +141,8 @@ def parse_payload(body: bytes, now: datetime, ds_timezone: str = "Asia/Shanghai"
             out.bad.append((f"webhook:item {i}", f"item {i}: {where}: {first['msg']}"))
             continue
         state = item.processState.upper() or ("FAILURE" if failed_title or item.taskState else "")
-        if state == "SUCCESS" and not item.taskState:
-            continue  # a success alert: nothing to alert about
+        # a success alert (DolphinScheduler's warning type SUCCESS or ALL) resolves the alert of that
+        # instance, or of an earlier run of the same workflow and business date
         try:
             event = from_report(
                 state,

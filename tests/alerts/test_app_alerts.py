@@ -3,11 +3,15 @@ whose buttons stand for the alert's typed next steps (checked by the strict WeCo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from pydantic import ValidationError
 
 from tests.alerts.test_render import ctx
+from xihe.agent.alerts.deliver import addressed
 from xihe.agent.alerts.notify.wecom_app import WeComAppNotifier, alert_card
+from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.render import Renderer
 from xihe.agent.cards import command_of_key
 from xihe.config.alerts import Channel
@@ -21,7 +25,7 @@ def _channel(**over: object) -> Channel:
     return Channel.model_validate({**fields, "agent_id": 1000002, **over})
 
 
-def test_a_run_alert_goes_as_markdown_and_a_card_whose_buttons_run_rerun_and_maint() -> None:
+def test_a_run_alert_goes_as_markdown_and_a_card_whose_buttons_run_ack_rerun_and_maint() -> None:
     text = Renderer().render("instance.md.j2", ctx())
     with FakeWeCom() as fake:
         fake.add_app("wwcorp", "app-secret-value-123", 1000002)
@@ -32,8 +36,9 @@ def test_a_run_alert_goes_as_markdown_and_a_card_whose_buttons_run_rerun_and_mai
             assert fake.contents(user)[0] == text
             (card,) = fake.cards.of_user(user)
             buttons = card.copies[user]["button_list"]
-            assert [b["text"] for b in buttons] == ["重跑失败任务", "静音此工作流 30 分钟"]
+            assert [b["text"] for b in buttons] == ["认领", "重跑失败任务", "静音此工作流 30 分钟"]
             assert [command_of_key(b["key"]) for b in buttons] == [
+                "/ack 42",  # the alert has someone: its escalation stops
                 "/rerun 42",  # the normal confirm flow, as typed
                 "/maint on 30m workflow:order_sync",  # the code of /maint
             ]
@@ -53,3 +58,19 @@ def test_a_refused_send_is_reported_without_the_secret() -> None:
     with FakeWeCom() as fake:  # the app is not registered: gettoken refuses the secret
         attempt = WeComAppNotifier(ENV).send(_channel(api_base=fake.url), "x")
     assert not attempt.ok and "app-secret-value-123" not in attempt.error + attempt.body
+
+
+def test_an_escalation_page_through_the_app_goes_to_that_person_alone() -> None:
+    now = datetime(2026, 12, 2, 9, tzinfo=UTC)
+    page = OutboxRow("page:1:0:secondary", "page", "P0", "oncall-app", "paging bob", "<@bob>\n\n## 升级", now, now,
+                     to_user="bob")  # fmt: skip
+    plain = OutboxRow("inst:1:P0:oncall-app", "instance", "P0", "oncall-app", "s", "alert", now, now)
+    with FakeWeCom() as fake:
+        fake.add_app("wwcorp", "app-secret-value-123", 1000002)
+        channel = _channel(api_base=fake.url)
+        assert addressed(channel, plain) is channel
+        assert addressed(_channel(kind="wecom_robot", agent_id=None), page).kind == "wecom_robot"
+        attempt = WeComAppNotifier(ENV).send(addressed(channel, page), page.text, ref=page.key)
+        assert attempt.ok, attempt
+        assert fake.contents("bob") == [page.text]  # an app message to the person paged
+        assert fake.contents("carol") == [] and fake.contents("dave") == []

@@ -106,3 +106,34 @@ def test_maint_lists_chat_and_config_windows_in_force(
     assert (
         "nightly-restart host" not in later and "Scheduled in alerts.yaml: nightly-restart, upgrade" in later
     )
+
+
+def test_alerts_yaml_windows_are_announced_at_start_and_end_once_per_occurrence(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, db_url: str
+) -> None:
+    hourly = {"name": "hourly-flush", "cron": "30 * * * *", "duration_minutes": 10,
+              "scope": {"kind": "workflow", "value": "order_sync"}}  # fmt: skip
+    app = alerts_app(db_url, maintenance=[hourly])
+    other = alerts_app(db_url, maintenance=[hourly])  # a second replica runs the same jobs
+    run_jobs(app)
+    assert sinks.robot_texts(KEY_PROD) == []  # 17:00: not in force yet
+    for night in range(2):
+        clock.advance(minutes=31 if night == 0 else 50)  # 17:31, then 18:31
+        run_jobs(app)
+        run_jobs(other)
+        if night == 0:  # a P0 failure during the first occurrence only
+            core = {"project": "etl", "workflow": "order_sync", "workflow_code": 1001, "environment": "prod"}
+            svc(app).feed([failure(clock, instance_id=40, **core)])
+            listing = ask(app, "/maint")  # listed once, as the alerts.yaml window it is (no chat number)
+            assert listing == "hourly-flush workflow:order_sync until 2026-12-02 17:40 +08:00 (alerts.yaml)"
+        clock.advance(minutes=10)
+        run_jobs(other)
+        run_jobs(app)
+    texts = sinks.robot_texts(KEY_PROD)
+    starts = [t for t in texts if "维护开始" in t]
+    ends = [t for t in texts if "维护结束</font>" in t]
+    assert len(starts) == 2 and len(ends) == 2
+    assert "alerts.yaml 中的维护窗口 hourly-flush" in starts[0] and "/maint off" not in starts[0]
+    assert "⚠️ 覆盖 P0 核心工作流：etl/order_sync" in starts[0] and "设置人：alerts.yaml" in starts[0]
+    assert "17:30:00 +08:00 ～ 2026-12-02 17:40:00 +08:00" in starts[0]
+    assert "屏蔽了 1 个失败实例" in ends[0] and "屏蔽了 0 个失败实例" in ends[1]  # each occurrence its own

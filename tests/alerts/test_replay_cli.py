@@ -76,10 +76,12 @@ def test_only_the_final_failure_alerts_and_at_once(tmp_path: Path, capsys: Any) 
     f.write_text("\n".join(lifecycle()) + "\n", encoding="utf-8")
     assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [(n["tier"], n["channel"], n["key"]) for n in out["notifications"]] == [
-        ("P0", "prod", "inst:1:P0:prod")
-    ]
-    note = out["notifications"][0]
+    pushed = [n for n in out["notifications"] if n["kind"] != "page"]
+    assert [(n["tier"], n["channel"], n["key"]) for n in pushed] == [("P0", "prod", "inst:1:P0:prod")]
+    # nobody acknowledged the P0: its chain is paged after escalate_after (alerts.yaml), step by step
+    pages = [n["key"].rsplit(":", 1)[1] for n in out["notifications"] if n["kind"] == "page"]
+    assert pages == ["oncall", "secondary"] and out["summary"]["lifecycle"] == {"fired": 1, "paged": 2}
+    note = pushed[0]
     sent = datetime.fromisoformat(note["time"])
     assert sent - (T + timedelta(seconds=120)) <= timedelta(seconds=1)
     assert note["via"] == "robot" and "<@zhangsan>" in note["text"] and "load（重试 1/1）" in note["text"]
@@ -109,7 +111,9 @@ def test_text_output(tmp_path: Path, capsys: Any) -> None:
     assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG)]) == 0
     out = capsys.readouterr().out
     assert "P0  instance  channel=prod via=robot  key=inst:1:P0:prod" in out
-    assert "1 events → 1 notifications" in out and "bad lines: 0" in out
+    # the P0 and two escalation pages (nobody acknowledged it in the stream)
+    assert "1 events → 3 notifications" in out and "bad lines: 0" in out
+    assert "--- alert lifecycle ---" in out and "A1  instance 1  order_sync  P0  paged  zhangsan" in out
 
 
 def test_null_fields_bad_lines_and_unknown_states_are_reported_and_skipped(tmp_path: Path) -> None:
@@ -157,7 +161,7 @@ def test_null_fields_bad_lines_and_unknown_states_are_reported_and_skipped(tmp_p
         assert f"{f}:{n}: " in proc.stderr
     assert "ignored unknown field(s): extra_field (1×)" in proc.stderr
     assert out["summary"]["bad_lines"] == 8 and out["summary"]["events"] == 2
-    alerted = {n["key"] for n in out["notifications"]}
+    alerted = {n["key"] for n in out["notifications"] if n["kind"] != "page"}
     # the usable lines still alert; without project or code, instance 10's workflow is unknown (P1)
     assert alerted == {"inst:10:P1:default", "inst:15:P0:prod"}
 
@@ -203,3 +207,45 @@ def test_indent_asks_for_the_indented_document_with_the_same_content(tmp_path: P
     indented = capsys.readouterr().out
     assert one_line.count("\n") == 1 and indented.startswith('{\n  "notifications": [\n')
     assert json.loads(indented) == json.loads(one_line)
+
+
+def test_replay_follows_acks_reruns_and_later_runs_and_names_each_resolved_instance_once(
+    tmp_path: Path, capsys: Any
+) -> None:
+    biz = {"business_date": "2026-12-01"}
+    lines = [
+        wf(0, "FAILURE", instance_id=1, host="10.0.0.11:1", error="boom"),  # P0 order_sync
+        json.dumps({"at": (T + timedelta(minutes=5)).isoformat(), "ack": "1", "by": "lisi"}),
+        wf(600, "SUCCESS", instance_id=1, rerun_by="lisi"),  # its rerun succeeds
+        wf(660, "SUCCESS", instance_id=1),  # reported again: resolves nothing twice
+        wf(700, "FAILURE", instance_id=2, host="10.0.0.12:1", error="disk full", **biz),
+        wf(3000, "SUCCESS", instance_id=3, **biz),  # a later run of the same business date
+        wf(3100, "FAILURE", instance_id=4, host="10.0.0.13:1", error="oom", business_date="2026-12-02"),
+        wf(3200, "SUCCESS", instance_id=5, business_date="2026-11-30"),  # another date: resolves nothing
+        json.dumps({"at": (T + timedelta(minutes=90)).isoformat(), "ack": "A9", "by": "lisi"}),
+        json.dumps({"at": "2026-12-02T18:00:00+08:00", "ack": "x1", "by": "lisi"}),  # a bad ack line
+    ]
+    f = tmp_path / "events.jsonl"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG), "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["resolved"] == [1, 2]
+    steps = [(m["alert"], m["why"], m["actor"]) for m in out["lifecycle"] if m["why"] != "paged"]
+    assert steps[:3] == [
+        ("A1", "fired", ""),
+        ("A1", "acked", "lisi"),
+        ("A1", "resolved_same_instance", "lisi"),
+    ]
+    assert ("A2", "resolved_later_run", "") in steps and ("A3", "fired", "") in steps
+    paged = [m["alert"] for m in out["lifecycle"] if m["why"] == "paged"]
+    assert "A1" not in paged and "A3" in paged  # acknowledged then resolved: never paged
+    kinds = [n["kind"] for n in out["notifications"]]
+    assert kinds.count("ack") == 1 and kinds.count("resolved") == 2
+    assert out["ack_problems"] == ["line 9: ack A9 by lisi: no such alert"]
+    assert out["bad_lines"] == [
+        {"line": 10, "problem": "ack: expected an instance id (101) or an alert id (A1), got 'x1'"}
+    ]
+    assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("--- resolved: instance 1, instance 2") == 1

@@ -134,3 +134,20 @@ def test_reposted_alert_is_idempotent(make_pipeline):
     assert [r.reason for r in first.records] == [Reason.NEW_INSTANCE, Reason.JOINED_INSTANCE]
     assert [r.reason for r in again.records] == [Reason.DUPLICATE_EVENT, Reason.DUPLICATE_EVENT]
     assert len(p.outbox.rows()) == 1
+
+
+def test_a_success_alert_resolves_the_alert_of_that_instance(make_pipeline):
+    from xihe.agent.alerts.lifecycle import Why
+    from xihe.agent.alerts.lifestore import InMemoryLifeStore
+
+    p = make_pipeline(life=InMemoryLifeStore())
+    _, failed = post({"title": "process failed", "content": ITEMS[:1]})
+    assert isinstance(failed, Parsed)
+    assert [t.why for t in p.feed_batch(failed.events, T0).transitions] == [Why.FIRED]
+    # DolphinScheduler's success alert (warning type SUCCESS or ALL) of the same instance, after a rerun
+    success = {**ITEMS[0], "processState": "SUCCESS", "taskState": "", "taskName": ""}
+    status, ok = post({"title": "process success", "content": [success]})
+    assert status == 200 and isinstance(ok, Parsed)
+    assert [(e.state, e.instance_id, e.task) for e in ok.events] == [("SUCCESS", 345, "")]
+    (moved,) = p.feed_batch(ok.events, T0).transitions
+    assert (moved.why, moved.alert.instance_id, moved.alert.state) == (Why.RESOLVED_SAME, 345, "resolved")

@@ -128,7 +128,12 @@ def test_failing_workflow_reports_failure_and_feeds_alerts(
     bot.poll_until_done(keys[0])
     (success,) = bot.messages("cli:alice", "✅")
     assert success.startswith(f"✅ broken_sync instance {inst.id} for 2026-11-30 ended SUCCESS")
-    assert len(alerts.fed) == 1 and bot.sim.instances[inst.id].run_times == 2
+    assert bot.sim.instances[inst.id].run_times == 2
+    # the rerun's SUCCESS goes to the alert pipeline too: it resolves this instance's alert (issue 29)
+    assert [(e.state, e.instance_id, e.business_date) for e in alerts.fed] == [
+        ("FAILURE", inst.id, "2026-11-30"),
+        ("SUCCESS", inst.id, "2026-11-30"),
+    ]
     llm.assert_consumed()
 
 
@@ -258,7 +263,7 @@ def test_failure_reaches_the_wecom_robot_through_the_real_alert_pipeline(
     bot.say("alice", "/confirm")
     bot.poll_until_done("1:tool:1:0")
     (inst,) = bot.sim.instances_of("broken_sync")
-    (record,) = bot.app.deps.alerts.records.rows()
+    (record,) = [r for r in bot.app.deps.alerts.records.rows() if r["kind"] == "decision"]
     # retried and still failed: tier P2, summarised when its window ends
     assert (record["instance_id"], record["task"], record["tier"]) == (inst.id, "load", "P2")
     run_jobs(bot.app)

@@ -98,7 +98,10 @@ def test_success_reports_once_and_ends_the_watch(sim: DolphinSimulator, store: I
     (fin,) = finished(results)
     assert fin.state == "SUCCESS" and fin.watch_done and fin.watch.conversation == "conv-1"
     assert "order_sync" in fin.summary and "SUCCESS" in fin.summary
-    assert not [e for r in results for e in r.events]
+    # no failure to alert on: one SUCCESS event, which resolves an alert of this run (issue 29)
+    assert [(e.state, e.instance_id, e.task) for r in results for e in r.events] == [
+        ("SUCCESS", fin.instance.id, "")
+    ]
     assert store.get("t1:s1").done and store.due(sim.advance(3600)) == []  # type: ignore[union-attr]
 
 
@@ -108,7 +111,7 @@ def test_retry_then_success_is_not_a_failure(sim: DolphinSimulator, store: InMem
     results = drive(sim, client, store, "t2:s1", step=10)
     states = [o.state for r in results for o in r.outcomes]
     assert "FAILURE" not in states and states[-1] == "SUCCESS"
-    assert [e for r in results for e in r.events] == []
+    assert [e.state for r in results for e in r.events] == ["SUCCESS"]  # nothing to alert on
     inst = sim.instances_of("flaky_sync")[0]
     assert sum(1 for t in inst.tasks if t.state == "FAILURE") == 1  # a task did fail on the way
 
@@ -202,7 +205,11 @@ def test_serial_backfill_watch_follows_each_date_and_stops_with_the_chain(
         (29, "FAILURE"),
     ]
     assert fins[-1].watch_done and not fins[0].watch_done
-    assert len([e for r in results for e in r.events]) == 1
+    # the business dates asked for: 11-28 succeeded, 11-29 failed
+    assert [(e.state, e.business_date) for r in results for e in r.events] == [
+        ("SUCCESS", "2026-11-28"),
+        ("FAILURE", "2026-11-29"),
+    ]
 
 
 def test_backs_off_while_nothing_changes(

@@ -186,7 +186,14 @@ def test_audit_search_filters(ui_bot: MakeUiBot) -> None:
 # ---- alerts: the tables belong to the alerts feature; the page shows what exists
 
 
-ALERT_TABLES = ("alert_event", "alert_outbox", "alert_channel", "alert_maintenance")
+ALERT_TABLES = (
+    "alert_event",
+    "alert_outbox",
+    "alert_channel",
+    "alert_maintenance",
+    "alert_life",
+    "alert_page",
+)
 
 
 def _insert(bot: UiBot, name: str, values: dict[str, Any]) -> None:
@@ -219,6 +226,7 @@ def test_alerts_page_degrades_when_the_alert_tables_are_absent(ui_bot: MakeUiBot
     assert page.status_code == 200
     assert "No <code>alert_event</code> table on this bot yet" in page.text
     assert "No <code>alert_outbox</code> table" in page.text
+    assert "No <code>alert_life</code> table on this bot yet" in page.text
     assert "alerts.yaml is not configured" in page.text
     assert c.get(f"/ui/tasks/{task_id}").status_code == 200
 
@@ -260,6 +268,33 @@ def test_alerts_page_shows_events_suppressions_channels_and_maintenance(ui_bot: 
     assert "window dc-migration" in only and "final failure of order_sync" not in only
     one = c.get("/ui/alerts?instance=4242").text  # where an alert's trace link points
     assert "final failure of order_sync" in one and "window dc-migration" not in one
+
+
+def test_alerts_page_shows_alert_states_and_how_fast_they_were_handled(ui_bot: MakeUiBot) -> None:
+    bot = ui_bot(files=("xihe.yaml", "access.yaml", "alerts.yaml"))
+    now = bot.clock()
+    base = {"project": "etl", "workflow": "order_sync", "tier": "P0", "channel": "prod"}
+    _insert(bot, "alert_life", {**base, "instance_id": 4242, "state": "resolved", "fired_at": now - timedelta(hours=2),
+                                "acked_at": now - timedelta(hours=2) + timedelta(minutes=3), "acked_by": "bob",
+                                "resolved_at": now - timedelta(hours=1), "resolved_how": "resolved_same_instance",
+                                "resolved_by": "bob", "resolved_instance": 4242})  # fmt: skip
+    _insert(bot, "alert_life", {**base, "instance_id": 4243, "state": "firing", "pages": 2,
+                                "fired_at": now - timedelta(minutes=40)})  # fmt: skip
+    page = bot.login("carol").get("/ui/alerts").text
+    assert "Unacknowledged P0 now: <strong>1</strong> · A2 order_sync #4243 (2 page(s))" in page
+    states = page.split('id="alert-states"')[1].split("</table>")[0]
+    assert "resolved_same_instance" in states and "firing" in states and "A1" in states
+    measures = page.split('id="alert-measures"')[1].split("</table>")[0]
+    row = measures.split(">order_sync<")[1].split("</tr>")[0]
+    assert [c.split(">")[-1] for c in row.split("</td>")[:-1]] == [
+        "2",
+        "1",
+        "3m",
+        "3m",
+        "1",
+        "1h00m",
+        "1h00m",
+    ]
 
 
 def test_task_page_links_instance_ids_to_their_alerts(ui_bot: MakeUiBot) -> None:

@@ -77,15 +77,16 @@ def test_a_button_key_stands_for_its_typed_command() -> None:
         assert command_of_key(foreign) is None
 
 
-def test_alert_card_buttons_stand_for_the_typed_rerun_and_maint() -> None:
-    rerun, mute = alert_buttons(102, "payment_reconcile", "zh")
-    assert (rerun.text, mute.text) == ("重跑失败任务", "静音此工作流 30 分钟")
+def test_alert_card_buttons_stand_for_the_typed_ack_rerun_and_maint() -> None:
+    ack, rerun, mute = alert_buttons(102, "payment_reconcile", "zh")
+    assert (ack.text, rerun.text, mute.text) == ("认领", "重跑失败任务", "静音此工作流 30 分钟")
+    assert command_of_key(ack.key) == "/ack 102"
     assert command_of_key(rerun.key) == "/rerun 102"
     assert command_of_key(mute.key) == "/maint on 30m workflow:payment_reconcile"
     for foreign in ("xihe:alert:drop:102", "xihe:alert:rerun:", "xihe:alert:rerun:1 2"):
         assert command_of_key(foreign) is None
     with pytest.raises(ValueError, match="unknown alert card verb"):
-        alert_key("ack", "102")  # issue 29 adds `"ack": "/ack {ref}"` to ALERT_VERBS
+        alert_key("escalate", "102")
 
 
 def test_an_alert_card_reads_the_alert_as_plain_text() -> None:

@@ -77,6 +77,30 @@ def _progress(client: DolphinClient, w: Watch, inst: Instance) -> Progress:
     return Progress(w, inst, inst.state, summary, done, total, tuple(running))
 
 
+def business_date(w: Watch, inst: Instance) -> str:
+    """The business date a run is for (its scheduleTime less the workflow's offset), "" unknown."""
+    if inst.schedule_time is None:
+        return ""
+    return (inst.schedule_time.date() - timedelta(days=w.biz_date_offset)).isoformat()
+
+
+def success_event(w: Watch, inst: Instance, now: datetime) -> AlertEvent:
+    """The workflow event of a run that ended SUCCESS (the alert pipeline resolves what it answers)."""
+    return AlertEvent(
+        at=now,
+        workflow=w.workflow,
+        instance_id=inst.id,
+        state="SUCCESS",
+        project=w.project,
+        workflow_code=w.definition_code,
+        environment=w.environment,
+        start_time=inst.start_time,
+        end_time=inst.end_time,
+        source="poller",
+        business_date=business_date(w, inst),
+    )
+
+
 def failure_events(
     client: DolphinClient,
     w: Watch,
@@ -98,6 +122,7 @@ def failure_events(
             start_time=inst.start_time,
             end_time=task.pop("end_time", inst.end_time),
             source="poller",
+            business_date=business_date(w, inst),
             **task,
         )
 
@@ -251,6 +276,8 @@ def _advance(
             result.outcomes.append(Finished(w2, inst, state, _finished_summary(w, inst), last, not_run))
             if state == "FAILURE":
                 result.events.extend(failure_events(client, w, inst, now, policy))
+            elif state == "SUCCESS":  # resolves this instance's alert (a rerun), or an earlier run's
+                result.events.append(success_event(w, inst, now))
         elif not is_terminal(state) and (old.get(instance_id) != state or w.progress_tasks):
             result.outcomes.append(replace(_progress(client, w, inst), watch=w2, state=state))
     if not ids and (now - w.started_at).total_seconds() > policy.discovery_timeout:

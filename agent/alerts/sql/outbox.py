@@ -36,6 +36,7 @@ def _outbox_row(r: Any) -> OutboxRow:
         sent_at=m["sent_at"],
         sent_via=m["sent_via"] or "",
         force_email=bool(m["force_email"]),
+        to_user=m["to_user"] or "",
     )
 
 
@@ -63,6 +64,7 @@ class SqlOutbox:
                 last_error="",
                 sent_via="",
                 force_email=row.force_email,
+                to_user=row.to_user or None,
             )
             .on_conflict_do_nothing(index_elements=["key"])
             .returning(_O.id)  # rowcount is not reliable for INSERT … ON CONFLICT with RETURNING ids

@@ -42,13 +42,27 @@ class SqlRecordSink:
                 },
             )
 
-    def note(self, at: datetime, reason: str, key: str, detail: str = "", tier: str | None = None) -> None:
-        """Store a decision that is not about one event (a delivery, a model-raised alert)."""
+    def note(
+        self,
+        at: datetime,
+        reason: str,
+        key: str,
+        detail: str = "",
+        tier: str | None = None,
+        instance_id: int | None = None,
+    ) -> None:
+        """Store a decision that is not about one event (a delivery, a model-raised alert, a
+        lifecycle change of the alert of `instance_id`)."""
         with self.s.tx() as conn:
             conn.execute(
                 insert(alert_event).values(
                     at=at,
-                    kind="delivery" if reason in ("sent", "send_failed") else "decision",
+                    instance_id=instance_id,
+                    kind="delivery"
+                    if reason in ("sent", "send_failed")
+                    else "lifecycle"
+                    if reason.startswith("life_")
+                    else "decision",
                     reason=reason,
                     tier=tier,
                     detail=detail,
@@ -73,13 +87,15 @@ class SqlRecordSink:
         with self.s.tx() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
-    def suppressed_in(self, window: str) -> int:
+    def suppressed_in(self, window: str, during: tuple[datetime, datetime] | None = None) -> int:
         """How many instances maintenance window `window` (its id or name) suppressed: the decisions
-        filed under its end-of-window message."""
+        filed under its end-of-window message (only those in [start, end] of `during`, when given)."""
         c = alert_event.c
         q = select(func.count(distinct(c.instance_id))).where(
             c.reason == "maintenance", c.notification_key.startswith(f"maint:{window}:", autoescape=True)
         )
+        if during is not None:
+            q = q.where(c.at >= during[0], c.at <= during[1])
         with self.s.tx() as conn:
             return int(conn.execute(q).scalar() or 0)
 

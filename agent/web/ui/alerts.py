@@ -1,12 +1,16 @@
-"""/ui/alerts: channel health, maintenance windows, failure events with what was suppressed and why,
-the outbox, and the pushes the audit recorded."""
+"""/ui/alerts: the alerts' states (firing, acknowledged, resolved, expired) and how fast they are
+handled, channel health, maintenance windows, failure events with what was suppressed and why, the
+outbox, and the pushes the audit recorded."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from xihe.agent.alerts.measures import span
 from xihe.agent.web.ui import data
 from xihe.agent.web.ui.auth import Viewer
 from xihe.agent.web.ui.page import REFRESH_SECONDS, Pages
@@ -14,6 +18,7 @@ from xihe.agent.web.ui.params import MAX_ID, int_param
 from xihe.agent.web.ui.visibility import owner_filter, visible_runs
 from xihe.config.alerts import ALERTS_SECTION
 
+MEASURE_DAYS = 7  # the period of the measures the page shows (`xihe alerts stats --since` for others)
 # Columns worth a glance, in order.
 EVENT_COLUMNS = ("at", "kind", "reason", "tier", "instance_id", "workflow", "task", "detail",
                  "notification_key")  # fmt: skip
@@ -46,6 +51,10 @@ class Alerts:
         events = data.alert_events(engine, limit=size, instance_ids=instance_ids, reasons=reasons)
         if events is not None:
             events = (["verdict", *EVENT_COLUMNS], [{**r, "verdict": data.verdict(r)} for r in events[1]])
+        since = deps.clock() - timedelta(days=MEASURE_DAYS)
+        states = data.alert_states(engine, since=since, limit=size, instance_ids=instance_ids)
+        measures = data.alert_measures(engine, since=since, instance_ids=instance_ids)
+        waiting = data.unacked_p0_alerts(engine, instance_ids)
         health = data.channel_health(engine)
         known = health or {}
         channels = []
@@ -70,6 +79,11 @@ class Alerts:
             "alerts.html",
             viewer,
             configured=cfg is not None,
+            states=states,
+            measures=measures,
+            measure_days=MEASURE_DAYS,
+            unacked=waiting,
+            span=span,
             events=events,
             only=only,
             everyone=viewer.sees_all,

@@ -18,9 +18,12 @@ from sqlalchemy import Engine, Text, cast, func, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from xihe.agent.alerts.deliver import ChannelHealth
+from xihe.agent.alerts.lifecycle import Alert
 from xihe.agent.alerts.maintenance import MaintenanceBook
+from xihe.agent.alerts.measures import Measure, measures, unacked_p0
 from xihe.agent.alerts.model import PUSHED, Reason
 from xihe.agent.alerts.sql.channel import SqlChannelHealth
+from xihe.agent.alerts.sql.life import SqlLifeStore
 from xihe.agent.alerts.sql.maintenance import SqlMaintenanceStore
 from xihe.agent.alerts.sql.outbox import SqlOutbox
 from xihe.agent.alerts.sql.records import SqlRecordSink
@@ -239,6 +242,61 @@ def alert_events(
     records = SqlRecordSink(SqlAlertStores(engine))
     rows = _read(lambda: records.recent(limit, reasons, instance_ids))
     return None if rows is None else (list(rows[0]) if rows else [], rows)
+
+
+def alert_states(
+    engine: Engine, *, since: datetime, limit: int, instance_ids: list[int] | None
+) -> Rows | None:
+    """(columns, alerts) that fired since `since` or are still open, newest first: their state, who
+    acknowledged them, what resolved them (the alert lifecycle, table alert_life)."""
+    life = SqlLifeStore(SqlAlertStores(engine))
+    found = _read(lambda: {a.id: a for a in [*life.open_alerts(), *life.since(since)]})
+    if found is None:
+        return None
+    alerts = sorted(found.values(), key=lambda a: (a.fired_at, a.id), reverse=True)
+    if instance_ids is not None:
+        alerts = [a for a in alerts if a.instance_id in instance_ids]
+    rows = [
+        {
+            "alert": a.short,
+            "state": a.state,
+            "tier": a.tier.value,
+            "workflow": a.workflow,
+            "instance_id": a.instance_id,
+            "fired_at": a.fired_at,
+            "acked_by": a.acked_by,
+            "acked_at": a.acked_at,
+            "pages": a.pages,
+            "resolved_at": a.resolved_at,
+            "resolved_how": a.resolved_how,
+            "resolved_by": a.resolved_by,
+            "resolved_instance": a.resolved_instance or "",
+        }
+        for a in alerts[:limit]
+    ]
+    return (list(ALERT_STATE_COLUMNS), rows)
+
+
+ALERT_STATE_COLUMNS = ("alert", "state", "tier", "workflow", "instance_id", "fired_at", "acked_by",
+                       "acked_at", "pages", "resolved_at", "resolved_how", "resolved_by",
+                       "resolved_instance")  # fmt: skip
+
+
+def alert_measures(
+    engine: Engine, *, since: datetime, instance_ids: list[int] | None
+) -> list[Measure] | None:
+    """Time to acknowledge and resolve per workflow and tier since `since` (agent.alerts.measures)."""
+    life = SqlLifeStore(SqlAlertStores(engine))
+    found = _read(lambda: life.since(since))
+    if found is None:
+        return None
+    return measures(a for a in found if instance_ids is None or a.instance_id in instance_ids)
+
+
+def unacked_p0_alerts(engine: Engine, instance_ids: list[int] | None) -> list[Alert]:
+    """P0 alerts firing right now that nobody acknowledged."""
+    found = _read(lambda: SqlLifeStore(SqlAlertStores(engine)).open_alerts()) or []
+    return [a for a in unacked_p0(found) if instance_ids is None or a.instance_id in instance_ids]
 
 
 def outbox_rows(engine: Engine, *, limit: int) -> Rows | None:
