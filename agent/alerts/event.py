@@ -232,6 +232,8 @@ def _plain(data: Any) -> AlertEvent | None:
                 return None
         elif key == "parent_stopped":
             value = bool(value)
+        elif key == "business_date":
+            return None  # a date to check: the validator's rule, in one place
         else:
             continue  # a key the format does not know: ignored
         values[key] = value

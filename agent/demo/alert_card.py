@@ -62,3 +62,4 @@ def scene_alert_card(d: Demo) -> None:
     pending = d.bot().deps.pending.open_for(user_id="bob", statuses=("pending",))
     d.out(f"    (pending for bob: {', '.join(f'#{p.id} {p.tool}' for p in pending) or 'none'})")
     d.say("dave", "/maint")  # the window the tap opened, as everyone sees it
+    d.say("dave", "/maint off workflow:payment_reconcile")  # ended early: the scenes after it alert again
