@@ -54,6 +54,13 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(n)
 
 
+# A request counts the same long texts several times (the tool schemas' JSON four times a turn, the
+# rules twice, the history again every turn): counts of texts at least this long are remembered.
+CACHED_CHARS = 256
+CACHE_TEXTS = 1024  # remembered counts per counter, then the oldest go
+CACHE_MAX_CHARS = 1 << 18  # a longer text (a big tool result) is counted each time, not kept
+
+
 @dataclass(frozen=True)
 class TokenCounter:
     """Counts tokens of text, messages and tool schemas the way one model's encoding does."""
@@ -61,6 +68,7 @@ class TokenCounter:
     name: str  # the encoding name, or "estimate"
     exact: bool
     _encode: Callable[[str], int] = field(repr=False, compare=False)
+    _counted: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -68,8 +76,19 @@ class TokenCounter:
         return f"tiktoken {self.name}" if self.exact else "estimate (no encoding file available offline)"
 
     def text(self, text: str) -> int:
-        """Tokens of a string."""
-        return self._encode(text) if text else 0
+        """Tokens of a string (a long one's count is remembered: the count is a function of the text)."""
+        if len(text) < CACHED_CHARS or len(text) > CACHE_MAX_CHARS:
+            return self._encode(text) if text else 0
+        counted = self._counted
+        n = counted.get(text)
+        if n is None:
+            n = counted[text] = self._encode(text)
+            if len(counted) > CACHE_TEXTS:
+                try:  # the oldest entry; another thread may have taken it meanwhile
+                    del counted[next(iter(counted))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass
+        return n
 
     def message(self, message: dict[str, Any]) -> int:
         """Tokens one chat message costs, tool calls included."""
