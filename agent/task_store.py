@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, insert, or_, select, true, update
+from sqlalchemy import and_, bindparam, exists, insert, or_, select, true, update
 
 from xihe.agent import lease
 from xihe.agent.core_tables import pending_action, task
@@ -29,6 +29,25 @@ def outcome_filter(name: str) -> Any:
     if name == "refused":
         return task.c.outcome == "refused"
     return task.c.status == name
+
+
+# statements of every turn, built once: building one and its cache key cost more than the query
+_GET = select(task).where(task.c.id == bindparam("id"))
+_RUNNABLE = or_(
+    task.c.status == TaskStatus.RUNNING,
+    and_(
+        task.c.status == TaskStatus.AWAITING_CONFIRMATION,
+        exists().where(
+            and_(
+                pending_action.c.task_id == task.c.id,
+                pending_action.c.status == "confirmed",
+                or_(pending_action.c.needs_approval.is_(False), pending_action.c.approved_by.is_not(None)),
+            )
+        ),
+    ),
+)  # left `running`, or left `awaiting_confirmation` although its action was confirmed (and approved)
+_ORPHANS = select(task).where(_RUNNABLE).order_by(task.c.id).limit(bindparam("n"))
+_ORPHANS_HERE = _ORPHANS.where(task.c.conversation == bindparam("conversation"))
 
 
 def task_of(row: Any) -> Task:
@@ -59,7 +78,7 @@ class TaskStore(StepLog):
     ) -> Task:
         """Insert a new task and return it."""
         with self.engine.begin() as conn:
-            new_id = conn.execute(
+            row = conn.execute(
                 insert(task)
                 .values(
                     kind=kind,
@@ -75,14 +94,14 @@ class TaskStore(StepLog):
                     created_at=now,
                     updated_at=now,
                 )
-                .returning(task.c.id)
-            ).scalar_one()
-        return self.get(new_id)
+                .returning(*task.c)  # the row as stored, without reading it again
+            ).one()
+        return task_of(row)
 
     def get(self, task_id: int) -> Task:
         """The task, or TaskStateError naming the id."""
         with self.engine.connect() as conn:
-            row = conn.execute(select(task).where(task.c.id == task_id)).first()
+            row = conn.execute(_GET, {"id": task_id}).first()
         if row is None:
             raise TaskStateError(f"task {task_id} does not exist")
         return task_of(row)
@@ -173,29 +192,11 @@ class TaskStore(StepLog):
         That is a task left `running`, or one left `awaiting_confirmation` although its action was
         confirmed (and approved where needed): the process died between the yes and the resume.
         """
-        pa = pending_action.c
-        released = exists().where(
-            and_(
-                pa.task_id == task.c.id,
-                pa.status == "confirmed",
-                or_(pa.needs_approval.is_(False), pa.approved_by.is_not(None)),
-            )
-        )
-        q = (
-            select(task)
-            .where(
-                or_(
-                    task.c.status == TaskStatus.RUNNING,
-                    and_(task.c.status == TaskStatus.AWAITING_CONFIRMATION, released),
-                )
-            )
-            .order_by(task.c.id)
-            .limit(limit * 4)
-        )
+        q, params = (_ORPHANS, {"n": limit * 4})
         if conversation is not None:
-            q = q.where(task.c.conversation == conversation)
+            q, params = _ORPHANS_HERE, {"n": limit * 4, "conversation": conversation}
         with self.engine.connect() as conn:
-            rows = [task_of(r) for r in conn.execute(q)]
+            rows = [task_of(r) for r in conn.execute(q, params)]
         gone = [t for t in rows if not lease.is_held(t.lease_until, now) or holder_is_dead(t.lease_owner)]
         return gone[:limit]
 
