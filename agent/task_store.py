@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, bindparam, exists, insert, or_, select, true, update
+from sqlalchemy.exc import CompileError
 
 from xihe.agent import lease
 from xihe.agent.core_tables import pending_action, task
@@ -46,6 +47,10 @@ _RUNNABLE = or_(
         ),
     ),
 )  # left `running`, or left `awaiting_confirmation` although its action was confirmed (and approved)
+_COLUMNS = frozenset(task.c.keys())
+_CREATE = insert(task).returning(*task.c)  # the row as stored, without reading it again
+_UPDATE = update(task).where(task.c.id == bindparam("task_id"))  # SET: the columns the parameters name
+_UPDATE_FROM = _UPDATE.where(task.c.status.in_(bindparam("expect", expanding=True)))
 _ORPHANS = select(task).where(_RUNNABLE).order_by(task.c.id).limit(bindparam("n"))
 _ORPHANS_HERE = _ORPHANS.where(task.c.conversation == bindparam("conversation"))
 
@@ -79,22 +84,21 @@ class TaskStore(StepLog):
         """Insert a new task and return it."""
         with self.engine.begin() as conn:
             row = conn.execute(
-                insert(task)
-                .values(
-                    kind=kind,
-                    status=status,
-                    owner=owner,
-                    conversation=conversation,
-                    channel=channel,
-                    goal=goal,
-                    retry_budget=retry_budget,
-                    lease_owner=lease_owner,
-                    lease_until=lease_until,
-                    schema_version=1,
-                    created_at=now,
-                    updated_at=now,
-                )
-                .returning(*task.c)  # the row as stored, without reading it again
+                _CREATE,
+                {
+                    "kind": kind,
+                    "status": status,
+                    "owner": owner,
+                    "conversation": conversation,
+                    "channel": channel,
+                    "goal": goal,
+                    "retry_budget": retry_budget,
+                    "lease_owner": lease_owner,
+                    "lease_until": lease_until,
+                    "schema_version": 1,
+                    "created_at": now,
+                    "updated_at": now,
+                },
             ).one()
         return task_of(row)
 
@@ -110,11 +114,12 @@ class TaskStore(StepLog):
         self, task_id: int, now: datetime, *, expect: tuple[str, ...] | None = None, **values: Any
     ) -> bool:
         """Set columns (status, current_step, reply, error, ...); with `expect`, only from those statuses."""
-        q = update(task).where(task.c.id == task_id)
-        if expect:
-            q = q.where(task.c.status.in_(expect))
+        unknown = values.keys() - _COLUMNS
+        if unknown:  # as `update(task).values(...)` refused them
+            raise CompileError(f"Unconsumed column names: {', '.join(sorted(unknown))}")
+        q, params = (_UPDATE_FROM, {"expect": list(expect)}) if expect else (_UPDATE, {})
         with self.engine.begin() as conn:
-            return conn.execute(q.values(updated_at=now, **values)).rowcount == 1
+            return conn.execute(q, {**params, **values, "updated_at": now, "task_id": task_id}).rowcount == 1
 
     def set_outcome(self, task_id: int, outcome: str | None, now: datetime) -> None:
         """What came of the task's last action or run (see `Task.shown_status`)."""
