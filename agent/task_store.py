@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, insert, or_, select, true, update
+from sqlalchemy import Select, and_, bindparam, exists, insert, or_, select, true, update
 from sqlalchemy.exc import CompileError
 
 from xihe.agent import lease
@@ -53,6 +54,15 @@ _UPDATE = update(task).where(task.c.id == bindparam("task_id"))  # SET: the colu
 _UPDATE_FROM = _UPDATE.where(task.c.status.in_(bindparam("expect", expanding=True)))
 _ORPHANS = select(task).where(_RUNNABLE).order_by(task.c.id).limit(bindparam("n"))
 _ORPHANS_HERE = _ORPHANS.where(task.c.conversation == bindparam("conversation"))
+
+
+@lru_cache(maxsize=32)
+def _recent(filters: tuple[str, ...]) -> Select[Any]:
+    """`recent`'s query for one set of filters (each a parameter of that name), built once."""
+    q = select(task).order_by(task.c.id.desc()).limit(bindparam("limit"))
+    for name in filters:
+        q = q.where(task.c.created_at >= bindparam(name) if name == "since" else task.c[name] == bindparam(name))
+    return q
 
 
 def task_of(row: Any) -> Task:
@@ -157,19 +167,11 @@ class TaskStore(StepLog):
         limit: int = 20,
     ) -> list[Task]:
         """Newest first."""
-        q = select(task).order_by(task.c.id.desc()).limit(limit)
-        for col, val in (
-            (task.c.owner, owner),
-            (task.c.conversation, conversation),
-            (task.c.status, status),
-            (task.c.kind, kind),
-        ):
-            if val is not None:
-                q = q.where(col == val)
-        if since is not None:
-            q = q.where(task.c.created_at >= since)
+        given = {"owner": owner, "conversation": conversation, "status": status, "kind": kind, "since": since}
+        params = {k: v for k, v in given.items() if v is not None}
+        q = _recent(tuple(params))
         with self.engine.connect() as conn:
-            return [task_of(r) for r in conn.execute(q)]
+            return [task_of(r) for r in conn.execute(q, {**params, "limit": limit})]
 
     # ---- leases (`xihe.agent.lease`): one replica works a task at a time
     def claim(self, task_id: int, holder: str, now: datetime, ttl: timedelta) -> bool:
