@@ -109,6 +109,12 @@ class LLMClient:
                     )
         return client
 
+    def warm(self) -> None:
+        """Import `openai` and make the client now (a replica calls this at start-up, in the background):
+        else the first turns of a burst pay for it (~1 s of CPU while the import lock is held), and the
+        commands beside them wait. Nothing is sent to the endpoint."""
+        self._api()
+
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         hinted = _retry_after(exc)
