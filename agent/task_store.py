@@ -61,7 +61,9 @@ def _recent(filters: tuple[str, ...]) -> Select[Any]:
     """`recent`'s query for one set of filters (each a parameter of that name), built once."""
     q = select(task).order_by(task.c.id.desc()).limit(bindparam("limit"))
     for name in filters:
-        q = q.where(task.c.created_at >= bindparam(name) if name == "since" else task.c[name] == bindparam(name))
+        q = q.where(
+            task.c.created_at >= bindparam(name) if name == "since" else task.c[name] == bindparam(name)
+        )
     return q
 
 
