@@ -201,9 +201,10 @@ class TaskStore(StepLog):
         That is a task left `running`, or one left `awaiting_confirmation` although its action was
         confirmed (and approved where needed): the process died between the yes and the resume.
         """
-        q, params = (_ORPHANS, {"n": limit * 4})
+        params: dict[str, Any] = {"n": limit * 4}
+        q = _ORPHANS
         if conversation is not None:
-            q, params = _ORPHANS_HERE, {"n": limit * 4, "conversation": conversation}
+            q, params["conversation"] = _ORPHANS_HERE, conversation
         with self.engine.connect() as conn:
             rows = [task_of(r) for r in conn.execute(q, params)]
         gone = [t for t in rows if not lease.is_held(t.lease_until, now) or holder_is_dead(t.lease_owner)]
