@@ -23,6 +23,7 @@ import math
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -54,6 +55,37 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(n)
 
 
+# A request counts the same long texts several times (the tool schemas' JSON four times a turn, the
+# rules twice, the history again every turn): counts of texts at least this long are remembered, up
+# to a total size per counter, the oldest forgotten first.
+CACHED_CHARS = 256
+REMEMBERED_CHARS = 4_000_000
+
+
+class _Remembered:
+    """Token counts of long texts, at most `REMEMBERED_CHARS` characters of them."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.chars = 0
+        self.lock = threading.Lock()
+
+    def count(self, text: str, encode: Callable[[str], int]) -> int:
+        n = self.counts.get(text)
+        if n is not None:
+            return n
+        n = encode(text)
+        with self.lock:
+            if text not in self.counts:
+                self.counts[text] = n
+                self.chars += len(text)
+                while self.chars > REMEMBERED_CHARS and self.counts:
+                    oldest = next(iter(self.counts))
+                    self.chars -= len(oldest)
+                    del self.counts[oldest]
+        return n
+
+
 @dataclass(frozen=True)
 class TokenCounter:
     """Counts tokens of text, messages and tool schemas the way one model's encoding does."""
@@ -61,6 +93,7 @@ class TokenCounter:
     name: str  # the encoding name, or "estimate"
     exact: bool
     _encode: Callable[[str], int] = field(repr=False, compare=False)
+    _remembered: _Remembered = field(default_factory=_Remembered, repr=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -68,8 +101,10 @@ class TokenCounter:
         return f"tiktoken {self.name}" if self.exact else "estimate (no encoding file available offline)"
 
     def text(self, text: str) -> int:
-        """Tokens of a string."""
-        return self._encode(text) if text else 0
+        """Tokens of a string (a long one's count is remembered: the count is a function of the text)."""
+        if len(text) < CACHED_CHARS:
+            return self._encode(text) if text else 0
+        return self._remembered.count(text, self._encode)
 
     def message(self, message: dict[str, Any]) -> int:
         """Tokens one chat message costs, tool calls included."""

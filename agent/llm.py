@@ -13,6 +13,7 @@ endpoint that is not on loopback, so no test can reach a real model.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +58,13 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
+def _completion_type() -> Any:
+    """`openai.types.chat.ChatCompletion`, what `chat.completions.create` parses an answer into."""
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion
+
+
 def _retry_after(exc: BaseException | None) -> float | None:
     response = getattr(exc, "response", None)
     value = response.headers.get("retry-after") if response is not None else None
@@ -80,18 +88,32 @@ class LLMClient:
         self._sleep = sleep
         self._key = api_key or ""
         self._client: openai.OpenAI | None = None
+        self._making = threading.Lock()  # one client (and HTTP pool) for every thread of the replica
         self.calls = 0  # HTTP attempts, for metrics and tests
 
     def _api(self) -> openai.OpenAI:
-        if self._client is None:
-            cfg = self.cfg
-            self._client = _openai().OpenAI(
-                base_url=cfg.base_url,
-                api_key=self._key or "not-set",
-                timeout=cfg.timeout_seconds,
-                max_retries=0,
-            )
-        return self._client
+        """The one client, made on first use: without the lock, every worker that came first at once
+        made its own (an HTTP pool and a TLS context each, ~30 ms of CPU apiece), and all but one
+        were thrown away."""
+        client = self._client
+        if client is None:
+            with self._making:
+                client = self._client
+                if client is None:
+                    cfg = self.cfg
+                    client = self._client = _openai().OpenAI(
+                        base_url=cfg.base_url,
+                        api_key=self._key or "not-set",
+                        timeout=cfg.timeout_seconds,
+                        max_retries=0,
+                    )
+        return client
+
+    def warm(self) -> None:
+        """Import `openai` and make the client now (a replica calls this at start-up, in the background):
+        else the first turns of a burst pay for it (~1 s of CPU while the import lock is held), and the
+        commands beside them wait. Nothing is sent to the endpoint."""
+        self._api()
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -118,7 +140,10 @@ class LLMClient:
             for attempt in retrying:
                 with attempt:
                     self.calls += 1
-                    resp = client.chat.completions.create(**kwargs)
+                    # `chat.completions.create` less its `maybe_transform` pass over the body (a fifth of
+                    # a turn's CPU: a walk through the typed-dict annotations of every message and tool
+                    # schema), which changes nothing in our plain JSON: the same POST, retries and errors
+                    resp = client.post("/chat/completions", body=kwargs, cast_to=_completion_type())
         except openai.APIStatusError as exc:
             body = _error_body(exc)
             code = excerpt(str(body.get("code") or ""), self._key, limit=80)

@@ -104,6 +104,9 @@ def _note_outcome(
         conn.execute(update(task).where(task.c.id == task_id).values(**values))
 
 
+_STEPS = select(task_step).where(task_step.c.task_id == bindparam("t")).order_by(task_step.c.id)
+
+
 def _step(row: Any) -> TaskStep:
     values = {k: row._mapping[k] for k in TaskStep.__dataclass_fields__}
     values["status"] = StepStatus(values["status"])
@@ -119,9 +122,7 @@ class StepLog:
     def steps(self, task_id: int) -> list[TaskStep]:
         """Every row, oldest first."""
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(task_step).where(task_step.c.task_id == task_id).order_by(task_step.c.id)
-            )
+            rows = conn.execute(_STEPS, {"t": task_id})
             return [_step(r) for r in rows]
 
     def latest(self, task_id: int) -> dict[str, TaskStep]:

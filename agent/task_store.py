@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, exists, insert, or_, select, true, update
+from sqlalchemy import Select, and_, bindparam, exists, insert, or_, select, true, update
+from sqlalchemy.exc import CompileError
 
 from xihe.agent import lease
 from xihe.agent.core_tables import pending_action, task
@@ -29,6 +31,40 @@ def outcome_filter(name: str) -> Any:
     if name == "refused":
         return task.c.outcome == "refused"
     return task.c.status == name
+
+
+# statements of every turn, built once: building one and its cache key cost more than the query
+_GET = select(task).where(task.c.id == bindparam("id"))
+_RUNNABLE = or_(
+    task.c.status == TaskStatus.RUNNING,
+    and_(
+        task.c.status == TaskStatus.AWAITING_CONFIRMATION,
+        exists().where(
+            and_(
+                pending_action.c.task_id == task.c.id,
+                pending_action.c.status == "confirmed",
+                or_(pending_action.c.needs_approval.is_(False), pending_action.c.approved_by.is_not(None)),
+            )
+        ),
+    ),
+)  # left `running`, or left `awaiting_confirmation` although its action was confirmed (and approved)
+_COLUMNS = frozenset(task.c.keys())
+_CREATE = insert(task).returning(*task.c)  # the row as stored, without reading it again
+_UPDATE = update(task).where(task.c.id == bindparam("task_id"))  # SET: the columns the parameters name
+_UPDATE_FROM = _UPDATE.where(task.c.status.in_(bindparam("expect", expanding=True)))
+_ORPHANS = select(task).where(_RUNNABLE).order_by(task.c.id).limit(bindparam("n"))
+_ORPHANS_HERE = _ORPHANS.where(task.c.conversation == bindparam("conversation"))
+
+
+@lru_cache(maxsize=32)
+def _recent(filters: tuple[str, ...]) -> Select[Any]:
+    """`recent`'s query for one set of filters (each a parameter of that name), built once."""
+    q = select(task).order_by(task.c.id.desc()).limit(bindparam("limit"))
+    for name in filters:
+        q = q.where(
+            task.c.created_at >= bindparam(name) if name == "since" else task.c[name] == bindparam(name)
+        )
+    return q
 
 
 def task_of(row: Any) -> Task:
@@ -59,30 +95,29 @@ class TaskStore(StepLog):
     ) -> Task:
         """Insert a new task and return it."""
         with self.engine.begin() as conn:
-            new_id = conn.execute(
-                insert(task)
-                .values(
-                    kind=kind,
-                    status=status,
-                    owner=owner,
-                    conversation=conversation,
-                    channel=channel,
-                    goal=goal,
-                    retry_budget=retry_budget,
-                    lease_owner=lease_owner,
-                    lease_until=lease_until,
-                    schema_version=1,
-                    created_at=now,
-                    updated_at=now,
-                )
-                .returning(task.c.id)
-            ).scalar_one()
-        return self.get(new_id)
+            row = conn.execute(
+                _CREATE,
+                {
+                    "kind": kind,
+                    "status": status,
+                    "owner": owner,
+                    "conversation": conversation,
+                    "channel": channel,
+                    "goal": goal,
+                    "retry_budget": retry_budget,
+                    "lease_owner": lease_owner,
+                    "lease_until": lease_until,
+                    "schema_version": 1,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+            ).one()
+        return task_of(row)
 
     def get(self, task_id: int) -> Task:
         """The task, or TaskStateError naming the id."""
         with self.engine.connect() as conn:
-            row = conn.execute(select(task).where(task.c.id == task_id)).first()
+            row = conn.execute(_GET, {"id": task_id}).first()
         if row is None:
             raise TaskStateError(f"task {task_id} does not exist")
         return task_of(row)
@@ -91,11 +126,12 @@ class TaskStore(StepLog):
         self, task_id: int, now: datetime, *, expect: tuple[str, ...] | None = None, **values: Any
     ) -> bool:
         """Set columns (status, current_step, reply, error, ...); with `expect`, only from those statuses."""
-        q = update(task).where(task.c.id == task_id)
-        if expect:
-            q = q.where(task.c.status.in_(expect))
+        unknown = values.keys() - _COLUMNS
+        if unknown:  # as `update(task).values(...)` refused them
+            raise CompileError(f"Unconsumed column names: {', '.join(sorted(unknown))}")
+        q, params = (_UPDATE_FROM, {"expect": list(expect)}) if expect else (_UPDATE, {})
         with self.engine.begin() as conn:
-            return conn.execute(q.values(updated_at=now, **values)).rowcount == 1
+            return conn.execute(q, {**params, **values, "updated_at": now, "task_id": task_id}).rowcount == 1
 
     def set_outcome(self, task_id: int, outcome: str | None, now: datetime) -> None:
         """What came of the task's last action or run (see `Task.shown_status`)."""
@@ -133,19 +169,11 @@ class TaskStore(StepLog):
         limit: int = 20,
     ) -> list[Task]:
         """Newest first."""
-        q = select(task).order_by(task.c.id.desc()).limit(limit)
-        for col, val in (
-            (task.c.owner, owner),
-            (task.c.conversation, conversation),
-            (task.c.status, status),
-            (task.c.kind, kind),
-        ):
-            if val is not None:
-                q = q.where(col == val)
-        if since is not None:
-            q = q.where(task.c.created_at >= since)
+        given = {"owner": owner, "conversation": conversation, "status": status, "kind": kind, "since": since}
+        params = {k: v for k, v in given.items() if v is not None}
+        q = _recent(tuple(params))
         with self.engine.connect() as conn:
-            return [task_of(r) for r in conn.execute(q)]
+            return [task_of(r) for r in conn.execute(q, {**params, "limit": limit})]
 
     # ---- leases (`xihe.agent.lease`): one replica works a task at a time
     def claim(self, task_id: int, holder: str, now: datetime, ttl: timedelta) -> bool:
@@ -173,29 +201,12 @@ class TaskStore(StepLog):
         That is a task left `running`, or one left `awaiting_confirmation` although its action was
         confirmed (and approved where needed): the process died between the yes and the resume.
         """
-        pa = pending_action.c
-        released = exists().where(
-            and_(
-                pa.task_id == task.c.id,
-                pa.status == "confirmed",
-                or_(pa.needs_approval.is_(False), pa.approved_by.is_not(None)),
-            )
-        )
-        q = (
-            select(task)
-            .where(
-                or_(
-                    task.c.status == TaskStatus.RUNNING,
-                    and_(task.c.status == TaskStatus.AWAITING_CONFIRMATION, released),
-                )
-            )
-            .order_by(task.c.id)
-            .limit(limit * 4)
-        )
+        params: dict[str, Any] = {"n": limit * 4}
+        q = _ORPHANS
         if conversation is not None:
-            q = q.where(task.c.conversation == conversation)
+            q, params["conversation"] = _ORPHANS_HERE, conversation
         with self.engine.connect() as conn:
-            rows = [task_of(r) for r in conn.execute(q)]
+            rows = [task_of(r) for r in conn.execute(q, params)]
         gone = [t for t in rows if not lease.is_held(t.lease_until, now) or holder_is_dead(t.lease_owner)]
         return gone[:limit]
 

@@ -1,10 +1,16 @@
-"""The `openai` client is imported by the first model request, not by building the bot's client."""
+"""The `openai` client is imported by the first model request, not by building the bot's client, and
+made once however many workers ask first."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import threading
+
+from xihe.agent.llm import LLMClient
+from xihe.config.core import LLMConfig
+from xihe.integrations.fakes.llm_server import ScriptedLLM, say
 
 
 def test_making_the_client_does_not_import_openai() -> None:
@@ -31,3 +37,27 @@ def test_making_the_client_does_not_import_openai() -> None:
         "after": True,
         "said": "LLMError: the model endpoint could not be reached",
     }
+
+
+def test_workers_that_ask_at_once_share_one_client(llm: ScriptedLLM) -> None:
+    """The first requests of a replica come from many workers at once: they make one client (one HTTP
+    pool and TLS context), not one each, and every one of their requests is answered."""
+    client = LLMClient(LLMConfig(base_url=llm.base_url, model="m", max_wait_seconds=0), None)
+    llm.add(*[say(f"answer {i}") for i in range(8)])
+    start = threading.Barrier(8)
+    made: list[object] = []
+    said: list[str] = []
+
+    def ask() -> None:
+        start.wait()
+        made.append(client._api())
+        said.append(client.complete([{"role": "user", "content": "hi"}], []).message["content"])
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(c) for c in made}) == 1
+    assert sorted(said) == [f"answer {i}" for i in range(8)]
+    llm.assert_consumed()

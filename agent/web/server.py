@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -104,6 +105,8 @@ def create_server(app: Runtime, *, with_scheduler: bool = True) -> Starlette:
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         for start in app.installed.startup:
             start(app)
+        if app.agent.llm is not None:  # the model client off the first turns' path (see LLMClient.warm)
+            threading.Thread(target=app.agent.llm.warm, name="llm-warm", daemon=True).start()
         sched = scheduler.start(app) if with_scheduler else None
         log.info("xihe serving as %s", app.deps.holder, extra={"holder": app.deps.holder})
         try:

@@ -1,7 +1,7 @@
 """Benchmark: many people at once, with a slow model, through real `xihe serve` processes.
 
 Run: python -m tests.bench.bench_load [--only burst,slow,replicas] [--users 600] [--chat-users 200]
-     [--model-delay 5] [--database-url URL]   (prints JSON)
+     [--model-delay 5] [--database-url URL] [--model-concurrency N]   (prints JSON)
 
 Every message is a signed, encrypted WeCom app callback (the fake's `CallbackSender`) posted to a
 replica; replies are the app messages the loopback WeCom fake receives, timed on arrival. The model
@@ -106,8 +106,11 @@ def _wait(check: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.1)  # waiting on other processes, not timing a window
 
 
+WECOM: dict[str, Any] = {}  # wecom.yaml settings over the shipped ones (`--model-concurrency`)
+
+
 def _start(root: Path, fake: FakeWeCom, llm: ScriptedLLM, db: str, names: Iterable[str]) -> list[Replica]:
-    cfg = serve_config(root / "cfg", fake, llm_url=llm.base_url)
+    cfg = serve_config(root / "cfg", fake, llm_url=llm.base_url, wecom=WECOM)
     return [Replica(cfg, db, root, name).wait_ready() for name in names]
 
 
@@ -228,7 +231,12 @@ def main() -> None:
     parser.add_argument("--chat-users", type=int, default=200)
     parser.add_argument("--model-delay", type=float, default=5.0)
     parser.add_argument("--database-url", default="")
+    parser.add_argument(
+        "--model-concurrency", type=int, default=0, help="wecom.yaml model_concurrency (0: as shipped)"
+    )
     args = parser.parse_args()
+    if args.model_concurrency:
+        WECOM["model_concurrency"] = args.model_concurrency
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
     def answer(_body: dict[str, Any]) -> Step:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from xihe.agent import budget
 from xihe.agent.app import App
 from xihe.agent.budget import counter_for, estimate_tokens
 from xihe.agent.context import PRIORITY, Block, ContextTooLarge, build, summarize_groups
@@ -74,6 +75,31 @@ def test_the_counter_is_tiktoken_offline_and_the_estimate_is_labelled_and_high()
     assert not unknown.exact and "estimate" in unknown.label
     for text in [Path(__file__).read_text(), "尺寸不合适" * 50, json.dumps(list(range(500))), "é" * 300]:
         assert estimate_tokens(text) >= COUNTER.text(text)
+
+
+def test_a_remembered_count_is_the_count_and_what_is_kept_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Long texts are counted once per counter (a request counts the tool schemas four times), with
+    the same numbers as counting afresh, and the oldest counts go once their texts pass the budget."""
+    encoded: list[str] = []
+
+    def encode(text: str) -> int:
+        encoded.append(text)
+        return estimate_tokens(text)
+
+    monkeypatch.setattr(budget, "REMEMBERED_CHARS", 2000)
+    counter = budget.TokenCounter("estimate", False, encode)
+    texts = [f"tool {i}: " + "schema words and 数字 " * 40 for i in range(4)]  # ~800 characters each
+    assert [counter.text(t) for t in texts[:2]] == [estimate_tokens(t) for t in texts[:2]]
+    assert [counter.text(t) for t in texts[:2]] == [estimate_tokens(t) for t in texts[:2]]
+    assert encoded == texts[:2]  # counted once each
+    for t in texts[2:]:
+        counter.text(t)
+    assert counter._remembered.chars <= 2000
+    counter.text(texts[0])  # forgotten, so counted again
+    assert encoded == [*texts, texts[0]]
+    assert counter.text("short") == estimate_tokens("short")
 
 
 @pytest.mark.parametrize("seed", range(25))
