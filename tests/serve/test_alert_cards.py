@@ -110,15 +110,16 @@ def test_a_failure_alert_card_asks_for_a_rerun_and_mutes_the_workflow_by_taps(
         inst = _failed_run(sim, clock)
         assert _plugin_post(bot, inst).status_code == 200
 
-        # the P0 alert reaches the app channel's member: its markdown, and a card with two buttons
+        # the P0 alert reaches the app channel's member: its markdown, and a card with three buttons
         alert = _card(fake_wecom, "dave")
         text = wait_until(lambda: fake_wecom.contents("dave"), what="the alert's markdown")[0]
         assert "payment_reconcile" in text and f"/rerun {inst.id}" in text  # typed commands kept
         copy = alert.copies["dave"]
-        assert [b["text"] for b in copy["button_list"]] == ["重跑失败任务", "静音此工作流 30 分钟"]
+        assert [b["text"] for b in copy["button_list"]] == ["认领", "重跑失败任务", "静音此工作流 30 分钟"]
         assert copy["main_title"]["title"] == "P0 工作流失败：payment_reconcile"  # no markup left
         rows = {r["keyname"]: r["value"] for r in copy["horizontal_content_list"]}
         assert rows["实例 ID"] == str(inst.id) and rows["失败任务"] == "report（重试 0/0）"
+        assert rows["告警"] == "A1"  # the alert's own id (/ack A1), a row of its own
         assert _rows(db_url, pending_action) == [] and _rows(db_url, alert_maintenance) == []
 
         now = int(time.time())

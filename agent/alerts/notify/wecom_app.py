@@ -39,6 +39,7 @@ _MUTE = re.compile(r"/maint on 30m workflow:(\S+)")
 _MARKS = re.compile(r"</?font[^>]*>|[#*>`<]|\[|\]\([^)]*\)")
 # the alert's fact lines (`> 实例 ID：102`, `> 失败时间：…`) worth a card row, by their key
 _FACT = re.compile(r"^>\s*(实例 ID|失败任务|失败时间|Instance|Failed task|Failed at)[：:]\s*(.+)$")
+_ALERT_ID = re.compile(r"\s*(告警|Alert)[：:]\s*(A\d+)\s*$")
 _ERROR = re.compile(r"^\*\*(?:错误|Error)\*\*[：:]\s*(.+)$")
 # a log line's level and time before its message (`［ERROR］ 2026-12-05 04:47:00 +00:00 - `): the
 # card's short description keeps the message
@@ -62,7 +63,10 @@ def alert_card(text: str) -> Card | None:
         fact, error = _FACT.match(line.strip()), _ERROR.match(line.strip())
         if fact is not None:
             value = _MARKS.sub("", fact.group(2)).strip()
-            rows.append((fact.group(1), value[:MAX_FACT]))
+            short = _ALERT_ID.search(value)  # `102　告警：A7`: the alert's own id is a row of its own
+            rows.append((fact.group(1), value[: short.start() if short else MAX_FACT][:MAX_FACT]))
+            if short is not None:
+                rows.append((short.group(1), short.group(2)))
         elif error is not None and not desc:
             desc = _LOG_PREFIX.sub("", _MARKS.sub("", error.group(1)).strip())
             desc = desc if len(desc) <= MAX_DESC else desc[: MAX_DESC - 1] + "…"
