@@ -218,4 +218,7 @@ def build_app(
     )
     built.append(session)
     states = {name: part.state for name, part in parts if part.state is not None}
-    return App(settings, deps, registry, agent, session, installed, states, features)
+    app = App(settings, deps, registry, agent, session, installed, states, features)
+    for hook in installed.built:  # e.g. MCP listings that arrive in the background join the registry
+        hook(app)
+    return app

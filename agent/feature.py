@@ -120,6 +120,7 @@ class Installed:
     startup: list[Lifespan] = field(default_factory=list)
     shutdown: list[Lifespan] = field(default_factory=list)
     reloaded: list[Lifespan] = field(default_factory=list)  # after a config reload was applied
+    built: list[Lifespan] = field(default_factory=list)  # once the app is built (e.g. start background work)
     contexts: list[ServeContext] = field(default_factory=list)  # e.g. the MCP session manager's task group
     services: Services = field(default_factory=Services)
     senders: dict[str, Notify] = field(default_factory=dict)  # conversation-id prefix → channel sender
@@ -157,6 +158,7 @@ def merge(parts: Iterable[Installed]) -> Installed:
         out.startup += part.startup
         out.shutdown += part.shutdown
         out.reloaded += part.reloaded
+        out.built += part.built
         out.contexts += part.contexts
         out.services = out.services.merge(part.services)
         for prefix, sender in part.senders.items():

@@ -191,6 +191,25 @@ class Registry:
             self._specs = {**self._specs, spec.name: spec}
             return True
 
+    def add(self, spec: ToolSpec) -> bool:
+        """Add a tool that was not enabled yet (e.g. one an MCP server listed after start); False when
+        the name is taken. Readers keep the snapshot they hold, as with `replace`."""
+        with self._lock:
+            if spec.name in self._specs:
+                return False
+            self._schemas = {**self._schemas, spec.name: spec.schema()}
+            self._specs = {**self._specs, spec.name: spec}
+            return True
+
+    def remove(self, name: str) -> bool:
+        """Take a tool out (e.g. its MCP server left mcp.yaml); False when it is not enabled."""
+        with self._lock:
+            if name not in self._specs:
+                return False
+            self._schemas = {k: v for k, v in self._schemas.items() if k != name}
+            self._specs = {k: v for k, v in self._specs.items() if k != name}
+            return True
+
     def __contains__(self, name: str) -> bool:
         return name in self.specs
 

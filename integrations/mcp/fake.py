@@ -85,6 +85,7 @@ class FakeMcpServer:
         self.big_chars = big_chars
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.slow_started = threading.Event()
+        self.list_started = threading.Event()  # a tools/list reached the server
         self._slow_release = threading.Event()
         self._thread: threading.Thread | None = None
         self._server: uvicorn.Server | None = None
@@ -100,6 +101,7 @@ class FakeMcpServer:
 
     # ---- the MCP server
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        self.list_started.set()
         if self.slow_list:
             await anyio.to_thread.run_sync(self._slow_release.wait, abandon_on_cancel=True)
         return types.ListToolsResult(tools=_tools())

@@ -83,7 +83,10 @@ def config(
 
 @pytest.fixture
 def app(config: Path, clock: FakeClock, sqlite_url: str) -> App:
-    return build_app(config, clock=clock, database_url=sqlite_url)
+    built = build_app(config, clock=clock, database_url=sqlite_url)
+    state = built.states["mcp"]
+    assert isinstance(state, McpState) and state.listed.wait(30)  # every listing has arrived (or failed)
+    return built
 
 
 def ask(app: App, text: str, user: str = "alice") -> str:
@@ -91,10 +94,12 @@ def ask(app: App, text: str, user: str = "alice") -> str:
 
 
 def test_only_listed_tools_join_with_the_yamls_risk_and_the_rest_is_reported(
-    app: App, fake: FakeMcpServer, config: Path, capsys: pytest.CaptureFixture[str]
+    app: App, llm: ScriptedLLM, fake: FakeMcpServer, config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mcp_tools = {n for n in app.registry.names() if n.startswith("mcp_")}
     assert mcp_tools == {
+        "mcp_gone_anything",  # down: stand-ins that answer "unavailable"
+        "mcp_sluggish_get_metric",
         "mcp_ops_get_metric",
         "mcp_ops_restart_service",
         "mcp_ops_dump_logs",
@@ -116,7 +121,13 @@ def test_only_listed_tools_join_with_the_yamls_risk_and_the_rest_is_reported(
         "refused: input schema is not valid JSON Schema at properties/when/type"
     )
     assert "gone" in state.down and "unreachable" in state.down["gone"]  # down at start: reported, not fatal
-    assert "mcp gone" in app.installed.warnings
+    assert "mcp gone" in app.installed.warnings and "mcp ops" not in app.installed.warnings
+    assert "mcp_gone_anything" in app.registry  # a stand-in that says why
+    llm.add(call("mcp_gone_anything"), say("It is down."))
+    assert ask(app, "anything?") == "It is down."
+    step = app.deps.tasks.latest(1)["tool:1:0"]
+    assert step.status == StepStatus.FAILED
+    assert "MCP server gone is unavailable: MCP server gone is unreachable" in (step.error or "")
     assert (
         state.down["sluggish"] == "MCP server sluggish: no answer within 1 s (listing tools)"
     )  # slow at start
