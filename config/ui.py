@@ -111,6 +111,12 @@ class UiConfig(_Strict):
     )
     page_size: int = Field(50, ge=5, le=500, description="rows per list page")
     login_throttle: LoginThrottle = Field(default_factory=lambda: LoginThrottle())
+    mcp_calls_per_minute: float = Field(
+        30,
+        ge=0,
+        le=6000,
+        description="MCP tools/call per user per minute (/mcp and xihe mcp serve), per replica; 0: no limit",
+    )
     users: dict[str, UiUser] = Field(default_factory=dict, description="user id (access.yaml) → token")
     wecom_oauth: WeComOAuth = Field(default_factory=lambda: WeComOAuth())
 

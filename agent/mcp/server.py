@@ -9,11 +9,16 @@ says `/confirm ID` in one of their chats (WeCom, `xihe chat`). The client polls 
 
 Tools are listed with annotations from their specs: readOnlyHint for reads, destructiveHint for
 writes (idempotentHint: reads only). Every list and call is audited with kind `mcp`.
+
+Each user may make `ui.yaml mcp_calls_per_minute` tool calls a minute on one replica (the chat channels'
+per-user token bucket, agent/limits.py); past it a call answers "too many calls, try again in N s" and
+is audited as `rate_limited`. `xihe_action_status` is not counted: polling one's own action is cheap.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +32,10 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.canonical import canonical_json
 from xihe.agent.gate import identify, visible
 from xihe.agent.inbound import Inbound
+from xihe.agent.limits import RateLimits
 from xihe.agent.pending import mcp_conversation
 from xihe.agent.tasks import StepStatus, TaskStatus
+from xihe.config.ui import UI_SECTION, UiConfig
 
 if TYPE_CHECKING:
     from xihe.agent.feature import Runtime
@@ -62,6 +69,25 @@ class McpGateway:
 
     def __init__(self, app: Runtime) -> None:
         self.app = app
+        self._limits: tuple[float, RateLimits] | None = None  # (per minute, its buckets)
+        self._limits_lock = threading.Lock()
+
+    def per_minute(self) -> float:
+        """The configured calls per user per minute (ui.yaml; read at each call: a reload counts)."""
+        cfg = self.app.deps.settings.get(UI_SECTION)
+        return (cfg if isinstance(cfg, UiConfig) else UiConfig()).mcp_calls_per_minute
+
+    def limited(self, user: str) -> int | None:
+        """None when `user` may call now (counted); else the seconds until they may."""
+        rate = self.per_minute()
+        if rate <= 0:
+            return None
+        with self._limits_lock:
+            if self._limits is None or self._limits[0] != rate:  # a new rate starts with full buckets
+                self._limits = (rate, RateLimits(rate, 1e9, 1e9, self.app.deps.clock))
+            limits = self._limits[1]
+        hit = limits.check(user)
+        return None if hit is None else hit[1]
 
     # ---- listing
     def tools_for(self, user: str) -> list[types.Tool]:
@@ -99,6 +125,15 @@ class McpGateway:
         """One tools/call by `user`."""
         if name == STATUS_TOOL:
             return self.status(user, arguments)
+        wait = self.limited(user)
+        if wait is not None:
+            rate = self.per_minute()
+            self._audit(user, "rate_limited", name, detail={"retry_after_seconds": wait, "per_minute": rate})
+            text = (
+                f"Too many calls: at most {rate:g} tool calls a minute per user (ui.yaml mcp_calls_per_minute). "
+                f"{name} was not run; try again in {wait} s."
+            )
+            return text_result(text, {"status": "rate_limited", "retry_after_seconds": wait}, error=True)
         deps = self.app.deps
         who = identify(user, deps.settings.access)
         conversation = mcp_conversation(user)
