@@ -9,8 +9,8 @@ happened, so "who changed the access rules at 2 am?" has an answer:
     trigger  the `config_reload` job, SIGHUP (`systemctl reload xihe`), or a person's
              `xihe config reload` (found by the digest it requested; the row's actor is that person)
 
-Access rules, loop bounds, the confirmation TTL and on-call rotations take effect at once; tools, plugins and feature
-clients are built at start, which the row notes as "restart needed".
+Access rules, loop bounds, the confirmation TTL, on-call rotations and mcp.yaml's servers take effect at once;
+tools, plugins and feature clients are built at start, which the row notes as "restart needed".
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ REQUEST_FRESH = timedelta(hours=1)
 LIVE_SECTIONS = (
     "ops",
     "oncall",
+    "mcp",  # the MCP feature's reload hook lists the servers again
 )  # read from the settings on every use: an edit counts without a restart  # an older request for the same files is not what triggered this
 
 

@@ -111,6 +111,8 @@ def test_a_reload_adds_changes_and_removes_servers(
         _server("k8s", quick.url, ("dump_logs", "read")),
     )
     assert reload_config(app) == "applied"
+    row = app.deps.audit.search(kind="config", outcome="reloaded")[0]
+    assert "restart needed" not in (row["reason"] or "")  # mcp.yaml is live
     assert "mcp_ops_restart_service" not in app.registry  # gone at once, before any listing
     assert state.listed.wait(30)
     assert {n for n in app.registry.names() if n.startswith("mcp_")} == {
