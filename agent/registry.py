@@ -179,7 +179,8 @@ class Registry:
 
     @property
     def specs(self) -> Mapping[str, ToolSpec]:
-        """The tools by name: a snapshot that a concurrent `replace` never changes under the reader."""
+        """The tools by name: a snapshot that a concurrent `replace`, `add_tool` or `remove_tool` never
+        changes under the reader."""
         return self._specs
 
     def replace(self, spec: ToolSpec) -> bool:
@@ -191,7 +192,7 @@ class Registry:
             self._specs = {**self._specs, spec.name: spec}
             return True
 
-    def add(self, spec: ToolSpec) -> bool:
+    def add_tool(self, spec: ToolSpec) -> bool:
         """Add a tool that was not enabled yet (e.g. one an MCP server listed after start); False when
         the name is taken. Readers keep the snapshot they hold, as with `replace`."""
         with self._lock:
@@ -201,7 +202,7 @@ class Registry:
             self._specs = {**self._specs, spec.name: spec}
             return True
 
-    def remove(self, name: str) -> bool:
+    def remove_tool(self, name: str) -> bool:
         """Take a tool out (e.g. its MCP server left mcp.yaml); False when it is not enabled."""
         with self._lock:
             if name not in self._specs:

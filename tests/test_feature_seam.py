@@ -1,7 +1,9 @@
 """The feature seam: features return what they add, the app merges it and constructs Agent and Session once.
 
 `test_no_feature_mutates_the_wired_bot` reads every feature module: none may assign to, append on
-or otherwise change the agent, session or registry (or their attributes) after construction.
+or otherwise change the agent, session or registry (or their attributes) after construction. The one
+way to change the tools of a running bot is the Registry's own locked, snapshot-keeping API (`replace`
+for a reload, `add_tool`/`remove_tool` for MCP listings that arrive later), which this check allows.
 The behavioural tests build a real bot with an extra feature and check the merge.
 """
 

@@ -39,3 +39,16 @@ def test_schemas_are_built_once_per_registry_and_rebuilt_for_a_replaced_tool() -
     assert registry.replace(spec("look at two things"))  # a config reload swaps the tool in
     assert registry.schemas()[0]["function"]["description"] == "look at two things"
     assert CountedArgs.built == 2
+
+
+def test_added_and_removed_tools_keep_a_readers_snapshot() -> None:
+    registry = Registry([spec("look at one thing")])
+    held = registry.specs  # a turn in flight holds this
+    other = ToolSpec("peek", "peek at it", CountedArgs, run=lambda args, ctx: "ok")
+    assert registry.add_tool(other) and not registry.add_tool(other)  # a taken name is refused
+    assert registry.names() == ["look", "peek"] and set(held) == {"look"}
+    assert [s["function"]["name"] for s in registry.schemas()] == ["look", "peek"]
+    held = registry.specs
+    assert registry.remove_tool("look") and not registry.remove_tool("look")
+    assert registry.names() == ["peek"] and set(held) == {"look", "peek"}
+    assert [s["function"]["name"] for s in registry.schemas()] == ["peek"]

@@ -126,12 +126,12 @@ class McpState:
             have = {s.name for s in specs}
             for spec in specs:
                 if any(fnmatch(spec.name, p) for p in enabled) and not registry.replace(spec):
-                    registry.add(spec)
+                    registry.add_tool(spec)
             for name in allowed - have:
                 if why is not None and name in registry:  # down: the stand-in says why
                     registry.replace(stand_in(server, name, f"is unavailable: {why}"))
                 elif why is None:  # refused or missing on the server: it leaves
-                    registry.remove(name)
+                    registry.remove_tool(name)
             key = f"mcp {server.name}"
             if why is None:
                 warnings.pop(key, None)
@@ -151,7 +151,7 @@ class McpState:
             keep = {s.name for s in cfg.servers}
             for name in list(app.registry.specs):
                 if name.startswith("mcp_") and not _wanted(name, cfg):
-                    app.registry.remove(name)
+                    app.registry.remove_tool(name)
             for key in [k for k in app.installed.warnings if k.startswith("mcp ")]:
                 if key.removeprefix("mcp ") not in keep:
                     app.installed.warnings.pop(key)
@@ -160,7 +160,7 @@ class McpState:
             enabled = app.settings.core.tools
             for spec in stand_ins(cfg):
                 if spec.name not in app.registry and any(fnmatch(spec.name, p) for p in enabled):
-                    app.registry.add(spec)
+                    app.registry.add_tool(spec)
             for server in cfg.servers:
                 app.installed.warnings.setdefault(f"mcp {server.name}", LISTING)
         self.start(app.settings, cfg)
