@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xihe.agent.cron import CronSpec
+from xihe.config.oncall import ONCALL_SECTION
 from xihe.config.semantic import unknown_name
 from xihe.config.settings import Problem, Section, Settings
 
@@ -371,4 +372,29 @@ def channel_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]
         yield "alerts.yaml", ("templates_dir",), f"{cfg.templates_dir!r} is not a directory"
 
 
-ALERTS_SECTION = Section("alerts.yaml", "alerts", AlertsConfig, checks=channel_problems)
+def known_people(settings: Settings) -> set[str]:
+    """Userids a page or an acknowledgement may name: access.yaml users and everyone of an oncall.yaml
+    rotation (members and listed secondaries)."""
+    people = set(settings.access.users)
+    oncall = settings.get(ONCALL_SECTION)
+    for rot in oncall.rotations.values() if oncall is not None else ():
+        people.update(rot.members, rot.secondary if isinstance(rot.secondary, list) else ())
+    return people
+
+
+def lifecycle_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]:
+    """`lifecycle.fallback` userids nobody registered: a page to a typo reaches no one."""
+    known = known_people(settings)
+    for i, user in enumerate(cfg.lifecycle.fallback):
+        if user not in known:
+            where = "access.yaml users, oncall.yaml members"
+            yield "alerts.yaml", ("lifecycle", "fallback", i), unknown_name("user", user, known, where)
+
+
+def alerts_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]:
+    """Every cross-check of alerts.yaml."""
+    yield from channel_problems(settings, cfg)
+    yield from lifecycle_problems(settings, cfg)
+
+
+ALERTS_SECTION = Section("alerts.yaml", "alerts", AlertsConfig, checks=alerts_problems)

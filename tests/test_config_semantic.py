@@ -113,6 +113,18 @@ CASES = [
         "templates_dir: '/nonexistent/xihe-templates' is not a directory",
     ),
     (
+        "alerts.yaml",
+        "fallback: []",
+        "fallback: [dave, zhangsn]",
+        "lifecycle.fallback.1: unknown user 'zhangsn' (did you mean 'zhangsan'?)",
+    ),
+    (
+        "alerts.yaml",
+        "fallback: []",
+        "fallback: [nobody_here]",
+        "lifecycle.fallback.0: unknown user 'nobody_here' (access.yaml users, oncall.yaml members: ",
+    ),
+    (
         "code.yaml",
         "rerank:\n  enabled: false",
         "rerank:\n  enabled: true",
@@ -138,3 +150,21 @@ def test_a_semantic_mistake_names_file_line_and_key(
     assert main(["config", "check", str(d)]) == 1
     err = capsys.readouterr().err
     assert f"{d / file}:{line}: {expected}" in err, err
+
+
+def test_fallback_may_name_rotation_members_only_while_oncall_yaml_lists_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / "cfg"
+    shutil.copytree(REPO / "config", d, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    alerts = d / "alerts.yaml"
+    alerts.write_text(alerts.read_text(encoding="utf-8").replace("fallback: []", "fallback: [wangwu, dave]"))
+    main(["config", "check", str(d)])  # (the shipped shell.yaml names a workspace this host lacks)
+    assert "lifecycle.fallback" not in capsys.readouterr().err  # wangwu: oncall.yaml; dave: access.yaml
+    (d / "oncall.yaml").unlink()
+    (d / "workflows.yaml").write_text(  # its `team:` names need oncall.yaml
+        (d / "workflows.yaml").read_text(encoding="utf-8").replace("team: data-platform", "team: ''")
+    )
+    assert main(["config", "check", str(d)]) == 1
+    err = capsys.readouterr().err
+    assert "lifecycle.fallback.0: unknown user 'wangwu'" in err and "fallback.1" not in err

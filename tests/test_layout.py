@@ -39,6 +39,7 @@ SHARED = {"integrations.fakes"}
 ALLOWED = {
     ("alerts", "dolphin"),  # alert decisions read DolphinScheduler's state names (its states module)
     ("alerts", "wecom"),  # the WeCom robot is one alert notifier
+    ("alerts", "oncall"),  # who may /ack, whom lifecycle.fallback may name: rotation members (oncall.yaml)
     ("dolphin", "alerts"),  # DolphinScheduler's events (watcher, webhook, scan) go into the alert pipeline
     ("mcp", "web"),  # the MCP server's bearer tokens are the web login's tokens (ui.yaml users)
 }

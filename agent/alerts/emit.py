@@ -125,7 +125,15 @@ class Emitter:
             extra["p0_list"] = [n for n, _c in w.workflows if is_p0(self.index, n)]
             tier = Tier.P0 if extra["p0_list"] else Tier.P1
         notes = window_notes(
-            self.renderer_for(w.channel), w, tier, now, template, kind, window_key(w, suffix), extra
+            self.renderer_for(w.channel),
+            w,
+            tier,
+            now,
+            template,
+            kind,
+            window_key(w, suffix),
+            extra,
+            self.alert_short,
         )
         return [self.emit(n) for n in notes]
 

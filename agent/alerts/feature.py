@@ -133,6 +133,8 @@ def _ack(session: Session, who: Who, msg: Inbound, cmd: Command) -> str:
     if a is None:
         return say_md(ACK, "unknown", lang, ref=ref) if ref else say_md(ACK, "none", lang)
     facts = {"short": a.short, "workflow": a.workflow, "instance_id": a.instance_id}
+    if out.refused:
+        return say_md(ACK, "refused", lang, user=who.user, short=a.short, team=out.refused)
     if out.why is Why.ACKED:
         return say_md(ACK, "acked", lang, **facts, tier=a.tier.value, channel=a.channel)
     if out.why is Why.ALREADY_ACKED:

@@ -38,6 +38,7 @@ from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.render import duration_seconds
 from xihe.agent.wecom_markdown import Url, checked_url
 from xihe.config.alerts import AlertsConfig
+from xihe.config.workflows import Workflow
 
 # Final-failure decisions that leave someone told (or about to be): each gives its instance an alert.
 ALERTED = frozenset(
@@ -227,7 +228,7 @@ class Lifecycle:
         policy = self.life.policy(alert.tier.value)
         if alert.state != "firing" or alert.next_page_at is None or now < alert.next_page_at:
             return []
-        page = next_step(alert, self._chain(alert, now), now, policy)
+        page = next_step(alert, self.chain_of(alert, now), now, policy)
         if page is None:
             self.store.save(exhausted(alert))
             return []
@@ -241,8 +242,9 @@ class Lifecycle:
         key = self._page_row(alert, page, now)
         return [Transition(now, self.store.save(after), Why.PAGED, page.person, key)]
 
-    def _chain(self, alert: Alert, now: datetime) -> list[tuple[str, str]]:
-        wf = self.index.find(
+    def workflow(self, alert: Alert, now: datetime) -> Workflow | None:
+        """The workflows.yaml entry of the alert's workflow, or None."""
+        return self.index.find(
             AlertEvent(
                 at=now,
                 workflow=alert.workflow,
@@ -251,6 +253,10 @@ class Lifecycle:
                 project=alert.project,
             )
         )
+
+    def chain_of(self, alert: Alert, now: datetime) -> list[tuple[str, str]]:
+        """The alert's escalation chain at `now`: (step, person) in order."""
+        wf = self.workflow(alert, now)
         primary, secondary = self.oncall(wf, now) if wf is not None else (None, None)
         return chain(primary, secondary, wf.owner if wf is not None else "", self.life.fallback)
 

@@ -87,6 +87,13 @@ ACK: Catalog = {
         "en": "{short} ({workflow} instance {instance_id}) is {state} already; nothing to acknowledge.",
         "zh": "{short}（{workflow} 实例 {instance_id}）已经{state}，无需认领。",
     },
+    "refused": {
+        "en": "{user} may not acknowledge {short}: only users listed in access.yaml, members of the "
+        "on-call rotation of its team ({team}) and the people of its escalation chain (on-call, "
+        "secondary, workflow owner, fallback) may. Ask an admin to add you to access.yaml.",
+        "zh": "{user} 不能认领 {short}：只有 access.yaml 中登记的用户、其团队（{team}）值班轮换的成员，"
+        "以及其升级链上的人（值班、备岗、负责人、兜底）可以认领。请管理员把你加入 access.yaml。",
+    },
     "state_resolved": {"en": "resolved", "zh": "恢复"},
     "state_expired": {"en": "expired", "zh": "过期"},
 }

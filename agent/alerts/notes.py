@@ -9,7 +9,7 @@ in one message (WeCom: 4096 bytes) the rest go into numbered continuation parts,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -184,13 +184,20 @@ def window_notes(
     kind: Kind,
     key: str,
     extra: dict[str, Any],
+    short: Callable[[int], str] = lambda _instance_id: "",
 ) -> list[Notification]:
-    """A window's message, naming every instance; continuation parts when the ids do not fit."""
+    """A window's message, naming every instance with its alert's short id when it has one
+    (`101（A7）`, for `/ack A7`); continuation parts when the ids do not fit."""
     mentions = w.mentions if tier is Tier.P0 else ()
     node = kind is Kind.NODE
+
     # a node follow-up or escalation names only what its alerts did not (w.named of them were named
     # already); instances alerted on their own before the storm are named apart, in its first alert only
-    ids = [str(i) for i in w.instances[w.named if node else 0 :] if not (node and i in w.alerted)]
+    listed = [i for i in w.instances[w.named if node else 0 :] if not (node and i in w.alerted)]
+    apart = list(w.alerted) if node and not w.named else []
+    shorts = {i: short(i) for i in [*listed, *apart]}
+    ids = [f"{i}（{shorts[i]}）" if shorts[i] else str(i) for i in listed]
+    alerted = [f"{i}（{shorts[i]}）" if shorts[i] else str(i) for i in apart]
     ctx: dict[str, Any] = {
         "mentions": mentions,
         "tier": tier.value,
@@ -208,7 +215,8 @@ def window_notes(
         "host_name": w.key,
         "parts": 1,
         "listed_count": len(ids),
-        "alerted": [str(i) for i in w.alerted] if node and not w.named else [],
+        "alerted": alerted,
+        "ackable": any(shorts.values()),  # some instance has an alert to /ack
         # an escalation: how many instances the earlier node alert listed
         "earlier": sum(1 for i in w.instances[: w.named] if i not in w.alerted) if node else 0,
         **extra,

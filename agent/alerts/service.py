@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from xihe.agent.alert_event import AlertEvent
+from xihe.agent.alerts.ackers import may_ack, rotation_people
 from xihe.agent.alerts.deliver import Deliverer
 from xihe.agent.alerts.life import Transition
 from xihe.agent.alerts.lifecycle import Alert, Why
@@ -50,6 +51,7 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Deps
 from xihe.agent.timefmt import show
 from xihe.config.alerts import AlertsConfig
+from xihe.config.oncall import ONCALL_SECTION
 from xihe.config.workflows import Workflow, WorkflowsConfig
 
 log = logging.getLogger("xihe.alerts")
@@ -96,6 +98,7 @@ class AckResult:
 
     alert: Alert | None
     why: Why | None = None
+    refused: str = ""  # the workflow team when the caller may not acknowledge it (ackers.py); else ""
 
 
 class AlertService:
@@ -195,7 +198,8 @@ class AlertService:
     # ---- the lifecycle ------------------------------------------------------------------------------
     def acknowledge(self, ref: str, who: str, conversation: str) -> AckResult:
         """`/ack [ID]`: acknowledge the alert `ref` names (its instance id or short id; "" = the newest
-        open alert of the channels read in `conversation`, or of all channels), audited."""
+        open alert of the channels read in `conversation`, or of all channels), audited; refused
+        (and the refusal audited) unless `who` may acknowledge it (ackers.py)."""
         life = self.pipeline.life
         assert life is not None
         now = self.deps.clock()
@@ -204,11 +208,37 @@ class AlertService:
             alert = life.find(ref, channels or None)
             if alert is None:
                 return AckResult(None)
-            moved, why = life.acknowledge(alert, who, now)
+            wf = life.workflow(alert, now)
+            team = wf.team if wf is not None else ""
+            right = may_ack(
+                who,
+                listed=self.deps.settings.access.users,
+                rotation=rotation_people(self.deps.settings.get(ONCALL_SECTION), team),
+                chain={p for _s, p in life.chain_of(alert, now)} | set(wf.oncall if wf is not None else ()),
+            )
+            if right.allowed:
+                moved, why = life.acknowledge(alert, who, now)
+        if not right.allowed:
+            self._audit_refusal(alert, who, now)
+            return AckResult(alert, refused=team or "-")
         if moved is not None:
             self._audit_life([moved])
             return AckResult(moved.alert, why)
         return AckResult(alert, why)
+
+    def _audit_refusal(self, a: Alert, who: str, now: datetime) -> None:
+        self.deps.audit.record(
+            AuditEvent(
+                at=now,
+                kind="alert_life",
+                actor=who,
+                outcome="denied",
+                tool="/ack",
+                reason=f"{a.short} {a.workflow} #{a.instance_id}: not in access.yaml, the team's rotation "
+                "or the escalation chain",
+                external_ids={"instance_id": a.instance_id, "alert_id": a.id},
+            )
+        )
 
     def _audit_life(self, moves: Iterable[Transition]) -> None:
         """Every lifecycle change: an audit row (kind `alert_life`) and a record on the alert's instance."""

@@ -66,17 +66,25 @@ AlertsApp = Callable[..., App]
 
 @pytest.fixture
 def alerts_app(tmp_path: Path, llm: ScriptedLLM, clock: FakeClock, sinks: Sinks) -> AlertsApp:
-    """`alerts_app(db, **alerts_yaml_overrides)`: a bot with alerts.yaml + workflows.yaml; call again = restart."""
+    """`alerts_app(db, **alerts_yaml_overrides)`: a bot with alerts.yaml + workflows.yaml (+ the shipped
+    files named in `extra`, e.g. oncall.yaml); call again = restart."""
     counter = {"n": 0}
 
-    def make(db: str, *, script: list[Any] | None = None, holder: str = "", **over: Any) -> App:
+    def make(
+        db: str,
+        *,
+        script: list[Any] | None = None,
+        holder: str = "",
+        extra: tuple[str, ...] = (),
+        **over: Any,
+    ) -> App:
         counter["n"] += 1
         if script:
             llm.add(*script)
         cfg = write_config(
             tmp_path / f"alerts-config{counter['n']}",
             llm_url=llm.base_url,
-            files=(*CORE_FILES, "workflows.yaml"),
+            files=(*CORE_FILES, "workflows.yaml", *extra),
         )
         shipped = yaml.safe_load((REPO / "config" / "alerts.yaml").read_text())
         alerts = merge(

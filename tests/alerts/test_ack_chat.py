@@ -92,3 +92,35 @@ def test_stats_per_workflow_and_tier_and_unacknowledged_p0(
     assert "unacknowledged P0 now: 1" in text and "A2  order_sync instance 2" in text
     assert main(["--config", str(config), "alerts", "stats", "--since", "last week"]) == 2
     assert "--since 'last week': expected a span (30m, 24h, 7d)" in capsys.readouterr().err
+
+
+def test_only_listed_users_rotation_and_chain_may_acknowledge(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, sqlite_url: str
+) -> None:
+    app = alerts_app(sqlite_url, **LIFE)
+    svc(app).feed([failure(clock, instance_id=101, **P0)])
+    run_jobs(app)
+    refused = app.session.handle(Inbound("mallory", "c1", "/ack A1"))
+    assert "mallory may not acknowledge A1" in refused and "(data-platform)" in refused
+    assert "access.yaml" in refused
+    (denied,) = app.deps.audit.search(kind="alert_life", outcome="denied")
+    assert (
+        denied["actor"] == "mallory" and denied["tool"] == "/ack" and "A1 order_sync #101" in denied["reason"]
+    )
+    assert svc(app).life.get(101).state == "firing"  # untouched: escalation goes on
+    clock.advance(minutes=11)
+    run_jobs(app)
+    assert "升级（第 1 次）" in sinks.robot_texts(KEY_PROD)[-1]
+    # zhangsan is not in access.yaml, but owns order_sync and is on its `oncall` list: in the chain
+    assert "Acknowledged A1" in app.session.handle(Inbound("zhangsan", "c1", "/ack 101"))
+    assert svc(app).life.get(101).acked_by == "zhangsan"
+
+
+def test_a_rotation_member_off_duty_may_acknowledge(
+    alerts_app: AlertsApp, sinks: Sinks, clock: FakeClock, sqlite_url: str
+) -> None:
+    app = alerts_app(sqlite_url, extra=("oncall.yaml",), **LIFE)
+    svc(app).feed([failure(clock, instance_id=101, **P0)])
+    run_jobs(app)
+    assert "may not acknowledge" in app.session.handle(Inbound("zhaoliu", "c1", "/ack A1"))  # reporting team
+    assert "Acknowledged A1" in app.session.handle(Inbound("wangwu", "c1", "/ack A1"))  # data-platform

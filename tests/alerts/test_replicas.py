@@ -108,7 +108,9 @@ def test_restart_in_the_middle_of_a_window_loses_nothing(
     assert len(texts) == 4
     assert "实例 ID：1" in texts[0]
     assert any("实例 ID：3" in t for t in texts[1:3]) and any("实例 ID：4" in t for t in texts[1:3])
-    assert "同类错误汇总：1 次" in texts[3] and "1、2" in texts[3]  # the window's fold survived the restart
+    assert (
+        "同类错误汇总：1 次" in texts[3] and "1（A1）、2（A2）" in texts[3]
+    )  # the fold survived the restart
     delivered_exactly_once(second, sinks)
 
 
