@@ -188,3 +188,24 @@ def test_a_save_that_dies_midway_leaves_the_previous_index(
     final = open_index(root, cfg, embedder)
     assert final is not None
     assert any(h.unit.qualname == "chargeback" for h in final.search("chargeback", 3).hits)
+
+
+def test_the_query_word_table_is_linked_while_no_word_is_added(make_repo, cfg, embedder) -> None:
+    files = _corpus()
+    root = make_repo(files, use_git=False)
+    idx, _ = index_repo(root, cfg, embedder=embedder)
+    table = index_dir(root, cfg) / "query_words.tsv"
+    first = table.stat().st_ino
+    rel = "email/charset.py"
+    (root / rel).write_text(files[rel] + "\n# charset\n", encoding="utf-8")  # no new word
+    idx.update_files([rel])
+    idx.save()
+    assert table.stat().st_ino == first  # linked, not rewritten
+    (root / rel).write_text(files[rel] + "\n\ndef zebrafinch():\n    return 1\n", encoding="utf-8")
+    idx.update_files([rel])
+    idx.save()
+    assert table.stat().st_ino != first and "\nzebrafinch()\t" in table.read_text(encoding="utf-8")
+    loaded = open_index(root, cfg, embedder)
+    assert loaded is not None and loaded.query_vectors is not None
+    want = idx.query_vectors.ids("zebrafinch()")  # type: ignore[union-attr]
+    assert want is not None and loaded.query_vectors.ids("zebrafinch()") == want

@@ -99,7 +99,7 @@ def save(idx: Stored) -> None:
     segments.save_rows(current, tmp, "sent_vectors", idx.sent_vectors, bases, np.float16)
     segments.save_rows(current, tmp, "sent_owner", idx.sent_owner, bases, np.int64)
     if idx.query_vectors is not None:
-        idx.query_vectors.save(tmp)
+        idx.query_vectors.save(tmp, current)
     if idx.multi is not None:
         segments.save_rows(current, tmp, MULTI, idx.multi.vectors, bases, np.float16)
     lines, size = _write_units(idx, tmp / "units.jsonl")
