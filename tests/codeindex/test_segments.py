@@ -209,3 +209,31 @@ def test_the_query_word_table_is_linked_while_no_word_is_added(make_repo, cfg, e
     assert loaded is not None and loaded.query_vectors is not None
     want = idx.query_vectors.ids("zebrafinch()")  # type: ignore[union-attr]
     assert want is not None and loaded.query_vectors.ids("zebrafinch()") == want
+
+
+def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
+    make_repo, cfg, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = _corpus()
+    root = make_repo(files, use_git=False)
+    idx, _ = index_repo(root, cfg, embedder=embedder)
+    rel = "email/base64mime.py"
+    (root / rel).write_text(files[rel] + "\n\ndef chargeback(order):\n    return order\n", encoding="utf-8")
+    idx.update_files([rel])
+    real_rename = Path.rename
+    seen: list[bool] = []
+
+    def rename(self: Path, target):
+        if ".tmp-" in self.name and not seen:  # another process loads in the window
+            seen.append(open_index(root, cfg, embedder) is not None)
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    idx.save()
+    monkeypatch.undo()
+    assert seen == [True]  # the loader found the previous index, moved back
+    final = open_index(root, cfg, embedder)
+    assert final is not None and any(
+        h.unit.qualname == "chargeback" for h in final.search("chargeback", 3).hits
+    )
+    assert not list(index_dir(root, cfg).parent.glob("*.old-*"))

@@ -124,7 +124,13 @@ def save(idx: Stored) -> None:
     old = idx.directory.with_name(idx.directory.name + f".old-{os.getpid()}")
     if idx.directory.exists():
         idx.directory.rename(old)
-    tmp.rename(idx.directory)
+    try:
+        tmp.rename(idx.directory)
+    except OSError:  # a load moved the previous index back meanwhile (`_restore`): aside with it again
+        if not (idx.directory / "meta.json").exists():
+            raise
+        idx.directory.rename(old)
+        tmp.rename(idx.directory)
     if old.exists():
         shutil.rmtree(old)
     idx.units_on_disk = (lines, size)
