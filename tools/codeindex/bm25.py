@@ -8,6 +8,7 @@ columns; scores equal bm25s's `method="lucene"` (a test checks it).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xihe.tools.codeindex import segments
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
 
 Columns = tuple[np.ndarray, np.ndarray, np.ndarray]  # CSC indptr, indices, data
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # slots and their CSR indptr, indices, data
 
 
 def _sparse() -> Any:
@@ -46,6 +50,11 @@ class Bm25Index:
         self._cols: Columns | None = None
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.alive = np.zeros(0, dtype=bool)
+        # the saved base file (segments.py): its rows and vocabulary, and the rows replaced since it
+        self._base: segments.Base | None = None
+        self._base_vocab = 0
+        self._changed: set[int] = set()
+        self._delta: Rows | None = None  # loaded (slots, indptr, indices, data) not yet in `_raw`
 
     @property
     def size(self) -> int:
@@ -85,23 +94,8 @@ class Bm25Index:
         new = self._rows_of(docs)
         m = self._merged()  # after _rows_of: the width includes the new terms
         at = np.asarray(slots, np.int64)
-        old_len = np.diff(m.indptr)
-        new_len = old_len.copy()
-        new_len[at] = np.diff(new.indptr)
-        indptr = np.zeros(len(new_len) + 1, np.int64)
-        np.cumsum(new_len, out=indptr[1:])
-        indices = np.empty(int(indptr[-1]), m.indices.dtype)
-        data = np.empty(int(indptr[-1]), np.float32)
-        replaced = np.zeros(len(old_len), bool)
-        replaced[at] = True
-        row = np.repeat(np.arange(len(old_len)), old_len)  # the row of every stored entry
-        keep = ~replaced[row]
-        dest = indptr[row[keep]] + (np.arange(len(row))[keep] - m.indptr[row[keep]])
-        indices[dest], data[dest] = m.indices[keep], m.data[keep]
-        new_row = np.repeat(at, np.diff(new.indptr))
-        dest = indptr[new_row] + (np.arange(len(new_row)) - np.repeat(new.indptr[:-1], np.diff(new.indptr)))
-        indices[dest], data[dest] = new.indices, new.data
-        self._matrix = _sparse().csr_matrix((data, indices, indptr), shape=m.shape)
+        self._matrix = _replaced(m, at, new.indptr, new.indices, new.data)
+        self._changed.update(int(x) for x in slots)
         doc_len = np.array(self.doc_len, np.float32)
         doc_len[at] = [len(d) for d in docs]
         self.doc_len = doc_len
@@ -118,8 +112,16 @@ class Bm25Index:
         if self._matrix is None:
             if self._raw is not None:
                 data, indices, indptr, shape = self._raw
-                self._matrix = sparse.csr_matrix((data, indices, indptr), shape=shape)
-                self._raw = None
+                if self._delta is not None:  # the saved delta's rows over the base's (segments.py)
+                    slots, d_ptr, d_idx, d_data = self._delta
+                    n = shape[0] + int((slots >= shape[0]).sum())  # the rows as loaded (more may be pending)
+                    grown = np.full(n - shape[0], indptr[-1], indptr.dtype)
+                    shape = (n, max(shape[1], width))
+                    base = sparse.csr_matrix((data, indices, np.concatenate([indptr, grown])), shape=shape)
+                    self._matrix = _replaced(base, slots, d_ptr, d_idx, d_data)
+                else:
+                    self._matrix = sparse.csr_matrix((data, indices, indptr), shape=shape)
+                self._raw, self._delta = None, None
             else:
                 self._matrix = sparse.csr_matrix((0, width), dtype=np.float32)
         if self._rows:
@@ -191,9 +193,32 @@ class Bm25Index:
         self.doc_len = self.doc_len[keep]
         self.alive = self.alive[keep]
         self._cols = None
+        self._base, self._changed = None, set()  # renumbered: the next save writes a new base
 
-    def save(self, directory: Path, name: str = "bm25") -> None:
-        """Write rows and columns, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`."""
+    def save(self, directory: Path, name: str = "bm25", current: Path | None = None) -> None:
+        """Write rows and columns, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`;
+        or, while the rows changed since the base saved in `current` are few, link that base and write
+        them as `<name>.delta.npz` (segments.py)."""
+        base = self._base
+        if base is not None and base.rows <= self.size:
+            changed = sorted(s for s in self._changed if s < base.rows)
+            slots = np.asarray([*changed, *range(base.rows, self.size)], np.int64)
+            if segments.small(base, len(slots)) and segments.link(current, directory, f"{name}.npz", base):
+                os.link(current / f"{name}_vocab.txt", directory / f"{name}_vocab.txt")  # type: ignore[operator]
+                rows = self._merged()[slots] if len(slots) else None
+                vocab = sorted(self.vocab, key=self.vocab.__getitem__)[self._base_vocab :]
+                np.savez(
+                    directory / f"{name}.delta.npz",
+                    slots=slots,
+                    indptr=rows.indptr if rows is not None else np.zeros(1, np.int64),
+                    indices=rows.indices if rows is not None else np.zeros(0, np.int32),
+                    data=rows.data if rows is not None else np.zeros(0, np.float32),
+                    doc_len=self.doc_len,
+                    alive=self.alive,
+                    base_vocab=np.asarray([self._base_vocab]),
+                )
+                (directory / f"{name}_vocab.delta.txt").write_text("\n".join(vocab), encoding="utf-8")
+                return
         m = self._merged()
         col_ptr, col_rows, col_tf = self._columns()
         np.savez(
@@ -211,10 +236,12 @@ class Bm25Index:
         )
         vocab = sorted(self.vocab, key=self.vocab.__getitem__)
         (directory / f"{name}_vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
+        self._base = segments.remember(directory / f"{name}.npz", self.size)
+        self._base_vocab, self._changed = len(vocab), set()
 
     @classmethod
     def load(cls, directory: Path, name: str = "bm25") -> Bm25Index:
-        """Read what `save` wrote (an index saved without columns gets them on its first query)."""
+        """Read what `save` wrote: the base, and the delta over it when there is one."""
         z = np.load(directory / f"{name}.npz")
         idx = cls(float(z["params"][0]), float(z["params"][1]))
         text = (directory / f"{name}_vocab.txt").read_text(encoding="utf-8")
@@ -222,8 +249,65 @@ class Bm25Index:
         idx.vocab = {w: i for i, w in enumerate(words)}
         shape = (int(z["shape"][0]), int(z["shape"][1]))
         idx._raw = (z["data"], z["indices"], z["indptr"], shape)
-        if "col_indptr" in z.files:
-            idx._cols = (z["col_indptr"], z["col_indices"], z["col_data"])
+        cols = (z["col_indptr"], z["col_indices"], z["col_data"])
         idx.doc_len = z["doc_len"]
         idx.alive = z["alive"]
+        idx._base = segments.remember(directory / f"{name}.npz", shape[0])
+        idx._base_vocab = len(words)
+        if (directory / f"{name}.delta.npz").exists():
+            d = np.load(directory / f"{name}.delta.npz")
+            more = (directory / f"{name}_vocab.delta.txt").read_text(encoding="utf-8")
+            for w in more.split("\n") if more else []:
+                idx.vocab[w] = len(idx.vocab)
+            idx.doc_len, idx.alive = d["doc_len"], d["alive"]
+            idx._delta = (d["slots"], d["indptr"], d["indices"], d["data"])
+            idx._changed = {int(s) for s in d["slots"] if s < shape[0]}
+            cols = _with_rows(cols, len(idx.vocab), idx._delta, idx.size)
+        idx._cols = cols
         return idx
+
+
+def _replaced(
+    m: sp.csr_matrix, at: np.ndarray, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
+) -> sp.csr_matrix:
+    """`m` with its rows `at` replaced by the CSR rows (`indptr`, `indices`, `data`), in one numpy pass."""
+    old_len = np.diff(m.indptr)
+    new_len = old_len.copy()
+    new_len[at] = np.diff(indptr)
+    out_ptr = np.zeros(len(new_len) + 1, np.int64)
+    np.cumsum(new_len, out=out_ptr[1:])
+    out_idx = np.empty(int(out_ptr[-1]), m.indices.dtype)
+    out_data = np.empty(int(out_ptr[-1]), np.float32)
+    replaced = np.zeros(len(old_len), bool)
+    replaced[at] = True
+    row = np.repeat(np.arange(len(old_len)), old_len)  # the row of every stored entry
+    keep = ~replaced[row]
+    dest = out_ptr[row[keep]] + (np.arange(len(row))[keep] - m.indptr[row[keep]])
+    out_idx[dest], out_data[dest] = m.indices[keep], m.data[keep]
+    new_row = np.repeat(at, np.diff(indptr))
+    dest = out_ptr[new_row] + (np.arange(len(new_row)) - np.repeat(indptr[:-1], np.diff(indptr)))
+    out_idx[dest], out_data[dest] = indices, data
+    return _sparse().csr_matrix((out_data, out_idx, out_ptr), shape=m.shape)
+
+
+def _with_rows(cols: Columns, n_cols: int, delta: Rows, n_rows: int) -> Columns:
+    """The base's columns with the delta's rows in place of theirs (numpy only: a query needs no scipy);
+    every column's rows stay sorted, as a fresh build's."""
+    col_ptr, col_rows, col_tf = cols
+    slots, d_ptr, d_idx, d_data = delta
+    counts = np.diff(col_ptr)
+    col_of = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    shadow = np.zeros(n_rows, bool)
+    shadow[slots] = True
+    keep = ~shadow[col_rows]
+    key = col_of[keep] * n_rows + col_rows[keep]
+    d_rows = np.repeat(np.asarray(slots, np.int64), np.diff(d_ptr))
+    d_key = d_idx.astype(np.int64) * n_rows + d_rows
+    order = np.argsort(d_key, kind="stable")
+    at = np.searchsorted(key, d_key[order])
+    rows = np.insert(col_rows[keep], at, d_rows[order].astype(col_rows.dtype))
+    tf = np.insert(col_tf[keep], at, d_data[order])
+    col = np.insert(col_of[keep], at, d_idx[order].astype(np.int64))
+    ptr = np.zeros(n_cols + 1, col_ptr.dtype)
+    np.cumsum(np.bincount(col, minlength=n_cols), out=ptr[1:])
+    return ptr, rows, tf

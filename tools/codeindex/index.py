@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from xihe.tools.codeindex import inherit, reuse, store
+from xihe.tools.codeindex import inherit, reuse, segments, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.cachedir import shared_cache
@@ -120,6 +120,8 @@ class CodeIndex(Searching):
         self.built_at: float = 0.0
         # units.jsonl is append-only between compactions: (lines, bytes) of it that `meta.json` vouches for
         self.units_on_disk: tuple[int, int] | None = None
+        # the row files' bases as saved (segments.py): a save links them and writes only the rows since
+        self.row_bases: dict[str, segments.Base] = {}
         # the symbol graph's facts per file (graphstore.py), read from disk only when the graph is asked for
         self.graph_facts = GraphFacts()
         self._graph: SymbolGraph | None = None
@@ -156,6 +158,7 @@ class CodeIndex(Searching):
         """Index every file of the repository from scratch."""
         t0 = time.perf_counter()
         self.units, self.files = [], {}
+        self.row_bases, self.units_on_disk = {}, None
         self.bm25 = Bm25Index()
         self.names = Bm25Index()
         self.neighbours = Bm25Index()
@@ -462,6 +465,7 @@ class CodeIndex(Searching):
         for rec in self.files.values():
             rec.slots = [remap[s] for s in rec.slots]
         self.units_on_disk = None  # renumbered: the next save rewrites units.jsonl
+        self.row_bases = {}  # and every row file whole
 
     # ---- the symbol graph (graph.py) ---------------------------------------------------------
 

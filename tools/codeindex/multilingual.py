@@ -213,16 +213,8 @@ class MultilingualVectors:
         sims[~alive[: len(sims)]] = -np.inf
         return sims
 
-    def save(self, directory: Path) -> None:
-        """Write the rows into the index directory being saved."""
-        np.save(directory / FILE, self.vectors)
-
-    def load(self, directory: Path, slots: int) -> bool:
-        """Read the rows of a saved index; False when they are missing or do not match its slots."""
-        try:
-            vectors = np.load(directory / FILE)
-        except (OSError, ValueError):
-            return False
+    def set_rows(self, vectors: np.ndarray, slots: int) -> bool:
+        """Take the rows of a saved index (store.py, segments.py); False when they do not match its slots."""
         if vectors.shape != (slots, DIM):
             return False
         self.vectors, self._as32 = vectors, None

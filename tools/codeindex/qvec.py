@@ -14,6 +14,7 @@ tens of thousands of words); without the merges file the model itself embeds the
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 from collections.abc import Iterable, Sequence
@@ -23,7 +24,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from xihe.tools.codeindex import segments
+
 FILE = "query_words.tsv"
+BPE_FILES = ("bpe_merges.txt", "bpe_vocab.tsv")
 TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 WEIGHTS = ("weights", "l2_supercat_{dim}.safetensors")
 TENSOR = "embedding.weight"
@@ -165,6 +169,7 @@ class QueryVectors:
         self._weights: np.ndarray | None = None
         self._files = model_files(dim)
         self.bpe: Bpe | None = None  # for words the table lacks; set by the index (built or loaded)
+        self._saved: segments.Base | None = None  # the file as last saved or loaded, while no word was added
 
     def _table(self) -> dict[str, str]:
         if self._ids is None:
@@ -190,6 +195,8 @@ class QueryVectors:
         """Tokenize the words not yet in the table (with the model's tokenizer) and keep them."""
         table = self._table()
         new = sorted({w for w in words if w not in table and _TABLE_WORD.fullmatch(w)})
+        if new:
+            self._saved = None
         for word, ids in zip(new, source.token_ids(new), strict=True):
             table[word] = " ".join(map(str, ids))
 
@@ -210,14 +217,22 @@ class QueryVectors:
         norm = float(np.linalg.norm(mean))
         return mean / norm if norm else None
 
-    def save(self, directory: Path) -> None:
-        """Write the table (one `word<TAB>id id ...` line per word) under `directory`."""
+    def save(self, directory: Path, current: Path | None = None) -> None:
+        """Write the table (one `word<TAB>id id ...` line per word) under `directory`; unchanged since
+        it was saved in or loaded from `current`, hard-link it from there (segments.py)."""
         if self._files is None:
+            return
+        names = [FILE, *(BPE_FILES if self.bpe is not None else ())]
+        if segments.link(current, Path(directory), FILE, self._saved):
+            assert current is not None
+            for name in names[1:]:
+                os.link(current / name, Path(directory) / name)
             return
         body = "".join(f"{w}\t{i}\n" for w, i in self._table().items())
         (Path(directory) / FILE).write_text(f"{_stamp(self._files)}\n{body}", encoding="utf-8")
         if self.bpe is not None:
             self.bpe.save(Path(directory))
+        self._saved = segments.remember(Path(directory) / FILE, 0)
 
     @classmethod
     def load(cls, directory: Path, dim: int) -> QueryVectors | None:
@@ -232,6 +247,7 @@ class QueryVectors:
             return None
         table._ids, table._text = None, "\n" + body
         table.bpe = Bpe.load(Path(directory))
+        table._saved = segments.remember(Path(directory) / FILE, 0)
         return table
 
 

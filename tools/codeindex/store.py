@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from xihe.tools.codeindex import reuse
+from xihe.tools.codeindex import reuse, segments
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.graphstore import GraphFacts
@@ -32,8 +32,9 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.tools.codeindex.multilingual import MultilingualVectors
     from xihe.tools.codeindex.tokens import Tokenizer
 
+MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's module
 INDEX_VERSION = (
-    8  # 7: graph.jsonl (the symbol graph's facts); 8: neighbours.npz (the graph field), unit_keys.npy
+    9  # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py)
 )
 
 
@@ -69,6 +70,7 @@ class Stored(Protocol):
     dirty: list[str]
     built_at: float
     units_on_disk: tuple[int, int] | None
+    row_bases: dict[str, segments.Base]
     graph_facts: GraphFacts
 
     def set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None: ...
@@ -86,17 +88,20 @@ def save(idx: Stored) -> None:
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    idx.bm25.save(tmp)
-    idx.names.save(tmp, "names")
-    idx.neighbours.save(tmp, "neighbours")
-    np.save(tmp / reuse.FILE, idx.unit_keys)
-    np.save(tmp / "vectors.npy", idx.vectors.astype(np.float16))  # (already rounded: index.half)
-    np.save(tmp / "sent_vectors.npy", idx.sent_vectors.astype(np.float16))
-    np.save(tmp / "sent_owner.npy", idx.sent_owner)
+    current = idx.directory if idx.directory.is_dir() else None  # its base files are linked (segments.py)
+    idx.bm25.save(tmp, "bm25", current)
+    idx.names.save(tmp, "names", current)
+    idx.neighbours.save(tmp, "neighbours", current)
+    bases = idx.row_bases
+    segments.save_rows(current, tmp, reuse.FILE.removesuffix(".npy"), idx.unit_keys, bases, np.uint64)
+    # vectors are float16 on disk (already rounded: index.half)
+    segments.save_rows(current, tmp, "vectors", idx.vectors, bases, np.float16)
+    segments.save_rows(current, tmp, "sent_vectors", idx.sent_vectors, bases, np.float16)
+    segments.save_rows(current, tmp, "sent_owner", idx.sent_owner, bases, np.int64)
     if idx.query_vectors is not None:
-        idx.query_vectors.save(tmp)
+        idx.query_vectors.save(tmp, current)
     if idx.multi is not None:
-        idx.multi.save(tmp)
+        segments.save_rows(current, tmp, MULTI, idx.multi.vectors, bases, np.float16)
     lines, size = _write_units(idx, tmp / "units.jsonl")
     graph_lines, graph_bytes = idx.graph_facts.save(tmp, len(idx.files))
     meta = {
@@ -119,7 +124,13 @@ def save(idx: Stored) -> None:
     old = idx.directory.with_name(idx.directory.name + f".old-{os.getpid()}")
     if idx.directory.exists():
         idx.directory.rename(old)
-    tmp.rename(idx.directory)
+    try:
+        tmp.rename(idx.directory)
+    except OSError:  # a load moved the previous index back meanwhile (`_restore`): aside with it again
+        if not (idx.directory / "meta.json").exists():
+            raise
+        idx.directory.rename(old)
+        tmp.rename(idx.directory)
     if old.exists():
         shutil.rmtree(old)
     idx.units_on_disk = (lines, size)
@@ -145,10 +156,21 @@ def _write_units(idx: Stored, target: Path) -> tuple[int, int]:
         return len(idx.units), fh.tell()
 
 
+def _restore(directory: Path) -> None:
+    """Put back the previous index when a save died between moving it aside and moving the new one in."""
+    if directory.exists():
+        return
+    for old in sorted(directory.parent.glob(directory.name + ".old-*")):
+        if (old / "meta.json").exists():
+            old.rename(directory)
+            return
+
+
 def load_into(idx: Stored) -> bool:
     """Fill the new `idx` from its directory; False when nothing is saved there, or it was built with
     another version, embedder, walk or doc-sentence config, or another multilingual model."""
     directory, cfg, root = idx.directory, idx.cfg, idx.root
+    _restore(Path(directory))
     try:
         meta = json.loads((Path(directory) / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -166,19 +188,27 @@ def load_into(idx: Stored) -> bool:
         return False  # the channel was switched on or off, or the model changed: build again
     zh = ZhSource(shared_cache())  # a question's Chinese words read the prebuilt dictionaries
     idx.tokenizer.zh, idx.bridge.zh = zh, zh
-    idx.bm25 = Bm25Index.load(Path(directory))
-    if idx.multi is not None and not idx.multi.load(Path(directory), len(idx.bm25.alive)):
-        return False
-    idx.names = Bm25Index.load(Path(directory), "names")
-    idx.neighbours = Bm25Index.load(Path(directory), "neighbours")
-    idx.unit_keys = np.load(Path(directory) / reuse.FILE)
-    idx.vectors = np.load(Path(directory) / "vectors.npy").astype(np.float32)  # float16 on disk
+    bases: dict[str, segments.Base] = {}
+    d = Path(directory)
+    idx.bm25 = Bm25Index.load(d)
+    if idx.multi is not None:
+        try:
+            rows = segments.load_rows(d, MULTI, bases)
+        except (OSError, ValueError):
+            return False
+        if not idx.multi.set_rows(rows, len(idx.bm25.alive)):
+            return False
+    idx.names = Bm25Index.load(d, "names")
+    idx.neighbours = Bm25Index.load(d, "neighbours")
+    idx.unit_keys = segments.load_rows(d, reuse.FILE.removesuffix(".npy"), bases)
+    idx.vectors = segments.load_rows(d, "vectors", bases).astype(np.float32)  # float16 on disk
     if idx.query_vectors is not None:
-        idx.query_vectors = QueryVectors.load(Path(directory), idx.query_vectors.dim)
+        idx.query_vectors = QueryVectors.load(d, idx.query_vectors.dim)
     idx.set_sentences(
-        np.load(Path(directory) / "sent_vectors.npy").astype(np.float32),
-        np.load(Path(directory) / "sent_owner.npy"),
+        segments.load_rows(d, "sent_vectors", bases).astype(np.float32),
+        segments.load_rows(d, "sent_owner", bases),
     )
+    idx.row_bases = bases
     lines = int(meta.get("units_lines", len(idx.bm25.alive)))
     try:
         idx.units = UnitLines(Path(directory) / "units.jsonl", lines, idx.bm25.alive)
