@@ -227,27 +227,15 @@ class ToolSteps:
         body = f"Loaded {', '.join(known)}: call them now." + (
             f" Unknown: {', '.join(unknown)}." if unknown else ""
         )
-        now = self.deps.clock()
-        self.deps.metrics.tool_calls.labels(LOAD_TOOLS, "ok").inc()
-        audit = AuditEvent(
-            at=now,
-            kind="tool_call",
-            actor=run.task.owner,
-            outcome="ok",
-            task_id=run.task.id,
-            step_key=key,
-            tool=LOAD_TOOLS,
-            reason=body,
-        )
-        self.deps.tasks.record(
-            run.task.id,
+        self._record(
+            run,
             key,
             LOAD_TOOLS,
-            StepStatus.DONE,
-            now,
-            input_preview=(raw or "")[:200],
+            "ok",
+            body,
+            status=StepStatus.DONE,
             output_text=body,
-            audit=audit,
+            input_preview=(raw or "")[:200],
             outcome="ok",
         )
         return StepResult(labelled(LOAD_TOOLS, body), ok=True, body=body)
@@ -263,9 +251,39 @@ class ToolSteps:
         audited: bool = False,
         said: Text | None = None,
     ) -> StepResult:
+        shown = labelled(name, message)
+        self._record(
+            run,
+            key,
+            name,
+            kind,
+            message,
+            status=StepStatus.FAILED,
+            output_text=shown,
+            error=message,
+            audited=audited,
+            outcome="refused" if kind in REFUSALS else "failed",
+        )
+        return StepResult(shown, ok=False, body=message, error=message, said=said)
+
+    def _record(
+        self,
+        run: Walk,
+        key: str,
+        name: str,
+        kind: str,
+        message: str,
+        *,
+        status: StepStatus,
+        output_text: str,
+        outcome: str,
+        error: str | None = None,
+        audited: bool = False,
+        input_preview: str | None = None,
+    ) -> None:
+        """A step that ran no tool (refused, or handled here): counted, recorded, audited unless it was."""
         now = self.deps.clock()
         self.deps.metrics.tool_calls.labels(name, kind).inc()
-        shown = labelled(name, message)
         audit = (
             None
             if audited
@@ -284,11 +302,11 @@ class ToolSteps:
             run.task.id,
             key,
             name,
-            StepStatus.FAILED,
+            status,
             now,
-            output_text=shown,
-            error=message,
+            input_preview=input_preview,
+            output_text=output_text,
+            error=error,
             audit=audit,
-            outcome="refused" if kind in REFUSALS else "failed",
+            outcome=outcome,
         )
-        return StepResult(shown, ok=False, body=message, error=message, said=said)
