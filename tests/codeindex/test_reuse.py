@@ -101,3 +101,57 @@ def test_a_changed_doc_is_embedded_again(tmp_path) -> None:
     idx.update_files(["app/jobs.py"])
     assert any("Interrupt the sleep" in t for t in embedder.texts)
     assert not any("Run every job" in t for t in embedder.texts)
+
+
+def term_rows(idx: CodeIndex) -> dict[str, tuple[dict[str, float], dict[str, float], float]]:
+    """Per unit: its BM25 and name rows as term -> count, and its BM25 length."""
+    out = {}
+    for field in (idx.bm25, idx.names):
+        words = {j: w for w, j in field.vocab.items()}
+        m = field._merged()
+        for s, u in enumerate(idx.units):
+            if u is not None:
+                row = m[s]
+                terms = {words[int(j)]: float(v) for j, v in zip(row.indices, row.data)}
+                out.setdefault(u.qualname, []).append(terms)  # type: ignore[attr-defined]
+        for s, u in enumerate(idx.units):
+            if u is not None and field is idx.bm25:
+                out[u.qualname].append(float(field.doc_len[s]))  # type: ignore[attr-defined]
+    return {q: tuple(v) for q, v in out.items()}  # type: ignore[misc]
+
+
+def test_an_update_tokenizes_only_the_changed_units_and_keeps_the_rows_exact(tmp_path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "app").mkdir(parents=True)
+    (repo / "app/jobs.py").write_text(JOBS, encoding="utf-8")
+    cfg = CodeConfig(index_dir=str(tmp_path / "index"), embedding={"multilingual": False})
+    idx = CodeIndex(repo, tmp_path / "index" / "x", cfg, None)
+    idx.build()
+    idx.save()
+    loaded = CodeIndex.load(repo, tmp_path / "index" / "x", cfg, None)
+    assert loaded is not None
+    seen: list[str] = []
+    real = loaded.tokenizer.tokens
+
+    def counting(text: str) -> list[str]:
+        seen.append(text)
+        return real(text)
+
+    loaded.tokenizer.tokens = counting  # type: ignore[method-assign]
+    edited = JOBS.replace("Wake the main loop early", "Interrupt the sleep") + (
+        '\n\ndef resume_job(job):\n    """Let a paused job run again."""\n    job.paused = False\n'
+    )
+    (repo / "app/jobs.py").write_text(edited, encoding="utf-8")
+    loaded.update_files(["app/jobs.py"])
+    bm25_texts = [t for t in seen if t.startswith("app/jobs.py\n")]  # fields.bm25_text starts with the path
+    assert len(bm25_texts) == 2, bm25_texts  # the edited method and the new function only
+    assert any("Interrupt the sleep" in t for t in bm25_texts)
+    assert any("resume_job" in t for t in bm25_texts)
+    assert not any("Run every job" in t for t in bm25_texts)
+    fresh = CodeIndex(repo, tmp_path / "index" / "y", cfg, None)
+    fresh.build()
+    assert term_rows(loaded) == term_rows(fresh)  # exactly what a full build makes
+    q = "interrupt the sleep of the scheduler"
+    assert [h.unit.qualname for h in loaded.search(q, 5).hits] == [
+        h.unit.qualname for h in fresh.search(q, 5).hits
+    ]

@@ -24,6 +24,7 @@ calls and `new` expressions, Java its imports and JavaScript/TypeScript theirs (
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -396,6 +397,15 @@ def _generic_receiver(obj: Node | None) -> str:
     return "?"
 
 
+def _first_field(node: Node, fields: Sequence[str]) -> Node | None:
+    """The first of `fields` that `node` has (each looked up once)."""
+    for f in fields:
+        child = node.child_by_field_name(f)
+        if child:
+            return child
+    return None
+
+
 def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
     facts = FileFacts(lang)
     spans = sorted(((u.start, -u.end, u.qualname) for u in units if u.kind != "module"), key=lambda s: s[:2])
@@ -435,14 +445,8 @@ def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts
             else:
                 fn = node.child_by_field_name("function")
                 target = fn if fn is not None else node
-                obj = next(
-                    (target.child_by_field_name(f) for f in _OBJECT_FIELDS if target.child_by_field_name(f)),
-                    None,
-                )
-                name_node = next(
-                    (target.child_by_field_name(f) for f in _NAME_FIELDS if target.child_by_field_name(f)),
-                    None,
-                )
+                obj = _first_field(target, _OBJECT_FIELDS)
+                name_node = _first_field(target, _NAME_FIELDS)
                 if fn is not None and fn.type == "identifier":
                     name_node, obj = fn, None
                 name = node_text(name_node)
