@@ -420,16 +420,17 @@ def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts
                 return qual
         return ""
 
+    java, js = lang == "java", lang in jsimports.JS_LANGS
     stack = [root]
     while stack:
         node = stack.pop()
         t = node.type
-        if t == "import_declaration" and lang == "java":
+        if java and t == "import_declaration":
             imported = next((node_text(c) for c in node.named_children if c.type == "scoped_identifier"), "")
             if imported and not any(c.type == "asterisk" for c in node.children):
                 facts.imports[imported.rsplit(".", 1)[-1]] = imported
             continue
-        if lang in jsimports.JS_LANGS:
+        if js:
             if t == "import_statement":
                 jsimports.statement(path, node, facts.imports)
                 continue
