@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xihe.config.code import CodeConfig
+from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.embed import WordLlamaEmbedder
 from xihe.tools.codeindex.index import CodeIndex
 
@@ -105,19 +106,17 @@ def test_a_changed_doc_is_embedded_again(tmp_path) -> None:
 
 def term_rows(idx: CodeIndex) -> dict[str, tuple[dict[str, float], dict[str, float], float]]:
     """Per unit: its BM25 and name rows as term -> count, and its BM25 length."""
-    out = {}
-    for field in (idx.bm25, idx.names):
+
+    def row(field: Bm25Index, s: int) -> dict[str, float]:
         words = {j: w for w, j in field.vocab.items()}
-        m = field._merged()
-        for s, u in enumerate(idx.units):
-            if u is not None:
-                row = m[s]
-                terms = {words[int(j)]: float(v) for j, v in zip(row.indices, row.data)}
-                out.setdefault(u.qualname, []).append(terms)  # type: ignore[attr-defined]
-        for s, u in enumerate(idx.units):
-            if u is not None and field is idx.bm25:
-                out[u.qualname].append(float(field.doc_len[s]))  # type: ignore[attr-defined]
-    return {q: tuple(v) for q, v in out.items()}  # type: ignore[misc]
+        r = field._merged()[s]
+        return {words[int(j)]: float(v) for j, v in zip(r.indices, r.data, strict=True)}
+
+    return {
+        u.qualname: (row(idx.bm25, s), row(idx.names, s), float(idx.bm25.doc_len[s]))
+        for s, u in enumerate(idx.units)
+        if u is not None
+    }
 
 
 def test_an_update_tokenizes_only_the_changed_units_and_keeps_the_rows_exact(tmp_path) -> None:

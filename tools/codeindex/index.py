@@ -234,11 +234,18 @@ class CodeIndex(Searching):
         # an unchanged unit of a re-indexed file keeps its dropped slot's vectors (reuse.py) and its
         # BM25 and name rows (its callee names, not in the key, compared too): not tokenized again
         old = [self._recycled.get(int(k)) for k in keys]
-        rows = [o if o is not None and self._recycled_calls.get(o) == v.calls else None for o, v in zip(old, views)]
+        rows = [
+            o if o is not None and self._recycled_calls.get(o) == v.calls else None
+            for o, v in zip(old, views, strict=True)
+        ]
         self._recycled, self._recycled_calls = {}, {}
         tokens = self.tokenizer.tokens
-        self.bm25.add_reusing(rows, [tokens(bm25_text(v)) for v, o in zip(views, rows) if o is None])
-        self.names.add_reusing(rows, [tokens(name_text(u)) for u, o in zip(units, rows) if o is None])
+        self.bm25.add_reusing(
+            rows, [tokens(bm25_text(v)) for v, o in zip(views, rows, strict=True) if o is None]
+        )
+        self.names.add_reusing(
+            rows, [tokens(name_text(u)) for u, o in zip(units, rows, strict=True) if o is None]
+        )
         self._add_neighbours(live_slots, units)
         self.unit_keys = np.concatenate([self.unit_keys, keys])
         if self.embedder is not None:
