@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xihe.config.code import CodeConfig
+from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.embed import WordLlamaEmbedder
 from xihe.tools.codeindex.index import CodeIndex
 
@@ -101,3 +102,55 @@ def test_a_changed_doc_is_embedded_again(tmp_path) -> None:
     idx.update_files(["app/jobs.py"])
     assert any("Interrupt the sleep" in t for t in embedder.texts)
     assert not any("Run every job" in t for t in embedder.texts)
+
+
+def term_rows(idx: CodeIndex) -> dict[str, tuple[dict[str, float], dict[str, float], float]]:
+    """Per unit: its BM25 and name rows as term -> count, and its BM25 length."""
+
+    def row(field: Bm25Index, s: int) -> dict[str, float]:
+        words = {j: w for w, j in field.vocab.items()}
+        r = field._merged()[s]
+        return {words[int(j)]: float(v) for j, v in zip(r.indices, r.data, strict=True)}
+
+    return {
+        u.qualname: (row(idx.bm25, s), row(idx.names, s), float(idx.bm25.doc_len[s]))
+        for s, u in enumerate(idx.units)
+        if u is not None
+    }
+
+
+def test_an_update_tokenizes_only_the_changed_units_and_keeps_the_rows_exact(tmp_path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "app").mkdir(parents=True)
+    (repo / "app/jobs.py").write_text(JOBS, encoding="utf-8")
+    cfg = CodeConfig(index_dir=str(tmp_path / "index"), embedding={"multilingual": False})
+    idx = CodeIndex(repo, tmp_path / "index" / "x", cfg, None)
+    idx.build()
+    idx.save()
+    loaded = CodeIndex.load(repo, tmp_path / "index" / "x", cfg, None)
+    assert loaded is not None
+    seen: list[str] = []
+    real = loaded.tokenizer.tokens
+
+    def counting(text: str) -> list[str]:
+        seen.append(text)
+        return real(text)
+
+    loaded.tokenizer.tokens = counting  # type: ignore[method-assign]
+    edited = JOBS.replace("Wake the main loop early", "Interrupt the sleep") + (
+        '\n\ndef resume_job(job):\n    """Let a paused job run again."""\n    job.paused = False\n'
+    )
+    (repo / "app/jobs.py").write_text(edited, encoding="utf-8")
+    loaded.update_files(["app/jobs.py"])
+    bm25_texts = [t for t in seen if t.startswith("app/jobs.py\n")]  # fields.bm25_text starts with the path
+    assert len(bm25_texts) == 2, bm25_texts  # the edited method and the new function only
+    assert any("Interrupt the sleep" in t for t in bm25_texts)
+    assert any("resume_job" in t for t in bm25_texts)
+    assert not any("Run every job" in t for t in bm25_texts)
+    fresh = CodeIndex(repo, tmp_path / "index" / "y", cfg, None)
+    fresh.build()
+    assert term_rows(loaded) == term_rows(fresh)  # exactly what a full build makes
+    q = "interrupt the sleep of the scheduler"
+    assert [h.unit.qualname for h in loaded.search(q, 5).hits] == [
+        h.unit.qualname for h in fresh.search(q, 5).hits
+    ]

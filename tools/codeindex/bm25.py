@@ -70,6 +70,35 @@ class Bm25Index:
         self.alive = np.concatenate([self.alive, np.ones(len(docs), bool)])
         self._cols = None
 
+    def add_reusing(self, old: Sequence[int | None], fresh: Sequence[Sequence[str]]) -> None:
+        """Append one row per entry of `old`: a copy of that (dropped) slot's row where given, else the
+        next document of `fresh` (token lists, in order). The rows equal `add` of every document: a
+        reused row's terms are already in the vocabulary, so the fresh ones get the same columns."""
+        kept = [o for o in old if o is not None]
+        if not kept:
+            self.add(fresh)
+            return
+        sparse = _sparse()
+        new = self._rows_of(fresh) if fresh else None
+        m = self._merged()  # after _rows_of: the width includes the new terms
+        width = m.shape[1]
+        at = np.asarray(kept, np.int64)
+        parts = [m[at]] + ([self._resize(new, width)] if new is not None else [])
+        stacked = sparse.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+        perm, lens = np.empty(len(old), np.int64), np.empty(len(old), np.float32)
+        k, f = 0, len(kept)
+        for i, o in enumerate(old):
+            if o is None:
+                perm[i], lens[i] = f, len(fresh[f - len(kept)])
+                f += 1
+            else:
+                perm[i], lens[i] = k, self.doc_len[o]
+                k += 1
+        self._rows.append(stacked[perm])
+        self.doc_len = np.concatenate([self.doc_len, lens])
+        self.alive = np.concatenate([self.alive, np.ones(len(old), bool)])
+        self._cols = None
+
     def _rows_of(self, docs: Sequence[Sequence[str]]) -> sp.csr_matrix:
         """One CSR row of term frequencies per document, new terms added to the vocabulary."""
         indptr = [0]

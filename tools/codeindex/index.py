@@ -104,6 +104,7 @@ class CodeIndex(Searching):
         self._touched: set[str] = set()  # names whose callers changed since the graph field was written
         self.unit_keys = np.zeros(0, np.uint64)  # per slot: what its vectors are made from (reuse.py)
         self._recycled: dict[int, int] = {}  # key -> a slot dropped by this update, its rows still there
+        self._recycled_calls: dict[int, tuple[str, ...]] = {}  # such a slot -> its unit's callee names
         self._shapes: dict[str, list[tuple[str, str, str, str, bool]]] = {}  # dropped files' inherit.shape
         self.vectors = np.zeros((0, 0), np.float32)
         # doc-sentence vectors: row i belongs to slot sent_owner[i] (non-decreasing: appended in slot order)
@@ -163,7 +164,7 @@ class CodeIndex(Searching):
         self.names = Bm25Index()
         self.neighbours = Bm25Index()
         self._touched = set()
-        self.unit_keys, self._recycled = np.zeros(0, np.uint64), {}
+        self.unit_keys, self._recycled, self._recycled_calls = np.zeros(0, np.uint64), {}, {}
         self.vectors = np.zeros((0, 0), np.float32)
         self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
         self.graph_facts, self._graph = GraphFacts(), None
@@ -229,13 +230,23 @@ class CodeIndex(Searching):
         live = [u for _, u in live_slots]
         base, units = len(self.units), inherit.resolve(units, live)
         views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
-        self.bm25.add([self.tokenizer.tokens(bm25_text(u)) for u in views])
-        self.names.add([self.tokenizer.tokens(name_text(u)) for u in units])
-        self._add_neighbours(live_slots, units)
         keys = reuse.keys_of(views)
-        # an unchanged unit of a re-indexed file keeps its dropped slot's vectors (reuse.py)
+        # an unchanged unit of a re-indexed file keeps its dropped slot's vectors (reuse.py) and its
+        # BM25 and name rows (its callee names, not in the key, compared too): not tokenized again
         old = [self._recycled.get(int(k)) for k in keys]
-        self._recycled = {}
+        rows = [
+            o if o is not None and self._recycled_calls.get(o) == v.calls else None
+            for o, v in zip(old, views, strict=True)
+        ]
+        self._recycled, self._recycled_calls = {}, {}
+        tokens = self.tokenizer.tokens
+        self.bm25.add_reusing(
+            rows, [tokens(bm25_text(v)) for v, o in zip(views, rows, strict=True) if o is None]
+        )
+        self.names.add_reusing(
+            rows, [tokens(name_text(u)) for u, o in zip(units, rows, strict=True) if o is None]
+        )
+        self._add_neighbours(live_slots, units)
         self.unit_keys = np.concatenate([self.unit_keys, keys])
         if self.embedder is not None:
             texts = [embed_text(u, u.text) for u in views]
@@ -354,6 +365,8 @@ class CodeIndex(Searching):
                 self._touched.update(u.calls)
             if s < len(self.unit_keys):
                 self._recycled[int(self.unit_keys[s])] = s
+                if u is not None:
+                    self._recycled_calls[s] = u.calls
             self.units[s] = None
         if rec.slots:
             self.bm25.remove(rec.slots)

@@ -159,14 +159,15 @@ def node_text(node: Node | None) -> str:
 
 def unit_kind(node: Node, spec: LangSpec) -> str | None:
     """'class' / 'function' when the node is a unit, else None."""
-    if node.type in spec.classes:
-        if node.type == "type_spec":  # Go: only struct and interface types are worth a unit
+    typ = node.type  # read once: each read makes a new string
+    if typ in spec.classes:
+        if typ == "type_spec":  # Go: only struct and interface types are worth a unit
             t = node.child_by_field_name("type")
             return "class" if t is not None and t.type in {"struct_type", "interface_type"} else None
         return "class"
-    if node.type in spec.functions:
+    if typ in spec.functions:
         return "function"
-    if node.type == "variable_declarator" and spec.name in {"javascript", "typescript", "tsx"}:
+    if typ == "variable_declarator" and spec.name in {"javascript", "typescript", "tsx"}:
         value = node.child_by_field_name("value")
         if value is not None and value.type in _JS_FUNCTION_VALUES:
             return "function"

@@ -24,10 +24,11 @@ calls and `new` expressions, Java its imports and JavaScript/TypeScript theirs (
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tree_sitter import Node
+from tree_sitter import Language, Node, Query, QueryCursor
 
 from xihe.tools.codeindex import jsimports
 from xihe.tools.codeindex.languages import LANGS, node_text
@@ -396,6 +397,15 @@ def _generic_receiver(obj: Node | None) -> str:
     return "?"
 
 
+def _first_field(node: Node, fields: Sequence[str]) -> Node | None:
+    """The first of `fields` that `node` has (each looked up once)."""
+    for f in fields:
+        child = node.child_by_field_name(f)
+        if child:
+            return child
+    return None
+
+
 def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
     facts = FileFacts(lang)
     spans = sorted(((u.start, -u.end, u.qualname) for u in units if u.kind != "module"), key=lambda s: s[:2])
@@ -410,16 +420,15 @@ def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts
                 return qual
         return ""
 
-    stack = [root]
-    while stack:
-        node = stack.pop()
+    java, js = lang == "java", lang in jsimports.JS_LANGS
+    for node in _visited(lang, root):
         t = node.type
-        if t == "import_declaration" and lang == "java":
+        if java and t == "import_declaration":
             imported = next((node_text(c) for c in node.named_children if c.type == "scoped_identifier"), "")
             if imported and not any(c.type == "asterisk" for c in node.children):
                 facts.imports[imported.rsplit(".", 1)[-1]] = imported
             continue
-        if lang in jsimports.JS_LANGS:
+        if js:
             if t == "import_statement":
                 jsimports.statement(path, node, facts.imports)
                 continue
@@ -435,18 +444,43 @@ def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts
             else:
                 fn = node.child_by_field_name("function")
                 target = fn if fn is not None else node
-                obj = next(
-                    (target.child_by_field_name(f) for f in _OBJECT_FIELDS if target.child_by_field_name(f)),
-                    None,
-                )
-                name_node = next(
-                    (target.child_by_field_name(f) for f in _NAME_FIELDS if target.child_by_field_name(f)),
-                    None,
-                )
+                obj = _first_field(target, _OBJECT_FIELDS)
+                name_node = _first_field(target, _NAME_FIELDS)
                 if fn is not None and fn.type == "identifier":
                     name_node, obj = fn, None
                 name = node_text(name_node)
                 if name.isidentifier():
                     facts.refs.append((scope_of(line), line, name, _generic_receiver(obj), 1))
-        stack.extend(node.named_children)
     return facts
+
+
+_QUERIES: dict[str, Query] = {}
+
+
+def _visited(lang: str, root: Node) -> list[Node]:
+    """The nodes `_calls` reads (calls; imports and JS declarators), found by a tree-sitter query in C
+    instead of a Python walk over every node, in the order of a depth-first walk that pops the last
+    child first (an enclosing node before the nodes inside it, else the later node first), without
+    the nodes inside an import."""
+    query = _QUERIES.get(lang)
+    if query is None:
+        language = Language(LANGS[lang].load())
+        types = set(LANGS[lang].calls)
+        types |= {"import_declaration"} if lang == "java" else set()
+        types |= {"import_statement", "variable_declarator"} if lang in jsimports.JS_LANGS else set()
+        known = sorted(t for t in types if language.id_for_node_kind(t, True) is not None)
+        query = _QUERIES[lang] = Query(language, " ".join(f"({t}) @n" for t in known))
+    found = QueryCursor(query).captures(root).get("n", [])
+    found.sort(key=lambda n: (-n.end_byte, n.start_byte))
+    out: list[Node] = []
+    start, end = -1, -1  # the span of the last import seen: the nodes inside it are not walked
+    for node in found:
+        if node.start_byte >= start and node.end_byte <= end:
+            continue  # sorted: a node inside an import comes after it
+        out.append(node)
+        if node.type in _IMPORTS:
+            start, end = node.start_byte, node.end_byte
+    return out
+
+
+_IMPORTS = frozenset({"import_declaration", "import_statement"})

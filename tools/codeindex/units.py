@@ -154,9 +154,10 @@ def _collect(node: Node, spec: LangSpec, skip: set[int]) -> tuple[tuple[str, ...
         n = stack.pop()
         if n.id in skip and n is not node:
             continue
-        if n.type in spec.identifiers and len(ids) < MAX_IDENTIFIERS:
+        typ = n.type
+        if typ in spec.identifiers and len(ids) < MAX_IDENTIFIERS:
             ids.setdefault(node_text(n), None)
-        elif n.type in spec.calls and len(calls) < MAX_CALLS:
+        elif typ in spec.calls and len(calls) < MAX_CALLS:
             c = _callee(n)
             if c:
                 calls.setdefault(c, None)
@@ -181,9 +182,10 @@ def parse_units(
 
     # walk with the enclosing qualified name and whether the parent unit is a class
     stack: list[tuple[Node, str, str | None]] = [(tree.root_node, "", None)]
+    maybe = spec.classes | spec.functions | {"variable_declarator"}  # the only types unit_kind may accept
     while stack:
         node, prefix, parent_kind = stack.pop()
-        kind = unit_kind(node, spec)
+        kind = unit_kind(node, spec) if node.type in maybe else None
         child_prefix, child_parent = prefix, parent_kind
         if kind is not None:
             name = _name_of(node, spec)
