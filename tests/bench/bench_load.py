@@ -1,7 +1,8 @@
 """Benchmark: many people at once, with a slow model, through real `xihe serve` processes.
 
-Run: python -m tests.bench.bench_load [--only burst,slow,replicas] [--users 600] [--chat-users 200]
-     [--model-delay 5] [--database-url URL] [--model-concurrency N]   (prints JSON)
+Run: python -m tests.bench.bench_load [--only burst,slow,replicas,replicas-slow] [--users 600]
+     [--chat-users 200] [--model-delay 5] [--database-url URL] [--model-concurrency N]
+     [--replica-model-concurrency 16]   (prints JSON)
 
 Every message is a signed, encrypted WeCom app callback (the fake's `CallbackSender`) posted to a
 replica; replies are the app messages the loopback WeCom fake receives, timed on arrival. The model
@@ -13,7 +14,13 @@ is the loopback scripted server answering every request after `--model-delay` se
   while half of them also send a command spread over the first seconds: commands p50/p99, free-text
   answers per second (first question sent → last answer), lost and duplicated.
 - `replicas`: the same burst of commands to one replica, then split over two on PostgreSQL: messages
-  per second each way, the ratio, and the CPU the replicas used (cores = CPU seconds / wall seconds).
+  per second each way, the ratio, and the CPU the replicas used (cores = CPU seconds / wall seconds)
+  beside the benchmark's own (the posting clients and the WeCom fake): on a small machine the cores,
+  not the replicas, bound this ratio.
+- `replicas-slow`: `--chat-users` free-text questions to one replica, then over two on PostgreSQL,
+  each replica allowed `--replica-model-concurrency` model turns at once and the model taking
+  `--model-delay` s: a replica's own capacity is the limit here, so this ratio shows whether a second
+  replica adds its share (0 lost, 0 duplicated checked each way).
 """
 
 from __future__ import annotations
@@ -109,8 +116,15 @@ def _wait(check: Callable[[], bool], timeout: float) -> None:
 WECOM: dict[str, Any] = {}  # wecom.yaml settings over the shipped ones (`--model-concurrency`)
 
 
-def _start(root: Path, fake: FakeWeCom, llm: ScriptedLLM, db: str, names: Iterable[str]) -> list[Replica]:
-    cfg = serve_config(root / "cfg", fake, llm_url=llm.base_url, wecom=WECOM)
+def _start(
+    root: Path,
+    fake: FakeWeCom,
+    llm: ScriptedLLM,
+    db: str,
+    names: Iterable[str],
+    wecom: dict[str, Any] | None = None,
+) -> list[Replica]:
+    cfg = serve_config(root / "cfg", fake, llm_url=llm.base_url, wecom={**WECOM, **(wecom or {})})
     return [Replica(cfg, db, root, name).wait_ready() for name in names]
 
 
@@ -194,29 +208,58 @@ def slow_model(root: Path, llm: ScriptedLLM, db: str, users: int) -> dict[str, A
 
 
 def replicas(root: Path, llm: ScriptedLLM, db: str, users: int) -> dict[str, Any]:
+    """The command burst on one replica, then on two: bound by the machine's cores (reported)."""
     out: dict[str, Any] = {"users": users}
     for count in (1, 2):
-        if db.startswith("postgresql"):
-            reset_postgres(db)
-        with TimedWeCom() as fake:
-            fake.add_app(CORP_ID, SECRET, AGENT_ID)
-            running = _start(root / f"r{count}", fake, llm, db, [f"rep{count}-{i}" for i in range(count)])
-            cpu0 = sum(_cpu_seconds(r.proc.pid) for r in running)
-            names = [f"p{count}{i:04d}" for i in range(users)]
-            sent: dict[str, float] = {}
-            started = time.monotonic()
-            _post_all(running, [(u, "/help", f"m{u}") for u in names], sent)
-            _wait(partial(_all_answered, fake, names), 300)
-            wall = max((fake.answers(u)[0][0] for u in names if fake.answers(u)), default=started) - started
-            cpu = sum(_cpu_seconds(r.proc.pid) for r in running) - cpu0
-            time.sleep(1)
-            out[f"{count}_replica"] = {
-                "msg_per_s": round(users / wall, 2),
-                "answered": sum(bool(fake.answers(u)) for u in names),
-                "duplicated": sum(len(fake.answers(u)) > 1 for u in names),
-                "cores_used": round(cpu / wall, 2),
-            }
-            _stop(running)
+        out[f"{count}_replica"] = _spread(root / f"r{count}", llm, db, count, users, "/help", {})
+    return _ratio(out)
+
+
+def replicas_slow(root: Path, llm: ScriptedLLM, db: str, users: int) -> dict[str, Any]:
+    """Free text with the slow model, each replica holding `REPLICA_SLOW` model_concurrency turns at once:
+    the replica's own capacity is the limit, not the cores, so two replicas should do twice the work."""
+    out: dict[str, Any] = {"users": users, "model_concurrency_per_replica": REPLICA_SLOW["model_concurrency"]}
+    text = "what failed last night?"
+    for count in (1, 2):
+        out[f"{count}_replica"] = _spread(root / f"s{count}", llm, db, count, users, text, REPLICA_SLOW)
+    return _ratio(out)
+
+
+REPLICA_SLOW: dict[str, Any] = {"model_concurrency": 16}  # `--replica-model-concurrency`
+
+
+def _spread(
+    root: Path, llm: ScriptedLLM, db: str, count: int, users: int, text: str, wecom: dict[str, Any]
+) -> dict[str, Any]:
+    """`users` messages of `text`, round robin over `count` replicas on `db`: msg/s, exactly once, cores."""
+    if db.startswith("postgresql"):
+        reset_postgres(db)
+    with TimedWeCom() as fake:
+        fake.add_app(CORP_ID, SECRET, AGENT_ID)
+        running = _start(root, fake, llm, db, [f"{root.name}-{i}" for i in range(count)], wecom)
+        cpu0 = sum(_cpu_seconds(r.proc.pid) for r in running)
+        own0 = time.process_time()
+        names = [f"{root.name}u{i:04d}" for i in range(users)]
+        sent: dict[str, float] = {}
+        started = time.monotonic()
+        _post_all(running, [(u, text, f"m{u}") for u in names], sent)
+        _wait(partial(_all_answered, fake, names), 300)
+        wall = max((fake.answers(u)[0][0] for u in names if fake.answers(u)), default=started) - started
+        cpu = sum(_cpu_seconds(r.proc.pid) for r in running) - cpu0
+        own = time.process_time() - own0
+        time.sleep(1)  # a late duplicate would arrive now
+        result = {
+            "msg_per_s": round(users / wall, 2),
+            "answered": sum(bool(fake.answers(u)) for u in names),
+            "duplicated": sum(len(fake.answers(u)) > 1 for u in names),
+            "cores_used": round(cpu / wall, 2),
+            "bench_cores": round(own / wall, 2),  # the posting clients and the WeCom fake
+        }
+        _stop(running)
+        return result
+
+
+def _ratio(out: dict[str, Any]) -> dict[str, Any]:
     out["ratio"] = round(out["2_replica"]["msg_per_s"] / out["1_replica"]["msg_per_s"], 2)
     out["cores_on_machine"] = os.cpu_count()
     return out
@@ -226,7 +269,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", default="burst,slow,replicas")
+    parser.add_argument("--only", default="burst,slow,replicas,replicas-slow")
     parser.add_argument("--users", type=int, default=600)
     parser.add_argument("--chat-users", type=int, default=200)
     parser.add_argument("--model-delay", type=float, default=5.0)
@@ -234,7 +277,14 @@ def main() -> None:
     parser.add_argument(
         "--model-concurrency", type=int, default=0, help="wecom.yaml model_concurrency (0: as shipped)"
     )
+    parser.add_argument(
+        "--replica-model-concurrency",
+        type=int,
+        default=REPLICA_SLOW["model_concurrency"],
+        help="replicas-slow: each replica's model_concurrency",
+    )
     args = parser.parse_args()
+    REPLICA_SLOW["model_concurrency"] = args.replica_model_concurrency
     if args.model_concurrency:
         WECOM["model_concurrency"] = args.model_concurrency
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
@@ -248,11 +298,13 @@ def main() -> None:
         sqlite = f"sqlite:///{root / 'x.db'}"
         pg = args.database_url or PG_URL
         for name in args.only.split(","):
-            db = pg if name == "replicas" else (args.database_url or sqlite)
+            db = pg if name.startswith("replicas") else (args.database_url or sqlite)
             if db.startswith("postgresql"):
                 reset_postgres(db)
-            run = {"burst": burst, "slow": slow_model, "replicas": replicas}[name]
-            users = args.chat_users if name == "slow" else args.users
+            run = {"burst": burst, "slow": slow_model, "replicas": replicas, "replicas-slow": replicas_slow}[
+                name
+            ]
+            users = args.chat_users if name in ("slow", "replicas-slow") else args.users
             report[name] = run(root / name, llm, db, users)
             print(json.dumps({name: report[name]}), flush=True)
     print(json.dumps(report, indent=2))
