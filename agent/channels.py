@@ -40,7 +40,7 @@ from xihe.agent.deps import Deps, Progress
 from xihe.agent.i18n import Catalog, say
 from xihe.agent.inbound import Inbound
 from xihe.agent.inbox import Inbox, M
-from xihe.agent.lanes import Lane, Lanes, Waiting
+from xihe.agent.lanes import LANES, Lane, Lanes, Waiting
 from xihe.agent.limits import RateLimits
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class Channel(Generic[M]):
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._pull = threading.Event()  # a worker freed, or the inbox may hold more: the feeder looks
-        self._spilled = threading.Event()  # messages of ours may wait in the inbox
+        self._spilled: set[Lane] = set()  # lanes whose messages of ours may wait in the inbox (under _lock)
         self._turn_seconds: dict[Lane, float] = {"command": 0.1, "chat": 1.0}  # moving averages
         self._told = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-told")  # short replies off the request
 
@@ -165,8 +165,9 @@ class Channel(Generic[M]):
             self.deps.metrics.messages.labels(message.channel, f"limited_{which}").inc()
             self._tell(message, which, seconds=seconds)
             return
-        self.inbox.enqueue(message, self.deps.holder, self.deps.clock(), self.lease)
-        self._offer(message, fresh=True)
+        lane = self.lane_of(message)
+        self.inbox.enqueue(message, self.deps.holder, self.deps.clock(), self.lease, lane)
+        self._offer(message, lane, fresh=True)
 
     def lane_of(self, message: M) -> Lane:
         """`command` for what the session answers without the model (commands, confirm phrases, no text)."""
@@ -178,14 +179,13 @@ class Channel(Generic[M]):
             return "command"  # answered with the syntax error
         return "command" if command is not None else "chat"
 
-    def _offer(self, message: M, *, fresh: bool = False) -> None:
+    def _offer(self, message: M, lane: Lane, *, fresh: bool = False) -> None:
         """Put a message this replica holds in its lane; a full lane leaves it in the inbox for anyone.
 
         A `fresh` one (just accepted) is refused as busy beyond `max_waiting`, or told its place when
         the wait will be long; one pulled from the inbox was told already.
         """
         self.start()
-        lane = self.lane_of(message)
         w = Waiting(message.dedupe_key, message.user, message.conversation, lane, time.monotonic())
         ahead = self.lanes.push(w)
         if ahead is None:
@@ -196,8 +196,8 @@ class Channel(Generic[M]):
                 self._tell(message, "busy", waiting=waiting, seconds=self._wait_seconds(lane, waiting))
                 return
             # the message is safe in the inbox: the feeder of any replica takes it once a worker frees
-            self.inbox.release_one(message.dedupe_key, self.deps.holder)
-            self._spilled.set()
+            self.inbox.release_one(message.dedupe_key, self.deps.holder, lane)
+            self._mark_spilled(lane)
             if fresh:
                 self._note_wait(message, lane, waiting - 1)  # all that wait, on any replica, but itself
         elif fresh:
@@ -284,25 +284,41 @@ class Channel(Generic[M]):
             self._pull.clear()
             if self._stopping.is_set():
                 break
-            if woken and not self._spilled.is_set():
+            with self._lock:
+                lanes = tuple(self._spilled) if woken else LANES
+            if not lanes:
                 continue  # a worker freed and nothing of ours waits: the periodic look covers the rest
             try:
-                self._take_waiting()
+                self._take_waiting(lanes)
             except Exception:
                 self.log.exception("%s feeder failed", self.name)
 
-    def _take_waiting(self) -> int:
-        """Claim up to the lanes' room of queued messages nobody holds, and offer them; how many."""
-        room = self.lanes.room()
-        if room <= 0:
-            return 0
-        self._spilled.clear()
-        taken = self.inbox.reclaim(self.deps.holder, self.deps.clock(), self.lease, limit=room)
-        for message in taken:
-            self._offer(message)
-        if len(taken) == room:
-            self._spilled.set()  # there may be more
-        return len(taken)
+    def _mark_spilled(self, lane: Lane) -> None:
+        with self._lock:
+            self._spilled.add(lane)
+
+    def _take_waiting(self, lanes: tuple[Lane, ...] = LANES) -> int:
+        """Claim, lane by lane, up to its room of queued messages nobody holds, and offer them; how many.
+
+        Only what a lane has room for is claimed: a full command lane beside an empty chat lane must not
+        claim commands only to release them again (that churn kept the feeder and the database busy).
+        """
+        count = 0
+        for lane in lanes:
+            with self._lock:
+                self._spilled.discard(lane)
+            room = self.lanes.room(lane)
+            taken = (
+                self.inbox.reclaim(self.deps.holder, self.deps.clock(), self.lease, limit=room, lane=lane)
+                if room > 0
+                else []
+            )
+            for message in taken:
+                self._offer(message, self.lane_of(message))
+            if room <= 0 or len(taken) == room:
+                self._mark_spilled(lane)  # full, or there may be more: look again when a worker frees
+            count += len(taken)
+        return count
 
     def handle(self, message: M) -> None:
         """Run one message through the session and send the answer (its conversation's one turn)."""

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
-from sqlalchemy import Engine, and_, delete, func, insert, select, update
+from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from xihe.agent import lease
@@ -81,12 +81,15 @@ class Inbox(Generic[M]):
         with self.engine.begin() as conn:
             conn.execute(delete(wecom_inbox).where(wecom_inbox.c.key == key))
 
-    def enqueue(self, message: M, holder: str, now: datetime, ttl: timedelta) -> None:
-        """Store the message as queued, leased to `holder` until `now + ttl`."""
+    def enqueue(
+        self, message: M, holder: str, now: datetime, ttl: timedelta, lane: str | None = None
+    ) -> None:
+        """Store the message as queued for `lane`, leased to `holder` until `now + ttl`."""
         row = wecom_inbox.c.key == message.dedupe_key
+        payload = self.encode(message)
         with self.engine.begin() as conn:
             conn.execute(
-                lease.claim(wecom_inbox, row, holder, now, ttl, status="queued", payload=self.encode(message))
+                lease.claim(wecom_inbox, row, holder, now, ttl, status="queued", payload=payload, lane=lane)
             )
 
     def claim(self, key: str, holder: str, now: datetime, ttl: timedelta) -> M | None:
@@ -110,8 +113,14 @@ class Inbox(Generic[M]):
                 .values(status="done", payload=None, finished_at=now, **lease.released())
             )
 
-    def reclaim(self, holder: str, now: datetime, ttl: timedelta, limit: int = 50) -> list[M]:
-        """Queued messages nobody holds (their replica died, or let them go), leased to `holder`, oldest first."""
+    def reclaim(
+        self, holder: str, now: datetime, ttl: timedelta, limit: int = 50, lane: str | None = None
+    ) -> list[M]:
+        """Queued messages nobody holds (their replica died, or let them go), leased to `holder`, oldest
+        first; with `lane`, only that lane's (and those queued before lanes were stored)."""
+        where = wecom_inbox.c.status == "queued"
+        if lane is not None:
+            where = and_(where, or_(wecom_inbox.c.lane == lane, wecom_inbox.c.lane.is_(None)))
         with self.engine.begin() as conn:
             rows = lease.claim_batch(
                 conn,
@@ -119,7 +128,7 @@ class Inbox(Generic[M]):
                 holder,
                 now,
                 ttl,
-                where=wecom_inbox.c.status == "queued",
+                where=where,
                 order_by=(wecom_inbox.c.seen_at, wecom_inbox.c.key),
                 limit=limit,
             )
@@ -132,11 +141,13 @@ class Inbox(Generic[M]):
                 conn.execute(lease.release(wecom_inbox, wecom_inbox.c.status == "queued", holder)).rowcount
             )
 
-    def release_one(self, key: str, holder: str) -> None:
-        """Let any replica take this queued message at its next reclaim (our memory queue is full)."""
+    def release_one(self, key: str, holder: str, lane: str | None = None) -> None:
+        """Let any replica take this queued message at its next reclaim (our memory queue is full);
+        `lane` records which lane it waits for (a row queued before lanes were stored has none)."""
         queued = and_(wecom_inbox.c.key == key, wecom_inbox.c.status == "queued")
+        values = {} if lane is None else {"lane": lane}
         with self.engine.begin() as conn:
-            conn.execute(lease.release(wecom_inbox, queued, holder))
+            conn.execute(lease.release(wecom_inbox, queued, holder, **values))
 
     def queued(self) -> int:
         """How many messages wait for a worker (all replicas)."""

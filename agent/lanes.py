@@ -95,10 +95,10 @@ class Lanes:
         """How many messages wait in `lane`."""
         return len(self._commands) if lane == "command" else self._chat_count
 
-    def room(self) -> int:
-        """How many more messages both lanes take (what to pull from the inbox)."""
+    def room(self, lane: Lane | None = None) -> int:
+        """How many more messages `lane` takes (both lanes when None): what to pull from the inbox."""
         with self._lock:
-            return sum(max(0, self.capacity - self.depth(lane)) for lane in LANES)
+            return sum(max(0, self.capacity - self.depth(each)) for each in LANES if lane in (None, each))
 
     def in_flight(self) -> int:
         """Turns running (a conversation may have a command beside its model turn)."""

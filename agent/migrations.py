@@ -230,6 +230,11 @@ MIGRATIONS: list[Migration] = [
         "dolphinscheduler: schedules taken offline from chat, and their reminders",
         _create(ds_schedule_off),
     ),
+    (
+        18,
+        "inbox: each queued message's lane, so a pull takes only what a lane has room for",
+        _add_columns(wecom_inbox, "lane"),
+    ),
     # Reserved versions, one per feature: 2 alerts · 3 wecom · 4 dolphinscheduler · 5 long tasks · 6 web UI.
     # A feature defines its tables in its own `agent/<feature>_tables.py` and adds its entry here.
 ]

@@ -1,5 +1,5 @@
-"""WeCom's tables: the callback inbox and AI-bot streams (migration 3), the long connection's
-lease and outbox of frames (migration 7), the action cards sent (migration 10).
+"""WeCom's tables: the callback inbox and AI-bot streams (migration 3; the inbox's lane, migration 18),
+the long connection's lease and outbox of frames (migration 7), the action cards sent (migration 10).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ wecom_inbox = Table(
     Column("seen_at", UTCDateTime, nullable=False),
     Column("status", String(20), nullable=False),  # seen|queued|handling|done
     Column("payload", JSON),  # the verified inbound message while it waits
+    Column("lane", String(10)),  # command|chat: which memory lane takes it (NULL: queued before migration 18)
     *lease_columns(),  # the replica that will handle it; after lease_until another may take it
     Column("finished_at", UTCDateTime),
 )

@@ -183,3 +183,23 @@ def test_the_metrics_show_lane_waits_turns_in_flight_and_each_model_request(make
     assert value("xihe_model_seconds_count") == 1
     assert value("xihe_model_tokens_count", {"kind": "prompt"}) == 1
     assert (value("xihe_model_tokens_sum", {"kind": "completion"}) or 0) > 0
+
+
+def test_a_pull_claims_only_what_each_lane_has_room_for(make_app: MakeApp) -> None:
+    memo = Memo(make_app(), Capacity(workers=1, model_concurrency=1, queue_size=1, pull_seconds=3600))
+    memo._stopping.set()  # no worker takes anything: the lanes stay as filled here
+    _send(memo, *[Note(f"c{i}", f"memo:c{i}", "/tasks", f"c{i}") for i in range(3)])  # c1, c2 spill
+    _send(memo, *[Note(f"q{i}", f"memo:q{i}", f"question {i}", f"q{i}") for i in range(2)])  # q1 spills
+    assert (memo.lanes.depth("command"), memo.lanes.depth("chat")) == (1, 1)
+    w = memo.lanes.take("chat", timeout=0)  # q0's turn starts: the chat lane has room for one
+    assert w is not None and w.key == "memo:q0"
+    memo.lanes.done(w)
+    # the oldest waiting messages are commands, but the full command lane takes none of them
+    assert memo._take_waiting() == 1
+    assert (memo.lanes.depth("command"), memo.lanes.depth("chat")) == (1, 1)
+    assert memo.lanes.take("chat", timeout=0).key == "memo:q1"  # type: ignore[union-attr]
+    # the commands were never claimed and let go again: they wait in the inbox, held by nobody
+    assert memo.inbox.reclaim("other", memo.deps.clock(), memo.lease, lane="command") == [
+        Note("c1", "memo:c1", "/tasks", "c1"),
+        Note("c2", "memo:c2", "/tasks", "c2"),
+    ]

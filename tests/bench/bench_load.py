@@ -15,8 +15,8 @@ is the loopback scripted server answering every request after `--model-delay` se
   answers per second (first question sent → last answer), lost and duplicated.
 - `replicas`: the same burst of commands to one replica, then split over two on PostgreSQL: messages
   per second each way, the ratio, and the CPU the replicas used (cores = CPU seconds / wall seconds)
-  beside the benchmark's own (the posting clients and the WeCom fake): on a small machine the cores,
-  not the replicas, bound this ratio.
+  beside the benchmark's own (the posting clients and the WeCom fake) and PostgreSQL's: on a small
+  machine the cores, not the replicas, bound this ratio.
 - `replicas-slow`: `--chat-users` free-text questions to one replica, then over two on PostgreSQL,
   each replica allowed `--replica-model-concurrency` model turns at once and the model taking
   `--model-delay` s: a replica's own capacity is the limit here, so this ratio shows whether a second
@@ -84,6 +84,19 @@ def _pct(values: list[float], q: float) -> float:
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _postgres_cpu() -> dict[int, float]:
+    """CPU seconds of every PostgreSQL process on the machine (server and backends), by pid."""
+    out: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        if "(postgres)" in text:
+            out[int(stat.parent.name)] = _cpu_seconds(int(stat.parent.name))
+    return out
 
 
 def _post_all(replicas: list[Replica], messages: list[tuple[str, str, str]], sent: dict[str, float]) -> int:
@@ -239,6 +252,7 @@ def _spread(
         running = _start(root, fake, llm, db, [f"{root.name}-{i}" for i in range(count)], wecom)
         cpu0 = sum(_cpu_seconds(r.proc.pid) for r in running)
         own0 = time.process_time()
+        pg0 = _postgres_cpu()
         names = [f"{root.name}u{i:04d}" for i in range(users)]
         sent: dict[str, float] = {}
         started = time.monotonic()
@@ -247,6 +261,7 @@ def _spread(
         wall = max((fake.answers(u)[0][0] for u in names if fake.answers(u)), default=started) - started
         cpu = sum(_cpu_seconds(r.proc.pid) for r in running) - cpu0
         own = time.process_time() - own0
+        pg = sum(cpu - pg0.get(pid, 0.0) for pid, cpu in _postgres_cpu().items())
         time.sleep(1)  # a late duplicate would arrive now
         result = {
             "msg_per_s": round(users / wall, 2),
@@ -254,6 +269,7 @@ def _spread(
             "duplicated": sum(len(fake.answers(u)) > 1 for u in names),
             "cores_used": round(cpu / wall, 2),
             "bench_cores": round(own / wall, 2),  # the posting clients and the WeCom fake
+            "postgres_cores": round(pg / wall, 2) if db.startswith("postgresql") else None,
         }
         _stop(running)
         return result
