@@ -238,6 +238,7 @@ class TierPolicy(BaseModel):
 
 
 TierName = Literal["P0", "P1", "P2"]
+_UNSET_TIER = TierPolicy()  # a tier not configured (read only)
 
 
 def _default_tiers() -> dict[TierName, TierPolicy]:
@@ -269,7 +270,8 @@ class Lifecycle(BaseModel):
 
     def policy(self, tier: str) -> TierPolicy:
         """The policy of `tier` (a tier not configured: no escalation, resolved notices on)."""
-        return self.tiers.get(tier, TierPolicy())  # type: ignore[call-overload]
+        found = self.tiers.get(tier)  # type: ignore[call-overload]
+        return found if found is not None else _UNSET_TIER
 
 
 class AlertsConfig(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from xihe.agent.alert_event import AlertEvent
@@ -209,12 +209,17 @@ class Lifecycle:
 
     def next_due(self) -> datetime | None:
         """When the next escalation page of a firing alert is due, or None."""
-        due = [a.next_page_at for a in self.store.open_alerts() if a.state == "firing" and a.next_page_at]
-        return min(due) if due else None
+        return self.store.earliest()[0]
 
     # ---- the clock -----------------------------------------------------------------------------
     def tick(self, now: datetime) -> list[Transition]:
         """Escalation pages that came due, and expiry of alerts open too long."""
+        page, fired = self.store.earliest()
+        if fired is None:
+            return []  # no open alert
+        due = fired + timedelta(hours=self.life.expire_hours)
+        if now < (due if page is None else min(due, page)):
+            return []  # the common case: no page due, nothing to expire
         out: list[Transition] = []
         for alert in self.store.open_alerts():
             old = expire(alert, now, self.life.expire_hours)
