@@ -146,7 +146,11 @@ class Lifecycle:
             return []
         biz = business_date(event)
         same_project = [
-            a for a in self.store.open_alerts() if not event.project or a.project in ("", event.project)
+            a
+            for a in self.store.open_alerts()
+            # only its own alert or one of the same workflow can be resolved (`resolves`)
+            if (a.instance_id == event.instance_id or a.workflow == event.workflow)
+            and (not event.project or a.project in ("", event.project))
         ]
         # its own alert first, then earlier runs of the same workflow and business date
         candidates = sorted(same_project, key=lambda a: a.instance_id != event.instance_id)

@@ -87,7 +87,9 @@ class InMemoryLifeStore:
     def open_alerts(self) -> list[Alert]:
         """Firing and acknowledged alerts, oldest first."""
         if self._open is None:
-            self._open = sorted((a for a in self._alerts.values() if a.open), key=lambda a: (a.fired_at, a.id))
+            self._open = sorted(
+                (a for a in self._alerts.values() if a.open), key=lambda a: (a.fired_at, a.id)
+            )
         return list(self._open)
 
     def earliest(self) -> tuple[datetime | None, datetime | None]:

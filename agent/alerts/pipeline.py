@@ -164,8 +164,8 @@ class Pipeline:
         next escalation step of alerts nobody acknowledged."""
         moves = tuple(self.life.tick(now)) if self.life is not None else ()
         due = self.state.next_due()
-        if due is None or due > now:
-            return FeedResult((), (), moves)  # the common case: nothing due; skip the generator
+        if due is None or due > now:  # the common case: nothing due; skip the generator
+            return FeedResult((), (), moves) if moves else _EMPTY
         notes: list[Notification] = []
         for ns, key, value in self.state.pop_due(now):
             try:
