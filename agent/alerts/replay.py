@@ -191,7 +191,15 @@ class Loaded:
 def parse_lines(lines: Iterable[str]) -> Loaded:
     """Parse JSON lines in the event format; a bad line is kept as a BadLine and parsing goes on."""
     out = Loaded()
+    # A line repeated verbatim (a re-polled or re-posted report: half of a storm) is the same event:
+    # decoded once. AlertEvent is frozen, so the repeats share it.
+    events: dict[str, tuple[AlertEvent, list[str]]] = {}
     for n, line in enumerate(lines, 1):
+        known = events.get(line)
+        if known is not None:
+            out.events.append(known[0])
+            out.unknown_fields.update(known[1])
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
@@ -206,11 +214,14 @@ def parse_lines(lines: Iterable[str]) -> Loaded:
             if isinstance(data, dict) and "ack" in data:
                 out.acks.append(parse_ack(data, n))
                 continue
-            out.events.append(parse_event(data))
+            event = parse_event(data)
         except EventError as exc:
             out.bad.append(BadLine(n, str(exc)))
             continue
-        out.unknown_fields.update(unknown_fields(data))
+        unknown = unknown_fields(data)
+        events[line] = (event, unknown)
+        out.events.append(event)
+        out.unknown_fields.update(unknown)
     return out
 
 
