@@ -111,6 +111,7 @@ class Lifecycle:
         self.oncall = oncall or listed_oncall
         self.names = names or {}
         self.holder = holder
+        self._expire = timedelta(hours=self.life.expire_hours)
 
     def name(self, user: str) -> str:
         """A person as shown: the display name from access.yaml, else the userid."""
@@ -219,11 +220,8 @@ class Lifecycle:
     def tick(self, now: datetime) -> list[Transition]:
         """Escalation pages that came due, and expiry of alerts open too long."""
         page, fired = self.store.earliest()
-        if fired is None:
-            return []  # no open alert
-        due = fired + timedelta(hours=self.life.expire_hours)
-        if now < (due if page is None else min(due, page)):
-            return []  # the common case: no page due, nothing to expire
+        if fired is None or (now < fired + self._expire and (page is None or now < page)):
+            return []  # the common case: no open alert, or no page due and nothing to expire
         out: list[Transition] = []
         for alert in self.store.open_alerts():
             old = expire(alert, now, self.life.expire_hours)

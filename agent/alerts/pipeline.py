@@ -128,7 +128,8 @@ class Pipeline:
             try:
                 decided = self._decide(event, now, notes)
                 recs.extend(decided)
-                moves.extend(self._lifecycle(event, decided, now))
+                if self.life is not None:
+                    moves.extend(self._lifecycle(event, decided, now))
             except Exception as exc:  # one event never stops the batch; the record says what broke
                 log.exception("alert pipeline failed on event %s", idempotency_key(event))
                 recs.append(
