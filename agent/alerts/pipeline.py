@@ -122,8 +122,8 @@ class Pipeline:
         """Process events reported together (e.g. one webhook post), then flush what is due."""
         before = self.tick(now)  # close windows that ended before these events, so they do not reopen them
         recs: list[AlertRecord] = []
-        notes: list[Notification] = list(before.notifications)
-        moves: list[Transition] = list(before.transitions)
+        notes: list[Notification] = list(before.notifications) if before is not _EMPTY else []
+        moves: list[Transition] = list(before.transitions) if before is not _EMPTY else []
         for event in events:
             try:
                 decided = self._decide(event, now, notes)
@@ -145,8 +145,9 @@ class Pipeline:
                     )
                 )
         after = self.tick(now)
-        notes.extend(after.notifications)
-        moves.extend(after.transitions)
+        if after is not _EMPTY:
+            notes.extend(after.notifications)
+            moves.extend(after.transitions)
         out = FeedResult(tuple(recs), tuple(notes), tuple(moves))
         if self.records is not None:
             for r in recs:
@@ -223,8 +224,9 @@ class Pipeline:
 
     def next_due(self) -> datetime | None:
         """When `tick` next has something to do (for simulations and a smart scheduler)."""
-        due = [t for t in (self.state.next_due(), self.life.next_due() if self.life else None) if t]
-        return min(due) if due else None
+        state = self.state.next_due()
+        page = self.life.next_due() if self.life is not None else None
+        return state if page is None else page if state is None else min(state, page)
 
     # ---- intake ---------------------------------------------------------------------------------
     def _decide(self, event: AlertEvent, now: datetime, notes: list[Notification]) -> list[AlertRecord]:

@@ -318,15 +318,19 @@ def run_replay(
             fed = pipeline.feed(stream[i], now)
             moves.extend(fed.transitions)
             recs = fed.records
-            if any(r.reason is Reason.MAINTENANCE for r in recs):
-                found = pipeline.book.covering(now, stream[i])
-                if found is not None:  # keep going until the window ends and says what it kept quiet
-                    last = max(last, found[1] + timedelta(seconds=1))
+            for r in recs:
+                if r.reason is Reason.MAINTENANCE:
+                    found = pipeline.book.covering(now, stream[i])
+                    if found is not None:  # keep going until the window ends and says what it kept quiet
+                        last = max(last, found[1] + timedelta(seconds=1))
+                    break
             records.extend(recs)
             i += 1
         moves.extend(pipeline.tick(now).transitions)
         core += time.perf_counter() - t0
-        attempts.extend(deliverer.run_once(now))
+        due = outbox.next_due()
+        if due is not None and due <= now:  # nothing to claim otherwise
+            attempts.extend(deliverer.run_once(now))
         if i >= n and not pending_acks and outbox.next_due() is None and (pipeline.next_due() or last) > last:
             break
     sent = [r for r in outbox.rows() if r.status == "sent"]
