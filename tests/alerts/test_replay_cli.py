@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xihe.agent.cli.main import main
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -266,3 +268,38 @@ def test_a_line_repeated_verbatim_is_the_same_event_and_each_repeat_counts() -> 
     assert loaded.unknown_fields == {"extra": 3}
     assert [b.line for b in loaded.bad] == [2, 5]
     assert loaded.bad[0].problem == loaded.bad[1].problem
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["alerts", "replay", "--help"],
+        ["alerts", "--help"],
+        ["alerts", "bogus"],
+        ["alerts", "replay"],
+        ["alerts", "stats", "--since", "7d", "--json"],
+        ["--config", "x", "alerts", "replay", "f.jsonl", "--json", "--indent", "2"],
+        ["alerts", "replay", "f.jsonl", "--config", "y", "--indent", "x"],
+    ],
+)
+def test_the_alerts_commands_parse_alone_as_in_the_whole_tree(argv: list[str]) -> None:
+    """`xihe alerts …` builds only its own branch of the parser (issue 30: the whole tree imports
+    every command's module): the same values, help and errors as the whole tree."""
+    import contextlib
+    import io
+
+    from xihe.agent.cli.main import _alerts_parser, _command_word, build_parser
+
+    assert _command_word(argv) == "alerts"
+
+    def parsed(make: Any) -> tuple[Any, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                ns = vars(make().parse_args(argv))
+                got: Any = {k: v.__qualname__ if callable(v) else v for k, v in ns.items()}
+            except SystemExit as exc:
+                got = ("exit", exc.code)
+        return got, out.getvalue(), err.getvalue()
+
+    assert parsed(_alerts_parser) == parsed(build_parser)
