@@ -165,3 +165,31 @@ def test_the_generator_writes_the_documented_format() -> None:
     start = next(ln for ln in s.lines if ln["task"] is None)
     assert start["state"] == "RUNNING_EXECUTION" and start["host"] is None
     assert parse_event(start).is_task is False
+
+
+def test_record_of_makes_the_record_the_dataclass_makes() -> None:
+    """record_of sets the record's fields directly (issue 30): every field, the same values, equal and
+    hashing alike to AlertRecord(...), still frozen."""
+    import dataclasses
+
+    from xihe.agent.alerts.classify import idempotency_key
+    from xihe.agent.alerts.folding import record_of
+    from xihe.agent.alerts.model import AlertRecord, Reason, Tier
+
+    e = parse_event(
+        {
+            "at": "2026-12-02T09:00:00+00:00",
+            "workflow": "wf",
+            "instance_id": 7,
+            "state": "FAILURE",
+            "task": "t",
+        }
+    )
+    fast = record_of(e, e.at, Reason.NEW_INSTANCE, Tier.P1, "detail", "key-1")
+    slow = AlertRecord(
+        e.at, idempotency_key(e), 7, "wf", "t", Reason.NEW_INSTANCE, Tier.P1, "detail", "key-1"
+    )
+    assert vars(fast) == vars(slow) and fast == slow and hash(fast) == hash(slow)
+    assert list(vars(fast)) == [f.name for f in dataclasses.fields(AlertRecord)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.detail = "changed"  # type: ignore[misc]
