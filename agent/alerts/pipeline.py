@@ -114,13 +114,19 @@ class Pipeline:
         self.book = book
 
     # ---- entry points -------------------------------------------------------------------------
-    def feed(self, event: AlertEvent, now: datetime) -> FeedResult:
+    def feed(self, event: AlertEvent, now: datetime, *, ticked: bool = False) -> FeedResult:
         """Process one event at `now`; returns its record(s) and any notification that came due."""
-        return self.feed_batch((event,), now)
+        return self.feed_batch((event,), now, ticked=ticked)
 
-    def feed_batch(self, events: Iterable[AlertEvent], now: datetime) -> FeedResult:
-        """Process events reported together (e.g. one webhook post), then flush what is due."""
-        before = self.tick(now)  # close windows that ended before these events, so they do not reopen them
+    def feed_batch(self, events: Iterable[AlertEvent], now: datetime, *, ticked: bool = False) -> FeedResult:
+        """Process events reported together (e.g. one webhook post), then flush what is due.
+
+        `ticked`: the caller's last call was a tick (or a feed) at this same `now` and nothing changed
+        the stores since, so the tick before the events is skipped: a tick leaves nothing due at or
+        before its `now` (the state store is drained to after it; a page makes the next one due later;
+        an expired alert is closed), so it would find nothing (the replay feeds a burst this way)."""
+        # close windows that ended before these events, so they do not reopen them
+        before = _EMPTY if ticked else self.tick(now)
         recs: list[AlertRecord] = []
         notes: list[Notification] = list(before.notifications) if before is not _EMPTY else []
         moves: list[Transition] = list(before.transitions) if before is not _EMPTY else []

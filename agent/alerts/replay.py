@@ -314,8 +314,12 @@ def run_replay(
             else:
                 what = "no such alert" if alert is None else why.value if why else "?"
                 ack_problems.append(f"line {ack.line}: ack {ack.ref} by {ack.by}: {what}")
+        fed_now = (
+            False  # the events of one instant: each feed ends with a tick at `now` (Pipeline.feed_batch)
+        )
         while i < n and stream[i].at <= now:
-            fed = pipeline.feed(stream[i], now)
+            fed = pipeline.feed(stream[i], now, ticked=fed_now)
+            fed_now = True
             moves.extend(fed.transitions)
             recs = fed.records
             for r in recs:
@@ -326,7 +330,8 @@ def run_replay(
                     break
             records.extend(recs)
             i += 1
-        moves.extend(pipeline.tick(now).transitions)
+        if not fed_now:
+            moves.extend(pipeline.tick(now).transitions)
         core += time.perf_counter() - t0
         due = outbox.next_due()
         if due is not None and due <= now:  # nothing to claim otherwise
