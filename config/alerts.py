@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xihe.agent.cron import CronSpec
-from xihe.config.oncall import ONCALL_SECTION
-from xihe.config.semantic import unknown_name
-from xihe.config.settings import Problem, Section, Settings
+
+if TYPE_CHECKING:  # the cross-file checks and ALERTS_SECTION import these when used (see the end)
+    from xihe.config.settings import Problem, Section, Settings
+
+    ALERTS_SECTION: Section[AlertsConfig]
 
 
 class NodeStorm(BaseModel):
@@ -238,6 +240,7 @@ class TierPolicy(BaseModel):
 
 
 TierName = Literal["P0", "P1", "P2"]
+_UNSET_TIER = TierPolicy()  # a tier not configured (read only)
 
 
 def _default_tiers() -> dict[TierName, TierPolicy]:
@@ -269,7 +272,8 @@ class Lifecycle(BaseModel):
 
     def policy(self, tier: str) -> TierPolicy:
         """The policy of `tier` (a tier not configured: no escalation, resolved notices on)."""
-        return self.tiers.get(tier, TierPolicy())  # type: ignore[call-overload]
+        found = self.tiers.get(tier)  # type: ignore[call-overload]
+        return found if found is not None else _UNSET_TIER
 
 
 class AlertsConfig(BaseModel):
@@ -361,6 +365,8 @@ class AlertsConfig(BaseModel):
 
 def channel_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]:
     """Workflows (workflows.yaml) naming a channel this file does not define; a missing templates_dir."""
+    from xihe.config.semantic import unknown_name
+
     for i, wf in enumerate(settings.workflows.workflows):
         if wf.channel not in cfg.channels:
             yield (
@@ -375,6 +381,8 @@ def channel_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]
 def known_people(settings: Settings) -> set[str]:
     """Userids a page or an acknowledgement may name: access.yaml users and everyone of an oncall.yaml
     rotation (members and listed secondaries)."""
+    from xihe.config.oncall import ONCALL_SECTION
+
     people = set(settings.access.users)
     oncall = settings.get(ONCALL_SECTION)
     for rot in oncall.rotations.values() if oncall is not None else ():
@@ -384,6 +392,8 @@ def known_people(settings: Settings) -> set[str]:
 
 def lifecycle_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]:
     """`lifecycle.fallback` userids nobody registered: a page to a typo reaches no one."""
+    from xihe.config.semantic import unknown_name
+
     known = known_people(settings)
     for i, user in enumerate(cfg.lifecycle.fallback):
         if user not in known:
@@ -397,4 +407,14 @@ def alerts_problems(settings: Settings, cfg: AlertsConfig) -> Iterator[Problem]:
     yield from lifecycle_problems(settings, cfg)
 
 
-ALERTS_SECTION = Section("alerts.yaml", "alerts", AlertsConfig, checks=alerts_problems)
+def __getattr__(name: str) -> Any:
+    """`ALERTS_SECTION`, made on first use: the settings machinery (oncall.yaml's models, the
+    semantic checks) is not imported by commands that only read alerts.yaml (`xihe alerts replay`)."""
+    if name != "ALERTS_SECTION":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from xihe.config.settings import Section
+
+    section = globals()["ALERTS_SECTION"] = Section(
+        "alerts.yaml", "alerts", AlertsConfig, checks=alerts_problems
+    )
+    return section

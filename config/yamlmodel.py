@@ -18,7 +18,6 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
-from rapidfuzz import fuzz, process
 
 from xihe.agent.errors import ConfigError, ConfigErrors
 
@@ -269,6 +268,8 @@ def load_model(text: str, name: str, model: type[M]) -> M:
 
 def did_you_mean(key: str, known: Iterable[str]) -> str:
     """`; did you mean `max_turns`?` for a misspelt key, or '' when no known key is close."""
+    from rapidfuzz import fuzz, process  # only when a key is unknown
+
     best = process.extractOne(key, sorted(known), scorer=fuzz.ratio, score_cutoff=SUGGEST_SCORE)
     return f"; did you mean `{best[0]}`?" if best else ""
 

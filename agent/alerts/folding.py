@@ -49,18 +49,23 @@ def record_of(
     target: str = "",
     ekey: str = "",
 ) -> AlertRecord:
-    """The record of one decision about `event` (`ekey`: its idempotency key, when already known)."""
-    return AlertRecord(
-        now,
-        ekey or idempotency_key(event),
-        event.instance_id,
-        event.workflow,
-        event.task_name,
-        reason,
-        tier,
-        detail,
-        target,
+    """The record of one decision about `event` (`ekey`: its idempotency key, when already known).
+
+    One per event: its fields are set directly, the object AlertRecord(...) makes without its frozen
+    __init__'s per-field object.__setattr__ (issue 30; tests/alerts/test_storm.py compares the two)."""
+    rec = object.__new__(AlertRecord)
+    rec.__dict__.update(
+        at=now,
+        event_key=ekey or idempotency_key(event),
+        instance_id=event.instance_id,
+        workflow=event.workflow,
+        task=event.task_name,
+        reason=reason,
+        tier=tier,
+        detail=detail,
+        notification_key=target,
     )
+    return rec
 
 
 class Folding:

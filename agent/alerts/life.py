@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from xihe.agent.alert_event import AlertEvent
@@ -111,6 +111,7 @@ class Lifecycle:
         self.oncall = oncall or listed_oncall
         self.names = names or {}
         self.holder = holder
+        self._expire = timedelta(hours=self.life.expire_hours)
 
     def name(self, user: str) -> str:
         """A person as shown: the display name from access.yaml, else the userid."""
@@ -146,7 +147,11 @@ class Lifecycle:
             return []
         biz = business_date(event)
         same_project = [
-            a for a in self.store.open_alerts() if not event.project or a.project in ("", event.project)
+            a
+            for a in self.store.open_alerts()
+            # only its own alert or one of the same workflow can be resolved (`resolves`)
+            if (a.instance_id == event.instance_id or a.workflow == event.workflow)
+            and (not event.project or a.project in ("", event.project))
         ]
         # its own alert first, then earlier runs of the same workflow and business date
         candidates = sorted(same_project, key=lambda a: a.instance_id != event.instance_id)
@@ -209,12 +214,14 @@ class Lifecycle:
 
     def next_due(self) -> datetime | None:
         """When the next escalation page of a firing alert is due, or None."""
-        due = [a.next_page_at for a in self.store.open_alerts() if a.state == "firing" and a.next_page_at]
-        return min(due) if due else None
+        return self.store.earliest()[0]
 
     # ---- the clock -----------------------------------------------------------------------------
     def tick(self, now: datetime) -> list[Transition]:
         """Escalation pages that came due, and expiry of alerts open too long."""
+        page, fired = self.store.earliest()
+        if fired is None or (now < fired + self._expire and (page is None or now < page)):
+            return []  # the common case: no open alert, or no page due and nothing to expire
         out: list[Transition] = []
         for alert in self.store.open_alerts():
             old = expire(alert, now, self.life.expire_hours)

@@ -39,6 +39,10 @@ class LifeStore(Protocol):
     def open_alerts(self) -> list[Alert]:
         """Firing and acknowledged alerts, oldest first."""
 
+    def earliest(self) -> tuple[datetime | None, datetime | None]:
+        """When the clock next matters: the earliest `next_page_at` of a firing alert and the
+        earliest `fired_at` of an open one (None: no such alert)."""
+
     def latest(self, channels: Iterable[str] | None = None) -> Alert | None:
         """The newest alert (of these channels, when given) that is still open."""
 
@@ -59,6 +63,9 @@ class InMemoryLifeStore:
     _alerts: dict[int, Alert] = field(default_factory=dict)  # by instance id
     _pages: dict[tuple[int, int, str], PageRow] = field(default_factory=dict)
     _next: int = 1
+    # open alerts oldest first and `earliest()`, kept until the next save (ticks read them often)
+    _open: list[Alert] | None = field(default=None, repr=False, compare=False)
+    _earliest: tuple[datetime | None, datetime | None] | None = field(default=None, repr=False, compare=False)
 
     def get(self, instance_id: int) -> Alert | None:
         """The alert of `instance_id`, or None."""
@@ -74,11 +81,24 @@ class InMemoryLifeStore:
             alert = replace(alert, id=self._next)
             self._next += 1
         self._alerts[alert.instance_id] = alert
+        self._open = self._earliest = None
         return alert
 
     def open_alerts(self) -> list[Alert]:
         """Firing and acknowledged alerts, oldest first."""
-        return sorted((a for a in self._alerts.values() if a.open), key=lambda a: (a.fired_at, a.id))
+        if self._open is None:
+            self._open = sorted(
+                (a for a in self._alerts.values() if a.open), key=lambda a: (a.fired_at, a.id)
+            )
+        return list(self._open)
+
+    def earliest(self) -> tuple[datetime | None, datetime | None]:
+        """The earliest page due of a firing alert, the earliest firing of an open one."""
+        if self._earliest is None:
+            alerts = self.open_alerts()
+            pages = [a.next_page_at for a in alerts if a.state == "firing" and a.next_page_at is not None]
+            self._earliest = (min(pages, default=None), alerts[0].fired_at if alerts else None)
+        return self._earliest
 
     def latest(self, channels: Iterable[str] | None = None) -> Alert | None:
         """The newest open alert (of `channels`)."""

@@ -114,21 +114,28 @@ class Pipeline:
         self.book = book
 
     # ---- entry points -------------------------------------------------------------------------
-    def feed(self, event: AlertEvent, now: datetime) -> FeedResult:
+    def feed(self, event: AlertEvent, now: datetime, *, ticked: bool = False) -> FeedResult:
         """Process one event at `now`; returns its record(s) and any notification that came due."""
-        return self.feed_batch((event,), now)
+        return self.feed_batch((event,), now, ticked=ticked)
 
-    def feed_batch(self, events: Iterable[AlertEvent], now: datetime) -> FeedResult:
-        """Process events reported together (e.g. one webhook post), then flush what is due."""
-        before = self.tick(now)  # close windows that ended before these events, so they do not reopen them
+    def feed_batch(self, events: Iterable[AlertEvent], now: datetime, *, ticked: bool = False) -> FeedResult:
+        """Process events reported together (e.g. one webhook post), then flush what is due.
+
+        `ticked`: the caller's last call was a tick (or a feed) at this same `now` and nothing changed
+        the stores since, so the tick before the events is skipped: a tick leaves nothing due at or
+        before its `now` (the state store is drained to after it; a page makes the next one due later;
+        an expired alert is closed), so it would find nothing (the replay feeds a burst this way)."""
+        # close windows that ended before these events, so they do not reopen them
+        before = _EMPTY if ticked else self.tick(now)
         recs: list[AlertRecord] = []
-        notes: list[Notification] = list(before.notifications)
-        moves: list[Transition] = list(before.transitions)
+        notes: list[Notification] = list(before.notifications) if before is not _EMPTY else []
+        moves: list[Transition] = list(before.transitions) if before is not _EMPTY else []
         for event in events:
             try:
                 decided = self._decide(event, now, notes)
                 recs.extend(decided)
-                moves.extend(self._lifecycle(event, decided, now))
+                if self.life is not None:
+                    moves.extend(self._lifecycle(event, decided, now))
             except Exception as exc:  # one event never stops the batch; the record says what broke
                 log.exception("alert pipeline failed on event %s", idempotency_key(event))
                 recs.append(
@@ -144,8 +151,9 @@ class Pipeline:
                     )
                 )
         after = self.tick(now)
-        notes.extend(after.notifications)
-        moves.extend(after.transitions)
+        if after is not _EMPTY:
+            notes.extend(after.notifications)
+            moves.extend(after.transitions)
         out = FeedResult(tuple(recs), tuple(notes), tuple(moves))
         if self.records is not None:
             for r in recs:
@@ -164,8 +172,8 @@ class Pipeline:
         next escalation step of alerts nobody acknowledged."""
         moves = tuple(self.life.tick(now)) if self.life is not None else ()
         due = self.state.next_due()
-        if due is None or due > now:
-            return FeedResult((), (), moves)  # the common case: nothing due; skip the generator
+        if due is None or due > now:  # the common case: nothing due; skip the generator
+            return FeedResult((), (), moves) if moves else _EMPTY
         notes: list[Notification] = []
         for ns, key, value in self.state.pop_due(now):
             try:
@@ -222,8 +230,9 @@ class Pipeline:
 
     def next_due(self) -> datetime | None:
         """When `tick` next has something to do (for simulations and a smart scheduler)."""
-        due = [t for t in (self.state.next_due(), self.life.next_due() if self.life else None) if t]
-        return min(due) if due else None
+        state = self.state.next_due()
+        page = self.life.next_due() if self.life is not None else None
+        return state if page is None else page if state is None else min(state, page)
 
     # ---- intake ---------------------------------------------------------------------------------
     def _decide(self, event: AlertEvent, now: datetime, notes: list[Notification]) -> list[AlertRecord]:

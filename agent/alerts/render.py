@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
 from xihe.agent import wecom_markdown as md
+from xihe.agent.alerts.tplcache import template_cache
 from xihe.agent.timefmt import show
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -37,6 +38,13 @@ TEMPLATE_NAMES = (
     "resolved.md.j2",
     "page.md.j2",
 )
+# The Environment's options that shape the compiled code (part of the compiled-template cache's key).
+OPTIONS: dict[str, Any] = {
+    "autoescape": False,
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+    "keep_trailing_newline": False,
+}
 
 
 def _finalize(value: Any) -> str:
@@ -108,11 +116,9 @@ class Renderer:
         self.env = Environment(
             loader=ChoiceLoader([*loaders, FileSystemLoader(str(MARKUPS[markup]))]),
             undefined=StrictUndefined,
-            autoescape=False,
             finalize=_finalize,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=False,
+            bytecode_cache=template_cache(OPTIONS),  # compiled once per machine (tplcache.py)
+            **OPTIONS,
         )
         self.tz = ZoneInfo(timezone)
         self.max_bytes = max_bytes

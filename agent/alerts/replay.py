@@ -191,7 +191,15 @@ class Loaded:
 def parse_lines(lines: Iterable[str]) -> Loaded:
     """Parse JSON lines in the event format; a bad line is kept as a BadLine and parsing goes on."""
     out = Loaded()
+    # A line repeated verbatim (a re-polled or re-posted report: half of a storm) is the same event:
+    # decoded once. AlertEvent is frozen, so the repeats share it.
+    events: dict[str, tuple[AlertEvent, list[str]]] = {}
     for n, line in enumerate(lines, 1):
+        known = events.get(line)
+        if known is not None:
+            out.events.append(known[0])
+            out.unknown_fields.update(known[1])
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
@@ -206,11 +214,14 @@ def parse_lines(lines: Iterable[str]) -> Loaded:
             if isinstance(data, dict) and "ack" in data:
                 out.acks.append(parse_ack(data, n))
                 continue
-            out.events.append(parse_event(data))
+            event = parse_event(data)
         except EventError as exc:
             out.bad.append(BadLine(n, str(exc)))
             continue
-        out.unknown_fields.update(unknown_fields(data))
+        unknown = unknown_fields(data)
+        events[line] = (event, unknown)
+        out.events.append(event)
+        out.unknown_fields.update(unknown)
     return out
 
 
@@ -303,19 +314,28 @@ def run_replay(
             else:
                 what = "no such alert" if alert is None else why.value if why else "?"
                 ack_problems.append(f"line {ack.line}: ack {ack.ref} by {ack.by}: {what}")
+        fed_now = (
+            False  # the events of one instant: each feed ends with a tick at `now` (Pipeline.feed_batch)
+        )
         while i < n and stream[i].at <= now:
-            fed = pipeline.feed(stream[i], now)
+            fed = pipeline.feed(stream[i], now, ticked=fed_now)
+            fed_now = True
             moves.extend(fed.transitions)
             recs = fed.records
-            if any(r.reason is Reason.MAINTENANCE for r in recs):
-                found = pipeline.book.covering(now, stream[i])
-                if found is not None:  # keep going until the window ends and says what it kept quiet
-                    last = max(last, found[1] + timedelta(seconds=1))
+            for r in recs:
+                if r.reason is Reason.MAINTENANCE:
+                    found = pipeline.book.covering(now, stream[i])
+                    if found is not None:  # keep going until the window ends and says what it kept quiet
+                        last = max(last, found[1] + timedelta(seconds=1))
+                    break
             records.extend(recs)
             i += 1
-        moves.extend(pipeline.tick(now).transitions)
+        if not fed_now:
+            moves.extend(pipeline.tick(now).transitions)
         core += time.perf_counter() - t0
-        attempts.extend(deliverer.run_once(now))
+        due = outbox.next_due()
+        if due is not None and due <= now:  # nothing to claim otherwise
+            attempts.extend(deliverer.run_once(now))
         if i >= n and not pending_acks and outbox.next_due() is None and (pipeline.next_due() or last) > last:
             break
     sent = [r for r in outbox.rows() if r.status == "sent"]

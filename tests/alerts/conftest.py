@@ -19,6 +19,13 @@ from xihe.config.workflows import WorkflowsConfig
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
+
+@pytest.fixture(autouse=True)
+def _template_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiled templates (agent/alerts/tplcache.py) go to a cache of the session, not the user's."""
+    monkeypatch.setenv("XIHE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "xihe-cache"))
+
+
 PRODUCTION = AccessConfig().production_environments()  # {'prod'}: access.yaml's default
 WORKFLOWS = WorkflowsConfig.model_validate(
     {

@@ -188,4 +188,6 @@ def test_every_line_of_the_storm_streams_takes_the_fast_path_to_the_same_event()
         for line in storm.generate(seed=seed, instances=200, p_duplicate=0.3).lines:
             data = json.loads(json.dumps(line))
             fast = _plain(data)
-            assert fast is not None and repr(fast) == repr(_validated(data))
+            slow = _validated(data)
+            assert fast is not None and repr(fast) == repr(slow)
+            assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)

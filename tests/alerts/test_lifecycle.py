@@ -350,3 +350,41 @@ def test_the_resolved_message_links_the_original_run_page() -> None:
     (row,) = [r for r in outbox.rows() if r.kind == "resolved"]
     assert row.text.endswith("[原告警与运行详情](https://xihe.example.com/ui/runs/101)")
     assert "重跑：非 xihe 发起（DolphinScheduler 界面或自动重试）" in row.text
+
+
+@pytest.mark.parametrize("kind", ["memory", "sql"])
+def test_earliest_is_the_first_page_due_and_the_oldest_open_alert(kind: str, engine: Engine) -> None:
+    """What an idle tick compares `now` with (issue 30): the earliest `next_page_at` of a firing alert
+    and the earliest `fired_at` of an open one, on both stores, as alerts are acked and resolved."""
+    from xihe.agent.alerts.lifecycle import acknowledge, fire, resolve
+    from xihe.agent.alerts.model import Tier
+    from xihe.config.alerts import TierPolicy
+
+    store: LifeStore = InMemoryLifeStore() if kind == "memory" else SqlLifeStore(SqlAlertStores(engine))
+    assert store.earliest() == (None, None)
+    policy = TierPolicy(escalate_after=15)
+    saved = []
+    for n, (iid, at) in enumerate([(1, T0 + 5 * MIN), (2, T0), (3, T0 + 9 * MIN)]):
+        alert, _ = fire(
+            None,
+            instance_id=iid,
+            project="etl",
+            workflow="wf",
+            business_date="",
+            tier=Tier.P0,
+            channel="default",
+            notification_key=f"k{n}",
+            now=at,
+            policy=policy,
+        )
+        assert alert is not None
+        saved.append(store.save(alert))
+    assert store.earliest() == (T0 + 15 * MIN, T0)
+    acked, _ = acknowledge(saved[1], "zhangsan", T0 + 10 * MIN)  # no more pages, still open
+    assert acked is not None
+    store.save(acked)
+    assert store.earliest() == (T0 + 20 * MIN, T0)
+    done = resolve(acked, T0 + 11 * MIN, Why.RESOLVED_SAME, 2)
+    assert done is not None
+    store.save(done)
+    assert store.earliest() == (T0 + 20 * MIN, T0 + 5 * MIN)

@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xihe.agent.cli.main import main
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -175,7 +177,8 @@ def test_the_replay_imports_no_store_http_or_dolphinscheduler_client_and_prints_
     tmp_path: Path,
 ) -> None:
     """A replay is a simulation: SQLAlchemy, requests and the DolphinScheduler client stay unloaded
-    (issue 30: they were 60% of a 10,000-event replay's start), and `--json` is one line unless
+    (issue 30: they were 60% of a 10,000-event replay's start), so do smtplib (no mail is sent),
+    rapidfuzz (no key is misspelt) and the settings machinery; `--json` is one line unless
     `--indent N` asks for more."""
     import os
     import subprocess
@@ -189,7 +192,8 @@ def test_the_replay_imports_no_store_http_or_dolphinscheduler_client_and_prints_
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         f"    main(['alerts', 'replay', {str(f)!r}, '--config', {str(REPO_CONFIG)!r}, '--json'])\n"
-        "heavy = {'sqlalchemy', 'requests', 'xihe.integrations.dolphinscheduler.client'} & set(sys.modules)\n"
+        "heavy = {'sqlalchemy', 'requests', 'xihe.integrations.dolphinscheduler.client', 'smtplib',\n"
+        "         'rapidfuzz', 'xihe.config.settings', 'xihe.config.oncall'} & set(sys.modules)\n"
         "print(json.dumps({'heavy': sorted(heavy), 'lines': out.getvalue().count(chr(10))}))\n"
     )
     run = subprocess.run(
@@ -249,3 +253,53 @@ def test_replay_follows_acks_reruns_and_later_runs_and_names_each_resolved_insta
     assert main(["alerts", "replay", str(f), "--config", str(REPO_CONFIG)]) == 0
     text = capsys.readouterr().out
     assert text.count("--- resolved: instance 1, instance 2") == 1
+
+
+def test_a_line_repeated_verbatim_is_the_same_event_and_each_repeat_counts() -> None:
+    """Repeats are decoded once (issue 30): the same event at each place, an unknown field counted
+    per line, a bad line reported at each of its line numbers."""
+    from xihe.agent.alerts.replay import parse_lines
+
+    good = json.dumps({**json.loads(lifecycle()[0]), "extra": 1})
+    bad = json.dumps({"at": "2026-12-02T09:00:00+00:00", "workflow": "wf", "instance_id": 1})
+    loaded = parse_lines([good, bad, good, "", bad, good])
+    assert [e == loaded.events[0] for e in loaded.events] == [True, True, True]
+    assert loaded.events[0] == parse_lines([good]).events[0]
+    assert loaded.unknown_fields == {"extra": 3}
+    assert [b.line for b in loaded.bad] == [2, 5]
+    assert loaded.bad[0].problem == loaded.bad[1].problem
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["alerts", "replay", "--help"],
+        ["alerts", "--help"],
+        ["alerts", "bogus"],
+        ["alerts", "replay"],
+        ["alerts", "stats", "--since", "7d", "--json"],
+        ["--config", "x", "alerts", "replay", "f.jsonl", "--json", "--indent", "2"],
+        ["alerts", "replay", "f.jsonl", "--config", "y", "--indent", "x"],
+    ],
+)
+def test_the_alerts_commands_parse_alone_as_in_the_whole_tree(argv: list[str]) -> None:
+    """`xihe alerts …` builds only its own branch of the parser (issue 30: the whole tree imports
+    every command's module): the same values, help and errors as the whole tree."""
+    import contextlib
+    import io
+
+    from xihe.agent.cli.main import _alerts_parser, _command_word, build_parser
+
+    assert _command_word(argv) == "alerts"
+
+    def parsed(make: Any) -> tuple[Any, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                ns = vars(make().parse_args(argv))
+                got: Any = {k: v.__qualname__ if callable(v) else v for k, v in ns.items()}
+            except SystemExit as exc:
+                got = ("exit", exc.code)
+        return got, out.getvalue(), err.getvalue()
+
+    assert parsed(_alerts_parser) == parsed(build_parser)

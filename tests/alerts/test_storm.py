@@ -165,3 +165,76 @@ def test_the_generator_writes_the_documented_format() -> None:
     start = next(ln for ln in s.lines if ln["task"] is None)
     assert start["state"] == "RUNNING_EXECUTION" and start["host"] is None
     assert parse_event(start).is_task is False
+
+
+def test_record_of_makes_the_record_the_dataclass_makes() -> None:
+    """record_of sets the record's fields directly (issue 30): every field, the same values, equal and
+    hashing alike to AlertRecord(...), still frozen."""
+    import dataclasses
+
+    from xihe.agent.alerts.classify import idempotency_key
+    from xihe.agent.alerts.folding import record_of
+    from xihe.agent.alerts.model import AlertRecord, Reason, Tier
+
+    e = parse_event(
+        {
+            "at": "2026-12-02T09:00:00+00:00",
+            "workflow": "wf",
+            "instance_id": 7,
+            "state": "FAILURE",
+            "task": "t",
+        }
+    )
+    fast = record_of(e, e.at, Reason.NEW_INSTANCE, Tier.P1, "detail", "key-1")
+    slow = AlertRecord(
+        e.at, idempotency_key(e), 7, "wf", "t", Reason.NEW_INSTANCE, Tier.P1, "detail", "key-1"
+    )
+    assert vars(fast) == vars(slow) and fast == slow and hash(fast) == hash(slow)
+    assert list(vars(fast)) == [f.name for f in dataclasses.fields(AlertRecord)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.detail = "changed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_a_burst_fed_after_a_tick_at_the_same_instant_decides_the_same(scenario: str) -> None:
+    """`feed(..., ticked=True)` skips the tick before the event (issue 30: the replay feeds each instant's
+    events that way): fed so, every instant's events give the same records, notifications, lifecycle
+    changes and outbox rows as with a tick before each event, the lifecycle paging as it goes."""
+    from itertools import pairwise
+
+    from xihe.agent.alerts.lifestore import InMemoryLifeStore
+    from xihe.agent.alerts.outbox import InMemoryOutbox
+    from xihe.agent.alerts.pipeline import Pipeline
+    from xihe.agent.alerts.state import InMemoryAlertStateStore
+
+    s = gen.generate(**SCENARIOS[scenario])  # type: ignore[arg-type]
+    events = parse_lines(s.jsonl().splitlines()).events
+    raw = gen.alerts_config()
+    raw["lifecycle"] = {"tiers": {"P0": {"escalate_after": 1, "max_escalations": 3}}}
+    cfg = AlertsConfig.model_validate(raw)
+    wfs = WorkflowsConfig.model_validate({"workflows": gen.workflows()})
+
+    def run(skip: bool) -> tuple[list[str], list[str], list[str], list[tuple[str, str]]]:
+        outbox = InMemoryOutbox()
+        p = Pipeline(
+            cfg,
+            wfs,
+            InMemoryAlertStateStore(),
+            outbox,
+            production=AccessConfig().production_environments(),
+            life=InMemoryLifeStore(),
+        )
+        recs, notes, moves = [], [], []
+        last = None
+        for e in events:
+            fed = p.feed(e, e.at, ticked=skip and e.at == last)
+            last = e.at
+            recs += [repr(r) for r in fed.records]
+            notes += [repr(n) for n in fed.notifications]
+            moves += [repr(m) for m in fed.transitions]
+        return recs, notes, moves, [(r.key, r.text) for r in outbox.rows()]
+
+    assert sum(a.at == b.at for a, b in pairwise(events)) > 50  # bursts to skip in
+    slow, fast = run(False), run(True)
+    assert any("paged" in m for m in slow[2])
+    assert fast == slow

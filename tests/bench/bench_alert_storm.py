@@ -2,10 +2,12 @@
 
 Run: `python -m tests.bench.bench_alert_storm [--seed N] [--instances N] [--runs N]`; prints one JSON
 object. Reports the decision core's events/s (pipeline feed + tick, rendering included) beside the
-reference policy's (tests/bench/alert_reference.py) on the same decoded lines, both best of `--runs`;
+reference policy's (tests/bench/alert_reference.py) on the same decoded lines, both best of `--runs`,
+and the replay's own decision path (the same pipeline with the alert lifecycle, fed and ticked as the
+replay's simulated clock runs; best of `--runs`) with its ratio to the reference;
 the whole process, `xihe alerts replay FILE --config DIR --json` against `python
-tests/bench/alert_reference.py FILE DIR` on the same files, run alternately `--runs` times (median
-wall and CPU, events/s, ratio); notifications vs
+tests/bench/alert_reference.py FILE DIR` on the same files, run alternately `--runs` times (median,
+min and max wall, median CPU, events/s, ratios); notifications vs
 the naive one-alert-per-FAILURE-event count, and the storm checks against the generator's truth:
 instances that failed for good but were never named (must be 0), instances named although they did
 not fail for good (must be 0), the busiest robot-minute (≤ 20), the slowest first P0 message after
@@ -106,11 +108,15 @@ def _whole_process(jsonl: str, raw: dict[str, Any], runs: int) -> dict[str, Any]
         wall = statistics.median(w for w, _ in got)
         out[name] = {
             "wall_median_s": round(wall, 3),
+            "wall_min_max_s": [round(min(w for w, _ in got), 3), round(max(w for w, _ in got), 3)],
             "cpu_median_s": round(statistics.median(c for _, c in got), 3),
             "events_per_s": round(lines / wall),
         }
     out["ratio_xihe_to_reference_wall"] = round(
         out["reference"]["wall_median_s"] / out["xihe"]["wall_median_s"], 2
+    )
+    out["ratio_xihe_to_reference_cpu"] = round(
+        out["reference"]["cpu_median_s"] / out["xihe"]["cpu_median_s"], 2
     )
     return out
 
@@ -137,10 +143,14 @@ def main() -> None:
     reference = min(_reference(decoded, raw) for _ in range(args.runs))
     whole = _whole_process(storm.jsonl(), raw, args.runs)
 
-    # 2) the full replay: simulated clock, rate-limited simulated robot, e-mail fallback
-    t = time.perf_counter()
-    res = run_replay(events, cfg, wfs, PRODUCTION)
-    wall = time.perf_counter() - t
+    # 2) the full replay: simulated clock, rate-limited simulated robot, e-mail fallback, the alert
+    # lifecycle; its decision path (feed + tick as its clock runs, lifecycle included) is best of `--runs`
+    replay_core = float("inf")
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        res = run_replay(events, cfg, wfs, PRODUCTION)
+        wall = time.perf_counter() - t
+        replay_core = min(replay_core, res.core_seconds)
     s = res.summary()
     texts = [n["text"] for n in res.notifications]
     hidden = {i for i in storm.final_at if gen.in_maintenance(storm, i, raw)}
@@ -180,7 +190,8 @@ def main() -> None:
                 "reference_decisions_events_per_s": round(len(events) / reference),
                 "decisions_ratio_xihe_to_reference": round(reference / core_only, 2),
                 "whole_process": whole,
-                "replay_core_events_per_s": round(len(events) / res.core_seconds),
+                "replay_core_events_per_s": round(len(events) / replay_core),
+                "replay_core_ratio_xihe_to_reference": round(reference / replay_core, 2),
                 "replay_wall_seconds": round(wall, 3),
                 "notifications": s["notifications"],
                 "by_kind": s["by_kind"],

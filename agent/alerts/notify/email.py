@@ -13,7 +13,6 @@ from xihe.agent import email_text
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.errors import MailError
 from xihe.config.alerts import AlertsConfig, Channel
-from xihe.integrations.mailer import Mailer
 
 
 class MailSender(Protocol):
@@ -60,6 +59,8 @@ def make_mail(config: AlertsConfig) -> EmailNotifier | None:
     smtp = config.smtp
     if not smtp.host:
         return None
+    from xihe.integrations.mailer import Mailer  # smtplib, ssl, email: only when mail can be sent
+
     mailer = Mailer(
         smtp.host,
         smtp.port,

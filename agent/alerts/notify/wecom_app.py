@@ -19,15 +19,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from xihe.agent.alerts.notify.base import Attempt
-from xihe.agent.cards import Card, alert_buttons
 from xihe.agent.clock import utc_now
 from xihe.agent.errors import WeComError
 from xihe.agent.i18n import Lang
 from xihe.config.alerts import AlertsConfig, Channel
-from xihe.integrations.wecom.cards import template_card
 from xihe.integrations.wecom.robot import redact
 
-if TYPE_CHECKING:  # the HTTP client is imported by the first send: the pipeline only reads MARKUP
+if (
+    TYPE_CHECKING
+):  # the HTTP client and the cards are imported by the first send: the pipeline only reads MARKUP
+    from xihe.agent.cards import Card
     from xihe.integrations.wecom.app_client import AppClient
 
 KIND = "wecom_app"
@@ -70,6 +71,8 @@ def alert_card(text: str) -> Card | None:
         elif error is not None and not desc:
             desc = _LOG_PREFIX.sub("", _MARKS.sub("", error.group(1)).strip())
             desc = desc if len(desc) <= MAX_DESC else desc[: MAX_DESC - 1] + "…"
+    from xihe.agent.cards import Card, alert_buttons
+
     return Card(title, desc, tuple(rows), alert_buttons(int(rerun.group(1)), mute.group(1), lang))
 
 
@@ -115,6 +118,8 @@ class WeComAppNotifier:
             client.send_markdown("|".join(channel.to_users), text)
             card = alert_card(text)
             if card is not None:
+                from xihe.integrations.wecom.cards import template_card
+
                 digest = hashlib.sha256((ref or text).encode("utf-8")).hexdigest()[:16]
                 client.send_card(
                     list(channel.to_users), template_card(card, f"xihe-alert-{digest}-{secrets.token_hex(4)}")

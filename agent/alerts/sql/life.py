@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 
 from xihe.agent.alert_tables import alert_life, alert_page
 from xihe.agent.alerts.lifecycle import OPEN, Alert
@@ -89,6 +89,13 @@ class SqlLifeStore:
         q = select(alert_life).where(_L.state.in_(OPEN)).order_by(_L.fired_at, _L.id)
         with self.s.tx() as conn:
             return [_alert(r) for r in conn.execute(q)]
+
+    def earliest(self) -> tuple[Any, Any]:
+        """The earliest page due of a firing alert, the earliest firing of an open one."""
+        pages = select(func.min(_L.next_page_at)).where(_L.state == "firing")
+        fired = select(func.min(_L.fired_at)).where(_L.state.in_(OPEN))
+        with self.s.tx() as conn:
+            return conn.execute(pages).scalar(), conn.execute(fired).scalar()
 
     def latest(self, channels: Iterable[str] | None = None) -> Alert | None:
         """The newest open alert (of `channels`)."""
