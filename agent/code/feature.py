@@ -384,7 +384,11 @@ def install(ctx: Context) -> Installed:
     indexes = LiveIndexes(cfg)
     indexes.open()
     followups = FollowUps(ctx.deps)
-    sock = SearchServer(indexes)  # `xihe search` on this machine asks here (<index_dir>/search.sock)
+    from xihe.agent.cli.code import hits_text  # what `xihe search` prints, rendered here for it
+
+    sock = SearchServer(
+        indexes, hits_text
+    )  # `xihe search` on this machine asks here (<index_dir>/search.sock)
 
     def listen(_app: Runtime) -> None:
         sock.start()
