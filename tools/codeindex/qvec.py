@@ -33,6 +33,7 @@ WEIGHTS = ("weights", "l2_supercat_{dim}.safetensors")
 TENSOR = "embedding.weight"
 # a word the table may hold: no spaces or control characters (the normaliser only rewrites " "),
 # no angle brackets (special tokens such as <s> are matched in the raw text)
+FOUND_WORDS = 4096  # words a loaded table remembers having looked up
 _TABLE_WORD = re.compile(r"[^\s<>]{1,64}")
 
 
@@ -170,11 +171,13 @@ class QueryVectors:
         self._files = model_files(dim)
         self.bpe: Bpe | None = None  # for words the table lacks; set by the index (built or loaded)
         self._saved: segments.Base | None = None  # the file as last saved or loaded, while no word was added
+        self._found: dict[str, str | None] = {}  # words looked up in `_text` (a serve asks for the same ones)
 
     def _table(self) -> dict[str, str]:
         if self._ids is None:
             self._ids = dict(line.split("\t", 1) for line in self._text.splitlines() if line)
             self._text = "\n"
+            self._found.clear()
         return self._ids
 
     def __len__(self) -> int:
@@ -184,9 +187,14 @@ class QueryVectors:
         """The token ids of `word` (a table-able word): from the table, else from `Bpe`."""
         if self._ids is not None:
             raw = self._ids.get(word)
+        elif word in self._found:
+            raw = self._found[word]
         else:
             at = self._text.find(f"\n{word}\t")
             raw = None if at < 0 else self._text[at + len(word) + 2 : self._text.find("\n", at + 1)]
+            if len(self._found) >= FOUND_WORDS:
+                self._found.clear()
+            self._found[word] = raw
         if raw is not None:
             return [int(n) for n in raw.split()]
         return self.bpe.ids(word) if self.bpe is not None else None
