@@ -1,7 +1,7 @@
 """Benchmark: the memory of a `xihe serve` with a large code index loaded, before and after 1,000 messages.
 
 Run: python -m tests.bench.bench_serve_rss [--messages 1000] [--users 100] [--batch 50]
-     [--workdir var/bench-cli] [--cache var/eval-src] [--no-baseline]   (prints JSON)
+     [--workdir var/bench-cli] [--cache var/eval-src] [--no-baseline] [--probe-trim]   (prints JSON)
 
 The index is React Native 0.71.19 from npm (2,973 files, 16k units), the tree and index of
 `bench_cli_search` (a git copy indexed once with the shipped `config/code.yaml`; kept in `--workdir`).
@@ -13,6 +13,8 @@ so), a third questions about the code, which the scripted model answers by calli
 (varied questions, English and Chinese) and then a short reply. VmRSS and VmHWM (/proc) of the serve
 are read at start and after the messages; the baseline is the same serve and the same messages without
 code.yaml (no code feature, the questions answered by the model alone). Target: ≤ 300 MiB after.
+`--probe-trim`: then `gdb` makes the serve call glibc's `malloc_trim(0)` and memory is read again (what
+of `after` is freed C heap memory not yet given back to the system).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -121,7 +124,9 @@ def _index_loaded(cfg: Path, repo: Path, proc_alive: Any) -> None:
         time.sleep(0.5)
 
 
-def run_one(repo: Path | None, messages: int, users: int, batch: int) -> dict[str, Any]:
+def run_one(
+    repo: Path | None, messages: int, users: int, batch: int, probe_trim: bool = False
+) -> dict[str, Any]:
     """One serve (with the code index when `repo` is given): memory at start and after the messages."""
     with tempfile.TemporaryDirectory(prefix="xihe-bench-rss-") as tmp, ScriptedLLM(responder=_answer) as llm:
         root = Path(tmp)
@@ -147,6 +152,10 @@ def run_one(repo: Path | None, messages: int, users: int, batch: int) -> dict[st
                     if first == 0:
                         out["after_first_batch"] = _memory(pid)
                 out["after"] = _memory(pid)
+                if probe_trim:  # how much of `after` is the C heap's free memory not given back
+                    trim = ["gdb", "-p", str(pid), "-batch", "-ex", "call (int) malloc_trim(0)"]
+                    subprocess.run(trim, capture_output=True, timeout=120, check=False)
+                    out["after_malloc_trim"] = _memory(pid)
                 out["answered"] = sum(min(len(fake.answers(u)), n) for u, n in sent.items())
                 out["messages"] = len(items)
                 out["serve_cpu_s"] = round(_cpu_seconds(pid) - cpu0, 2)
@@ -163,14 +172,16 @@ def run_one(repo: Path | None, messages: int, users: int, batch: int) -> dict[st
     return out
 
 
-def run(cache: Path, workdir: Path, messages: int, users: int, batch: int, baseline: bool) -> dict[str, Any]:
+def run(
+    cache: Path, workdir: Path, messages: int, users: int, batch: int, baseline: bool, probe_trim: bool
+) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     repo, _ = _setup(workdir, cache, env)
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
     out: dict[str, Any] = {"load_before": round(os.getloadavg()[0], 2)}
     if baseline:
-        out["without_code_index"] = run_one(None, messages, users, batch)
-    out["with_code_index"] = run_one(repo, messages, users, batch)
+        out["without_code_index"] = run_one(None, messages, users, batch, probe_trim)
+    out["with_code_index"] = run_one(repo, messages, users, batch, probe_trim)
     if baseline:
         out["rss_over_baseline_after_MiB"] = round(
             out["with_code_index"]["after"]["VmRSS_MiB"] - out["without_code_index"]["after"]["VmRSS_MiB"], 1
@@ -191,6 +202,9 @@ def main() -> None:
         "--workdir", default="var/bench-cli", type=Path, help="bench_cli_search's tree and index"
     )
     parser.add_argument("--no-baseline", action="store_true", help="only the serve with the code index")
+    parser.add_argument(
+        "--probe-trim", action="store_true", help="then gdb calls malloc_trim(0) in the serve: memory again"
+    )
     args = parser.parse_args()
     report = run(
         args.cache.resolve(),
@@ -199,6 +213,7 @@ def main() -> None:
         args.users,
         args.batch,
         not args.no_baseline,
+        args.probe_trim,
     )
     print(json.dumps(report, indent=2, ensure_ascii=False))
 

@@ -248,14 +248,14 @@ class QueryVectors:
     def load(cls, directory: Path, dim: int) -> QueryVectors | None:
         """The saved table, or None when missing or made with other model files."""
         try:
-            text = (Path(directory) / FILE).read_text(encoding="utf-8")
+            raw = (Path(directory) / FILE).read_bytes()
         except OSError:
             return None
         table = cls(dim)
-        head, _, body = text.partition("\n")
-        if table._files is None or head != _stamp(table._files):
+        head, _, body = raw.partition(b"\n")
+        if table._files is None or head.decode("utf-8", "replace") != _stamp(table._files):
             return None
-        table._ids, table._text = None, ("\n" + body).encode("utf-8")
+        table._ids, table._text = None, b"\n" + body
         table.bpe = Bpe.load(Path(directory))
         table._saved = segments.remember(Path(directory) / FILE, 0)
         return table
