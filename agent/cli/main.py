@@ -85,8 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from xihe.agent.heap import limit_arenas
     from xihe.agent.web.server import create_server
 
+    limit_arenas()  # before the bot's threads start (agent/heap.py)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = _app(args, listen=args.host)
     uvicorn.run(
