@@ -45,7 +45,8 @@ UCRED = 12  # struct ucred {pid_t pid; uid_t uid; gid_t gid;}
 INDEX_DIR = re.compile(
     rb"""^index_dir:[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|([^\s#'"][^\n#]*?))[ \t]*(?:#.*)?$""", re.M
 )
-_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)} | {ord('"'): '\\"', ord("\\"): "\\\\"}
+_SHORT = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\"}
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)} | {ord(c): e for c, e in _SHORT.items()}
 
 
 def socket_path(index_dir: str) -> str:
