@@ -106,20 +106,6 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def hits_text(hits: list[dict[str, Any]], as_json: bool) -> str:
-    """What `xihe search` prints, the same whether the hits came from this process or a serve (the
-    serve renders its answer with this function: searchfast.py)."""
-    if as_json:
-        return json.dumps(hits, ensure_ascii=False) + "\n"
-    if not hits:
-        return "no matching implementation in the repository\n"
-    from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
-
-    return "".join(
-        shown(f"{h['score']:.4f}  {h['path']}:{h['start']}-{h['end']}  {h['symbol']}") + "\n" for h in hits
-    )
-
-
 def cmd_search(args: argparse.Namespace) -> int:
     """Search a repository (indexing or updating it first) and print hits, best first.
 
@@ -152,6 +138,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         cfg, repo = opened
         remember(_config_dir(args), repo, cfg)
     idx, _ = index_repo(repo, cfg, progress=no_progress)
+    from xihe.tools.codeindex.hitstext import hits_text
+
     sys.stdout.write(hits_text([h.to_json() for h in search_code(idx, query, args.k)], args.json))
     return 0
 

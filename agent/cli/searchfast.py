@@ -11,7 +11,7 @@ Anything else (`--local`, `-h`, an abbreviated or unknown option, a value that s
 split by an option, no `code.yaml`, no serve, a refusal) returns None, and the full path runs as
 before: argparse reads the same arguments (and reports their errors), the serve is asked again or the
 index is searched in this process. Both print the same bytes: the serve renders the hits with the
-function the local path prints with (`agent/cli/code.py` `hits_text`).
+function the local path prints with (`tools/codeindex/hitstext.py`).
 """
 
 from __future__ import annotations

@@ -386,10 +386,7 @@ def install(ctx: Context) -> Installed:
     indexes.open()
     give_back()  # the load's temporaries
     followups = FollowUps(ctx.deps)
-    from xihe.agent.cli.code import hits_text  # what `xihe search` prints, rendered here for it
-
-    # `xihe search` on this machine asks here (<index_dir>/search.sock)
-    sock = SearchServer(indexes, hits_text)
+    sock = SearchServer(indexes)  # `xihe search` on this machine asks here (<index_dir>/search.sock)
 
     def listen(_app: Runtime) -> None:
         sock.start()

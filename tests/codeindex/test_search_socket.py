@@ -22,7 +22,7 @@ from starlette.testclient import TestClient
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY, git
 from tests.conftest import write_config
 from xihe.agent.app import App, build_app
-from xihe.agent.cli.code import hits_text, search_parser
+from xihe.agent.cli.code import search_parser
 from xihe.agent.cli.main import main
 from xihe.agent.cli.searchfast import read_args
 from xihe.agent.clock import FakeClock
@@ -262,7 +262,7 @@ def test_requests_the_serve_refuses(served, repo: Path, tmp_path: Path) -> None:
     app, cfg = served
     indexes = live(app.deps)
     assert indexes is not None
-    server = SearchServer(indexes, hits_text)
+    server = SearchServer(indexes)
     code_yaml = (cfg / "code.yaml").read_text()
     good = {
         "v": VERSION,
@@ -308,7 +308,7 @@ def test_stopping_removes_only_its_own_socket(served, short_dir: Path) -> None:
     assert indexes is not None
     path = Path(indexes.cfg.index_dir) / SOCKET_NAME
     first_inode = os.stat(path).st_ino
-    second = SearchServer(indexes, hits_text)  # another serve on the same index_dir takes the name over
+    second = SearchServer(indexes)  # another serve on the same index_dir takes the name over
     assert second.start()
     assert os.stat(path).st_ino != first_inode
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xihe.tools.codeindex.api import Hit
+from xihe.tools.codeindex.hitstext import hits_text
 from xihe.tools.codeindex.live import LiveIndexes, LiveRepo
 from xihe.tools.codeindex.searchsock import MAX_PATH, MAX_REQUEST, VERSION, socket_path
 from xihe.tools.codeindex.treewatch import TreeWatch
@@ -114,7 +115,7 @@ class Busy(Exception):
 class SearchServer:
     """Answers `xihe search` over `<index_dir>/search.sock` while the bot runs."""
 
-    def __init__(self, indexes: LiveIndexes, render: Render) -> None:
+    def __init__(self, indexes: LiveIndexes, render: Render = hits_text) -> None:
         self.indexes = indexes
         self.render = render
         self._configs: dict[str, tuple[str, str] | None] = {}  # code.yaml text -> validated()
