@@ -29,7 +29,8 @@ _VALUED = ("--config", "--repo", "-k")
 def read_args(argv: Sequence[str]) -> tuple[str, str, bool, int, str] | None:
     """(config dir, repo, --json, k, query) when `argv` is of the common form, else None."""
     values = {"--config": "config", "--repo": ".", "-k": "10"}
-    as_json, words, after_words = False, [], False
+    as_json, after_words = False, False
+    words: list[str] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
