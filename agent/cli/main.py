@@ -205,6 +205,7 @@ def _search_argv(argv: Sequence[str]) -> list[str] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `xihe` console script."""
+    whole_process = argv is None  # the console script (or `-m`), not a caller in this process
     argv = list(sys.argv[1:] if argv is None else argv)
     search = _search_argv(argv)
     if search is not None:  # the whole parser imports every command's module: a search needs its own
@@ -215,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             return _reader_left()
         if done is not None:
+            if whole_process:
+                searchfast.leave(done)
             return done
         from xihe.agent.cli.code import search_parser
 

@@ -22,6 +22,7 @@ import sys
 TYPE_CHECKING = False  # (typing itself costs a millisecond to import)
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import NoReturn
 
 _VALUED = ("--config", "--repo", "-k")
 
@@ -92,3 +93,12 @@ def answered(argv: Sequence[str]) -> int | None:
     sys.stdout.write(out)
     sys.stdout.flush()
     return 0
+
+
+def leave(code: int) -> NoReturn:
+    """End this process at once after a served answer (called only as the console script): the output
+    is written and flushed and nothing else is pending, while the interpreter's finalization, tearing
+    down every loaded module, cost 3-8 ms here, a tenth of the whole command."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -151,6 +151,29 @@ def test_a_served_search_imports_nothing_the_interpreter_had_not(served, repo, c
     assert proc.stderr.splitlines()[-1] == bare.stderr.strip(), "the fast path imported more"
 
 
+def test_the_console_command_prints_the_served_answer_whole_and_exits_0(
+    served, repo, capsys, monkeypatch
+) -> None:
+    """As the console script, a served search ends the process at once after flushing (searchfast.leave)."""
+    _, cfg = served
+    answered = _answered(monkeypatch)
+    for extra in ([], ["--json"]):
+        local = _search(capsys, cfg, repo, "--local", *extra, "-k", "3", "order")
+        cmd = [
+            sys.executable,
+            "-m",
+            "xihe.agent.cli.main",
+            "--config",
+            str(cfg),
+            "search",
+            "--repo",
+            str(repo),
+        ]
+        proc = subprocess.run([*cmd, *extra, "-k", "3", "order"], capture_output=True, text=True, timeout=120)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, local, "")
+    assert answered() == 2
+
+
 def test_the_fast_path_reads_the_arguments_as_argparse_does() -> None:
     common = [
         ["order"],
