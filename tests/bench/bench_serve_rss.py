@@ -12,7 +12,8 @@ people, `--batch` at a time: a third `/help`, a third `/status` (not configured 
 so), a third questions about the code, which the scripted model answers by calling `search_code`
 (varied questions, English and Chinese) and then a short reply. VmRSS and VmHWM (/proc) of the serve
 are read at start and after the messages; the baseline is the same serve and the same messages without
-code.yaml (no code feature, the questions answered by the model alone). Target: ≤ 300 MiB after.
+code.yaml (no code feature: the model's `search_code` calls come back as unknown tools, then it
+answers). Target: ≤ 300 MiB after.
 `--probe-trim`: then `gdb` makes the serve call glibc's `malloc_trim(0)` and memory is read again (what
 of `after` is freed C heap memory not yet given back to the system).
 """
