@@ -84,7 +84,7 @@ def served_output(config_dir: str, repo: str, query: str, k: int, as_json: bool)
 def answered(argv: Sequence[str]) -> int | None:
     """Exit code 0 after printing the serve's answer to `search` arguments, or None: take the full path."""
     args = read_args(argv)
-    if args is None:
+    if args is None or sys.stdout is None:  # (no stdout: print() there does nothing; the full path)
         return None
     config_dir, repo, as_json, k, query = args
     out = served_output(config_dir, repo, query, k, as_json)
