@@ -106,43 +106,26 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
-    """What `xihe search` prints, the same whether the hits came from this process or a serve."""
-    if as_json:
-        print(json.dumps(hits, ensure_ascii=False))
-    elif not hits:
-        print("no matching implementation in the repository")
-    else:
-        from xihe.agent.cli.terminal import shown  # a file name or symbol may carry escape sequences
-
-        for h in hits:
-            print(shown(f"{h['score']:.4f}  {h['path']}:{h['start']}-{h['end']}  {h['symbol']}"))
-
-
-def _ask_serve(args: argparse.Namespace, cfg: Any, repo: Path, query: str) -> list[dict[str, Any]] | None:
-    """The hits of a `xihe serve` running on this machine with the same index_dir and settings
-    (`<index_dir>/search.sock`, tools/codeindex/searchsock.py), or None: search here then."""
-    from xihe.tools.codeindex.searchsock import ask, settings_digest
-
-    return ask(cfg.index_dir, repo, query, args.k, settings_digest(cfg.model_dump()))
-
-
 def cmd_search(args: argparse.Namespace) -> int:
     """Search a repository (indexing or updating it first) and print hits, best first.
 
     A `xihe serve` on this machine with the same index_dir and settings answers when there is one
-    (unless `--local`): no index is loaded here then. With the same code.yaml as last time, the config
+    (unless `--local`; searchfast.py): no index is loaded here then. With the same code.yaml as last time, the config
     validated then is reused (settings.py): a search does not import pydantic.
     """
+    from xihe.agent.cli.searchfast import served_output
+
+    query = " ".join(args.query)
+    # main() has asked the serve already when the arguments were of the common form (`asked`)
+    ask = not (args.local or getattr(args, "asked", False))
+    answered = served_output(_config_dir(args), args.repo, query, args.k, args.json) if ask else None
+    if answered is not None:
+        sys.stdout.write(answered)
+        return 0
     from xihe.tools.codeindex.settings import cached
 
-    repo, query = _repo(args), " ".join(args.query)
+    repo = _repo(args)
     cfg = cached(_config_dir(args), repo) if repo.is_dir() else None
-    # a code.yaml changed since it was last validated takes the local path, which validates it
-    answered = None if args.local or cfg is None else _ask_serve(args, cfg, repo, query)
-    if answered is not None:
-        _print_hits(answered, args.json)
-        return 0
     from xihe.tools.codeindex.api import search_code
     from xihe.tools.codeindex.progress import no_progress
     from xihe.tools.codeindex.service import index_repo
@@ -155,7 +138,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         cfg, repo = opened
         remember(_config_dir(args), repo, cfg)
     idx, _ = index_repo(repo, cfg, progress=no_progress)
-    _print_hits([h.to_json() for h in search_code(idx, query, args.k)], args.json)
+    from xihe.tools.codeindex.hitstext import hits_text
+
+    sys.stdout.write(hits_text([h.to_json() for h in search_code(idx, query, args.k)], args.json))
     return 0
 
 

@@ -19,15 +19,16 @@ xihe mcp serve | list          xihe's tools over stdio (XIHE_MCP_TOKEN); the MCP
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from xihe.agent.cli.terminal import shown
+# A search that a running serve answers imports nothing but its socket client (searchfast.py) before
+# printing: this module's own imports are the interpreter's start-up modules, the rest come per command.
+TYPE_CHECKING = False  # (typing itself costs a millisecond to import)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
@@ -38,6 +39,8 @@ def _app(args: argparse.Namespace, listen: str = "127.0.0.1") -> Any:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    import json
+
     from xihe.agent.app import check_config
     from xihe.agent.profiles import resolve
     from xihe.agent.request import carried_tools
@@ -50,6 +53,9 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_task_show(args: argparse.Namespace) -> int:
+    import json
+
+    from xihe.agent.cli.terminal import shown
     from xihe.agent.report import task_data, task_report
 
     app = _app(args)
@@ -61,6 +67,8 @@ def cmd_task_show(args: argparse.Namespace) -> int:
 
 
 def cmd_task_resume(args: argparse.Namespace) -> int:
+    from xihe.agent.cli.terminal import shown
+
     app = _app(args)
     task = app.deps.tasks.get(args.id)
     from xihe.agent.holder import holder_is_dead
@@ -77,8 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from xihe.agent.heap import limit_arenas
     from xihe.agent.web.server import create_server
 
+    limit_arenas()  # before the bot's threads start (agent/heap.py)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = _app(args, listen=args.host)
     uvicorn.run(
@@ -88,12 +98,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from xihe.agent.demo.scenes import run_demo
 
     return run_demo(verbose=not args.quiet, keep=Path(args.keep) if args.keep else None)
 
 
 def cmd_bench_core(args: argparse.Namespace) -> int:
+    import json
+
     from xihe.agent.cli.bench import bench_core
 
     print(json.dumps(bench_core(args.n, args.database_url), indent=2))
@@ -102,6 +116,8 @@ def cmd_bench_core(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree."""
+    import argparse
+
     p = argparse.ArgumentParser(prog="xihe", description="chat-ops agent bot")
     p.add_argument("--config", default="config", help="directory of YAML files (default: config)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -160,6 +176,8 @@ def _accept_config_everywhere(parser: argparse.ArgumentParser) -> None:
     SUPPRESS: a subcommand's own --config only sets the value when given, so the top-level one stays
     the default and a command that names its own default keeps it.
     """
+    import argparse
+
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
@@ -209,12 +227,24 @@ def _alerts_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `xihe` console script."""
+    whole_process = argv is None  # the console script (or `-m`), not a caller in this process
     argv = list(sys.argv[1:] if argv is None else argv)
     search = _search_argv(argv)
     if search is not None:  # the whole parser imports every command's module: a search needs its own
+        from xihe.agent.cli import searchfast
+
+        try:
+            done = searchfast.answered(search)  # a running serve's answer, argparse not even imported
+        except BrokenPipeError:
+            return _reader_left()
+        if done is not None:
+            if whole_process:
+                searchfast.leave(done)
+            return done
         from xihe.agent.cli.code import search_parser
 
         args = search_parser().parse_args(search)
+        args.asked = searchfast.read_args(search) is not None  # asked above: not again
     elif _command_word(argv) == "alerts":
         args = _alerts_parser().parse_args(argv)
     else:

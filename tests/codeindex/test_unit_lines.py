@@ -48,3 +48,15 @@ def test_a_units_file_shorter_than_meta_says_is_built_again(make_repo, cfg, embe
     assert open_index(root, cfg, embedder) is None
     idx, report = index_repo(root, cfg, embedder=embedder)
     assert report.mode == "full" and idx.search("cancel an order", 1).hits
+
+
+def test_no_page_of_the_units_file_stays_mapped(make_repo, cfg, embedder) -> None:
+    """A served index reads its units with pread: the file's pages do not count in the serve's memory."""
+    root = make_repo({"shop/orders.py": ORDERS_PY, "mail/Mailer.java": MAILER_JAVA})
+    index_repo(root, cfg, embedder=embedder)
+    idx = open_index(root, cfg, embedder)
+    assert idx is not None
+    assert idx.search("cancel an order that was not paid", 1).hits[0].unit.path == "shop/orders.py"
+    units = str(index_dir(root, cfg) / "units.jsonl")
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        assert not [line for line in maps if line.rstrip().endswith(units)]

@@ -73,3 +73,20 @@ def test_an_unwritable_cache_falls_back_to_the_whole_dictionaries(tmp_path: Path
     assert source.get() is None
     words = Tokenizer(source).cjk_words("在哪里注册监听器")
     assert words == Tokenizer().cjk_words("在哪里注册监听器") and "监听器" in words
+
+
+def test_jieba_is_imported_without_pkg_resources_and_segments_the_same(tmp_path: Path) -> None:
+    """`zhdict.jieba_module` keeps pkg_resources (~10 MB, every distribution's metadata) out of the
+    process; jieba then reads its data files by path: the same words as jieba imported as usual."""
+    import subprocess
+    import sys
+
+    text = "弹出警告对话框并重试失败的任务"
+    code = (
+        "import sys; from xihe.tools.codeindex.zhdict import jieba_module; j = jieba_module(); "
+        f"print('pkg_resources' in sys.modules, '|'.join(j.lcut({text!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert out.stdout.split() == ["False", "|".join(jieba.lcut(text))]

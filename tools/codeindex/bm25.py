@@ -26,6 +26,24 @@ Columns = tuple[np.ndarray, np.ndarray, np.ndarray]  # CSC indptr, indices, data
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # slots and their CSR indptr, indices, data
 
 
+class SavedRows:
+    """The CSR rows of a loaded `.npz`, read only when the matrix is first changed or saved whole:
+    a query reads the columns alone, and the rows are ~7 MB of a served React Native index. The
+    open file is read, so a later save that replaces the directory does not change what is read."""
+
+    def __init__(self, z: Any, shape: tuple[int, int]) -> None:
+        self._z = z  # numpy's NpzFile: the zip stays open, members are read on access
+        self.shape = shape
+
+    def __iter__(self) -> Any:
+        """(data, indices, indptr, shape), as `_merged` unpacks them."""
+        z, self._z = self._z, None
+        try:
+            yield from (z["data"], z["indices"], z["indptr"], self.shape)
+        finally:
+            z.close()
+
+
 def _sparse() -> Any:
     """scipy.sparse, imported when the matrix changes (building); a query on a saved index never needs it."""
     import scipy.sparse
@@ -46,7 +64,7 @@ class Bm25Index:
         self.vocab: dict[str, int] = {}
         self._rows: list[sp.csr_matrix] = []  # pending appended rows, merged lazily
         self._matrix: sp.csr_matrix | None = None  # None: empty, or still only the raw arrays below
-        self._raw: tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]] | None = None  # loaded CSR
+        self._raw: SavedRows | None = None  # the loaded CSR, read from its file when first needed
         self._cols: Columns | None = None
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.alive = np.zeros(0, dtype=bool)
@@ -277,7 +295,7 @@ class Bm25Index:
         words = text.split("\n") if text else []
         idx.vocab = {w: i for i, w in enumerate(words)}
         shape = (int(z["shape"][0]), int(z["shape"][1]))
-        idx._raw = (z["data"], z["indices"], z["indptr"], shape)
+        idx._raw = SavedRows(z, shape)
         cols = (z["col_indptr"], z["col_indices"], z["col_data"])
         idx.doc_len = z["doc_len"]
         idx.alive = z["alive"]

@@ -173,7 +173,8 @@ class Multilingual:
 
 
 class MultilingualVectors:
-    """The channel's vectors in slot order, kept and saved with the index."""
+    """The channel's vectors in slot order, kept and saved with the index (float16 as encoded and saved;
+    float32, and only that, once searched)."""
 
     def __init__(self, model: Multilingual) -> None:
         self.model = model
@@ -208,7 +209,9 @@ class MultilingualVectors:
     def scores(self, question: str, alive: np.ndarray) -> np.ndarray:
         """Cosine of every slot with the question (-inf for dead slots)."""
         if self._as32 is None:
-            self._as32 = self.vectors.astype(np.float32)
+            # the float32 rows replace the float16 ones instead of sitting beside them (16 MB for 16k
+            # units): the values are float16's, so saving them as float16 again is exact
+            self.vectors = self._as32 = np.asarray(self.vectors, np.float32)
         sims = self.model.cosines(self._as32, question)
         sims[~alive[: len(sims)]] = -np.inf
         return sims

@@ -9,6 +9,7 @@ ask for the places that say it, tests included (`QueryPlan.tests`, query.py).
 
 from __future__ import annotations
 
+import functools
 import re
 
 # directories that hold tests, and file names of tests in the languages indexed
@@ -18,6 +19,7 @@ _TEST_FILE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked for every candidate of every query a serve answers
 def is_test_path(path: str) -> bool:
     """Whether a repository-relative path is test code (by directory or file name)."""
     return bool(_TEST_DIR.search(path) or _TEST_FILE.search(path))

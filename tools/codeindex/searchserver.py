@@ -8,6 +8,8 @@ file only while it is still this server's (another serve may have taken the name
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -17,25 +19,57 @@ import socketserver
 import struct
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xihe.tools.codeindex.api import Hit
+from xihe.tools.codeindex.hitstext import hits_text
 from xihe.tools.codeindex.live import LiveIndexes, LiveRepo
-from xihe.tools.codeindex.searchsock import (
-    MAX_PATH,
-    MAX_REQUEST,
-    VERSION,
-    _read_line,
-    settings_digest,
-    socket_path,
-)
+from xihe.tools.codeindex.searchsock import MAX_PATH, MAX_REQUEST, VERSION, socket_path
 from xihe.tools.codeindex.treewatch import TreeWatch
 
 log = logging.getLogger("xihe.codeindex")
 READ_SECONDS = 5.0  # a client that connects and sends nothing is dropped
 MAX_QUERY = 1000
 MAX_K = 1000
+KEPT_CONFIGS = 16  # code.yaml texts whose validation is remembered
+_IGNORED = ("index_dir", "repos")  # where indexes live and which repos a serve keeps: not the ranking
+
+# hits (`Hit.to_json()` dicts) and whether --json was asked -> exactly what `xihe search` prints
+Render = Callable[[list[dict[str, Any]], bool], str]
+
+
+def settings_digest(config: dict[str, Any]) -> str:
+    """The sha1 of a validated code config's JSON dump, without the keys that do not change a ranking."""
+    kept = {k: v for k, v in config.items() if k not in _IGNORED}
+    return hashlib.sha1(json.dumps(kept, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def read_line(conn: socket.socket, limit: int) -> bytes | None:
+    """Bytes up to the first newline (None when the peer closed first or sent more than `limit`)."""
+    buf = bytearray()
+    while b"\n" not in buf:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+        if len(buf) > limit:
+            return None
+    return bytes(buf[: buf.index(b"\n")])
+
+
+def validated(code_yaml: str) -> tuple[str, str] | None:
+    """(settings digest, index_dir) of a client's code.yaml text as `load_file` would read it, or None
+    when it does not validate (the client's local path then reports why)."""
+    from xihe.config.code import load
+
+    try:
+        cfg = load(code_yaml.replace("\r\n", "\n").replace("\r", "\n"))  # read_text's newlines
+    except Exception:  # ConfigError(s): not ours to report
+        return None
+    dump = cfg.model_dump(mode="json")
+    return settings_digest(dump), dump["index_dir"]
 
 
 def peer_uid(conn: socket.socket) -> int | None:
@@ -57,8 +91,15 @@ def _request(line: bytes | None) -> dict[str, Any] | str:
         return "not JSON"
     if not isinstance(req, dict) or req.get("v") != VERSION:
         return f"protocol version: want {VERSION}"
-    for key, kind in (("repo", str), ("query", str), ("settings", str), ("k", int)):
-        if not isinstance(req.get(key), kind) or isinstance(req.get(key), bool):
+    for key, kind in (
+        ("repo", str),
+        ("query", str),
+        ("k", int),
+        ("json", bool),
+        ("index_dir", str),
+        ("code_yaml", str),
+    ):
+        if not isinstance(req.get(key), kind) or (kind is int and isinstance(req.get(key), bool)):
             return f"{key}: missing or not a {kind.__name__}"
     if not req["query"].strip() or len(req["query"]) > MAX_QUERY:
         return f"query: empty or over {MAX_QUERY} characters"
@@ -74,13 +115,16 @@ class Busy(Exception):
 class SearchServer:
     """Answers `xihe search` over `<index_dir>/search.sock` while the bot runs."""
 
-    def __init__(self, indexes: LiveIndexes) -> None:
+    def __init__(self, indexes: LiveIndexes, render: Render = hits_text) -> None:
         self.indexes = indexes
-        self.path = socket_path(indexes.cfg.index_dir)
+        self.render = render
+        self._configs: dict[str, tuple[str, str] | None] = {}  # code.yaml text -> validated()
+        self.path = Path(socket_path(indexes.cfg.index_dir))
         self._server: socketserver.ThreadingUnixStreamServer | None = None
         self._thread: threading.Thread | None = None
         self._inode: tuple[int, int] | None = None
         self._check = threading.Lock()
+        self._configs_lock = threading.Lock()
         self._watches: dict[Path, TreeWatch] = {}
 
     def digest(self) -> str:
@@ -94,7 +138,12 @@ class SearchServer:
         req = _request(line)
         if isinstance(req, str):
             return {"error": req}
-        if req["settings"] != self.digest():
+        settings = self._validated(req["code_yaml"])
+        if settings is None:
+            return {"error": "code.yaml does not validate"}
+        if settings[1] != req["index_dir"]:
+            return {"error": "code.yaml names another index_dir"}
+        if settings[0] != self.digest():
             return {"error": "code.yaml settings differ from this serve's"}
         want = Path(req["repo"])
         repo = next((r for r in self.indexes.repos if r.root == want), None)
@@ -109,7 +158,27 @@ class SearchServer:
         except Exception:
             log.exception("a search of %s for a client failed", repo.root)
             return {"error": "search failed"}
-        return {"hits": [h.to_json() for h in hits]}
+        return {"hits": [h.to_json() for h in hits], "json": req["json"]}
+
+    def reply(self, line: bytes | None, uid: int | None) -> bytes:
+        """The bytes sent back for one request line: `ok <n>` and the output, or `error <why>`."""
+        answer = self.answer(line, uid)
+        if "error" in answer:
+            return f"error {answer['error']}\n".encode()
+        out = self.render(answer["hits"], answer["json"]).encode("utf-8")
+        return b"ok %d\n" % len(out) + out
+
+    def _validated(self, code_yaml: str) -> tuple[str, str] | None:
+        """`validated(code_yaml)`, remembered for the last KEPT_CONFIGS texts."""
+        with self._configs_lock:
+            if code_yaml in self._configs:
+                return self._configs[code_yaml]
+        found = validated(code_yaml)
+        with self._configs_lock:
+            if len(self._configs) >= KEPT_CONFIGS:
+                self._configs.pop(next(iter(self._configs)))
+            self._configs[code_yaml] = found
+        return found
 
     def _search(self, repo: LiveRepo, query: str, k: int) -> list[Hit]:
         """What a local search does: the index brought to the tree as it is now, then searched.
@@ -158,11 +227,8 @@ class SearchServer:
             def handle(self) -> None:
                 conn: socket.socket = self.request
                 conn.settimeout(READ_SECONDS)
-                try:
-                    reply = owner.answer(_read_line(conn, MAX_REQUEST), peer_uid(conn))
-                    conn.sendall(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
-                except OSError:
-                    pass  # the client left or timed out: it searches locally
+                with contextlib.suppress(OSError):  # the client left or timed out: it searches locally
+                    conn.sendall(owner.reply(read_line(conn, MAX_REQUEST), peer_uid(conn)))
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

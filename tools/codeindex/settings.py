@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+
+from xihe.tools.codeindex.searchsock import index_dir_named
 
 if TYPE_CHECKING:
     from xihe.config.code import CodeConfig
@@ -52,24 +53,16 @@ class Settings:
         return json.loads(json.dumps(self._data))
 
 
-# a top-level `index_dir: value` line; only a guess of where the snapshot is: the snapshot found there
-# must record this very index_dir and the YAML's sha1, so a wrong guess just means no snapshot
-_INDEX_DIR = re.compile(
-    rb"""^index_dir:[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|([^\s#'"][^\n#]*?))[ \t]*(?:#.*)?$""", re.M
-)
-
-
 def _yaml(config_dir: str | Path) -> tuple[str, str] | None:
     """(sha1 of code.yaml's bytes, the index_dir it seems to name), read without a YAML parser."""
     try:
         raw = (Path(config_dir) / "code.yaml").read_bytes()
     except OSError:
         return None
-    m = _INDEX_DIR.search(raw)
-    if m is None:
-        return None
-    value = next(g for g in m.groups() if g is not None)
-    return hashlib.sha1(raw).hexdigest(), value.decode("utf-8", "replace")
+    # only a guess of where the snapshot is: the snapshot found there must record this very index_dir
+    # and the YAML's sha1, so a wrong guess just means no snapshot
+    value = index_dir_named(raw)
+    return None if value is None else (hashlib.sha1(raw).hexdigest(), value)
 
 
 def repo_key(root: Path) -> str:

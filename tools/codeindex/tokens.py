@@ -215,7 +215,9 @@ class Tokenizer:
 
     def _segmenter(self) -> Any:
         if self._jieba is None:
-            import jieba  # local import: loading the dictionary costs ~0.5 s, only CJK text needs it
+            from xihe.tools.codeindex.zhdict import jieba_module
+
+            jieba = jieba_module()  # loading the dictionary costs ~0.5 s, only CJK text needs it
 
             # jieba logs "Building prefix dict..." at DEBUG/INFO on its own logger; keep our output quiet
             logging.getLogger("jieba").setLevel(logging.WARNING)
