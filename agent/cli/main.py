@@ -216,6 +216,8 @@ def _search_argv(argv: Sequence[str]) -> list[str] | None:
 def _alerts_parser() -> argparse.ArgumentParser:
     """The tree with only `xihe [--config DIR] alerts …` in it (the same arguments, help and errors):
     the whole tree imports every command's module, ~25 ms of a 10,000-event replay (issue 30)."""
+    import argparse
+
     from xihe.agent.cli import alerts
 
     p = argparse.ArgumentParser(prog="xihe", description="chat-ops agent bot")
