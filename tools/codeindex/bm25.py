@@ -8,6 +8,7 @@ columns; scores equal bm25s's `method="lucene"` (a test checks it).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -235,7 +236,9 @@ class Bm25Index:
             if segments.small(base, len(slots)) and segments.link(current, directory, f"{name}.npz", base):
                 os.link(current / f"{name}_vocab.txt", directory / f"{name}_vocab.txt")  # type: ignore[operator]
                 rows = self._merged()[slots] if len(slots) else None
-                vocab = sorted(self.vocab, key=self.vocab.__getitem__)[self._base_vocab :]
+                # the terms since the base, in column order: the vocabulary's insertion order is its
+                # column order (a term's column is its position when added; none is ever removed)
+                vocab = list(itertools.islice(self.vocab, self._base_vocab, None))
                 np.savez(
                     directory / f"{name}.delta.npz",
                     slots=slots,
