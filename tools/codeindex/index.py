@@ -41,6 +41,7 @@ from xihe.tools.codeindex.refs import FileFacts, extract
 from xihe.tools.codeindex.search import Searching
 from xihe.tools.codeindex.store import FileRecord
 from xihe.tools.codeindex.tokens import Tokenizer
+from xihe.tools.codeindex.treequery import captures
 from xihe.tools.codeindex.units import CodeUnit, parse_tree, parse_units, window_units
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
@@ -194,8 +195,9 @@ class CodeIndex(Searching):
                 units = window_units(rel, text, w.window_lines, w.window_overlap)
             else:  # one tree for the units and the graph's facts
                 tree = parse_tree(text, lang, self.parsers)
-                units = parse_units(rel, text, lang, self.parsers, tree)
-                facts = extract(rel, lang, tree.root_node, units)
+                caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
+                units = parse_units(rel, text, lang, self.parsers, tree, caps)
+                facts = extract(rel, lang, tree.root_node, units, caps)
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows
