@@ -44,7 +44,9 @@ def test_rules_of_the_named_paths_judge_them_as_the_whole_trees_do(
     cfg = CodeConfig(index_dir=str(tmp_path / "index")).walk
     whole = IgnoreRules(repo, cfg)
     everything = sorted(
-        os.path.relpath(os.path.join(d, f), repo).replace(os.sep, "/") for d, _, fs in os.walk(repo) for f in fs
+        os.path.relpath(os.path.join(d, f), repo).replace(os.sep, "/")
+        for d, _, fs in os.walk(repo)
+        for f in fs
     )
     verdicts = {rel: whole.ignored(rel) for rel in everything}
     assert verdicts == {rel: IgnoreRules(repo, cfg, [rel]).ignored(rel) for rel in everything}

@@ -41,6 +41,8 @@ def captures(lang: str, root: Node, facts: bool = True) -> Captures:
         }
         types = sorted(set().union(*groups.values()))
         known = [t for t in types if language.id_for_node_kind(t, True) is not None]
-        patterns = [f"({t}) " + " ".join(f"@{g}" for g, members in groups.items() if t in members) for t in known]
+        patterns = [
+            f"({t}) " + " ".join(f"@{g}" for g, members in groups.items() if t in members) for t in known
+        ]
         query = _QUERIES[key] = Query(language, "\n".join(patterns))
     return QueryCursor(query).captures(root)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xihe.tools.codeindex.languages import EXTENSIONS
@@ -166,7 +166,11 @@ class IgnoreRules:
         for rel in paths:
             parts = rel.split("/")[:-1]
             for i, part in enumerate(parts):
-                if part in {"", ".", ".."} or part in self.skip_dirs or (self.root / "/".join(parts[: i + 1])).is_symlink():
+                if (
+                    part in {"", ".", ".."}
+                    or part in self.skip_dirs
+                    or (self.root / "/".join(parts[: i + 1])).is_symlink()
+                ):
                     break
                 dirs.add(tuple(parts[: i + 1]))
         return ["/".join(d) for d in sorted(dirs)]
