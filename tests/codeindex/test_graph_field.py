@@ -100,6 +100,14 @@ def test_an_update_rewrites_only_the_rows_of_callees_whose_callers_changed(tmp_p
         real(slots, docs)
 
     idx.neighbours.set_rows = spy  # type: ignore[method-assign]
+    tokenized: list[str] = []
+    real_tokens = idx.tokenizer.tokens
+
+    def counting(text: str) -> list[str]:
+        tokenized.append(text)
+        return real_tokens(text)
+
+    idx.tokenizer.tokens = counting  # type: ignore[method-assign]
 
     def fresh() -> dict[str, dict[str, float]]:
         other = CodeIndex(repo, tmp_path / "index" / "y", cfg, None)
@@ -109,6 +117,7 @@ def test_an_update_rewrites_only_the_rows_of_callees_whose_callers_changed(tmp_p
     (repo / "a.py").write_text("# a comment\n" + CALLERS, encoding="utf-8")  # same calls, new slots
     idx.update_files(["a.py"])
     assert rewritten == []  # target's and helper's callers are what they were
+    assert tokenized == []  # a.py's units keep their BM25, name and graph-field rows
     assert neighbour_rows(idx) == fresh()
     (repo / "a.py").write_text(CALLERS.replace("target()", "spare()"), encoding="utf-8")
     idx.update_files(["a.py"])

@@ -225,7 +225,7 @@ class CodeIndex(Searching):
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         if not units and not owners:
             if self._dropped_calls:  # files were only removed: their callees lost callers
-                self._add_neighbours([])
+                self._add_neighbours([], [])
             return  # nothing else changed: the query-word table is not rebuilt (a search's reconcile)
         self._graph = None
         live = (u for u in self.units if u is not None)  # read only when a unit inherits a doc
@@ -247,7 +247,7 @@ class CodeIndex(Searching):
         self.names.add_reusing(
             rows, [tokens(name_text(u)) for u, o in zip(units, rows, strict=True) if o is None]
         )
-        self._add_neighbours(units)
+        self._add_neighbours(units, rows)
         self.unit_keys = np.concatenate([self.unit_keys, keys])
         if self.embedder is not None:
             texts = [embed_text(u, u.text) for u in views]
@@ -273,17 +273,23 @@ class CodeIndex(Searching):
             self._callermap = CallerMap.of(self.units)
         return self._callermap
 
-    def _add_neighbours(self, new: list[CodeUnit]) -> None:
+    def _add_neighbours(self, new: list[CodeUnit], reused: Sequence[int | None]) -> None:
         """The graph field's rows of the `new` units, and new rows for the live slots whose callers
         changed: those named by a call that a dropped unit made and no added unit makes again (or the
-        reverse). Only the units those names concern are read (`callermap.py`), not every slot."""
+        reverse). Only the units those names concern are read (`callermap.py`), not every slot. A new
+        unit whose BM25 row is `reused` from a dropped slot (same key, same calls) takes that slot's
+        row here too unless its name's callers changed: its calls and callers are what they were."""
         cmap = self._callers_map()
         touched = self._touched_names(cmap, new)
         live = any(u is not None for u in self.units)
-        wanted = {u.name for u in new} | (touched if live else set())
+        keep = [
+            o if o is not None and u.name not in touched else None for u, o in zip(new, reused, strict=True)
+        ]
+        fresh = [u for u, o in zip(new, keep, strict=True) if o is None]
+        wanted = {u.name for u in fresh} | (touched if live else set())
         callers = cmap.callers(self.units, new, wanted)
         tokens = self.tokenizer.tokens
-        self.neighbours.add([tokens(neighbour_text(u, callers.get(u.name, ()))) for u in new])
+        self.neighbours.add_reusing(keep, [tokens(neighbour_text(u, callers.get(u.name, ()))) for u in fresh])
         if not touched or not live:
             return
         hit = cmap.slots_named(self.units, touched)

@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.tools.codeindex.tokens import Tokenizer
 
 MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's module
-INDEX_VERSION = (
-    9  # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py)
-)
+# 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
+# 10: the query-word table as base + delta (qvec.py)
+INDEX_VERSION = 10
 
 
 @dataclass
