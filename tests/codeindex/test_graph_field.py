@@ -151,3 +151,64 @@ def test_the_caller_map_names_the_callers_a_scan_of_every_unit_does(tmp_path) ->
     assert cmap.slots_named(units, {"f3", "m"}) == [3, 41, 42]
     assert cmap.crowded(units, "get", 0) and cmap.crowded(units, "put", 4)  # 20 live callers
     assert not cmap.crowded(units, "put", 3) and not cmap.crowded(units, "rare", 2)
+
+
+def current_rows(idx: CodeIndex) -> dict[int, dict[str, float]]:
+    """Per live slot: the graph-field row a scan of every live unit gives it now (`callers_by_name`)."""
+    from collections import Counter
+
+    from xihe.tools.codeindex.fields import callers_by_name, neighbour_text
+
+    live = [(s, u) for s, u in enumerate(idx.units) if u is not None]
+    callers = callers_by_name([u for _, u in live], {u.name for _, u in live})
+    return {
+        s: {
+            k: float(v)
+            for k, v in Counter(idx.tokenizer.tokens(neighbour_text(u, callers.get(u.name, ())))).items()
+        }
+        for s, u in live
+    }
+
+
+def test_a_name_with_more_callers_than_kept_is_rewritten_when_the_kept_ones_change_only(tmp_path) -> None:
+    from xihe.config.code import CodeConfig
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "c.py").write_text("def target():\n    return 1\n", encoding="utf-8")
+    for i in range(30):  # more callers than fields.MAX_CALLERS (24) keeps, in slot order
+        (repo / f"m{i:02d}.py").write_text(f"def caller_{i}():\n    return target()\n", encoding="utf-8")
+    cfg = CodeConfig(index_dir=str(tmp_path / "index"), embedding={"multilingual": False})
+    idx = CodeIndex(repo, tmp_path / "index" / "x", cfg, None)
+    idx.build()
+    rewritten: list[str] = []
+    real = idx.neighbours.set_rows
+
+    def spy(slots, docs):  # type: ignore[no-untyped-def]
+        rewritten.extend(idx.units[s].qualname for s in slots)  # type: ignore[union-attr]
+        real(slots, docs)
+
+    idx.neighbours.set_rows = spy  # type: ignore[method-assign]
+    rows = neighbour_rows(idx)
+    assert "caller_0" in rows["target"] and "caller_24" not in rows["target"]
+    (repo / "m00.py").write_text("# moved\ndef caller_0():\n    return target()\n", encoding="utf-8")
+    idx.update_files(["m00.py"])  # caller_0 now has the last slot: caller_24 is kept instead
+    assert rewritten == ["target"]
+    assert "caller_0" not in neighbour_rows(idx)["target"] and "caller_24" in neighbour_rows(idx)["target"]
+    assert _rows_by_slot(idx) == current_rows(idx)
+    rewritten.clear()
+    (repo / "m29.py").write_text("# moved\ndef caller_29():\n    return target()\n", encoding="utf-8")
+    idx.update_files(["m29.py"])  # not kept before, not kept after
+    assert rewritten == []
+    assert _rows_by_slot(idx) == current_rows(idx)
+
+
+def _rows_by_slot(idx: CodeIndex) -> dict[int, dict[str, float]]:
+    words = {j: w for w, j in idx.neighbours.vocab.items()}
+    m = idx.neighbours._merged()
+    out = {}
+    for s, u in enumerate(idx.units):
+        if u is not None:
+            r = m[s]
+            out[s] = {words[int(j)]: float(v) for j, v in zip(r.indices, r.data, strict=True)}
+    return out

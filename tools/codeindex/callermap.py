@@ -8,7 +8,7 @@ until a compaction, after which the map is built again from the units.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from xihe.tools.codeindex.fields import MAX_CALLERS
 from xihe.tools.codeindex.units import CodeUnit
@@ -79,3 +79,18 @@ class CallerMap:
                 break
             n += units[s] is not None
         return n >= MAX_CALLERS
+
+    def kept_before(
+        self, units: Sequence[CodeUnit | None], name: str, dropped: Mapping[int, str]
+    ) -> set[str]:
+        """The qualified names `callers` gave `name` before this update dropped the slots of `dropped`
+        (slot -> its unit's qualified name): the live and the dropped callers, in slot order."""
+        names: dict[str, None] = {}
+        for s in self.calling.get(name, ()):
+            u = units[s]
+            q = u.qualname if u is not None else dropped.get(s)
+            if q is not None:
+                names[q] = None
+                if len(names) >= MAX_CALLERS:
+                    break
+        return set(names)

@@ -105,6 +105,7 @@ class CodeIndex(Searching):
         self.neighbours = Bm25Index()  # the graph field: callee names and callers' qualified names
         # the (caller qualname, callee name) edges of the units dropped since the graph field was written
         self._dropped_calls: Counter[tuple[str, str]] = Counter()
+        self._dropped_callers: dict[int, str] = {}  # slot -> qualified name of such a dropped unit
         self.unit_keys = np.zeros(0, np.uint64)  # per slot: what its vectors are made from (reuse.py)
         self._recycled: dict[int, int] = {}  # key -> a slot dropped by this update, its rows still there
         self._recycled_calls: dict[int, tuple[str, ...]] = {}  # such a slot -> its unit's callee names
@@ -165,7 +166,7 @@ class CodeIndex(Searching):
         self.bm25 = Bm25Index()
         self.names = Bm25Index()
         self.neighbours = Bm25Index()
-        self._dropped_calls, self._callermap = Counter(), CallerMap()
+        self._dropped_calls, self._dropped_callers, self._callermap = Counter(), {}, CallerMap()
         self.unit_keys, self._recycled, self._recycled_calls = np.zeros(0, np.uint64), {}, {}
         self.vectors = np.zeros((0, 0), np.float32)
         self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
@@ -298,17 +299,22 @@ class CodeIndex(Searching):
         self.neighbours.set_rows(hit, docs)
 
     def _touched_names(self, cmap: CallerMap, new: list[CodeUnit]) -> set[str]:
-        """The callee names whose callers' qualified names may differ once `new` replaces the dropped
+        """The callee names whose callers' qualified names differ once `new` replaces the dropped
         units: a call edge dropped and not added again (or added anew), or a name with so many callers
-        that the kept `fields.MAX_CALLERS` depend on the slots' order (a re-added unit moves last).
-        A re-indexed file whose units call what they called keeps its callees' rows as they are."""
+        that the kept `fields.MAX_CALLERS` depend on the slots' order (a re-added unit moves last)
+        when those kept before and after differ. A re-indexed file whose units call what they called
+        keeps its callees' rows as they are."""
         dropped, self._dropped_calls = self._dropped_calls, Counter()
+        was, self._dropped_callers = self._dropped_callers, {}
         added = Counter((u.qualname, c) for u in new if u.kind in CALLER_KINDS for c in u.calls)
         changed = {c for _, c in (dropped - added) + (added - dropped)}
         per_name = Counter(c for _, c in dropped) | Counter(c for _, c in added)
-        return changed | {
-            c for c, n in per_name.items() if c not in changed and cmap.crowded(self.units, c, n)
-        }
+        for c, n in per_name.items():
+            if c not in changed and cmap.crowded(self.units, c, n):
+                after = cmap.callers(self.units, new, {c}).get(c, [])
+                if cmap.kept_before(self.units, c, was) != set(after):
+                    changed.add(c)
+        return changed
 
     def _embed(
         self, texts: list[str], old: list[int | None], progress: Progress, label: str = "embedding"
@@ -391,6 +397,7 @@ class CodeIndex(Searching):
             u = self.units[s]
             if u is not None and u.kind in CALLER_KINDS:  # the units it called lose a caller
                 self._dropped_calls.update((u.qualname, c) for c in u.calls)
+                self._dropped_callers[s] = u.qualname
             if s < len(self.unit_keys):
                 self._recycled[int(self.unit_keys[s])] = s
                 if u is not None:
