@@ -263,3 +263,22 @@ def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
         h.unit.qualname == "chargeback" for h in final.search("chargeback", 3).hits
     )
     assert not list(index_dir(root, cfg).parent.glob("*.old-*"))
+
+
+def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, cfg, embedder) -> None:
+    """Version 9 kept BM25 deltas in `.delta.npz` archives and the query-word table whole: a save of
+    that version is not loaded (its deltas would be ignored), and indexing it builds it again."""
+    import json
+
+    files = _corpus()
+    root = make_repo(files, use_git=False)
+    index_repo(root, cfg, embedder=embedder)
+    directory = index_dir(root, cfg)
+    meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+    assert meta["version"] == store.INDEX_VERSION == 10
+    meta["version"] = 9
+    (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    assert open_index(root, cfg, embedder) is None
+    idx, report = index_repo(root, cfg, embedder=embedder)
+    assert report.mode == "full" and len(idx.files) == len(files)
+    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 10
