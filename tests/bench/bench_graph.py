@@ -15,8 +15,11 @@ package and jedi version): they take minutes.
 Also measured: the index build with and without the graph's facts (the facts' share of a build:
 extraction and the graph.jsonl write) and an incremental update of one file; `--speed ROUNDS` adds
 both on ten standard-library packages (or React Native 0.71.19 from npm, `--speed-corpus
-react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vectors): the update of
-the largest file and of a median one, wall and CPU, as a share of the build.
+react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vectors), in one
+process after a warm-up build that is not counted: builds with and without the facts interleaved,
+best of ROUNDS, wall and CPU; then eight successive edits (a function appended each time) of the
+largest file and of a median one, each re-indexed and saved: the median and the spread, wall and
+CPU, as shares of the best build with the facts (the smallest denominator).
 `--js` adds the second language: JavaScript packages from npm against TypeScript's language service
 (bench_graph_js.py; npm installs `typescript` and the packages once under --cache).
 """
@@ -24,10 +27,13 @@ the largest file and of a median one, wall and CPU, as a share of the build.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
+import os
 import re
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -36,6 +42,7 @@ from typing import Any
 from tests.bench.bench_graph_js import PACKAGES, run_js
 from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import index as index_module
+from xihe.tools.codeindex import treequery
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED, Def, SymbolGraph
 from xihe.tools.codeindex.index import CodeIndex
 
@@ -61,9 +68,10 @@ def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[Cod
     else:
         cfg, embedder = shipped
     idx = CodeIndex(root, root / ".index" / "bench", cfg, embedder)
-    saved = index_module.extract
-    if not with_graph:
+    saved = index_module.extract, index_module.captures
+    if not with_graph:  # no facts extracted, and the shared tree query without the facts' node types
         index_module.extract = lambda *a: None  # type: ignore[assignment,misc]
+        index_module.captures = functools.partial(treequery.captures, facts=False)
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         idx.build()
@@ -71,7 +79,7 @@ def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[Cod
         BUILD_CPU.append(time.process_time() - c0)
         return idx, time.perf_counter() - t0
     finally:
-        index_module.extract = saved
+        index_module.extract, index_module.captures = saved
 
 
 def name_position(root: Path, d: Def) -> tuple[int, int] | None:
@@ -228,9 +236,23 @@ def _pr(tp: int, fp: int, fn: int) -> dict[str, float | int]:
     }
 
 
-def incremental(idx: CodeIndex, root: Path, which: str = "largest") -> dict[str, Any]:
-    """Wall and CPU seconds to re-index and save one changed file (a function added to the largest
-    source file, or to the file of median unit count), best of two edits; the graph rebuilt after."""
+EDITS = 8  # successive edits timed per file
+
+
+def _added(target: str, i: int) -> str:
+    """The text the i-th edit appends: a new function (a comment in Java and Go, where a function
+    cannot stand at the end of the file)."""
+    if target.endswith(".py"):
+        return f"\n\ndef _bench_added_{i}(value):\n    return helper_{i}(value)\n"
+    if target.endswith((".js", ".ts", ".jsx", ".tsx")):
+        return f"\nfunction benchAdded{i}(value) {{\n  return helper{i}(value);\n}}\n"
+    return f"\n// bench {i}\n"
+
+
+def incremental(idx: CodeIndex, root: Path, which: str = "largest", edits: int = EDITS) -> dict[str, Any]:
+    """Wall and CPU seconds to re-index and save one changed file (the largest source file, or the
+    file of median unit count), each of `edits` successive edits appending a function: the median
+    and the spread (min, max); the graph rebuilt after."""
     sources = sorted(
         (len(r.slots), p) for p, r in idx.files.items() if p.endswith((".py", ".java", ".js", ".ts"))
     )
@@ -238,9 +260,8 @@ def incremental(idx: CodeIndex, root: Path, which: str = "largest") -> dict[str,
     path = root / target
     original = path.read_text(encoding="utf-8")
     walls, cpus = [], []
-    for i in range(2):
-        added = "\n\ndef _bench_added_%d():\n    return 1\n" if target.endswith(".py") else "\n// bench %d\n"
-        path.write_text(path.read_text(encoding="utf-8") + added % i, encoding="utf-8")
+    for i in range(edits):
+        path.write_text(path.read_text(encoding="utf-8") + _added(target, i), encoding="utf-8")
         t0, c0 = time.perf_counter(), time.process_time()
         idx.update_files([target])
         idx.save()
@@ -251,8 +272,12 @@ def incremental(idx: CodeIndex, root: Path, which: str = "largest") -> dict[str,
     idx._graph = None
     idx.symbol_graph()
     return {
-        "update_one_file_s": round(min(walls), 4),
-        "update_one_file_cpu_s": round(min(cpus), 4),
+        "update_one_file_s": round(statistics.median(walls), 4),
+        "update_one_file_cpu_s": round(statistics.median(cpus), 4),
+        "update_wall_min_max_s": [round(min(walls), 4), round(max(walls), 4)],
+        "update_cpu_min_max_s": [round(min(cpus), 4), round(max(cpus), 4)],
+        "update_cpu_each_s": [round(c, 4) for c in cpus],
+        "edits": edits,
         "updated_file_units": len(idx.files[target].slots),
         "graph_rebuild_after_update_s": round(time.perf_counter() - t0, 4),
         "updated_file": target,
@@ -337,8 +362,8 @@ def corpus(name: str, tmp: Path, cache: Path) -> Path:
 
 def speed(rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src")) -> dict[str, Any]:
     """Build time with and without the graph's facts (BM25 only, and with the shipped config's
-    vectors), interleaved, best of `rounds`; then one file's update (the largest and a median one)
-    as a share of the build, wall and CPU."""
+    vectors), interleaved, best of `rounds`, after an uncounted warm-up build; then one file's update
+    (the largest and a median one, median of `EDITS` edits) as a share of the build, wall and CPU."""
     from xihe.config.code import load_file
     from xihe.tools.codeindex.embed import make_embedder
 
@@ -347,29 +372,41 @@ def speed(rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src"))
         root = corpus(name, Path(tmp), cache)
         shipped_cfg = load_file("config").model_copy(update={"index_dir": str(root / ".index")})
         shipped = (shipped_cfg, make_embedder(shipped_cfg.embedding))
+        build(root, True, shipped)  # warm-up, not counted: the first build pays the process's one-time loads
+        shutil.rmtree(root / ".index", ignore_errors=True)
         for label, how in (("bm25_only", None), ("shipped_config", shipped)):
             times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
-            for _ in range(rounds):
-                for with_graph in (False, True):
+            for r in range(rounds):
+                for with_graph in (False, True) if r % 2 == 0 else (True, False):
                     shutil.rmtree(root / ".index", ignore_errors=True)
                     idx, seconds = build(root, with_graph, how)
                     times[with_graph].append((seconds, BUILD_CPU[-1]))
-            before, after = min(times[False]), min(times[True])
+            before = min(t[0] for t in times[False]), min(t[1] for t in times[False])
+            after = min(t[0] for t in times[True]), min(t[1] for t in times[True])
+            if rounds % 2 == 0:  # the last build was without the graph: the updates need the graph's
+                shutil.rmtree(root / ".index", ignore_errors=True)
+                idx, _ = build(root, True, how)
             row: dict[str, Any] = {
                 "corpus": name,
                 "files": len(idx.files),
                 "units": idx.unit_count,
+                "rounds": rounds,
                 "build_without_graph_s": round(before[0], 2),
                 "build_with_graph_s": round(after[0], 2),
+                "build_without_graph_cpu_s": round(before[1], 2),
                 "build_with_graph_cpu_s": round(after[1], 2),
+                "build_cpu_each_s": {str(k): [round(t[1], 2) for t in v] for k, v in times.items()},
                 "growth": round(after[0] / before[0] - 1, 3),
+                "growth_cpu": round(after[1] / before[1] - 1, 3),
             }
             for which in ("largest", "median"):
                 update = incremental(idx, root, which)
                 update["share_of_build"] = round(update["update_one_file_s"] / after[0], 4)
                 update["cpu_share_of_build"] = round(update["update_one_file_cpu_s"] / after[1], 4)
+                update["cpu_share_min_max"] = [round(c / after[1], 4) for c in update["update_cpu_min_max_s"]]
                 row[f"update_{which}_file"] = update
             out[label] = row
+        out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
 

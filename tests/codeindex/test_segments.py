@@ -81,7 +81,7 @@ def test_successive_updates_write_deltas_and_load_as_a_fresh_build(
         idx.update_files([rel])
         idx.save()
         assert _inodes(directory) == bases, n  # the bases are linked, never rewritten
-        assert (directory / "bm25.delta.npz").exists() and (directory / "neighbours.delta.npz").exists()
+        assert (directory / "bm25.delta.npys").exists() and (directory / "neighbours.delta.npys").exists()
         loaded = open_index(root, cfg, embedder)
         assert loaded is not None
         fresh = _fresh(root, cfg, embedder, tmp_path / f"fresh-{n}")
@@ -116,18 +116,18 @@ def test_a_delta_past_its_share_is_folded_into_new_bases(make_repo, cfg, embedde
     assert stats.units_added > segments.SHARE * len(idx.units)
     idx.save()
     assert all(_inodes(directory)[n] != bases[n] for n in ("bm25.npz", "vectors.npy"))
-    assert not (directory / "bm25.delta.npz").exists() and not (directory / "vectors.delta.npy").exists()
+    assert not (directory / "bm25.delta.npys").exists() and not (directory / "vectors.delta.npy").exists()
     loaded = open_index(root, cfg, embedder)
     assert loaded is not None
     _same(_answers(loaded), _answers(_fresh(root, cfg, embedder, tmp_path / "fresh")))
-    loaded.compact()  # renumbered slots: the next save writes whole files too
+    loaded.compact()  # renumbered slots: the next save writes the row files whole too
     loaded.save()
-    assert not list(directory.glob("*.delta.*"))
+    assert [p.name for p in directory.glob("*.delta.*")] == ["query_words.delta.tsv"]  # no slots in it
     again = open_index(root, cfg, embedder)
     assert again is not None and _answers(again) == _answers(loaded)
 
 
-@pytest.mark.parametrize("step", ["bm25.delta.npz", "vectors.delta.npy", "meta.json", "swap"])
+@pytest.mark.parametrize("step", ["bm25.delta.npys", "vectors.delta.npy", "meta.json", "swap"])
 def test_a_save_that_dies_midway_leaves_the_previous_index(
     make_repo, cfg, embedder, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
@@ -150,7 +150,7 @@ def test_a_save_that_dies_midway_leaves_the_previous_index(
     real_save, real_savez, real_rename = np.save, np.savez, Path.rename
 
     def crash_at(path: object) -> None:
-        if Path(str(path)).name == step:
+        if Path(str(getattr(path, "name", path))).name == step:  # a path or a file open on it
             raise Killed
 
     def np_save(path, *a, **k):
@@ -190,25 +190,51 @@ def test_a_save_that_dies_midway_leaves_the_previous_index(
     assert any(h.unit.qualname == "chargeback" for h in final.search("chargeback", 3).hits)
 
 
-def test_the_query_word_table_is_linked_while_no_word_is_added(make_repo, cfg, embedder) -> None:
+def test_the_query_word_table_is_linked_and_new_words_go_to_its_delta(
+    make_repo, cfg, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     files = _corpus()
     root = make_repo(files, use_git=False)
     idx, _ = index_repo(root, cfg, embedder=embedder)
     table = index_dir(root, cfg) / "query_words.tsv"
+    delta = index_dir(root, cfg) / "query_words.delta.tsv"
     first = table.stat().st_ino
     rel = "email/charset.py"
     (root / rel).write_text(files[rel] + "\n# charset\n", encoding="utf-8")  # no new word
     idx.update_files([rel])
     idx.save()
-    assert table.stat().st_ino == first  # linked, not rewritten
+    assert table.stat().st_ino == first and not delta.exists()  # linked, not rewritten
     (root / rel).write_text(files[rel] + "\n\ndef zebrafinch():\n    return 1\n", encoding="utf-8")
     idx.update_files([rel])
     idx.save()
-    assert table.stat().st_ino != first and "\nzebrafinch()\t" in table.read_text(encoding="utf-8")
+    assert table.stat().st_ino == first  # the base still linked ...
+    assert "zebrafinch()\t" in delta.read_text(encoding="utf-8")  # ... the new words beside it
+    assert "\nzebrafinch()\t" not in table.read_text(encoding="utf-8")
     loaded = open_index(root, cfg, embedder)
     assert loaded is not None and loaded.query_vectors is not None
     want = idx.query_vectors.ids("zebrafinch()")  # type: ignore[union-attr]
     assert want is not None and loaded.query_vectors.ids("zebrafinch()") == want
+    assert loaded.query_vectors.vector("zebrafinch()") is not None
+    # the loaded index adds a word: the delta keeps the loaded one too
+    (root / rel).write_text(files[rel] + "\n\ndef okapibird():\n    return zebrafinch()\n", encoding="utf-8")
+    loaded.update_files([rel])
+    loaded.save()
+    assert table.stat().st_ino == first
+    again = open_index(root, cfg, embedder)
+    assert again is not None and again.query_vectors is not None
+    assert again.query_vectors.ids("zebrafinch()") == want
+    assert again.query_vectors.ids("okapibird()") == loaded.query_vectors.ids("okapibird()") is not None
+    assert len(again.query_vectors) == len(loaded.query_vectors)
+    # past the delta's share of the base the table is written whole again, without a delta
+    monkeypatch.setattr(segments, "SHARE", 0.0)
+    (root / rel).write_text(files[rel] + "\n\ndef quokkaling():\n    return 1\n", encoding="utf-8")
+    again.update_files([rel])
+    again.save()
+    assert table.stat().st_ino != first and not delta.exists()
+    assert all(f"\n{w}\t" in table.read_text(encoding="utf-8") for w in ("zebrafinch()", "quokkaling()"))
+    last = open_index(root, cfg, embedder)
+    assert last is not None and last.query_vectors is not None
+    assert len(last.query_vectors) == len(again.query_vectors)
 
 
 def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
@@ -237,3 +263,22 @@ def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
         h.unit.qualname == "chargeback" for h in final.search("chargeback", 3).hits
     )
     assert not list(index_dir(root, cfg).parent.glob("*.old-*"))
+
+
+def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, cfg, embedder) -> None:
+    """Version 9 kept BM25 deltas in `.delta.npz` archives and the query-word table whole: a save of
+    that version is not loaded (its deltas would be ignored), and indexing it builds it again."""
+    import json
+
+    files = _corpus()
+    root = make_repo(files, use_git=False)
+    index_repo(root, cfg, embedder=embedder)
+    directory = index_dir(root, cfg)
+    meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+    assert meta["version"] == store.INDEX_VERSION == 10
+    meta["version"] = 9
+    (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    assert open_index(root, cfg, embedder) is None
+    idx, report = index_repo(root, cfg, embedder=embedder)
+    assert report.mode == "full" and len(idx.files) == len(files)
+    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 10

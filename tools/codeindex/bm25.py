@@ -8,6 +8,7 @@ columns; scores equal bm25s's `method="lucene"` (a test checks it).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -245,7 +246,7 @@ class Bm25Index:
     def save(self, directory: Path, name: str = "bm25", current: Path | None = None) -> None:
         """Write rows and columns, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`;
         or, while the rows changed since the base saved in `current` are few, link that base and write
-        them as `<name>.delta.npz` (segments.py)."""
+        them as `<name>.delta.npys`: slots, CSR rows, lengths and liveness (segments.py)."""
         base = self._base
         if base is not None and base.rows <= self.size:
             changed = sorted(s for s in self._changed if s < base.rows)
@@ -253,16 +254,19 @@ class Bm25Index:
             if segments.small(base, len(slots)) and segments.link(current, directory, f"{name}.npz", base):
                 os.link(current / f"{name}_vocab.txt", directory / f"{name}_vocab.txt")  # type: ignore[operator]
                 rows = self._merged()[slots] if len(slots) else None
-                vocab = sorted(self.vocab, key=self.vocab.__getitem__)[self._base_vocab :]
-                np.savez(
-                    directory / f"{name}.delta.npz",
-                    slots=slots,
-                    indptr=rows.indptr if rows is not None else np.zeros(1, np.int64),
-                    indices=rows.indices if rows is not None else np.zeros(0, np.int32),
-                    data=rows.data if rows is not None else np.zeros(0, np.float32),
-                    doc_len=self.doc_len,
-                    alive=self.alive,
-                    base_vocab=np.asarray([self._base_vocab]),
+                # the terms since the base, in column order: the vocabulary's insertion order is its
+                # column order (a term's column is its position when added; none is ever removed)
+                vocab = list(itertools.islice(self.vocab, self._base_vocab, None))
+                segments.save_arrays(  # in the order `load` reads them
+                    directory / f"{name}.delta.npys",
+                    [
+                        slots,
+                        rows.indptr if rows is not None else np.zeros(1, np.int64),
+                        rows.indices if rows is not None else np.zeros(0, np.int32),
+                        rows.data if rows is not None else np.zeros(0, np.float32),
+                        self.doc_len,
+                        self.alive,
+                    ],
                 )
                 (directory / f"{name}_vocab.delta.txt").write_text("\n".join(vocab), encoding="utf-8")
                 return
@@ -301,14 +305,16 @@ class Bm25Index:
         idx.alive = z["alive"]
         idx._base = segments.remember(directory / f"{name}.npz", shape[0])
         idx._base_vocab = len(words)
-        if (directory / f"{name}.delta.npz").exists():
-            d = np.load(directory / f"{name}.delta.npz")
+        if (directory / f"{name}.delta.npys").exists():
+            slots, d_ptr, d_idx, d_data, doc_len, alive = segments.load_arrays(
+                directory / f"{name}.delta.npys", 6
+            )
             more = (directory / f"{name}_vocab.delta.txt").read_text(encoding="utf-8")
             for w in more.split("\n") if more else []:
                 idx.vocab[w] = len(idx.vocab)
-            idx.doc_len, idx.alive = d["doc_len"], d["alive"]
-            idx._delta = (d["slots"], d["indptr"], d["indices"], d["data"])
-            idx._changed = {int(s) for s in d["slots"] if s < shape[0]}
+            idx.doc_len, idx.alive = doc_len, alive
+            idx._delta = (slots, d_ptr, d_idx, d_data)
+            idx._changed = {int(s) for s in slots if s < shape[0]}
             cols = _with_rows(cols, len(idx.vocab), idx._delta, idx.size)
         idx._cols = cols
         return idx

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Iterable
 
 from xihe.tools.codeindex.tokens import split_identifier
 from xihe.tools.codeindex.units import CodeUnit
@@ -63,18 +63,3 @@ def neighbour_text(unit: CodeUnit, callers: Iterable[str]) -> str:
     (`graph_weight`), so a neighbour's words cannot outrank the unit that has them itself.
     """
     return " ".join([*unit.calls, *callers])
-
-
-def callers_by_name(units: Iterable[CodeUnit], wanted: Container[str]) -> Mapping[str, list[str]]:
-    """Name (of those `wanted`) -> the qualified names of the function, method and class units whose
-    calls name it."""
-    out: dict[str, dict[str, None]] = {}
-    for u in units:
-        if u.kind in {"function", "method", "class"}:
-            for c in u.calls:
-                if c not in wanted:
-                    continue
-                names = out.setdefault(c, {})
-                if len(names) < MAX_CALLERS:
-                    names[u.qualname] = None
-    return {k: list(v) for k, v in out.items()}

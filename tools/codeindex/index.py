@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Iterable, MutableSequence, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,14 +18,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from xihe.tools.codeindex import inherit, reuse, segments, store
+from xihe.tools.codeindex import gcpause, inherit, reuse, segments, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.cachedir import shared_cache
+from xihe.tools.codeindex.callermap import CALLER_KINDS, CallerMap
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fields import (
     bm25_text,
-    callers_by_name,
     doc_sentences,
     embed_text,
     name_text,
@@ -40,6 +41,7 @@ from xihe.tools.codeindex.refs import FileFacts, extract
 from xihe.tools.codeindex.search import Searching
 from xihe.tools.codeindex.store import FileRecord
 from xihe.tools.codeindex.tokens import Tokenizer
+from xihe.tools.codeindex.treequery import captures
 from xihe.tools.codeindex.units import CodeUnit, parse_tree, parse_units, window_units
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
@@ -101,7 +103,9 @@ class CodeIndex(Searching):
         self.bm25 = Bm25Index()
         self.names = Bm25Index()  # the name field: qualified name and file name only
         self.neighbours = Bm25Index()  # the graph field: callee names and callers' qualified names
-        self._touched: set[str] = set()  # names whose callers changed since the graph field was written
+        # the (caller qualname, callee name) edges of the units dropped since the graph field was written
+        self._dropped_calls: Counter[tuple[str, str]] = Counter()
+        self._dropped_callers: dict[int, str] = {}  # slot -> qualified name of such a dropped unit
         self.unit_keys = np.zeros(0, np.uint64)  # per slot: what its vectors are made from (reuse.py)
         self._recycled: dict[int, int] = {}  # key -> a slot dropped by this update, its rows still there
         self._recycled_calls: dict[int, tuple[str, ...]] = {}  # such a slot -> its unit's callee names
@@ -123,9 +127,11 @@ class CodeIndex(Searching):
         self.units_on_disk: tuple[int, int] | None = None
         # the row files' bases as saved (segments.py): a save links them and writes only the rows since
         self.row_bases: dict[str, segments.Base] = {}
+        self.files_json: dict[str, tuple[str, list[int], str]] = {}  # each file's meta.json text (store.py)
         # the symbol graph's facts per file (graphstore.py), read from disk only when the graph is asked for
         self.graph_facts = GraphFacts()
         self._graph: SymbolGraph | None = None
+        self._callermap: CallerMap | None = None  # read from the units on first need (callermap.py)
 
     # ---- building -------------------------------------------------------------------------
 
@@ -138,9 +144,6 @@ class CodeIndex(Searching):
     def unit_count(self) -> int:
         """How many units the index holds (its live slots), without reading them."""
         return int(self.bm25.alive.sum())
-
-    def _rules(self) -> IgnoreRules:
-        return IgnoreRules(self.root, self.cfg.walk)
 
     def _storage(self) -> str | None:
         """Where indexes are kept, relative to the root and ending in '/', when inside the repository."""
@@ -163,7 +166,7 @@ class CodeIndex(Searching):
         self.bm25 = Bm25Index()
         self.names = Bm25Index()
         self.neighbours = Bm25Index()
-        self._touched = set()
+        self._dropped_calls, self._dropped_callers, self._callermap = Counter(), {}, CallerMap()
         self.unit_keys, self._recycled, self._recycled_calls = np.zeros(0, np.uint64), {}, {}
         self.vectors = np.zeros((0, 0), np.float32)
         self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
@@ -194,8 +197,9 @@ class CodeIndex(Searching):
                 units = window_units(rel, text, w.window_lines, w.window_overlap)
             else:  # one tree for the units and the graph's facts
                 tree = parse_tree(text, lang, self.parsers)
-                units = parse_units(rel, text, lang, self.parsers, tree)
-                facts = extract(rel, lang, tree.root_node, units)
+                caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
+                units = parse_units(rel, text, lang, self.parsers, tree, caps)
+                facts = extract(rel, lang, tree.root_node, units, caps)
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows
@@ -222,12 +226,11 @@ class CodeIndex(Searching):
 
     def _append(self, units: list[CodeUnit], owners: list[tuple[str, str, int]], progress: Progress) -> None:
         if not units and not owners:
-            if self._touched:  # files were only removed: their callees lost callers
-                self._add_neighbours(self._live_slots(), [])
+            if self._dropped_calls:  # files were only removed: their callees lost callers
+                self._add_neighbours([], [])
             return  # nothing else changed: the query-word table is not rebuilt (a search's reconcile)
         self._graph = None
-        live_slots = self._live_slots()
-        live = [u for _, u in live_slots]
+        live = (u for u in self.units if u is not None)  # read only when a unit inherits a doc
         base, units = len(self.units), inherit.resolve(units, live)
         views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
         keys = reuse.keys_of(views)
@@ -246,7 +249,7 @@ class CodeIndex(Searching):
         self.names.add_reusing(
             rows, [tokens(name_text(u)) for u, o in zip(units, rows, strict=True) if o is None]
         )
-        self._add_neighbours(live_slots, units)
+        self._add_neighbours(units, rows)
         self.unit_keys = np.concatenate([self.unit_keys, keys])
         if self.embedder is not None:
             texts = [embed_text(u, u.text) for u in views]
@@ -259,28 +262,59 @@ class CodeIndex(Searching):
             self.multi.append(views, [u.text for u in units], old)
         # the search text is only needed to build rows; dropping it keeps memory and reloads equal
         self.units.extend(_without_text(u) for u in units)
+        self._callers_map().add(base, units)
         slot = base
         for rel, sha, n in owners:
             self.files[rel] = FileRecord(sha, list(range(slot, slot + n)))
             slot += n
 
-    def _live_slots(self) -> list[tuple[int, CodeUnit]]:
-        return [(s, u) for s, u in enumerate(self.units) if u is not None]
+    def _callers_map(self) -> CallerMap:
+        """The slots by unit name and by callee name (`callermap.py`), read from the units when unknown
+        (a loaded or compacted index)."""
+        if self._callermap is None:
+            self._callermap = CallerMap.of(self.units)
+        return self._callermap
 
-    def _add_neighbours(self, live: list[tuple[int, CodeUnit]], new: list[CodeUnit]) -> None:
-        """The graph field's rows of the `new` units, and new rows for the `live` (slot, unit) whose callers
-        changed (those named by the calls of a dropped or added unit)."""
-        touched = self._touched | {c for u in new for c in u.calls}
-        self._touched = set()
-        wanted = {u.name for u in new} | (touched if live else set())
-        callers = callers_by_name([*(u for _, u in live), *new], wanted)
+    def _add_neighbours(self, new: list[CodeUnit], reused: Sequence[int | None]) -> None:
+        """The graph field's rows of the `new` units, and new rows for the live slots whose callers
+        changed: those named by a call that a dropped unit made and no added unit makes again (or the
+        reverse). Only the units those names concern are read (`callermap.py`), not every slot. A new
+        unit whose BM25 row is `reused` from a dropped slot (same key, same calls) takes that slot's
+        row here too unless its name's callers changed: its calls and callers are what they were."""
+        cmap = self._callers_map()
+        touched = self._touched_names(cmap, new)
+        live = any(u is not None for u in self.units)
+        keep = [
+            o if o is not None and u.name not in touched else None for u, o in zip(new, reused, strict=True)
+        ]
+        fresh = [u for u, o in zip(new, keep, strict=True) if o is None]
+        wanted = {u.name for u in fresh} | (touched if live else set())
+        callers = cmap.callers(self.units, new, wanted)
         tokens = self.tokenizer.tokens
-        self.neighbours.add([tokens(neighbour_text(u, callers.get(u.name, ()))) for u in new])
+        self.neighbours.add_reusing(keep, [tokens(neighbour_text(u, callers.get(u.name, ()))) for u in fresh])
         if not touched or not live:
             return
-        hit = [(s, u) for s, u in live if u.name in touched]
-        docs = [tokens(neighbour_text(u, callers.get(u.name, ()))) for _, u in hit]
-        self.neighbours.set_rows([s for s, _ in hit], docs)
+        hit = cmap.slots_named(self.units, touched)
+        docs = [tokens(neighbour_text(u, callers.get(u.name, ()))) for u in (self.units[s] for s in hit) if u]
+        self.neighbours.set_rows(hit, docs)
+
+    def _touched_names(self, cmap: CallerMap, new: list[CodeUnit]) -> set[str]:
+        """The callee names whose callers' qualified names differ once `new` replaces the dropped
+        units: a call edge dropped and not added again (or added anew), or a name with so many callers
+        that the kept `fields.MAX_CALLERS` depend on the slots' order (a re-added unit moves last)
+        when those kept before and after differ. A re-indexed file whose units call what they called
+        keeps its callees' rows as they are."""
+        dropped, self._dropped_calls = self._dropped_calls, Counter()
+        was, self._dropped_callers = self._dropped_callers, {}
+        added = Counter((u.qualname, c) for u in new if u.kind in CALLER_KINDS for c in u.calls)
+        changed = {c for _, c in (dropped - added) + (added - dropped)}
+        per_name = Counter(c for _, c in dropped) | Counter(c for _, c in added)
+        for c, n in per_name.items():
+            if c not in changed and cmap.crowded(self.units, c, n):
+                after = cmap.callers(self.units, new, {c}).get(c, [])
+                if cmap.kept_before(self.units, c, was) != set(after):
+                    changed.add(c)
+        return changed
 
     def _embed(
         self, texts: list[str], old: list[int | None], progress: Progress, label: str = "embedding"
@@ -361,8 +395,9 @@ class CodeIndex(Searching):
         self._shapes[rel] = inherit.shape(u for u in (self.units[s] for s in rec.slots) if u is not None)
         for s in rec.slots:
             u = self.units[s]
-            if u is not None:  # the units it called lose a caller
-                self._touched.update(u.calls)
+            if u is not None and u.kind in CALLER_KINDS:  # the units it called lose a caller
+                self._dropped_calls.update((u.qualname, c) for c in u.calls)
+                self._dropped_callers[s] = u.qualname
             if s < len(self.unit_keys):
                 self._recycled[int(self.unit_keys[s])] = s
                 if u is not None:
@@ -375,15 +410,20 @@ class CodeIndex(Searching):
         return len(rec.slots)
 
     def update_files(self, paths: Iterable[str]) -> UpdateStats:
-        """Re-index exactly these repository-relative paths: changed ones re-parsed, gone ones dropped."""
+        """Re-index exactly these repository-relative paths: changed ones re-parsed, gone ones dropped
+        (the cyclic garbage collector paused meanwhile: `gcpause.py`)."""
+        with gcpause.paused():
+            return self._update_files(paths)
+
+    def _update_files(self, paths: Iterable[str]) -> UpdateStats:
         t0 = time.perf_counter()
         stats = UpdateStats()
-        rules: IgnoreRules | None = None  # read .gitignore files only when a path is to be judged
+        named = sorted({normalise_path(p) for p in paths})
+        # only the .gitignore files above the named paths can judge them: the tree is not walked
+        rules = IgnoreRules(self.root, self.cfg.walk, named)
         store = self._storage()
         to_add: list[str] = []
-        for rel in sorted(set(paths)):
-            rel = normalise_path(rel)
-            rules = rules or self._rules()
+        for rel in named:
             if indexable(self.root, rel, self.cfg.walk, rules) and not (store and rel.startswith(store)):
                 to_add.append(rel)
             elif rel in self.files:
@@ -475,6 +515,7 @@ class CodeIndex(Searching):
             owner = np.asarray([remap[int(o)] for o in self.sent_owner[live]], dtype=np.int64)
             self.set_sentences(self.sent_vectors[live], owner)
         self.units = [self.units[int(i)] for i in keep]
+        self._callermap = None  # renumbered: read again from the units when needed
         for rec in self.files.values():
             rec.slots = [remap[s] for s in rec.slots]
         self.units_on_disk = None  # renumbered: the next save rewrites units.jsonl
@@ -519,8 +560,9 @@ class CodeIndex(Searching):
     # ---- persistence (store.py) ------------------------------------------------------------
 
     def save(self) -> None:
-        """Write the index atomically under its directory (`store.save`)."""
-        store.save(self)
+        """Write the index atomically under its directory (`store.save`; the collector paused: `gcpause.py`)."""
+        with gcpause.paused():
+            store.save(self)
 
     @classmethod
     def load(

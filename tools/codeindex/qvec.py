@@ -13,6 +13,7 @@ tens of thousands of words); without the merges file the model itself embeds the
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import numpy as np
 from xihe.tools.codeindex import segments
 
 FILE = "query_words.tsv"
+DELTA = "query_words.delta.tsv"  # the words added since FILE was written (segments.py)
 BPE_FILES = ("bpe_merges.txt", "bpe_vocab.tsv")
 TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 WEIGHTS = ("weights", "l2_supercat_{dim}.safetensors")
@@ -161,7 +163,10 @@ class QueryVectors:
 
     A loaded table stays one string of UTF-8 bytes until it changes: a query looks its few words up
     with `bytes.find` instead of parsing ~100k lines (bytes: a `str` holding one character outside
-    the BMP takes four bytes a character, 8.5 MB instead of 2.1 MB for React Native).
+    the BMP takes four bytes a character, 8.5 MB instead of 2.1 MB for React Native). Words are only
+    added: a save links the table file as last written (the base) and writes the words added since
+    as `query_words.delta.tsv`, until they pass `segments.SHARE` of the base's words and the table is
+    written whole again.
     """
 
     def __init__(self, dim: int) -> None:
@@ -171,13 +176,14 @@ class QueryVectors:
         self._weights: np.ndarray | None = None
         self._files = model_files(dim)
         self.bpe: Bpe | None = None  # for words the table lacks; set by the index (built or loaded)
-        self._saved: segments.Base | None = None  # the file as last saved or loaded, while no word was added
+        self._saved: segments.Base | None = None  # the base file as last written (rows: its words)
+        self._delta = b""  # the lines after the base, as loaded, while the table is still `_text`
         self._found: dict[str, str | None] = {}  # words looked up in `_text` (a serve asks for the same ones)
 
     def _table(self) -> dict[str, str]:
-        if self._ids is None:
+        if self._ids is None:  # the base's words first, then the delta's: `_since_base` counts on it
             self._ids = dict(line.split("\t", 1) for line in self._text.decode("utf-8").splitlines() if line)
-            self._text = b"\n"
+            self._text, self._delta = b"\n", b""
             self._found.clear()
         return self._ids
 
@@ -205,8 +211,6 @@ class QueryVectors:
         """Tokenize the words not yet in the table (with the model's tokenizer) and keep them."""
         table = self._table()
         new = sorted({w for w in words if w not in table and _TABLE_WORD.fullmatch(w)})
-        if new:
-            self._saved = None
         for word, ids in zip(new, source.token_ids(new), strict=True):
             table[word] = " ".join(map(str, ids))
 
@@ -227,26 +231,41 @@ class QueryVectors:
         norm = float(np.linalg.norm(mean))
         return mean / norm if norm else None
 
+    def _since_base(self) -> tuple[str, int]:
+        """The lines ("word\tids\n") of the words added after the base, and how many."""
+        if self._saved is None:
+            return "", 0
+        if self._ids is None:
+            return self._delta.decode("utf-8"), self._delta.count(b"\n")
+        added = list(itertools.islice(self._ids.items(), self._saved.rows, None))
+        return "".join(f"{w}\t{i}\n" for w, i in added), len(added)
+
     def save(self, directory: Path, current: Path | None = None) -> None:
-        """Write the table (one `word<TAB>id id ...` line per word) under `directory`; unchanged since
-        it was saved in or loaded from `current`, hard-link it from there (segments.py)."""
+        """Write the table (one `word<TAB>id id ...` line per word) under `directory`: the base
+        hard-linked from `current` where it was saved or loaded, and the words since as the delta,
+        while they are few (segments.py); else written whole."""
         if self._files is None:
             return
+        target = Path(directory)
         names = [FILE, *(BPE_FILES if self.bpe is not None else ())]
-        if segments.link(current, Path(directory), FILE, self._saved):
+        lines, count = self._since_base()
+        if segments.small(self._saved, count) and segments.link(current, target, FILE, self._saved):
             assert current is not None
             for name in names[1:]:
-                os.link(current / name, Path(directory) / name)
+                os.link(current / name, target / name)
+            if count:
+                (target / DELTA).write_text(lines, encoding="utf-8")
             return
-        body = "".join(f"{w}\t{i}\n" for w, i in self._table().items())
-        (Path(directory) / FILE).write_text(f"{_stamp(self._files)}\n{body}", encoding="utf-8")
+        table = self._table()
+        body = "".join(f"{w}\t{i}\n" for w, i in table.items())
+        (target / FILE).write_text(f"{_stamp(self._files)}\n{body}", encoding="utf-8")
         if self.bpe is not None:
-            self.bpe.save(Path(directory))
-        self._saved = segments.remember(Path(directory) / FILE, 0)
+            self.bpe.save(target)
+        self._saved = segments.remember(target / FILE, len(table))
 
     @classmethod
     def load(cls, directory: Path, dim: int) -> QueryVectors | None:
-        """The saved table, or None when missing or made with other model files."""
+        """The saved table (its base and delta), or None when missing or made with other model files."""
         try:
             raw = (Path(directory) / FILE).read_bytes()
         except OSError:
@@ -255,9 +274,13 @@ class QueryVectors:
         head, _, body = raw.partition(b"\n")
         if table._files is None or head.decode("utf-8", "replace") != _stamp(table._files):
             return None
-        table._ids, table._text = None, b"\n" + body
+        try:
+            table._delta = (Path(directory) / DELTA).read_bytes()
+        except FileNotFoundError:
+            table._delta = b""
+        table._ids, table._text = None, b"\n" + body + table._delta
         table.bpe = Bpe.load(Path(directory))
-        table._saved = segments.remember(Path(directory) / FILE, 0)
+        table._saved = segments.remember(Path(directory) / FILE, body.count(b"\n"))
         return table
 
 

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tree_sitter import Language, Node, Query, QueryCursor
+from tree_sitter import Node
 
-from xihe.tools.codeindex import jsimports
+from xihe.tools.codeindex import jsimports, treequery
 from xihe.tools.codeindex.languages import LANGS, node_text
 from xihe.tools.codeindex.units import CodeUnit
 
@@ -79,11 +79,14 @@ def module_name(path: str) -> str:
     return ".".join(parts)
 
 
-def extract(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
-    """The facts of one parsed file (`root` is its tree's root, `units` its units)."""
+def extract(
+    path: str, lang: str, root: Node, units: list[CodeUnit], caps: treequery.Captures | None = None
+) -> FileFacts:
+    """The facts of one parsed file (`root` is its tree's root, `units` its units, `caps` the tree's
+    `treequery.captures` when already made)."""
     if lang == "python":
         return _Python(path).run(root)
-    return _calls(path, lang, root, units)
+    return _calls(path, lang, root, units, caps)
 
 
 # ---- Python --------------------------------------------------------------------------------------
@@ -406,7 +409,9 @@ def _first_field(node: Node, fields: Sequence[str]) -> Node | None:
     return None
 
 
-def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts:
+def _calls(
+    path: str, lang: str, root: Node, units: list[CodeUnit], caps: treequery.Captures | None
+) -> FileFacts:
     facts = FileFacts(lang)
     spans = sorted(((u.start, -u.end, u.qualname) for u in units if u.kind != "module"), key=lambda s: s[:2])
     starts = [s[0] for s in spans]
@@ -421,7 +426,7 @@ def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts
         return ""
 
     java, js = lang == "java", lang in jsimports.JS_LANGS
-    for node in _visited(lang, root):
+    for node in _visited(lang, root, caps):
         t = node.type
         if java and t == "import_declaration":
             imported = next((node_text(c) for c in node.named_children if c.type == "scoped_identifier"), "")
@@ -454,24 +459,13 @@ def _calls(path: str, lang: str, root: Node, units: list[CodeUnit]) -> FileFacts
     return facts
 
 
-_QUERIES: dict[str, Query] = {}
-
-
-def _visited(lang: str, root: Node) -> list[Node]:
+def _visited(lang: str, root: Node, caps: treequery.Captures | None = None) -> list[Node]:
     """The nodes `_calls` reads (calls; imports and JS declarators), found by a tree-sitter query in C
-    instead of a Python walk over every node, in the order of a depth-first walk that pops the last
-    child first (an enclosing node before the nodes inside it, else the later node first), without
-    the nodes inside an import."""
-    query = _QUERIES.get(lang)
-    if query is None:
-        language = Language(LANGS[lang].load())
-        types = set(LANGS[lang].calls)
-        types |= {"import_declaration"} if lang == "java" else set()
-        types |= {"import_statement", "variable_declarator"} if lang in jsimports.JS_LANGS else set()
-        known = sorted(t for t in types if language.id_for_node_kind(t, True) is not None)
-        query = _QUERIES[lang] = Query(language, " ".join(f"({t}) @n" for t in known))
-    found = QueryCursor(query).captures(root).get("n", [])
-    found.sort(key=lambda n: (-n.end_byte, n.start_byte))
+    (`treequery.py`, the "fact" capture) instead of a Python walk over every node, in the order of a
+    depth-first walk that pops the last child first (an enclosing node before the nodes inside it,
+    else the later node first), without the nodes inside an import."""
+    caps = caps if caps is not None else treequery.captures(lang, root)
+    found = sorted(caps.get("fact", []), key=lambda n: (-n.end_byte, n.start_byte))
     out: list[Node] = []
     start, end = -1, -1  # the span of the last import seen: the nodes inside it are not walked
     for node in found:

@@ -2,7 +2,7 @@
 
 A full save writes every row file whole (the base). A later save hard-links each base, unchanged,
 from the index directory being replaced into the new one and writes only the rows since the base as
-`<name>.delta.npy` (BM25: the changed and new rows, `bm25.py`). When those rows pass `SHARE` of the
+`<name>.delta.npy` (BM25: the changed and new rows, `<name>.delta.npys`, `bm25.py`). When those rows pass `SHARE` of the
 base, or the slots were renumbered (compaction), or the saved base is not the one remembered (another
 process saved), the file is written whole again: the delta's compaction. A base is never written to
 after it is made, and the directory is swapped in whole (`store.py`), so a save that dies midway
@@ -81,3 +81,17 @@ def load_rows(directory: Path, name: str, bases: dict[str, Base]) -> np.ndarray:
         more = np.load(delta)
         rows = np.concatenate([rows, more]) if len(rows) else more
     return rows
+
+
+def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
+    """Several arrays in one file, one `.npy` record after another (`load_arrays` reads them in order):
+    a BM25 delta is written at every save, and `np.savez`'s zip archive cost several times more."""
+    with open(path, "wb") as fh:
+        for a in arrays:
+            np.save(fh, a)
+
+
+def load_arrays(path: Path, count: int) -> list[np.ndarray]:
+    """The first `count` arrays `save_arrays` wrote to `path`."""
+    with open(path, "rb") as fh:
+        return [np.load(fh) for _ in range(count)]

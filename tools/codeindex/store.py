@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.tools.codeindex.tokens import Tokenizer
 
 MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's module
-INDEX_VERSION = (
-    9  # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py)
-)
+# 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
+# 10: the query-word table as base + delta (qvec.py)
+INDEX_VERSION = 10
 
 
 @dataclass
@@ -72,6 +72,7 @@ class Stored(Protocol):
     units_on_disk: tuple[int, int] | None
     row_bases: dict[str, segments.Base]
     graph_facts: GraphFacts
+    files_json: dict[str, tuple[str, list[int], str]]  # path -> (sha1, slots, JSON) as last saved
 
     def set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None: ...
 
@@ -118,9 +119,9 @@ def save(idx: Stored) -> None:
         "units_bytes": size,
         "graph_lines": graph_lines,
         "graph_bytes": graph_bytes,
-        "files": {p: {"sha1": r.sha1, "slots": r.slots} for p, r in idx.files.items()},
     }
-    (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    head = json.dumps(meta)[:-1]  # "files" last, from each file's JSON as last written (`_files_json`)
+    (tmp / "meta.json").write_text(f'{head}, "files": {_files_json(idx)}}}', encoding="utf-8")
     old = idx.directory.with_name(idx.directory.name + f".old-{os.getpid()}")
     if idx.directory.exists():
         idx.directory.rename(old)
@@ -135,6 +136,21 @@ def save(idx: Stored) -> None:
         shutil.rmtree(old)
     idx.units_on_disk = (lines, size)
     idx.graph_facts.moved(idx.directory)
+
+
+def _files_json(idx: Stored) -> str:
+    """`idx.files` as a JSON object (path -> {"sha1", "slots"}): each record's text kept in
+    `idx.files_json` and made again only when its hash or slots differ (a save after a one-file
+    update serialises that file, not the ~3,000 of a large index)."""
+    cache, fresh = idx.files_json, {}
+    for path, rec in idx.files.items():
+        hit = cache.get(path)
+        if hit is None or hit[0] != rec.sha1 or hit[1] != rec.slots:
+            text = json.dumps(path) + ": " + json.dumps({"sha1": rec.sha1, "slots": rec.slots})
+            hit = (rec.sha1, list(rec.slots), text)
+        fresh[path] = hit
+    idx.files_json = fresh
+    return "{" + ", ".join(t for _, _, t in fresh.values()) + "}"
 
 
 def _write_units(idx: Stored, target: Path) -> tuple[int, int]:

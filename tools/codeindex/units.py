@@ -12,6 +12,7 @@ from typing import Any
 
 from tree_sitter import Node, Tree
 
+from xihe.tools.codeindex import treequery
 from xihe.tools.codeindex.doccomments import leading_comments, module_doc, python_docstring
 from xihe.tools.codeindex.languages import LANGS, LangSpec, Parsers, language_of, node_text, unit_kind
 
@@ -145,24 +146,47 @@ def _callee(call: Node) -> str:
     return text.rsplit(".", 1)[-1] if len(text) < 80 else ""
 
 
-def _collect(node: Node, spec: LangSpec, skip: set[int]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Identifiers and callee names inside `node`, not descending into nested units (ids in `skip`)."""
+def _collect(nodes: list[Node], spec: LangSpec) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Identifiers and callee names of one unit's identifier and call `nodes` (`_sweep`'s order)."""
     ids: dict[str, None] = {}
     calls: dict[str, None] = {}
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.id in skip and n is not node:
-            continue
-        typ = n.type
-        if typ in spec.identifiers and len(ids) < MAX_IDENTIFIERS:
-            ids.setdefault(node_text(n), None)
-        elif typ in spec.calls and len(calls) < MAX_CALLS:
+    identifiers = spec.identifiers
+    for n in nodes:
+        if n.type in identifiers:
+            if len(ids) < MAX_IDENTIFIERS:
+                ids.setdefault(node_text(n), None)
+        elif len(calls) < MAX_CALLS:
             c = _callee(n)
             if c:
                 calls.setdefault(c, None)
-        stack.extend(n.named_children)  # tokens hold no identifier or call
     return tuple(ids), tuple(calls)
+
+
+def _candidates(found: list[Node]) -> list[Node]:
+    """The nodes that may be units (`treequery`'s "unit" capture), outer before inner, else in file
+    order: the order of a depth-first walk."""
+    return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
+
+
+def _sweep(units: list[Node], nodes: list[Node]) -> list[list[Node]]:
+    """Per unit node: the identifier and call `nodes` whose innermost unit it is (a nested unit's are
+    its own), enclosing before enclosed, else the later first: the order of a depth-first walk that
+    pops the last child first, as a walk from each unit that does not enter nested units met them."""
+    # one sorted sequence of units (flag 0: before a node of the same span) and nodes (flag 1)
+    keyed = [(-n.end_byte, n.start_byte, 0, i) for i, n in enumerate(units)]
+    keyed += [(-n.end_byte, n.start_byte, 1, i) for i, n in enumerate(nodes)]
+    keyed.sort()
+    out: list[list[Node]] = [[] for _ in units]
+    open_: list[tuple[int, int, int]] = []  # (start, end, unit) of the units holding the current point
+    for neg_end, start, flag, i in keyed:
+        end = -neg_end
+        while open_ and not (open_[-1][0] <= start and end <= open_[-1][1]):
+            open_.pop()
+        if flag == 0:
+            open_.append((start, end, i))
+        elif open_:
+            out[open_[-1][2]].append(nodes[i])
+    return out
 
 
 def parse_tree(source: str, lang: str, parsers: Parsers) -> Tree:
@@ -171,40 +195,48 @@ def parse_tree(source: str, lang: str, parsers: Parsers) -> Tree:
 
 
 def parse_units(
-    path: str, source: str, lang: str, parsers: Parsers, tree: Tree | None = None
+    path: str,
+    source: str,
+    lang: str,
+    parsers: Parsers,
+    tree: Tree | None = None,
+    caps: treequery.Captures | None = None,
 ) -> list[CodeUnit]:
-    """Parse `source` (file `path`, language `lang`) into units, outer ones first (from `tree` when given)."""
+    """Parse `source` (file `path`, language `lang`) into units, outer ones first (from `tree` and its
+    `treequery.captures` when given)."""
     spec = LANGS[lang]
     src = source.encode("utf-8", "replace")
     tree = tree if tree is not None else parsers.get(lang).parse(src)
+    caps = caps if caps is not None else treequery.captures(lang, tree.root_node, facts=False)
     lines = source.splitlines()
     found: list[tuple[Node, str, str]] = []  # (node, kind, qualname)
 
-    # walk with the enclosing qualified name and whether the parent unit is a class
-    stack: list[tuple[Node, str, str | None]] = [(tree.root_node, "", None)]
-    maybe = spec.classes | spec.functions | {"variable_declarator"}  # the only types unit_kind may accept
-    while stack:
-        node, prefix, parent_kind = stack.pop()
-        kind = unit_kind(node, spec) if node.type in maybe else None
-        child_prefix, child_parent = prefix, parent_kind
-        if kind is not None:
-            name = _name_of(node, spec)
-            if name:
-                if lang == "go" and node.type == "method_declaration":
-                    recv = _go_receiver(node)
-                    qual = f"{recv}.{name}" if recv else name
-                    ukind = "method"
-                else:
-                    qual = f"{prefix}.{name}" if prefix else name
-                    ukind = "method" if kind == "function" and parent_kind == "class" else kind
-                found.append((node, ukind, qual))
-                child_prefix, child_parent = qual, kind
-        for child in reversed(node.named_children):  # units are named nodes
-            stack.append((child, child_prefix, child_parent))
+    # the units, each with the enclosing unit's qualified name and whether that unit is a class
+    enclosing: list[tuple[int, int, str, str]] = []  # (start, end, qualname, kind) of the open units
+    for node in _candidates(caps.get("unit", [])):
+        kind = unit_kind(node, spec)
+        if kind is None:
+            continue
+        name = _name_of(node, spec)
+        if not name:
+            continue
+        start, end = node.start_byte, node.end_byte
+        while enclosing and not (enclosing[-1][0] <= start and end <= enclosing[-1][1]):
+            enclosing.pop()
+        prefix, parent_kind = enclosing[-1][2:] if enclosing else ("", None)
+        if lang == "go" and node.type == "method_declaration":
+            recv = _go_receiver(node)
+            qual = f"{recv}.{name}" if recv else name
+            ukind = "method"
+        else:
+            qual = f"{prefix}.{name}" if prefix else name
+            ukind = "method" if kind == "function" and parent_kind == "class" else kind
+        found.append((node, ukind, qual))
+        enclosing.append((start, end, qual, kind))
 
-    unit_ids = {n.id for n, _, _ in found}
+    inside = _sweep([n for n, _, _ in found], caps.get("name", []))
     units: list[CodeUnit] = []
-    for node, kind, qual in found:
+    for (node, kind, qual), mine in zip(found, inside, strict=True):
         anchor = node
         if node.type == "variable_declarator" and node.parent is not None:
             anchor = node.parent  # `const f = () => {}`: the declaration line is the start
@@ -214,7 +246,7 @@ def parse_units(
             anchor = anchor.parent
         start, end = anchor.start_point[0] + 1, node.end_point[0] + 1
         doc = python_docstring(node) if lang == "python" else leading_comments(anchor)
-        ids, calls = _collect(node, spec, unit_ids)
+        ids, calls = _collect(mine, spec)
         name = qual.rsplit(".", 1)[-1]
         if kind == "class":
             # a class is searched by its header, doc and own lines; its methods are units of their own

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +107,9 @@ def read_source(path: Path, max_bytes: int) -> str | None:
     return data.decode("utf-8", "replace")
 
 
+_GLOB = re.compile(r"[\\\[\]*?!]")  # what gitignore's patterns read as other than itself
+
+
 def _reroot(pattern: str, base: str) -> str | None:
     """A pattern from `<base>/.gitignore` rewritten relative to the repository root."""
     pattern = pattern.rstrip("\n")
@@ -116,29 +120,60 @@ def _reroot(pattern: str, base: str) -> str | None:
     neg = pattern.startswith("!")
     body = pattern[1:] if neg else pattern
     anchored = "/" in body.rstrip("/")
+    base = _GLOB.sub(r"\\\g<0>", base)  # a directory named `x[1]` is itself, not a pattern (`x1`)
+    base = "\\" + base if base.startswith("#") else base  # nor is `#x` a comment
     body = f"{base}/{body.lstrip('/')}" if anchored else f"{base}/**/{body}"
     return ("!" if neg else "") + body
 
 
 class IgnoreRules:
-    """The repository's .gitignore files (all levels) plus configured extra patterns."""
+    """The repository's .gitignore files (all levels) plus configured extra patterns.
 
-    def __init__(self, root: Path, cfg: WalkConfig) -> None:
+    With `paths` (repository-relative files to judge), only the .gitignore files of their directories
+    and those above are read: a .gitignore's patterns match below its own directory only (`_reroot`),
+    so the others cannot change a verdict on these paths, and a one-file update does not walk the tree.
+    """
+
+    def __init__(self, root: Path, cfg: WalkConfig, paths: Iterable[str] | None = None) -> None:
         self.root = root
         self.skip_dirs = frozenset(cfg.skip_dirs)
         lines: list[str] = list(cfg.extra_ignore)
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if d not in self.skip_dirs]
-            if ".gitignore" in filenames:
-                base = os.path.relpath(dirpath, root).replace(os.sep, "/")
-                base = "" if base == "." else base
-                text = (Path(dirpath) / ".gitignore").read_text(encoding="utf-8", errors="replace")
-                lines.extend(p for p in (_reroot(ln, base) for ln in text.splitlines()) if p)
+        for base in self._walked() if paths is None else self._above(paths):
+            path = root / base / ".gitignore" if base else root / ".gitignore"
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                continue
+            lines.extend(p for p in (_reroot(ln, base) for ln in text.splitlines()) if p)
         self.spec: Any = None  # no patterns: nothing to match (and pathspec is not imported)
         if lines:
             import pathspec
 
             self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def _walked(self) -> Iterator[str]:
+        """Every directory holding a .gitignore, root-relative, parents first (the skipped dirs left out)."""
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d not in self.skip_dirs]
+            if ".gitignore" in filenames:
+                base = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+                yield "" if base == "." else base
+
+    def _above(self, paths: Iterable[str]) -> list[str]:
+        """The directories of `paths` and those above them that the full walk would enter, parents first:
+        not below a skipped directory or a link to one (`os.walk` follows neither)."""
+        dirs: set[tuple[str, ...]] = {()}
+        for rel in paths:
+            parts = rel.split("/")[:-1]
+            for i, part in enumerate(parts):
+                if (
+                    part in {"", ".", ".."}
+                    or part in self.skip_dirs
+                    or (self.root / "/".join(parts[: i + 1])).is_symlink()
+                ):
+                    break
+                dirs.add(tuple(parts[: i + 1]))
+        return ["/".join(d) for d in sorted(dirs)]
 
     def ignored(self, rel: str, is_dir: bool = False) -> bool:
         """Whether a root-relative path is excluded."""
