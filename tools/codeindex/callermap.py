@@ -44,7 +44,7 @@ class CallerMap:
     def callers(
         self, units: Sequence[CodeUnit | None], new: Sequence[CodeUnit], wanted: Iterable[str]
     ) -> dict[str, list[str]]:
-        """`fields.callers_by_name` over the live `units` followed by `new` (not yet in a slot), for
+        """What a scan of the live `units` followed by `new` (not yet in a slot) gives for
         the `wanted` names: the same qualified names in the same order."""
         out: dict[str, dict[str, None]] = {}
         for name in wanted:
