@@ -24,16 +24,9 @@ from typing import Any
 import jinja2
 from jinja2.bccache import Bucket, BytecodeCache
 
+from xihe.agent.cachedir import shared_cache
+
 FORMAT = b"xihe-alert-templates 1"
-
-
-def cache_root() -> Path:
-    """The machine's cache directory for xihe (not created here)."""
-    explicit = os.environ.get("XIHE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "xihe"
 
 
 class TemplateCache(BytecodeCache):
@@ -93,4 +86,4 @@ class TemplateCache(BytecodeCache):
 
 def template_cache(options: dict[str, Any]) -> TemplateCache:
     """The cache for a Renderer whose Environment has `options` (their repr is part of the key)."""
-    return TemplateCache(cache_root() / "alert-templates", repr(sorted(options.items())))
+    return TemplateCache(shared_cache() / "alert-templates", repr(sorted(options.items())))

@@ -43,8 +43,8 @@ def _config_and_repo(args: argparse.Namespace) -> tuple[Any, Path] | int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Build or incrementally update the index of a repository and print what was done."""
+    from xihe.agent.cachedir import shared_cache
     from xihe.tools.codeindex import zhdict
-    from xihe.tools.codeindex.cachedir import shared_cache
     from xihe.tools.codeindex.progress import no_progress, tqdm_progress
     from xihe.tools.codeindex.service import index_repo
     from xihe.tools.codeindex.settings import remember

@@ -24,7 +24,7 @@ def git(root: Path, *args: str) -> str:
 
 @pytest.fixture(scope="session")
 def shared_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One shared cache (prebuilt Chinese dictionaries, cachedir.py) for the session, not the user's."""
+    """One shared cache (prebuilt Chinese dictionaries, agent/cachedir.py) for the session, not the user's."""
     return tmp_path_factory.mktemp("xihe-cache")
 
 

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from xihe.agent.cachedir import shared_cache
 from xihe.tools.codeindex import gcpause, inherit, reuse, segments, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
-from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.callermap import CALLER_KINDS, CallerMap
 from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
 from xihe.tools.codeindex.fields import (
@@ -118,7 +118,7 @@ class CodeIndex(Searching):
         # the wordllama model's query vectors without loading it (qvec.py); None for other embedders
         self.query_vectors = QueryVectors(embedder.dim) if isinstance(embedder, WordLlamaEmbedder) else None
         # the multilingual channel (multilingual.py), when code.yaml turns it on; its model's unpacked
-        # copy for queries is one per machine (cachedir.py), not one per index directory
+        # copy for queries is one per machine (agent/cachedir.py), not one per index directory
         self.multi = MultilingualVectors(Multilingual(shared_cache())) if cfg.embedding.multilingual else None
         self.commit: str | None = None
         self.dirty: list[str] = []  # paths that differed from `commit` when indexed

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from xihe.agent.cachedir import shared_cache
 from xihe.tools.codeindex import reuse, segments
 from xihe.tools.codeindex.bm25 import Bm25Index
-from xihe.tools.codeindex.cachedir import shared_cache
 from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.qvec import QueryVectors
 from xihe.tools.codeindex.unitlines import UnitLines

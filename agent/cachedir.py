@@ -1,4 +1,5 @@
-"""The machine's shared cache for data derived from installed packages (not from a repository).
+"""The machine's shared cache for data derived from installed packages and shipped files (not from a
+repository): the code index's unpacked model and Chinese dictionaries, compiled alert templates.
 
 `XIHE_CACHE_DIR`, else `$XDG_CACHE_HOME/xihe`, else `~/.cache/xihe`. Files in it are keyed by their
 sources' versions and written atomically, so every index directory and process can share one copy.
