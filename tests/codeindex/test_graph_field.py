@@ -82,13 +82,10 @@ def neighbour_rows(idx: CodeIndex) -> dict[str, dict[str, float]]:
     return out
 
 
-def test_an_update_rewrites_only_the_rows_of_callees_whose_callers_changed(tmp_path) -> None:
+def built_with_row_spy(tmp_path, repo) -> tuple[CodeIndex, list[str]]:  # type: ignore[no-untyped-def]
+    """A BM25-only index of `repo`, built, and the qualified names whose graph-field rows it rewrites."""
     from xihe.config.code import CodeConfig
 
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "a.py").write_text(CALLERS, encoding="utf-8")
-    (repo / "b.py").write_text(CALLEES, encoding="utf-8")
     cfg = CodeConfig(index_dir=str(tmp_path / "index"), embedding={"multilingual": False})
     idx = CodeIndex(repo, tmp_path / "index" / "x", cfg, None)
     idx.build()
@@ -100,6 +97,15 @@ def test_an_update_rewrites_only_the_rows_of_callees_whose_callers_changed(tmp_p
         real(slots, docs)
 
     idx.neighbours.set_rows = spy  # type: ignore[method-assign]
+    return idx, rewritten
+
+
+def test_an_update_rewrites_only_the_rows_of_callees_whose_callers_changed(tmp_path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text(CALLERS, encoding="utf-8")
+    (repo / "b.py").write_text(CALLEES, encoding="utf-8")
+    idx, rewritten = built_with_row_spy(tmp_path, repo)
     tokenized: list[str] = []
     real_tokens = idx.tokenizer.tokens
 
@@ -110,7 +116,7 @@ def test_an_update_rewrites_only_the_rows_of_callees_whose_callers_changed(tmp_p
     idx.tokenizer.tokens = counting  # type: ignore[method-assign]
 
     def fresh() -> dict[str, dict[str, float]]:
-        other = CodeIndex(repo, tmp_path / "index" / "y", cfg, None)
+        other = CodeIndex(repo, tmp_path / "index" / "y", idx.cfg, None)
         other.build()
         return neighbour_rows(other)
 
@@ -171,24 +177,12 @@ def current_rows(idx: CodeIndex) -> dict[int, dict[str, float]]:
 
 
 def test_a_name_with_more_callers_than_kept_is_rewritten_when_the_kept_ones_change_only(tmp_path) -> None:
-    from xihe.config.code import CodeConfig
-
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "c.py").write_text("def target():\n    return 1\n", encoding="utf-8")
     for i in range(30):  # more callers than fields.MAX_CALLERS (24) keeps, in slot order
         (repo / f"m{i:02d}.py").write_text(f"def caller_{i}():\n    return target()\n", encoding="utf-8")
-    cfg = CodeConfig(index_dir=str(tmp_path / "index"), embedding={"multilingual": False})
-    idx = CodeIndex(repo, tmp_path / "index" / "x", cfg, None)
-    idx.build()
-    rewritten: list[str] = []
-    real = idx.neighbours.set_rows
-
-    def spy(slots, docs):  # type: ignore[no-untyped-def]
-        rewritten.extend(idx.units[s].qualname for s in slots)  # type: ignore[union-attr]
-        real(slots, docs)
-
-    idx.neighbours.set_rows = spy  # type: ignore[method-assign]
+    idx, rewritten = built_with_row_spy(tmp_path, repo)
     rows = neighbour_rows(idx)
     assert "caller_0" in rows["target"] and "caller_24" not in rows["target"]
     (repo / "m00.py").write_text("# moved\ndef caller_0():\n    return target()\n", encoding="utf-8")
