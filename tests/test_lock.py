@@ -43,7 +43,7 @@ def test_every_dependency_is_pinned_inside_its_range(req: Requirement) -> None:
 def test_both_readme_commands_install_from_the_lock() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     first = readme.split("```bash\n", 1)[1].splitlines()[0]
-    assert "pip install -e . -c constraints.txt" in first
+    assert "pip install . -c constraints.txt" in first  # as deployed: a wheel, not editable
     assert "-c constraints.txt" in (REPO / ".ci" / "setup").read_text(encoding="utf-8")
     assert "bash .ci/upgrade-check" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
 

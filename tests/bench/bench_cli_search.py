@@ -8,7 +8,13 @@ Then a real `xihe serve` (shipped xihe.yaml and access.yaml, a SQLite store in t
 model, `repos: [the tree]`) is started in the tree, and each question runs three ways, interleaved
 so all see the same load: `xihe search` answered by the serve over `<index_dir>/search.sock`,
 `xihe search --local` (loads the index itself), a bare `python -c pass` (the floor of any client
-started with this interpreter), and ripgrep. The report gives each command's median,
+started with this interpreter), and ripgrep. The served search also runs as deployed
+(deploy/Dockerfile, deploy/xihe.service): the `xihe` console script of a plain venv with xihe
+installed from a wheel, not editable, without this interpreter's site-packages. That venv is
+built with `--no-deps`, because a served search imports nothing beyond the standard library (the
+bench checks its output equals the editable install's). The difference is `site`: an editable
+install's finder (and any `.pth` files of the machine's Python) run at every start-up; a deployed
+venv's `site` is ~2 ms. The report gives each command's median,
 min and max wall seconds and the ratios of the medians (target: xihe ≤ rg). `--no-serve` times the
 local path alone (as before the socket).
 """
@@ -110,6 +116,30 @@ def _serve(
         log.close()
 
 
+def _deployed(tmp: Path) -> Path:
+    """The `xihe` console script of a venv as deploy/Dockerfile builds it (non-editable, no system
+    site-packages; `--no-deps`: a served search is standard library only). Reused from a workdir."""
+    venv = tmp / "deployed-venv"
+    script = venv / "bin" / "xihe"
+    if not script.is_file():
+        base = getattr(sys, "_base_executable", sys.executable)
+        subprocess.run([base, "-m", "venv", str(venv)], check=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)]
+        subprocess.run(pip, check=True, stdout=sys.stderr)
+    return script
+
+
+def _same_answer(commands: dict[str, list[str]], cwd: Path, env: dict[str, str]) -> None:
+    """Every served variant prints exactly what the first one prints (no silent fallback)."""
+    outputs = {
+        name: subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True).stdout
+        for name, cmd in commands.items()
+    }
+    first = next(iter(outputs.values()))
+    differ = [name for name, out in outputs.items() if out != first]
+    assert first and not differ, f"served searches disagree: {differ}"
+
+
 def _wall(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """(wall, CPU) seconds of one run; CPU (user + system) is steadier on a loaded machine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -166,6 +196,7 @@ def run(cache: Path, runs: int, workdir: Path | None, with_serve: bool = True) -
         repo, config = _setup(tmp, cache, env)
         if with_serve:
             stack.enter_context(_serve(tmp, repo, config, env))
+            deployed = _deployed(tmp)
         for name, (question, grep) in QUESTIONS.items():
             search = [*XIHE, *config, "search", "--repo", str(repo)]
             commands = {
@@ -175,14 +206,16 @@ def run(cache: Path, runs: int, workdir: Path | None, with_serve: bool = True) -
             if with_serve:
                 # the console script as installed (`xihe = xihe.agent.cli.main:main`), without runpy
                 script = Path(sys.executable).with_name("xihe")
-                scripted = {
-                    "xihe_script_serve": [str(script), *config, "search", "--repo", str(repo), question]
-                }
+                served = [*config, "search", "--repo", str(repo), question]
+                scripted = {"xihe_script_serve": [str(script), *served]}
                 commands = {
                     "xihe_search_serve": [*search, question],
                     **(scripted if script.is_file() else {}),
+                    "xihe_deployed_serve": [str(deployed), *served],
                     **commands,
+                    "python_floor_deployed": [str(deployed.with_name("python")), "-c", "pass"],
                 }
+                _same_answer({k: v for k, v in commands.items() if k.endswith("_serve")}, repo, env)
             out[name] = {"question": question, **_question(commands, grep, repo, env, runs)}
     out["load_after"] = round(os.getloadavg()[0], 2)
     return out
