@@ -8,8 +8,10 @@ checks the rate limits, queues it for this replica and returns at once. Explicit
 own pool of `model_concurrency` threads (`xihe.agent.lanes`). The model pool is plain threads that
 spend their time waiting on the model server: the simplest design that keeps hundreds of turns in
 flight without the command workers ever waiting behind one, with the session, stores and tools as
-they are (blocking). A worker claims the message (exactly one replica does), runs it through the
-one `Session` every channel uses and gives the reply to the channel's `answer`.
+they are (blocking). Only `model_cpu_threads` of those threads run Python at once; the others wait
+on the model or for their turn (`xihe.agent.cpushare`), so a burst of turns starting together does
+not slow the command workers beside them. A worker claims the message (exactly one replica does),
+runs it through the one `Session` every channel uses and gives the reply to the channel's `answer`.
 
 What does not fit in memory waits in the inbox, free for any replica: a feeder thread pulls it as
 soon as a worker frees (and every `pull_seconds` when idle, for other replicas' overflow), claimed
@@ -36,6 +38,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Generic
 
 from xihe.agent.commands import CommandSyntaxError, parse
+from xihe.agent.cpushare import CpuShare, waiting
 from xihe.agent.deps import Deps, Progress
 from xihe.agent.i18n import Catalog, say
 from xihe.agent.inbound import Inbound
@@ -73,6 +76,8 @@ class Capacity:
 
     workers: int = 4  # command workers
     model_concurrency: int = 128  # free-text turns in flight
+    model_cpu_threads: int = 2  # of those, how many run Python at once (`xihe.agent.cpushare`)
+    intake_threads: int = 4  # per lane: callbacks recorded at once; more wait in arrival order
     queue_size: int = 200  # in memory, per lane
     max_waiting: int = 5000  # in the inbox (all replicas) before "busy"
     user_messages_per_minute: float = 30
@@ -144,6 +149,7 @@ class Channel(Generic[M]):
         self._spilled: set[Lane] = set()  # lanes whose messages of ours may wait in the inbox (under _lock)
         self._turn_seconds: dict[Lane, float] = {"command": 0.1, "chat": 1.0}  # moving averages
         self._told = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-told")  # short replies off the request
+        self._chat_cpu = CpuShare(capacity.model_cpu_threads)  # the command lane's workers run unshared
 
     @property
     def lease(self) -> timedelta:
@@ -264,10 +270,11 @@ class Channel(Generic[M]):
             metrics.queue.labels(f"{self.name}_{lane}").set(self.lanes.depth(lane))
             metrics.in_flight.labels(self.name).set(self.lanes.in_flight())
             try:
-                message = self.inbox.claim(w.key, self.deps.holder, self.deps.clock(), self.lease)
-                if message is not None:
-                    self.handle(message)
-                    self.inbox.done(w.key, self.deps.clock())
+                with self._chat_cpu.taken() if lane == "chat" else contextlib.nullcontext():
+                    message = self.inbox.claim(w.key, self.deps.holder, self.deps.clock(), self.lease)
+                    if message is not None:
+                        self.handle(message)
+                        self.inbox.done(w.key, self.deps.clock())
             except Exception:
                 self.log.exception("%s worker failed", self.name, extra={"key": w.key})
             finally:
@@ -336,7 +343,8 @@ class Channel(Generic[M]):
                 except Exception:
                     self.log.exception("%s message failed", self.name, extra={"key": message.dedupe_key})
                     reply = "Sorry, handling your message failed; the error is logged."
-            self.answer(message, reply)
+            with waiting():  # the channel's API
+                self.answer(message, reply)
         finally:
             elapsed = time.monotonic() - started
             metrics.latency.labels(message.channel).observe(elapsed)

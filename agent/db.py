@@ -13,9 +13,11 @@ from sqlalchemy import Engine, create_engine, event, select, text
 
 from xihe.agent.clock import utc_now
 from xihe.agent.migrations import MIGRATIONS, schema_migrations
+from xihe.agent.sqlite_writers import QueuedConnection, file_lock
 from xihe.agent.tables import metadata
 
 DEFAULT_SQLITE = "var/xihe.db"
+BUSY_SECONDS = 10  # how long a SQLite writer waits for another (the lock in this process, then SQLite's)
 ENV_URL = "XIHE_DATABASE_URL"
 
 
@@ -31,7 +33,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000)}")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 
@@ -51,8 +53,12 @@ def make_engine(url: str | None = None) -> Engine:
         path = sqlite_path(url)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+        connect = {"check_same_thread": False, "timeout": BUSY_SECONDS, "factory": QueuedConnection}
+        engine = create_engine(url, connect_args=connect)
         event.listen(engine, "connect", _sqlite_pragmas)
+        if path is not None:  # writers of this process queue on the file's lock (agent/sqlite_writers.py)
+            lock = file_lock(str(path.resolve()))
+            event.listen(engine, "connect", lambda conn, _record: conn.bind(lock, BUSY_SECONDS))
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
 

@@ -15,6 +15,7 @@ from typing import Any
 from xihe.agent.audit import AuditEvent
 from xihe.agent.canonical import canonical_json, sha256_text
 from xihe.agent.context import cut, labelled, render_output
+from xihe.agent.cpushare import waiting
 from xihe.agent.crashpoint import crash_point
 from xihe.agent.deps import Deps
 from xihe.agent.errors import BotError, IntegrationError, ToolError
@@ -150,7 +151,8 @@ class Executor:
         crash_point("before_tool_effect")
         started = time.perf_counter()
         try:
-            value = spec.run(call.subject, ctx)
+            with waiting():  # a tool mostly waits (a command, DolphinScheduler, an API)
+                value = spec.run(call.subject, ctx)
         except (ToolError, IntegrationError) as exc:
             return self._failed(task, begun, call, exc, intent, redacted, started)
         except Exception as exc:

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from xihe.agent.context import ContextTooLarge
+from xihe.agent.cpushare import waiting
 from xihe.agent.deps import Deps
 from xihe.agent.errors import LLMError
 from xihe.agent.frontier import INTERRUPTED
@@ -48,7 +49,9 @@ class ModelSteps:
         metrics = self.deps.metrics
         started = time.monotonic()
         try:
-            completion = self.llm.complete(messages, self.requests.schemas(messages))
+            schemas = self.requests.schemas(messages)
+            with waiting():  # seconds on the model server: other turns may run meanwhile
+                completion = self.llm.complete(messages, schemas)
         finally:
             metrics.model_latency.observe(time.monotonic() - started)
         for kind in ("prompt_tokens", "completion_tokens"):

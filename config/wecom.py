@@ -112,6 +112,15 @@ class WeComConfig(BaseModel):
         le=1024,
         description="free-text turns (model calls) in flight per replica, apart from commands",
     )
+    model_cpu_threads: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="of the free-text turns, how many run Python at once (the rest wait on the model)",
+    )
+    intake_threads: int = Field(
+        4, ge=1, le=64, description="callbacks per lane recorded at once; more queue in arrival order"
+    )
     queue_size: int = Field(
         200, ge=1, description="messages waiting in memory per lane and replica; more wait in the database"
     )
@@ -182,6 +191,8 @@ class WeComSettings:
     http_timeout_seconds: float = 10.0
     workers: int = 4
     model_concurrency: int = 128
+    model_cpu_threads: int = 2
+    intake_threads: int = 4
     queue_size: int = 200
     max_waiting: int = 5000
     user_messages_per_minute: float = 30
@@ -284,6 +295,8 @@ def resolve_settings(
         http_timeout_seconds=config.http_timeout_seconds,
         workers=config.workers,
         model_concurrency=config.model_concurrency,
+        model_cpu_threads=config.model_cpu_threads,
+        intake_threads=config.intake_threads,
         queue_size=config.queue_size,
         max_waiting=config.max_waiting,
         user_messages_per_minute=config.user_messages_per_minute,

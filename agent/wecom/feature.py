@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
+import anyio
 from starlette.routing import BaseRoute
 
 from xihe.agent.channels import Capacity, Channel
@@ -42,6 +42,7 @@ from xihe.agent.deps import Deps, Notify, Progress
 from xihe.agent.errors import ConfigErrors, WeComError
 from xihe.agent.feature import Context, Feature, Installed, Job, Runtime, StateKey
 from xihe.agent.hooks import Hooks
+from xihe.agent.lanes import LANES
 from xihe.agent.session import Session
 from xihe.agent.wecom.bot_cards import BotCards
 from xihe.agent.wecom.cards import ActionCards
@@ -81,6 +82,8 @@ class Gateway(Channel[InboundMessage]):
             capacity=Capacity(
                 workers=settings.workers,
                 model_concurrency=settings.model_concurrency,
+                model_cpu_threads=settings.model_cpu_threads,
+                intake_threads=settings.intake_threads,
                 queue_size=settings.queue_size,
                 max_waiting=settings.max_waiting,
                 user_messages_per_minute=settings.user_messages_per_minute,
@@ -121,12 +124,19 @@ class Gateway(Channel[InboundMessage]):
             BotCards(deps, lambda: session().agent.registry, self._send_bot_card) if settings.aibot else None
         )
         self._clicks_done: dict[str, threading.Event] = {}  # AI-bot clicks being handled, by dedupe key
+        # per lane, so a command's callback never queues behind a burst of questions' callbacks
+        self._intake = {lane: anyio.CapacityLimiter(self.capacity.intake_threads) for lane in LANES}
 
     # ---- intake (runs in the request: must be quick) -------------------------------------------
 
     async def dispatch(self, message: InboundMessage) -> None:
-        """The routes' dispatch: the database writes run off the event loop, so other requests go on."""
-        await run_in_threadpool(self.accept, message)
+        """The routes' dispatch: the database writes run off the event loop, so other requests go on.
+
+        A few callbacks per lane are recorded at once, the rest wait in arrival order: two hundred
+        threads recording a burst at once share the interpreter so thinly that each takes most of a
+        second, a command's included."""
+        limiter = self._intake[self.lane_of(message)]
+        await anyio.to_thread.run_sync(self.accept, message, limiter=limiter)
 
     def accept(self, message: InboundMessage) -> None:
         """An AI-bot message first binds its stream to the conversation; then it is queued."""

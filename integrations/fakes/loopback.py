@@ -106,6 +106,10 @@ class LoopbackServer:
                 return
 
         class _Server(ThreadingHTTPServer):
+            # a real API's listen queue is deep: socketserver's default of 5 drops the SYNs of a burst,
+            # and each dropped connection retries a second later (TCP), a delay no real server adds
+            request_queue_size = 1024
+
             def handle_error(self, request: Any, client_address: Any) -> None:
                 exc = sys.exc_info()[1]
                 if isinstance(exc, ConnectionError):

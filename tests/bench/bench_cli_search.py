@@ -124,7 +124,11 @@ def _deployed(tmp: Path) -> Path:
     if not script.is_file():
         base = getattr(sys, "_base_executable", sys.executable)
         subprocess.run([base, "-m", "venv", str(venv)], check=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)]
+        src = tmp / "deployed-src"  # a copy: the wheel's build writes build/ into its source tree
+        shutil.rmtree(src, ignore_errors=True)
+        skip = shutil.ignore_patterns(".git", ".venv", "var", "build", "*.egg-info", "test-artifacts")
+        shutil.copytree(ROOT, src, ignore=skip)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(src)]
         subprocess.run(pip, check=True, stdout=sys.stderr)
     return script
 

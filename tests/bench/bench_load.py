@@ -195,6 +195,7 @@ def slow_model(root: Path, llm: ScriptedLLM, db: str, users: int) -> dict[str, A
         _wait(lambda: all(len(fake.answers(u)) >= wanted[u] for u in names), 300)
         time.sleep(1)
         command_waits, chat_done = [], []
+        slowest: list[tuple[float, float]] = []  # (sent, waited) seconds, from the start
         duplicated = 0
         for u in names:
             got = fake.answers(u)
@@ -204,6 +205,7 @@ def slow_model(root: Path, llm: ScriptedLLM, db: str, users: int) -> dict[str, A
                     chat_done.append(at)
                 else:
                     command_waits.append(at - sent[f"c{u}"])
+                    slowest.append((round(sent[f"c{u}"] - started, 2), round(at - sent[f"c{u}"], 3)))
         chat_span = max(chat_done, default=started) - started
         out = {
             "users": users,
@@ -211,6 +213,7 @@ def slow_model(root: Path, llm: ScriptedLLM, db: str, users: int) -> dict[str, A
             "commands_answered": len(command_waits),
             "commands_p50_s": _pct(command_waits, 0.5),
             "commands_p99_s": _pct(command_waits, 0.99),
+            "commands_slowest": sorted(slowest, key=lambda sw: -sw[1])[:5],  # [sent, waited]
             "free_text_answered": len(chat_done),
             "free_text_msg_per_s": round(len(chat_done) / chat_span, 2) if chat_span else None,
             "duplicated": duplicated,

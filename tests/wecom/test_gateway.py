@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.serve.harness import AGENT_ID, CORP_ID, SECRET, WECOM_ENV, serve_config, wait_until
@@ -117,3 +118,30 @@ def test_worker_answers_and_marks_the_message_done(
     gw.stop(grace=5)
     assert gw.inbox.queued() == 0
     assert app.deps.metrics.messages.labels(CHANNEL_APP, "command")._value.get() == 1
+
+
+def test_a_command_callback_is_recorded_while_question_callbacks_wait_for_intake(
+    tmp_path: Path, fake: FakeWeCom, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = _app(tmp_path, fake, clock, monkeypatch, intake_threads=1)
+    wecom = app.get(CHANNEL)
+    assert wecom is not None
+    gw: Gateway = wecom.gateway
+    gw._stopping.set()  # no workers: watch what was recorded
+    question = InboundMessage("bob", APP_CONV, "what failed last night?", "q1", 0, str(AGENT_ID), CHANNEL_APP)
+    command = InboundMessage("alice", APP_CONV, "/tasks", "c1", 0, str(AGENT_ID), CHANNEL_APP)
+    for m in (question, command):
+        gw.inbox.seen(m.dedupe_key, clock())  # what the route does before dispatch
+
+    async def scene() -> None:
+        # the questions' one intake thread is busy
+        async with anyio.create_task_group() as tg, gw._intake["chat"]:
+            tg.start_soon(gw.dispatch, question)
+            with anyio.fail_after(10):
+                await gw.dispatch(command)  # does not queue behind the question
+            assert gw.lanes.depth("command") == 1 and gw.lanes.depth("chat") == 0
+        # the question is recorded once the chat intake frees (the task group waited for it)
+        assert gw.lanes.depth("chat") == 1
+
+    anyio.run(scene)
+    assert gw.inbox.queued() == 2
