@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex
@@ -37,8 +37,10 @@ from xihe.agent.alerts.notes import Origins
 from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.render import duration_seconds
 from xihe.agent.wecom_markdown import Url, checked_url
-from xihe.config.alerts import AlertsConfig
-from xihe.config.workflows import Workflow
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
+    from xihe.config.workflows import Workflow
 
 # Final-failure decisions that leave someone told (or about to be): each gives its instance an alert.
 ALERTED = frozenset(

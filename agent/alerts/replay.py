@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenacity import wait_none
 
@@ -33,9 +33,11 @@ from xihe.agent.alerts.ratelimit import RateLimiter
 from xihe.agent.alerts.state import InMemoryAlertStateStore
 from xihe.agent.clock import FakeClock
 from xihe.agent.errors import MailError
-from xihe.config.alerts import AlertsConfig
-from xihe.config.workflows import WorkflowsConfig
 from xihe.integrations.wecom.robot import RobotError, RobotReply
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
+    from xihe.config.workflows import WorkflowsConfig
 
 
 class SimRobot:

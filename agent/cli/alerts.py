@@ -19,31 +19,11 @@ if TYPE_CHECKING:  # imported when the command runs: `xihe --help` stays fast
 
 def load_alert_config(directory: str | Path) -> tuple[AlertsConfig, WorkflowsConfig, frozenset[str]]:
     """alerts.yaml, workflows.yaml and access.yaml's production environments from `directory`
-    (a missing file means defaults)."""
-    from xihe.config.access import AccessConfig
-    from xihe.config.alerts import AlertsConfig
-    from xihe.config.workflows import WorkflowsConfig
-    from xihe.config.yamlmodel import load_model
+    (a missing file means defaults); unchanged files are read from their validated snapshot
+    (agent/alerts/configsnap.py: no pydantic, no YAML)."""
+    from xihe.agent.alerts import configsnap
 
-    root = Path(directory)
-    access_path = root / "access.yaml"
-    access = (
-        load_model(access_path.read_text(encoding="utf-8"), str(access_path), AccessConfig)
-        if access_path.exists()
-        else AccessConfig()
-    )
-    alerts_path, wf_path = root / "alerts.yaml", root / "workflows.yaml"
-    alerts = (
-        load_model(alerts_path.read_text(encoding="utf-8"), str(alerts_path), AlertsConfig)
-        if alerts_path.exists()
-        else AlertsConfig()
-    )
-    workflows = (
-        load_model(wf_path.read_text(encoding="utf-8"), str(wf_path), WorkflowsConfig)
-        if wf_path.exists()
-        else WorkflowsConfig.model_validate({})
-    )
-    return alerts, workflows, access.production_environments()
+    return configsnap.load(directory)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
