@@ -44,14 +44,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     gc.disable()
     try:
         code = _replay(args, kept)
+        if getattr(args, "whole_process", False):  # before the collector is back: it would walk them all
+            from xihe.agent.cli.searchfast import leave
+
+            leave(code)
+        return code
     finally:
         if was:
             gc.enable()
-    if getattr(args, "whole_process", False):
-        from xihe.agent.cli.searchfast import leave
-
-        leave(code)
-    return code
 
 
 def _replay(args: argparse.Namespace, kept: list[object]) -> int:
