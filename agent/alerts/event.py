@@ -135,7 +135,7 @@ def _plain(data: Any) -> AlertEvent | None:
 
 def unknown_fields(data: dict[str, Any]) -> list[str]:
     """Keys of a JSON event the format does not know (they are ignored)."""
-    if "task_state" in data:
+    if "task_state" in data or data.keys() <= FIELDS:  # the common case: a set comparison in C
         return []
     return sorted(k for k in data if k not in FIELDS)
 
