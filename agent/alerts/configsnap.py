@@ -6,12 +6,13 @@ Validating `alerts.yaml`, `workflows.yaml` and `access.yaml` means importing pyd
 config models: ~90 ms of a 10,000-event replay's ~400 (issue 30). The first replay of a config
 directory validates them as always (errors reported as always) and writes what it validated to a
 JSON file named by the SHA-1 of the three files' bytes (a missing file counts as missing), of the
-models' and this module's source and of the snapshot's format. A later replay of byte-for-byte the
-same files reads that file and builds plain read-only objects with the same attributes (`Plain`);
-any edit, another xihe (another model source) or a file that cannot be read or decoded takes the
-validating path and writes a new snapshot (atomically: a temporary file renamed into place). Without
-a usable cache directory nothing is kept. tests/alerts/test_configsnap.py holds every attribute of
-the plain objects equal to the validated models'.
+models' and this module's source, of the installed pydantic's and PyYAML's version files, of
+Python's version and of the snapshot's format. A later replay of byte-for-byte the same files reads
+that file and builds plain read-only objects with the same attributes (`Plain`); any edit, another
+xihe, pydantic or PyYAML, or a file that cannot be read or is damaged (it starts with the SHA-1 of
+its JSON) takes the validating path and writes a new snapshot (atomically: a temporary file renamed
+into place). Without a usable cache directory nothing is kept. tests/alerts/test_configsnap.py
+holds every attribute of the plain objects equal to the validated models'.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -114,10 +116,26 @@ def build(snap: dict[str, Any]) -> Loaded:
     return cast("AlertsConfig", alerts), cast("WorkflowsConfig", workflows), production
 
 
+def _validators() -> list[Path] | None:
+    """The files that name the installed pydantic's and PyYAML's versions (found, not imported)."""
+    from importlib.util import find_spec
+
+    out = []
+    for name, file in (("pydantic", "version.py"), ("yaml", "__init__.py")):
+        spec = find_spec(name)
+        if spec is None or spec.origin is None:
+            return None
+        out.append(Path(spec.origin).with_name(file))
+    return out
+
+
 def _key(raw: dict[str, bytes | None]) -> str | None:
-    h = hashlib.sha1(FORMAT.encode())
+    h = hashlib.sha1(f"{FORMAT}|{sys.version}".encode())
+    validators = _validators()
+    if validators is None:
+        return None
     try:
-        for src in SOURCES:
+        for src in (*SOURCES, *validators):
             h.update(hashlib.sha1(src.read_bytes()).digest())
     except OSError:
         return None  # the rules cannot be named: no snapshot
@@ -183,17 +201,23 @@ def _path(key: str) -> Path:
 
 def _read(key: str) -> Loaded | None:
     try:
-        snap = json.loads(_path(key).read_bytes())
+        raw = _path(key).read_bytes()
+        head, _, body = raw.partition(b"\n")
+        if head != hashlib.sha1(body).hexdigest().encode():
+            return None  # cut short or damaged (any byte)
+        snap = json.loads(body)
         if not isinstance(snap, dict) or snap.get("key") != key:
             return None
         return build(snap)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # missing, cut short or damaged: validated again and rewritten
+        return None  # missing or unreadable: validated again and rewritten
 
 
 def _write(key: str, loaded: Loaded) -> None:
+    """`<sha1 of the JSON>\n<the JSON>`, written to a temporary file renamed into place."""
     target = _path(key)
-    body = json.dumps({"key": key, **snapshot(loaded)}, ensure_ascii=False).encode("utf-8")
+    data = json.dumps({"key": key, **snapshot(loaded)}, ensure_ascii=False).encode("utf-8")
+    body = hashlib.sha1(data).hexdigest().encode() + b"\n" + data
     try:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")

@@ -4,6 +4,7 @@ same from either."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -126,20 +127,29 @@ def test_a_bad_file_is_reported_as_before_and_leaves_no_snapshot(tmp_path: Path,
     assert not list(cache.glob("*.json"))
 
 
+def _resealed(raw: bytes, change: dict[str, Any]) -> bytes:
+    """A well-formed snapshot file (its checksum right) with `change` applied to its JSON."""
+    data = json.dumps({**json.loads(raw.partition(b"\n")[2]), **change}).encode()
+    return hashlib.sha1(data).hexdigest().encode() + b"\n" + data
+
+
 @pytest.mark.parametrize(
     "damage",
     [
         lambda b: b[: len(b) // 2],  # cut short
         lambda b: b"\x00\xff not json",
-        lambda b: json.dumps({**json.loads(b), "alerts": {"channels": 3}}).encode(),  # wrong shape
-        lambda b: json.dumps({**json.loads(b), "key": "another"}).encode(),
+        lambda b: b.replace(b'"window_minutes": 10', b'"window_minutes": 19'),  # one byte: still JSON
+        lambda b: _resealed(b, {"alerts": {"channels": 3}}),  # the wrong shape
+        lambda b: _resealed(b, {"key": "another"}),
     ],
 )
 def test_a_damaged_snapshot_is_ignored_and_rewritten(tmp_path: Path, cache: Path, damage: Any) -> None:
     configsnap.load(tmp_path)  # no files at all: every default
     (snap,) = cache.glob("*.json")
     good = snap.read_bytes()
-    snap.write_bytes(damage(good))
+    bad = damage(good)
+    assert bad != good
+    snap.write_bytes(bad)
     got = configsnap.load(tmp_path)
     assert isinstance(got[0], BaseModel) and got[0].window_minutes == 10
     assert snap.read_bytes() == good

@@ -201,4 +201,4 @@ def test_the_fast_path_defaults_are_the_line_models_defaults() -> None:
 
     model = {n: f.default for n, f in EventLine.model_fields.items() if not f.is_required()}
     del model["task_state"]  # an older line's field, mapped by from_report
-    assert _DEFAULTS == model
+    assert model == _DEFAULTS
