@@ -54,6 +54,10 @@ class Plain:
     def __init__(self, values: dict[str, Any]) -> None:
         self.__dict__.update(values)
 
+    if TYPE_CHECKING:  # its attributes are those of the dump it was built from
+
+        def __getattr__(self, name: str) -> Any: ...
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.__dict__!r})"
 
@@ -67,6 +71,9 @@ class Plain:
 class PlainLifecycle(Plain):
     """`Lifecycle` (config/alerts.py) with its `policy`."""
 
+    tiers: dict[str, Plain]
+    unset: Plain  # the policy of a tier not configured
+
     def policy(self, tier: str) -> Plain:
         """The policy of `tier` (a tier not configured: the model's default policy)."""
         found = self.tiers.get(tier)
@@ -75,6 +82,9 @@ class PlainLifecycle(Plain):
 
 class PlainWorkflows(Plain):
     """`WorkflowsConfig` (config/workflows.py) with its `biz_date_offset`."""
+
+    workflows: list[Plain]
+    default_offset: int
 
     def biz_date_offset(self, project: str, name: str) -> int:
         """scheduleTime = business date + this many days; unconfigured workflows use the default."""
