@@ -27,23 +27,10 @@ from datetime import datetime
 from typing import Any
 
 from xihe.agent.alert_event import FIELDS, AlertEvent
+from xihe.agent.alerts.linefields import INTEGERS as _INT
+from xihe.agent.alerts.linefields import REQUIRED
+from xihe.agent.alerts.linefields import STRINGS as _STR
 from xihe.integrations.dolphinscheduler.states import KNOWN_STATES, WORKFLOW_RUNNING, workflow_state_name
-
-REQUIRED = ("at", "workflow", "instance_id", "state")
-_STR = (
-    "project",
-    "workflow",
-    "task",
-    "host",
-    "error",
-    "environment",
-    "failed_task",
-    "failed_task_state",
-    "log_tail",
-    "log_url",
-    "rerun_by",
-)
-_INT = ("workflow_code", "instance_id", "retry_times", "max_retry_times")
 
 
 class EventError(ValueError):

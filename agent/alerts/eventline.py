@@ -11,7 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from xihe.agent.alerts.event import _INT, _STR, REQUIRED
+from xihe.agent.alerts.linefields import INTEGERS as _INT
+from xihe.agent.alerts.linefields import REQUIRED
+from xihe.agent.alerts.linefields import STRINGS as _STR
 from xihe.integrations.dolphinscheduler.states import KNOWN_STATES, workflow_state_name
 
 
