@@ -234,9 +234,9 @@ class Lifecycle:
         return out
 
     def _escalate(self, alert: Alert, now: datetime) -> list[Transition]:
-        policy = self.life.policy(alert.tier.value)
         if alert.state != "firing" or alert.next_page_at is None or now < alert.next_page_at:
             return []
+        policy = self.life.policy(alert.tier.value)
         page = next_step(alert, self.chain_of(alert, now), now, policy)
         if page is None:
             self.store.save(exhausted(alert))
