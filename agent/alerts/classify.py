@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.maintenance import MaintenanceBook
 from xihe.agent.alerts.model import Reason, Tier
-from xihe.config.workflows import Workflow, WorkflowsConfig
 from xihe.integrations.dolphinscheduler.states import PAUSING, STOPPING, TASK_SUCCEEDED
+
+if TYPE_CHECKING:
+    from xihe.config.workflows import Workflow, WorkflowsConfig
 
 
 def idempotency_key(event: AlertEvent) -> str:

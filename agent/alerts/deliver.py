@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
@@ -22,7 +22,9 @@ from xihe.agent.alerts.notify.base import Attempt, Notifier
 from xihe.agent.alerts.outbox import Outbox, OutboxRow
 from xihe.agent.alerts.ratelimit import RateLimiter
 from xihe.agent.errors import ConfigError
-from xihe.config.alerts import AlertsConfig, Channel
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig, Channel
 
 
 def stamped(a: Attempt, row: OutboxRow, via: str, now: datetime, probe: bool = False) -> Attempt:

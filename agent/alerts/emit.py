@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex, environment_of, tier_for
@@ -20,10 +20,12 @@ from xihe.agent.alerts.notify import kind_markups
 from xihe.agent.alerts.outbox import Outbox, OutboxRow
 from xihe.agent.alerts.render import Renderer
 from xihe.agent.alerts.state import InstanceState, Window
-from xihe.config.alerts import AlertsConfig
-from xihe.config.workflows import Workflow
 
-OnCallLookup = Callable[[Workflow, datetime], tuple[str | None, str | None]]
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
+    from xihe.config.workflows import Workflow
+
+OnCallLookup = Callable[["Workflow", datetime], tuple[str | None, str | None]]
 """Who is on call for a workflow at a time: (primary, secondary) userids, either may be None
 (`xihe.agent.oncall.lookup.RotationOnCall` when oncall.yaml exists)."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex, idempotency_key, tier_for
@@ -35,7 +36,9 @@ from xihe.agent.alerts.state import (
     Window,
     rank,
 )
-from xihe.config.alerts import AlertsConfig
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
 
 MAX_TASKS = 20  # failed tasks kept per instance message; more are counted
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.model import Reason, Tier
 from xihe.agent.alerts.state import HostHits, InstanceState, Window
-from xihe.config.alerts import AlertsConfig
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
 
 
 def decide_group(

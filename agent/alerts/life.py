@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex
@@ -37,8 +37,10 @@ from xihe.agent.alerts.notes import Origins
 from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.render import duration_seconds
 from xihe.agent.wecom_markdown import Url, checked_url
-from xihe.config.alerts import AlertsConfig
-from xihe.config.workflows import Workflow
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
+    from xihe.config.workflows import Workflow
 
 # Final-failure decisions that leave someone told (or about to be): each gives its instance an alert.
 ALERTED = frozenset(
@@ -232,9 +234,9 @@ class Lifecycle:
         return out
 
     def _escalate(self, alert: Alert, now: datetime) -> list[Transition]:
-        policy = self.life.policy(alert.tier.value)
         if alert.state != "firing" or alert.next_page_at is None or now < alert.next_page_at:
             return []
+        policy = self.life.policy(alert.tier.value)
         page = next_step(alert, self.chain_of(alert, now), now, policy)
         if page is None:
             self.store.save(exhausted(alert))

@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from xihe.agent.alerts.model import Tier
-from xihe.config.alerts import TierPolicy
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import TierPolicy
 
 State = Literal["firing", "acknowledged", "resolved", "expired"]
 OPEN: tuple[State, ...] = ("firing", "acknowledged")

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from xihe.agent.alerts.maintenance import MaintenanceWindow
 from xihe.agent.alerts.outbox import OutboxRow
 from xihe.agent.alerts.render import Renderer
-from xihe.config.workflows import Workflow
+
+if TYPE_CHECKING:
+    from xihe.config.workflows import Workflow
 
 Phase = Literal["on", "end"]
 

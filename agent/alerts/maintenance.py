@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from xihe.agent.alert_event import AlertEvent
@@ -19,7 +19,9 @@ from xihe.agent.alerts.messages import MAINT
 from xihe.agent.cron import CronSpec
 from xihe.agent.i18n import Text
 from xihe.agent.i18n import text as text_
-from xihe.config.alerts import AlertsConfig
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
 
 ScopeKind = Literal["all", "project", "workflow", "host"]
 

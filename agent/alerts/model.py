@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from json.encoder import encode_basestring
 
 
 class Tier(StrEnum):
@@ -101,3 +104,31 @@ class AlertRecord:
             "detail": self.detail,
             "notification_key": self.notification_key,
         }
+
+
+def records_json(records: Iterable[AlertRecord]) -> str:
+    """`json.dumps([r.to_dict() for r in records], ensure_ascii=False)`, byte for byte, at under half
+    its cost (`xihe alerts replay --json` prints ~10,000 records; issue 30): each record's text is put
+    together from its fields, every string through the encoder json.dumps uses (`encode_basestring`:
+    quotes, backslashes and control characters escaped; a time's ISO text needs none), a detail met
+    before reused. A record with a field of another type is left to json.dumps.
+    tests/alerts/test_replay_json.py compares the two on hostile text."""
+    enc = encode_basestring
+    memo: dict[str, str] = {}  # a detail → its JSON text (a storm repeats a few dozen)
+    parts: list[str] = []
+    add = parts.append
+    for r in records:
+        at, detail, tier = r.at, r.detail, r.tier
+        if type(r.instance_id) is not int or type(at) is not datetime or type(detail) is not str:
+            add(json.dumps(r.to_dict(), ensure_ascii=False))
+            continue
+        said = memo.get(detail)
+        if said is None:
+            said = memo[detail] = enc(detail)
+        add(
+            f'{{"at": "{at.isoformat()}", "event_key": {enc(r.event_key)}, "instance_id": {r.instance_id}, '
+            f'"workflow": {enc(r.workflow)}, "task": {enc(r.task)}, "reason": {enc(r.reason.value)}, '
+            f'"tier": {"null" if not tier else enc(tier.value)}, "detail": {said}, '
+            f'"notification_key": {enc(r.notification_key)}}}'
+        )
+    return "[" + ", ".join(parts) + "]"

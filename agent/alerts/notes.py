@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from xihe.agent.alert_event import AlertEvent
@@ -20,8 +20,10 @@ from xihe.agent.alerts.model import Kind, Notification, Tier
 from xihe.agent.alerts.render import Renderer, duration_seconds
 from xihe.agent.alerts.state import InstanceState, Repeat, Window
 from xihe.agent.wecom_markdown import Url, checked_url
-from xihe.config.alerts import AlertsConfig
-from xihe.config.workflows import Workflow
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
+    from xihe.config.workflows import Workflow
 
 
 @dataclass(frozen=True)

@@ -166,5 +166,7 @@ class InMemoryOutbox:
 
     def next_due(self) -> datetime | None:
         """Earliest due time of a pending row (simulation helper)."""
+        if not self._pending:  # the common case in a replay: everything sent
+            return None
         pending = [self._rows[k].due_at for k in self._pending]
         return min(pending) if pending else None

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.classify import WorkflowIndex, classify, idempotency_key
@@ -38,8 +38,10 @@ from xihe.agent.alerts.state import (
     InstanceState,
     Window,
 )
-from xihe.config.alerts import AlertsConfig
-from xihe.config.workflows import WorkflowsConfig
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
+    from xihe.config.workflows import WorkflowsConfig
 
 log = logging.getLogger("xihe.alerts")
 

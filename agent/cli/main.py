@@ -249,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.asked = searchfast.read_args(search) is not None  # asked above: not again
     elif _command_word(argv) == "alerts":
         args = _alerts_parser().parse_args(argv)
+        args.whole_process = whole_process  # `alerts replay` then ends the process at once
     else:
         args = build_parser().parse_args(argv)
     try:

@@ -191,3 +191,14 @@ def test_every_line_of_the_storm_streams_takes_the_fast_path_to_the_same_event()
             slow = _validated(data)
             assert fast is not None and repr(fast) == repr(slow)
             assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
+
+
+def test_the_fast_path_defaults_are_the_line_models_defaults() -> None:
+    # event._DEFAULTS come from AlertEvent so that pydantic is not imported for a plain line; a default
+    # changed in one of the two would make the fast path and the validator disagree
+    from xihe.agent.alerts.event import _DEFAULTS
+    from xihe.agent.alerts.eventline import EventLine
+
+    model = {n: f.default for n, f in EventLine.model_fields.items() if not f.is_required()}
+    del model["task_state"]  # an older line's field, mapped by from_report
+    assert model == _DEFAULTS

@@ -13,9 +13,12 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from xihe.agent.alerts.notify.base import Notifier
-from xihe.config.alerts import AlertsConfig
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig
 
 
 def _modules() -> list[ModuleType]:

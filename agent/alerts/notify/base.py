@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from xihe.config.alerts import Channel
+if TYPE_CHECKING:
+    from xihe.config.alerts import Channel
 
 
 @dataclass(frozen=True)

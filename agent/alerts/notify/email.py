@@ -7,12 +7,14 @@ plain part and an HTML part (`xihe.agent.email_text`), the subject made one safe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from xihe.agent import email_text
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.errors import MailError
-from xihe.config.alerts import AlertsConfig, Channel
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig, Channel
 
 
 class MailSender(Protocol):

@@ -22,13 +22,13 @@ from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.clock import utc_now
 from xihe.agent.errors import WeComError
 from xihe.agent.i18n import Lang
-from xihe.config.alerts import AlertsConfig, Channel
 from xihe.integrations.wecom.robot import redact
 
 if (
     TYPE_CHECKING
 ):  # the HTTP client and the cards are imported by the first send: the pipeline only reads MARKUP
     from xihe.agent.cards import Card
+    from xihe.config.alerts import AlertsConfig, Channel
     from xihe.integrations.wecom.app_client import AppClient
 
 KIND = "wecom_app"

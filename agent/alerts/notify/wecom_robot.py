@@ -7,11 +7,13 @@ WeCom's errcodes are read here: busy and rate limits are retryable; a message We
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from xihe.agent.alerts.notify.base import Attempt
-from xihe.config.alerts import AlertsConfig, Channel
 from xihe.integrations.wecom.robot import CONTENT_ERRCODES, RobotClient, RobotError, RobotReply, redact
+
+if TYPE_CHECKING:
+    from xihe.config.alerts import AlertsConfig, Channel
 
 KIND = "wecom_robot"
 MARKUP = "wecom_markdown"  # render.py's templates and escaping
