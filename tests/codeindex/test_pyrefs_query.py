@@ -255,9 +255,9 @@ def test_the_samples_give_the_walks_facts_in_its_order() -> None:
     got, _ = _both("pkg/sub/mod.py", SAMPLE, parsers)
     imports, refs, local, types = got[2], got[4], got[5], got[6]
     assert imports["R"] == "pkg.sub.models.Request" and got[3] == ["pkg.pkg"]
-    assert ["Base.__init__", 19, "x", "()make", 0] not in refs and types["Base"]["self.deps"] == ":Deps"
+    assert ("Base.__init__", 19, "x", "()make", 0) not in refs and types["Base"]["self.deps"] == ":Deps"
     assert {"m", "i", "a", "b", "result", "fh", "p", "q", "data", "value"} <= set(local["Base.run"])
-    assert ["Base.run", 31, "read", ".self.deps", 1] in refs and ["top", 60, "top", "", 0] in refs
+    assert ("Base.run", 31, "read", ".self.deps", 1) in refs and ("top", 60, "top", "", 0) in refs
     assert not [r for r in refs if r[2] in {"default", "COUNT"}]  # a lambda's defaults, `global`
 
 

@@ -14,6 +14,7 @@ before its left), the found nodes inside that field's bytes are taken, in the wa
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
@@ -167,7 +168,12 @@ def bind(facts: FileFacts, scope: str, names: list[Node], kind: str = "") -> Non
             add_type(facts.types.setdefault(scope, {}), text, kind)
 
 
-Frame = tuple[int, str, str, str]  # (found node, scope, function scope or '', class qualname or '')
+Frame = tuple[
+    Iterator[int], str, str, str
+]  # (found nodes to visit, scope, function scope or "", class or "")
+
+
+_HUGE = 1 << 40  # more bytes than a file has: start * _HUGE - end sorts by start, the longer first
 
 
 def extract(facts: FileFacts, package: str, caps: dict[str, list[Node]]) -> None:
@@ -178,29 +184,47 @@ def extract(facts: FileFacts, package: str, caps: dict[str, list[Node]]) -> None
 class _Walk:
     def __init__(self, facts: FileFacts, package: str, caps: dict[str, list[Node]]) -> None:
         self.facts, self.package = facts, package
-        self.called = {n.id for n in caps.get("called", ())}
-        found = [n for n in caps.get("name", ()) if n.type == "identifier"]
-        found += caps.get("fact", ())
-        found.sort(key=lambda n: (n.start_byte, -n.end_byte))  # an enclosing node before those inside
-        self.nodes = found
-        self.starts = [n.start_byte for n in found]
-        self.ends = ends = [n.end_byte for n in found]
-        # the skeleton: each found node's nearest found nodes below it (the root's at the end)
-        self.kids: list[list[int]] = [[] for _ in range(len(found) + 1)]
-        root = len(found)
-        open_: list[int] = []
-        for i in range(root):
-            end = ends[i]
-            while open_ and ends[open_[-1]] < end:
+        idents = [n for n in caps.get("name", ()) if n.type == "identifier"]
+        special = caps.get("fact", [])
+        found = idents + special
+        kinds: list[str | None] = [None] * len(idents) + [n.type for n in special]  # None: an identifier
+        starts = [n.start_byte for n in found]
+        ends = [n.end_byte for n in found]
+        keys = [s * _HUGE - e for s, e in zip(starts, ends, strict=True)]
+        order = sorted(range(len(found)), key=keys.__getitem__)  # an enclosing node before those inside
+        self.nodes = [found[j] for j in order]
+        self.kinds = kinds = [kinds[j] for j in order]
+        self.starts = [starts[j] for j in order]
+        self.ends = ends = [ends[j] for j in order]
+        self.called_names: set[int] = set()  # the start of each called identifier
+        self.called_attrs: set[int] = set()  # the end of each called attribute
+        for n in caps.get("called", ()):
+            if n.type == "identifier":
+                self.called_names.add(n.start_byte)
+            else:
+                self.called_attrs.add(n.end_byte)
+        # the skeleton: the nearest found nodes below each found node (identifiers have none)
+        self.root: list[int] = []
+        self.kids: list[list[int] | None] = [None] * len(found)
+        open_: list[list[int]] = []
+        open_ends: list[int] = []
+        for i, end in enumerate(ends):
+            while open_ends and open_ends[-1] < end:
+                open_ends.pop()
                 open_.pop()
-            self.kids[open_[-1] if open_ else root].append(i)
-            open_.append(i)
+            (open_[-1] if open_ else self.root).append(i)
+            if kinds[i] is not None:
+                mine: list[int] = []
+                self.kids[i] = mine
+                open_.append(mine)
+                open_ends.append(end)
 
     def region(self, i: int, node: Node | None) -> list[int]:
         """The found nodes below node `i` inside `node` (one of its fields), in file order."""
-        if node is None:
+        kids = self.kids[i]
+        if node is None or not kids:
             return []
-        kids, starts, ends = self.kids[i], self.starts, self.ends
+        starts, ends = self.starts, self.ends
         a, b = node.start_byte, node.end_byte
         out = []
         for k in kids[bisect_left(kids, a, key=starts.__getitem__) :]:
@@ -212,71 +236,93 @@ class _Walk:
 
     def push(self, stack: list[Frame], i: int, node: Node | None, scope: str, fn: str, cls: str) -> None:
         """Visit the found nodes inside `node` (a field of node `i`) next, in file order."""
-        stack.extend((k, scope, fn, cls) for k in reversed(self.region(i, node)))
+        found = self.region(i, node)
+        if found:
+            stack.append((iter(found), scope, fn, cls))
 
     def run(self) -> None:
-        facts, nodes, kids, called = self.facts, self.nodes, self.kids, self.called
-        refs = facts.refs
-        stack: list[Frame] = [(k, "", "", "") for k in reversed(kids[len(nodes)])]
+        facts, nodes, kinds, starts, ends = self.facts, self.nodes, self.kinds, self.starts, self.ends
+        called_names, called_attrs = self.called_names, self.called_attrs
+        add = facts.refs.append
+        stack: list[Frame] = [(iter(self.root), "", "", "")]
         while stack:
-            i, scope, fn, cls = stack.pop()
-            node = nodes[i]
-            t = node.type
-            if t == "identifier":
-                refs.append((scope, node.start_point[0] + 1, node_text(node), "", int(node.id in called)))
-            elif t == "attribute":
-                attr = node.child_by_field_name("attribute")
-                obj = node.child_by_field_name("object")
-                if attr is not None:
-                    line = attr.start_point[0] + 1
-                    refs.append((scope, line, node_text(attr), receiver(obj), int(node.id in called)))
-                self.push(stack, i, obj, scope, fn, cls)
-            elif t in {"import_statement", "import_from_statement"}:
-                imports_of(node, facts, self.package)
-            elif t == "function_definition":
-                self._function(i, node, scope, fn, cls, stack)
-            elif t == "class_definition":
-                name = node.child_by_field_name("name")
-                qual = f"{scope}.{node_text(name)}" if scope else node_text(name)
-                bind(facts, fn, [name] if name is not None else [])
-                self.push(stack, i, node.child_by_field_name("superclasses"), scope, fn, cls)
-                self.push(stack, i, node.child_by_field_name("body"), qual, "", qual)
-            elif t == "lambda":
-                self.push(stack, i, node.child_by_field_name("body"), scope, fn, cls)
-            elif t in {"assignment", "augmented_assignment"}:
-                self._assignment(i, node, scope, fn, cls, stack)
-            elif t == "as_pattern":
-                alias = node.child_by_field_name("alias")
-                value = node.named_children[0] if node.named_children else None
-                if alias is not None:
-                    names = targets(alias)
-                    bind(facts, fn, names, value_type(value) if len(names) == 1 else "")
-                self.push(stack, i, value, scope, fn, cls)
-            elif t == "except_clause":
-                for c in node.named_children:
-                    if c.type == "as_pattern":
-                        alias = c.child_by_field_name("alias")
-                        bind(facts, fn, targets(alias) if alias is not None else [])
-                        (j,) = self.region(i, c)  # the walk visited all its children, the alias too
-                        for x in c.named_children:
-                            self.push(stack, j, x, scope, fn, cls)
-                    else:
-                        self.push(stack, i, c, scope, fn, cls)
-            elif t == "string":
-                for c in node.named_children:
-                    if c.type == "interpolation":
-                        self.push(stack, i, c, scope, fn, cls)
-            elif t in {"global_statement", "nonlocal_statement"}:
-                continue
-            else:  # a for loop or clause, a walrus, a keyword argument: all but the bound name
-                skip = node.child_by_field_name(_BINDING_PARENTS[t])
-                if skip is None:
-                    stack.extend((k, scope, fn, cls) for k in reversed(kids[i]))
+            found, scope, fn, cls = stack[-1]
+            depth = len(stack)
+            for i in found:
+                t = kinds[i]
+                node = nodes[i]
+                if t is None:  # an identifier
+                    text = node.text.decode("utf-8", "replace") if node.text is not None else ""
+                    add((scope, node.start_point[0] + 1, text, "", int(starts[i] in called_names)))
                     continue
+                if t == "attribute":
+                    attr = node.child_by_field_name("attribute")
+                    obj = node.child_by_field_name("object")
+                    if attr is not None:
+                        line = attr.start_point[0] + 1
+                        add((scope, line, node_text(attr), receiver(obj), int(ends[i] in called_attrs)))
+                    if obj is not None:
+                        end = obj.end_byte
+                        inside = [k for k in self.kids[i] or () if ends[k] <= end]
+                        if inside:
+                            stack.append((iter(inside), scope, fn, cls))
+                            break
+                    continue
+                self._special(i, t, node, scope, fn, cls, stack)
+                if len(stack) > depth:
+                    break  # visit what was pushed first, then the rest of `found`
+            else:
+                stack.pop()
+
+    def _special(self, i: int, t: str, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]) -> None:
+        """Visit a found node other than a name or an attribute, as the walk did."""
+        facts = self.facts
+        if t in {"import_statement", "import_from_statement"}:
+            imports_of(node, facts, self.package)
+        elif t == "function_definition":
+            self._function(i, node, scope, fn, cls, stack)
+        elif t == "class_definition":
+            name = node.child_by_field_name("name")
+            qual = f"{scope}.{node_text(name)}" if scope else node_text(name)
+            bind(facts, fn, [name] if name is not None else [])
+            self.push(stack, i, node.child_by_field_name("superclasses"), scope, fn, cls)
+            self.push(stack, i, node.child_by_field_name("body"), qual, "", qual)
+        elif t == "lambda":
+            self.push(stack, i, node.child_by_field_name("body"), scope, fn, cls)
+        elif t in {"assignment", "augmented_assignment"}:
+            self._assignment(i, node, scope, fn, cls, stack)
+        elif t == "as_pattern":
+            alias = node.child_by_field_name("alias")
+            value = node.named_children[0] if node.named_children else None
+            if alias is not None:
+                names = targets(alias)
+                bind(facts, fn, names, value_type(value) if len(names) == 1 else "")
+            self.push(stack, i, value, scope, fn, cls)
+        elif t == "except_clause":
+            for c in node.named_children:
+                if c.type == "as_pattern":
+                    alias = c.child_by_field_name("alias")
+                    bind(facts, fn, targets(alias) if alias is not None else [])
+                    (j,) = self.region(i, c)  # the walk visited all its children, the alias too
+                    for x in c.named_children:
+                        self.push(stack, j, x, scope, fn, cls)
+                else:
+                    self.push(stack, i, c, scope, fn, cls)
+        elif t == "string":  # an f-string: the walk visited its interpolations last first
+            for c in node.named_children:
+                if c.type == "interpolation":
+                    self.push(stack, i, c, scope, fn, cls)
+        elif t in _BINDING_PARENTS:  # a for loop or clause, a walrus, a keyword argument: all but the name
+            skip = node.child_by_field_name(_BINDING_PARENTS[t])
+            kids = self.kids[i] or []
+            if skip is not None:
                 if t != "keyword_argument":
                     bind(facts, fn, targets(skip))
                 dropped = set(self.region(i, skip))
-                stack.extend((k, scope, fn, cls) for k in reversed(kids[i]) if k not in dropped)
+                kids = [k for k in kids if k not in dropped]
+            if kids:
+                stack.append((iter(kids), scope, fn, cls))
+        # global and nonlocal statements: nothing
 
     def _function(self, i: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]) -> None:
         facts = self.facts

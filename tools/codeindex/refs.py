@@ -57,7 +57,7 @@ class FileFacts:
             self.module,
             self.imports,
             self.stars,
-            [list(r) for r in self.refs],
+            self.refs,  # tuples: JSON arrays, as lists would be
             self.locals,
             self.types,
             self.returns,
