@@ -235,7 +235,12 @@ def top(*args, **kwargs):
     print(f"{undefined}" "plain" 1 .real, None, ..., True)
     return {k: v for k, v in kwargs.items()}, (lambda: top)()
 '''
-BROKEN = "def f(:\n    return g(\nclass C:\n    def m(self) return h()\nx = [a.b(c for\n"
+BROKEN = {
+    "broken.py": "def f(:\n    return g(\nclass C:\n    def m(self) return h()\nx = [a.b(c for\n",
+    "errors.py": "x = \ny = f(a,\nz = a.\ndef g(x=): pass\nfor in y: q(\nwith open(p) as: r\n",
+    "missing.py": "def f():\n    for x in : g(x)\n    a = [y for y in ]\n    with f() as : pass\nwhile : x()\n",
+    "partial.py": "class A(B:\n    def m(self, x: = 1):\n        self.y: = x\n        try: pass\n        except as e: e.f(\n",
+}
 
 
 def _both(rel: str, text: str, parsers: Parsers) -> tuple[list, list]:
@@ -249,7 +254,7 @@ def _both(rel: str, text: str, parsers: Parsers) -> tuple[list, list]:
 
 def test_the_samples_give_the_walks_facts_in_its_order() -> None:
     parsers = Parsers()
-    for rel, text in {"pkg/sub/mod.py": SAMPLE, "pkg/__init__.py": SAMPLE, "broken.py": BROKEN}.items():
+    for rel, text in {"pkg/sub/mod.py": SAMPLE, "pkg/__init__.py": SAMPLE, **BROKEN}.items():
         got, want = _both(rel, text, parsers)
         assert got == want, rel
     got, _ = _both("pkg/sub/mod.py", SAMPLE, parsers)

@@ -13,8 +13,7 @@ before its left), the found nodes inside that field's bytes are taken, in the wa
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
@@ -168,34 +167,36 @@ def bind(facts: FileFacts, scope: str, names: list[Node], kind: str = "") -> Non
             add_type(facts.types.setdefault(scope, {}), text, kind)
 
 
-Frame = tuple[
-    Iterator[int], str, str, str
-]  # (found nodes to visit, scope, function scope or "", class or "")
+Frame = tuple[int, int, str, str, str]  # (first position, end position, scope, function scope, class)
 
 
 _HUGE = 1 << 40  # more bytes than a file has: start * _HUGE - end sorts by start, the longer first
 
 
-def extract(facts: FileFacts, package: str, caps: dict[str, list[Node]]) -> None:
-    """Fill `facts` (a Python file's, `package` the file's package) from the tree's captures."""
-    _Walk(facts, package, caps).run()
+def extract(facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
+    """Fill `facts` (a Python file's, `package` the file's package) from the captures of the tree
+    whose root is `root`."""
+    _Walk(facts, package, caps, root).run()
 
 
 class _Walk:
-    def __init__(self, facts: FileFacts, package: str, caps: dict[str, list[Node]]) -> None:
+    """The found nodes in file order, an enclosing node before those inside ("positions"): the nodes
+    inside a node, or inside one of its fields, are the positions from it to the first that starts
+    at or after its end (found by bisection), so a field's nodes are a range of positions."""
+
+    def __init__(self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
         self.facts, self.package = facts, package
-        idents = [n for n in caps.get("name", ()) if n.type == "identifier"]
+        self.src, self.base = root.text or b"", root.start_byte  # the file's bytes, from the root's start
+        idents = caps.get("name", [])
         special = caps.get("fact", [])
-        found = idents + special
-        kinds: list[str | None] = [None] * len(idents) + [n.type for n in special]  # None: an identifier
-        starts = [n.start_byte for n in found]
-        ends = [n.end_byte for n in found]
+        self.idents = len(idents)  # found node j < idents: an identifier, else special[j - idents]
+        self.nodes = found = idents + special
+        self.types = [n.type for n in special]
+        self.starts = starts = [n.start_byte for n in found]
+        self.ends = ends = [n.end_byte for n in found]
         keys = [s * _HUGE - e for s, e in zip(starts, ends, strict=True)]
-        order = sorted(range(len(found)), key=keys.__getitem__)  # an enclosing node before those inside
-        self.nodes = [found[j] for j in order]
-        self.kinds = kinds = [kinds[j] for j in order]
-        self.starts = [starts[j] for j in order]
-        self.ends = ends = [ends[j] for j in order]
+        self.order = order = sorted(range(len(found)), key=keys.__getitem__)  # position -> found node
+        self.at = [starts[j] for j in order]  # position -> its node's start
         self.called_names: set[int] = set()  # the start of each called identifier
         self.called_attrs: set[int] = set()  # the end of each called attribute
         for n in caps.get("called", ()):
@@ -203,128 +204,152 @@ class _Walk:
                 self.called_names.add(n.start_byte)
             else:
                 self.called_attrs.add(n.end_byte)
-        # the skeleton: the nearest found nodes below each found node (identifiers have none)
-        self.root: list[int] = []
-        self.kids: list[list[int] | None] = [None] * len(found)
-        open_: list[list[int]] = []
-        open_ends: list[int] = []
-        for i, end in enumerate(ends):
-            while open_ends and open_ends[-1] < end:
-                open_ends.pop()
-                open_.pop()
-            (open_[-1] if open_ else self.root).append(i)
-            if kinds[i] is not None:
-                mine: list[int] = []
-                self.kids[i] = mine
-                open_.append(mine)
-                open_ends.append(end)
 
-    def region(self, i: int, node: Node | None) -> list[int]:
-        """The found nodes below node `i` inside `node` (one of its fields), in file order."""
-        kids = self.kids[i]
-        if node is None or not kids:
-            return []
-        starts, ends = self.starts, self.ends
-        a, b = node.start_byte, node.end_byte
-        out = []
-        for k in kids[bisect_left(kids, a, key=starts.__getitem__) :]:
-            if starts[k] > b or (starts[k] == b and b > a):
-                break
-            if ends[k] <= b:
-                out.append(k)
-        return out
+    def inside(self, lo: int, hi: int, a: int, b: int) -> tuple[int, int]:
+        """The positions in [lo, hi) of the nodes inside the bytes [a, b): (first, end); a node of no
+        width at `b` counts as inside, as the tree's nesting puts it there."""
+        at, order, ends = self.at, self.order, self.ends
+        x = bisect_left(at, a, lo, hi)
+        y = bisect_left(at, b, x, hi)
+        while y < hi and at[y] == b and ends[order[y]] == b:
+            y += 1
+        return x, y
 
-    def push(self, stack: list[Frame], i: int, node: Node | None, scope: str, fn: str, cls: str) -> None:
-        """Visit the found nodes inside `node` (a field of node `i`) next, in file order."""
-        found = self.region(i, node)
-        if found:
-            stack.append((iter(found), scope, fn, cls))
+    def push(
+        self, stack: list[Frame], lo: int, hi: int, node: Node | None, scope: str, fn: str, cls: str
+    ) -> None:
+        """Visit the found nodes inside `node` (a field of the node whose inside is [lo, hi)) next."""
+        if node is not None:
+            a, b = node.start_byte, node.end_byte
+            x, y = (
+                self.inside(lo, hi, a, b)
+                if b > a
+                else (bisect_left(self.at, a, lo, hi), bisect_right(self.at, b, lo, hi))
+            )
+            if x < y:
+                stack.append((x, y, scope, fn, cls))
 
     def run(self) -> None:
-        facts, nodes, kinds, starts, ends = self.facts, self.nodes, self.kinds, self.starts, self.ends
+        facts, nodes, order, at, starts, ends = (
+            self.facts,
+            self.nodes,
+            self.order,
+            self.at,
+            self.starts,
+            self.ends,
+        )
+        idents, types, src, base = self.idents, self.types, self.src, self.base
         called_names, called_attrs = self.called_names, self.called_attrs
         add = facts.refs.append
-        stack: list[Frame] = [(iter(self.root), "", "", "")]
+        stack: list[Frame] = [(0, len(order), "", "", "")]
         while stack:
-            found, scope, fn, cls = stack[-1]
-            depth = len(stack)
-            for i in found:
-                t = kinds[i]
-                node = nodes[i]
-                if t is None:  # an identifier
-                    text = node.text.decode("utf-8", "replace") if node.text is not None else ""
-                    add((scope, node.start_point[0] + 1, text, "", int(starts[i] in called_names)))
+            p, q, scope, fn, cls = stack.pop()
+            while p < q:
+                j = order[p]
+                if j < idents:
+                    text = src[starts[j] - base : ends[j] - base].decode("utf-8", "replace")
+                    add((scope, nodes[j].start_point[0] + 1, text, "", int(starts[j] in called_names)))
+                    p += 1
                     continue
+                end = ends[j]
+                sub = bisect_left(at, end, p + 1, q)  # the first position after the node's inside
+                while sub < q and at[sub] == end and ends[order[sub]] == end:
+                    sub += 1
+                t = types[j - idents]
                 if t == "attribute":
-                    attr = node.child_by_field_name("attribute")
-                    obj = node.child_by_field_name("object")
-                    if attr is not None:
-                        line = attr.start_point[0] + 1
-                        add((scope, line, node_text(attr), receiver(obj), int(ends[i] in called_attrs)))
-                    if obj is not None:
-                        end = obj.end_byte
-                        inside = [k for k in self.kids[i] or () if ends[k] <= end]
-                        if inside:
-                            stack.append((iter(inside), scope, fn, cls))
+                    if sub == p + 3:  # `name.attr`: its two identifiers, read without asking the tree
+                        o, a = order[p + 1], order[p + 2]
+                        if (
+                            o < idents
+                            and a < idents
+                            and starts[o] == starts[j]
+                            and ends[a] == end
+                            and src[ends[o] - base] == 46  # a '.' right after the name: it is the object
+                        ):
+                            obj = src[starts[o] - base : ends[o] - base].decode("utf-8", "replace")
+                            attr = src[starts[a] - base : ends[a] - base].decode("utf-8", "replace")
+                            called = int(end in called_attrs)
+                            add((scope, nodes[a].start_point[0] + 1, attr, "." + obj, called))
+                            add((scope, nodes[o].start_point[0] + 1, obj, "", 0))
+                            p = sub
+                            continue
+                    node = nodes[j]
+                    attr_node = node.child_by_field_name("attribute")
+                    obj_node = node.child_by_field_name("object")
+                    if attr_node is not None:
+                        line = attr_node.start_point[0] + 1
+                        add((scope, line, node_text(attr_node), receiver(obj_node), int(end in called_attrs)))
+                    if obj_node is not None:
+                        x, y = self.inside(p + 1, sub, obj_node.start_byte, obj_node.end_byte)
+                        if x < y:
+                            stack.append((sub, q, scope, fn, cls))
+                            stack.append((x, y, scope, fn, cls))
                             break
+                    p = sub
                     continue
-                self._special(i, t, node, scope, fn, cls, stack)
-                if len(stack) > depth:
-                    break  # visit what was pushed first, then the rest of `found`
-            else:
-                stack.pop()
+                depth = len(stack)
+                self._special(p + 1, sub, t, nodes[j], scope, fn, cls, stack)
+                if len(stack) > depth:  # visit what was pushed, then the rest
+                    stack.insert(depth, (sub, q, scope, fn, cls))
+                    break
+                p = sub
 
-    def _special(self, i: int, t: str, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]) -> None:
-        """Visit a found node other than a name or an attribute, as the walk did."""
+    def _special(
+        self, lo: int, hi: int, t: str, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+    ) -> None:
+        """Visit a found node other than a name or an attribute, as the walk did ([lo, hi): inside it)."""
         facts = self.facts
-        if t in {"import_statement", "import_from_statement"}:
-            imports_of(node, facts, self.package)
+        if t in {"assignment", "augmented_assignment"}:
+            self._assignment(lo, hi, node, scope, fn, cls, stack)
         elif t == "function_definition":
-            self._function(i, node, scope, fn, cls, stack)
+            self._function(lo, hi, node, scope, fn, cls, stack)
+        elif t in {"import_statement", "import_from_statement"}:
+            imports_of(node, facts, self.package)
         elif t == "class_definition":
             name = node.child_by_field_name("name")
             qual = f"{scope}.{node_text(name)}" if scope else node_text(name)
             bind(facts, fn, [name] if name is not None else [])
-            self.push(stack, i, node.child_by_field_name("superclasses"), scope, fn, cls)
-            self.push(stack, i, node.child_by_field_name("body"), qual, "", qual)
+            self.push(stack, lo, hi, node.child_by_field_name("superclasses"), scope, fn, cls)
+            self.push(stack, lo, hi, node.child_by_field_name("body"), qual, "", qual)
         elif t == "lambda":
-            self.push(stack, i, node.child_by_field_name("body"), scope, fn, cls)
-        elif t in {"assignment", "augmented_assignment"}:
-            self._assignment(i, node, scope, fn, cls, stack)
+            self.push(stack, lo, hi, node.child_by_field_name("body"), scope, fn, cls)
         elif t == "as_pattern":
             alias = node.child_by_field_name("alias")
             value = node.named_children[0] if node.named_children else None
             if alias is not None:
                 names = targets(alias)
                 bind(facts, fn, names, value_type(value) if len(names) == 1 else "")
-            self.push(stack, i, value, scope, fn, cls)
+            self.push(stack, lo, hi, value, scope, fn, cls)
         elif t == "except_clause":
             for c in node.named_children:
                 if c.type == "as_pattern":
                     alias = c.child_by_field_name("alias")
                     bind(facts, fn, targets(alias) if alias is not None else [])
-                    (j,) = self.region(i, c)  # the walk visited all its children, the alias too
-                    for x in c.named_children:
-                        self.push(stack, j, x, scope, fn, cls)
+                    below = bisect_left(self.at, c.start_byte, lo, hi) + 1  # inside the as_pattern
+                    for x in c.named_children:  # the walk visited all its children, the alias too
+                        self.push(stack, below, hi, x, scope, fn, cls)
                 else:
-                    self.push(stack, i, c, scope, fn, cls)
+                    self.push(stack, lo, hi, c, scope, fn, cls)
         elif t == "string":  # an f-string: the walk visited its interpolations last first
             for c in node.named_children:
                 if c.type == "interpolation":
-                    self.push(stack, i, c, scope, fn, cls)
+                    self.push(stack, lo, hi, c, scope, fn, cls)
         elif t in _BINDING_PARENTS:  # a for loop or clause, a walrus, a keyword argument: all but the name
             skip = node.child_by_field_name(_BINDING_PARENTS[t])
-            kids = self.kids[i] or []
-            if skip is not None:
-                if t != "keyword_argument":
-                    bind(facts, fn, targets(skip))
-                dropped = set(self.region(i, skip))
-                kids = [k for k in kids if k not in dropped]
-            if kids:
-                stack.append((iter(kids), scope, fn, cls))
+            if skip is None:
+                stack.append((lo, hi, scope, fn, cls))
+                return
+            if t != "keyword_argument":
+                bind(facts, fn, targets(skip))
+            x, y = self.inside(lo, hi, skip.start_byte, skip.end_byte)
+            for first, end in ((y, hi), (lo, x)):  # the nodes after the name are visited last
+                if first < end:
+                    stack.append((first, end, scope, fn, cls))
         # global and nonlocal statements: nothing
 
-    def _function(self, i: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]) -> None:
+    def _function(
+        self, lo: int, hi: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+    ) -> None:
         facts = self.facts
         name = node.child_by_field_name("name")
         qual = f"{scope}.{node_text(name)}" if scope else node_text(name)
@@ -333,23 +358,47 @@ class _Walk:
         ret = node.child_by_field_name("return_type")
         if ret is not None:
             facts.returns[qual] = node_text(ret)
-            self.push(stack, i, ret, scope, fn, cls)
+            self.push(stack, lo, hi, ret, scope, fn, cls)
         own_cls = cls if scope == cls and cls else ""  # a method: `self.x = ...` types its class
         if params is not None:
             for p in params.named_children:
-                ident = p if p.type == "identifier" else p.child_by_field_name("name")
+                if p.type == "identifier":
+                    bind(facts, qual, [p])
+                    continue
+                ident = p.child_by_field_name("name")
                 if ident is None and p.named_children:
                     ident = p.named_children[0] if p.named_children[0].type == "identifier" else None
                 typ = p.child_by_field_name("type")
                 kind = ":" + node_text(typ) if typ is not None else _SPLAT.get(p.type, "")
                 if ident is not None:
                     bind(facts, qual, [ident], kind)
-                self.push(stack, i, typ, scope, fn, cls)
-                self.push(stack, i, p.child_by_field_name("value"), scope, fn, cls)
-        self.push(stack, i, node.child_by_field_name("body"), qual, qual, own_cls)
+                self.push(stack, lo, hi, typ, scope, fn, cls)
+                self.push(stack, lo, hi, p.child_by_field_name("value"), scope, fn, cls)
+        self.push(stack, lo, hi, node.child_by_field_name("body"), qual, qual, own_cls)
 
-    def _assignment(self, i: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]) -> None:
+    def _assignment(
+        self, lo: int, hi: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+    ) -> None:
         facts = self.facts
+        first = self.order[lo] if lo < hi else self.idents
+        if first < self.idents and self.starts[first] == node.start_byte and node.type == "assignment":
+            after = self.ends[first] - self.base
+            if (
+                self.src[after : after + 3] == b" = "
+            ):  # `name = value`, the common case, asked less of the tree
+                right = node.child_by_field_name("right")
+                kind = value_type(right)
+                name = self.src[self.starts[first] - self.base : after].decode("utf-8", "replace")
+                if cls and scope == cls and kind:  # `handler = Handler()` in a class body
+                    add_type(facts.types.setdefault(cls, {}), f"self.{name}", kind)
+                elif fn:
+                    bound = facts.locals.setdefault(fn, [])
+                    if name not in bound:
+                        bound.append(name)
+                    if kind:
+                        add_type(facts.types.setdefault(fn, {}), name, kind)
+                self.push(stack, lo + 1, hi, right, scope, fn, cls)
+                return
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
         typ = node.child_by_field_name("type")
@@ -364,9 +413,9 @@ class _Walk:
                 if cls and kind and obj is not None and node_text(obj) == "self":
                     attr = node_text(left.child_by_field_name("attribute"))
                     add_type(facts.types.setdefault(cls, {}), f"self.{attr}", kind)
-                self.push(stack, i, left, scope, fn, cls)
+                self.push(stack, lo, hi, left, scope, fn, cls)
             elif node.type == "augmented_assignment":
-                self.push(stack, i, left, scope, fn, cls)
+                self.push(stack, lo, hi, left, scope, fn, cls)
             elif (
                 left.type == "identifier" and cls and scope == cls and kind
             ):  # `conn: Adapter` in a class body
@@ -375,6 +424,6 @@ class _Walk:
                 names = targets(left)
                 bind(facts, fn, names, kind if len(names) == 1 else "")
                 if not names:
-                    self.push(stack, i, left, scope, fn, cls)
-        self.push(stack, i, typ, scope, fn, cls)
-        self.push(stack, i, right, scope, fn, cls)
+                    self.push(stack, lo, hi, left, scope, fn, cls)
+        self.push(stack, lo, hi, typ, scope, fn, cls)
+        self.push(stack, lo, hi, right, scope, fn, cls)

@@ -87,7 +87,7 @@ def extract(
     if lang == "python":
         facts = FileFacts("python", module_name(path))
         package = facts.module if path.endswith("__init__.py") else facts.module.rpartition(".")[0]
-        pyrefs.extract(facts, package, caps if caps is not None else treequery.captures(lang, root))
+        pyrefs.extract(facts, package, caps if caps is not None else treequery.captures(lang, root), root)
         return facts
     return _calls(path, lang, root, units, caps)
 

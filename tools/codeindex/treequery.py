@@ -13,7 +13,7 @@ from tree_sitter import Language, Node, Query, QueryCursor
 from xihe.tools.codeindex import jsimports, pyrefs
 from xihe.tools.codeindex.languages import LANGS
 
-Captures = dict[str, list[Node]]  # capture name -> nodes: "unit", "name", "fact"
+Captures = dict[str, list[Node]]  # capture name -> nodes: "unit", "name", "call", "fact", "called"
 
 _QUERIES: dict[tuple[str, bool], Query] = {}
 
@@ -31,7 +31,7 @@ def fact_types(lang: str) -> set[str]:
 
 def captures(lang: str, root: Node, facts: bool = True) -> Captures:
     """The nodes under `root` by capture: "unit" (a type `languages.unit_kind` may accept), "name"
-    (identifiers and calls), and with `facts` "fact" (`fact_types`) and for Python "called" (the
+    (identifiers), "call" (calls), and with `facts` "fact" (`fact_types`) and for Python "called" (the
     identifier or attribute a call calls)."""
     key = (lang, facts)
     query = _QUERIES.get(key)
@@ -40,7 +40,8 @@ def captures(lang: str, root: Node, facts: bool = True) -> Captures:
         language = Language(spec.load())
         groups = {
             "unit": spec.classes | spec.functions | {"variable_declarator"},
-            "name": spec.identifiers | spec.calls,
+            "name": spec.identifiers,
+            "call": spec.calls,
             "fact": fact_types(lang) if key[1] else set(),
         }
         types = sorted(set().union(*groups.values()))
