@@ -17,6 +17,7 @@ from pathlib import Path
 from xihe.tools.codeindex.refs import FileFacts
 
 FILE = "graph.jsonl"
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)  # one line's JSON
 
 
 class GraphFacts:
@@ -32,7 +33,7 @@ class GraphFacts:
     def set(self, path: str, facts: FileFacts | None) -> None:
         """Record a re-indexed file's facts (None: the file is gone)."""
         payload = facts.to_json() if facts is not None else None
-        self.pending[path] = json.dumps([path, payload], ensure_ascii=False, separators=(",", ":"))
+        self.pending[path] = _LINE.encode([path, payload])
         if facts is None:
             self.gone.add(path)
         else:
@@ -104,7 +105,7 @@ class GraphFacts:
             facts = self.all()
             with open(out, "wb") as fh:
                 for path, f in facts.items():
-                    line = json.dumps([path, f.to_json()], ensure_ascii=False, separators=(",", ":"))
+                    line = _LINE.encode([path, f.to_json()])
                     fh.write(line.encode("utf-8") + b"\n")
                 result = (len(facts), fh.tell())
         self.pending, self.gone = {}, set()

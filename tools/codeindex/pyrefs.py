@@ -186,7 +186,8 @@ class _Walk:
 
     def __init__(self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
         self.facts, self.package = facts, package
-        self.src, self.base = root.text or b"", root.start_byte  # the file's bytes, from the root's start
+        # the file's bytes, indexed by byte offset (the root may start after leading blank lines)
+        self.src = bytes(root.start_byte) + (root.text or b"") if root.start_byte else root.text or b""
         idents = caps.get("name", [])
         special = caps.get("fact", [])
         self.idents = len(idents)  # found node j < idents: an identifier, else special[j - idents]
@@ -238,7 +239,7 @@ class _Walk:
             self.starts,
             self.ends,
         )
-        idents, types, src, base = self.idents, self.types, self.src, self.base
+        idents, types, src = self.idents, self.types, self.src
         called_names, called_attrs = self.called_names, self.called_attrs
         add = facts.refs.append
         stack: list[Frame] = [(0, len(order), "", "", "")]
@@ -247,8 +248,8 @@ class _Walk:
             while p < q:
                 j = order[p]
                 if j < idents:
-                    text = src[starts[j] - base : ends[j] - base].decode("utf-8", "replace")
-                    add((scope, nodes[j].start_point[0] + 1, text, "", int(starts[j] in called_names)))
+                    text = src[starts[j] : ends[j]].decode("utf-8", "replace")
+                    add((scope, nodes[j].start_point[0] + 1, text, "", 1 if starts[j] in called_names else 0))
                     p += 1
                     continue
                 end = ends[j]
@@ -264,11 +265,11 @@ class _Walk:
                             and a < idents
                             and starts[o] == starts[j]
                             and ends[a] == end
-                            and src[ends[o] - base] == 46  # a '.' right after the name: it is the object
+                            and src[ends[o]] == 46  # a '.' right after the name: it is the object
                         ):
-                            obj = src[starts[o] - base : ends[o] - base].decode("utf-8", "replace")
-                            attr = src[starts[a] - base : ends[a] - base].decode("utf-8", "replace")
-                            called = int(end in called_attrs)
+                            obj = src[starts[o] : ends[o]].decode("utf-8", "replace")
+                            attr = src[starts[a] : ends[a]].decode("utf-8", "replace")
+                            called = 1 if end in called_attrs else 0
                             add((scope, nodes[a].start_point[0] + 1, attr, "." + obj, called))
                             add((scope, nodes[o].start_point[0] + 1, obj, "", 0))
                             p = sub
@@ -278,7 +279,15 @@ class _Walk:
                     obj_node = node.child_by_field_name("object")
                     if attr_node is not None:
                         line = attr_node.start_point[0] + 1
-                        add((scope, line, node_text(attr_node), receiver(obj_node), int(end in called_attrs)))
+                        add(
+                            (
+                                scope,
+                                line,
+                                node_text(attr_node),
+                                receiver(obj_node),
+                                1 if end in called_attrs else 0,
+                            )
+                        )
                     if obj_node is not None:
                         x, y = self.inside(p + 1, sub, obj_node.start_byte, obj_node.end_byte)
                         if x < y:
@@ -382,13 +391,13 @@ class _Walk:
         facts = self.facts
         first = self.order[lo] if lo < hi else self.idents
         if first < self.idents and self.starts[first] == node.start_byte and node.type == "assignment":
-            after = self.ends[first] - self.base
+            after = self.ends[first]
             if (
                 self.src[after : after + 3] == b" = "
             ):  # `name = value`, the common case, asked less of the tree
                 right = node.child_by_field_name("right")
                 kind = value_type(right)
-                name = self.src[self.starts[first] - self.base : after].decode("utf-8", "replace")
+                name = self.src[self.starts[first] : after].decode("utf-8", "replace")
                 if cls and scope == cls and kind:  # `handler = Handler()` in a class body
                     add_type(facts.types.setdefault(cls, {}), f"self.{name}", kind)
                 elif fn:
