@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tree_sitter import Node
 
-from xihe.tools.codeindex import pyrefs, treequery
+from xihe.tools.codeindex import pyimports, pyrefs, treequery
 from xihe.tools.codeindex.languages import Parsers, node_text
 from xihe.tools.codeindex.refs import FileFacts, extract, module_name
 from xihe.tools.codeindex.units import parse_tree, parse_units
@@ -62,7 +62,7 @@ class _Walk:
                     stack.append((obj, scope, fn, cls, False))
                 continue
             if t in {"import_statement", "import_from_statement"}:
-                pyrefs.imports_of(node, self.facts, self.package)
+                pyimports.imports_of(node, self.facts, self.package)
                 continue
             if t == "call":
                 func = node.child_by_field_name("function")

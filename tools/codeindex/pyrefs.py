@@ -14,14 +14,12 @@ before its left), the found nodes inside that field's bytes are taken, in the wa
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
+from xihe.tools.codeindex.filefacts import FileFacts
 from xihe.tools.codeindex.languages import node_text
-
-if TYPE_CHECKING:
-    from xihe.tools.codeindex.refs import FileFacts
+from xihe.tools.codeindex.pyimports import imports_of
 
 FACT_TYPES = frozenset(
     {"attribute", "function_definition", "class_definition", "lambda", "assignment"}
@@ -114,44 +112,6 @@ def add_type(types: dict[str, str], name: str, kind: str) -> None:
         types[name] = kind
     elif kind not in old.split("\n"):
         types[name] = f"{old}\n{kind}"
-
-
-def imports_of(node: Node, facts: FileFacts, package: str) -> None:
-    """Record what an import statement binds (`facts.imports`, `facts.stars`)."""
-    imports = facts.imports
-    if node.type == "import_statement":
-        for child in node.children_by_field_name("name"):
-            if child.type == "aliased_import":
-                imports[node_text(child.child_by_field_name("alias"))] = node_text(
-                    child.child_by_field_name("name")
-                )
-            else:
-                full = node_text(child)
-                imports.setdefault(full.split(".", 1)[0], full.split(".", 1)[0])
-        return
-    mod = node.child_by_field_name("module_name")
-    if mod is None:
-        return
-    base = absolute(mod, package) if mod.type == "relative_import" else node_text(mod)
-    if any(c.type == "wildcard_import" for c in node.children):
-        facts.stars.append(base)
-    for child in node.children_by_field_name("name"):
-        if child.type == "aliased_import":
-            name = node_text(child.child_by_field_name("name"))
-            imports[node_text(child.child_by_field_name("alias"))] = f"{base}.{name}" if base else name
-        else:
-            name = node_text(child)
-            imports[name.rsplit(".", 1)[-1]] = f"{base}.{name}" if base else name
-
-
-def absolute(rel: Node, package: str) -> str:
-    """A `relative_import` (`..x.y`) made absolute against the file's package."""
-    prefix = next((c for c in rel.children if c.type == "import_prefix"), None)
-    dots = len(node_text(prefix)) if prefix is not None else 0
-    base = package.split(".") if package else []
-    base = base[: len(base) - (dots - 1)] if dots > 1 else base
-    name = next((node_text(c) for c in rel.children if c.type == "dotted_name"), "")
-    return ".".join([*base, *([name] if name else [])])
 
 
 def bind(facts: FileFacts, scope: str, names: list[Node], kind: str = "") -> None:
@@ -350,8 +310,8 @@ class _Walk:
                 return
             if t != "keyword_argument":
                 bind(facts, fn, targets(skip))
-            x, y = self.inside(lo, hi, skip.start_byte, skip.end_byte)
-            for first, end in ((y, hi), (lo, x)):  # the nodes after the name are visited last
+            before, after = self.inside(lo, hi, skip.start_byte, skip.end_byte)
+            for first, end in ((after, hi), (lo, before)):  # the nodes after the name are visited last
                 if first < end:
                     stack.append((first, end, scope, fn, cls))
         # global and nonlocal statements: nothing
