@@ -13,6 +13,7 @@ before its left), the found nodes inside that field's bytes are taken, in the wa
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 
 from tree_sitter import Node
@@ -47,6 +48,10 @@ _LITERALS = frozenset(
 )
 
 
+_CHAIN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_NOT_NAMES = frozenset({b"True", b"False", b"None"})  # literals, not names: no chain
+
+
 def dotted(node: Node | None) -> str:
     """`a.b.c` for a chain of names (self and super() included), else ''."""
     if node is None:
@@ -54,6 +59,9 @@ def dotted(node: Node | None) -> str:
     if node.type == "identifier":
         return node_text(node)
     if node.type == "attribute":
+        text = node.text or b""
+        if _CHAIN.fullmatch(text) and text.split(b".", 1)[0] not in _NOT_NAMES:
+            return text.decode()  # `a.b.c` written plainly: the chain is its text
         obj = dotted(node.child_by_field_name("object"))
         attr = node.child_by_field_name("attribute")
         return f"{obj}.{node_text(attr)}" if obj and attr is not None else ""
