@@ -26,10 +26,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from xihe.tools.codeindex.filefacts import FileFacts, Ref
 from xihe.tools.codeindex.inherit import _split_top, bases_of
 from xihe.tools.codeindex.jsimports import EXTERNAL, JS_LANGS
 from xihe.tools.codeindex.jsimports import candidates as js_candidates
-from xihe.tools.codeindex.refs import FileFacts, Ref
 from xihe.tools.codeindex.units import CodeUnit
 
 RESOLVED, DYNAMIC, NAME = "resolved", "dynamic", "name"

@@ -17,6 +17,7 @@ from pathlib import Path
 from xihe.tools.codeindex.refs import FileFacts
 
 FILE = "graph.jsonl"
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)  # one line's JSON
 
 
 class GraphFacts:
@@ -26,12 +27,17 @@ class GraphFacts:
         self.directory = directory  # where the saved file is (None: nothing saved yet)
         self.on_disk = on_disk  # (lines, bytes) of it that meta.json vouches for
         self.pending: dict[str, str] = {}  # path -> its JSON line, not yet saved
+        self.gone: set[str] = set()  # the pending paths whose line says the file is gone
         self._loaded: dict[str, FileFacts] | None = None
 
     def set(self, path: str, facts: FileFacts | None) -> None:
         """Record a re-indexed file's facts (None: the file is gone)."""
         payload = facts.to_json() if facts is not None else None
-        self.pending[path] = json.dumps([path, payload], ensure_ascii=False, separators=(",", ":"))
+        self.pending[path] = _LINE.encode([path, payload])
+        if facts is None:
+            self.gone.add(path)
+        else:
+            self.gone.discard(path)
         if self._loaded is not None:
             if facts is None:
                 self._loaded.pop(path, None)
@@ -90,14 +96,19 @@ class GraphFacts:
                 for line in self.pending.values():
                     fh.write(line.encode("utf-8") + b"\n")
                 result = (self.on_disk[0] + len(self.pending), fh.tell())
+        elif self.on_disk is None and self._loaded is None:  # nothing saved: the pending lines are all
+            live = [line for path, line in self.pending.items() if path not in self.gone]
+            with open(out, "wb") as fh:
+                fh.write("".join(f"{line}\n" for line in live).encode("utf-8"))
+                result = (len(live), fh.tell())
         else:
             facts = self.all()
             with open(out, "wb") as fh:
                 for path, f in facts.items():
-                    line = json.dumps([path, f.to_json()], ensure_ascii=False, separators=(",", ":"))
+                    line = _LINE.encode([path, f.to_json()])
                     fh.write(line.encode("utf-8") + b"\n")
                 result = (len(facts), fh.tell())
-        self.pending = {}
+        self.pending, self.gone = {}, set()
         self.on_disk = result
         return result
 

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from tree_sitter import Language, Node, Query, QueryCursor
 
-from xihe.tools.codeindex import jsimports
+from xihe.tools.codeindex import jsimports, pyrefs
 from xihe.tools.codeindex.languages import LANGS
 
-Captures = dict[str, list[Node]]  # capture name -> nodes: "unit", "name", "fact"
+Captures = dict[str, list[Node]]  # capture name -> nodes: "unit", "name", "call", "fact", "called"
 
 _QUERIES: dict[tuple[str, bool], Query] = {}
 
 
 def fact_types(lang: str) -> set[str]:
-    """The node types refs.py reads for a non-Python file: calls, and Java's or JavaScript's imports."""
+    """The node types refs.py reads beside identifiers: for Python `pyrefs.FACT_TYPES`, else calls,
+    and Java's or JavaScript's imports."""
+    if lang == "python":
+        return set(pyrefs.FACT_TYPES)
     types = set(LANGS[lang].calls)
     types |= {"import_declaration"} if lang == "java" else set()
     types |= {"import_statement", "variable_declarator"} if lang in jsimports.JS_LANGS else set()
@@ -28,15 +31,17 @@ def fact_types(lang: str) -> set[str]:
 
 def captures(lang: str, root: Node, facts: bool = True) -> Captures:
     """The nodes under `root` by capture: "unit" (a type `languages.unit_kind` may accept), "name"
-    (identifiers and calls), and with `facts` for a non-Python language "fact" (`fact_types`)."""
-    key = (lang, facts and lang != "python")
+    (identifiers), "call" (calls), and with `facts` "fact" (`fact_types`) and for Python "called" (the
+    identifier or attribute a call calls)."""
+    key = (lang, facts)
     query = _QUERIES.get(key)
     if query is None:
         spec = LANGS[lang]
         language = Language(spec.load())
         groups = {
             "unit": spec.classes | spec.functions | {"variable_declarator"},
-            "name": spec.identifiers | spec.calls,
+            "name": spec.identifiers,
+            "call": spec.calls,
             "fact": fact_types(lang) if key[1] else set(),
         }
         types = sorted(set().union(*groups.values()))
@@ -44,5 +49,7 @@ def captures(lang: str, root: Node, facts: bool = True) -> Captures:
         patterns = [
             f"({t}) " + " ".join(f"@{g}" for g, members in groups.items() if t in members) for t in known
         ]
+        if facts and lang == "python":
+            patterns += pyrefs.PATTERNS
         query = _QUERIES[key] = Query(language, "\n".join(patterns))
     return QueryCursor(query).captures(root)

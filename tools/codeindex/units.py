@@ -234,7 +234,7 @@ def parse_units(
         found.append((node, ukind, qual))
         enclosing.append((start, end, qual, kind))
 
-    inside = _sweep([n for n, _, _ in found], caps.get("name", []))
+    inside = _sweep([n for n, _, _ in found], caps.get("name", []) + caps.get("call", []))
     units: list[CodeUnit] = []
     for (node, kind, qual), mine in zip(found, inside, strict=True):
         anchor = node
