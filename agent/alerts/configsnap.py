@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from xihe.agent.cachedir import shared_cache
+from xihe.agent.cachedir import shared_cache, write_atomic
 
 if TYPE_CHECKING:
     from xihe.config.alerts import AlertsConfig
@@ -228,18 +226,7 @@ def _write(key: str, loaded: Loaded) -> None:
     target = _path(key)
     data = json.dumps({"key": key, **snapshot(loaded)}, ensure_ascii=False).encode("utf-8")
     body = hashlib.sha1(data).hexdigest().encode() + b"\n" + data
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(body)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        return  # an unwritable cache only costs the next replay its speed
+    write_atomic(target, body)  # an unwritable cache only costs the next replay its speed
 
 
 def load(directory: str | Path) -> Loaded:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
-import tempfile
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 import jinja2
 from jinja2.bccache import Bucket, BytecodeCache
 
-from xihe.agent.cachedir import shared_cache
+from xihe.agent.cachedir import shared_cache, write_atomic
 
 FORMAT = b"xihe-alert-templates 1"
 
@@ -70,18 +68,7 @@ class TemplateCache(BytecodeCache):
         if bucket.code is None:
             return
         data = self._head(bucket) + marshal.dumps(bucket.code)
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, self._path(bucket.key))
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        except OSError:
-            return
+        write_atomic(self._path(bucket.key), data)
 
 
 def template_cache(options: dict[str, Any]) -> TemplateCache:
