@@ -94,6 +94,37 @@ def _dirs_between(top: str, path: str) -> list[str]:
     return [str(Path(top, *parts[:i])) for i in range(1, len(parts))]
 
 
+def _hidden_top(path: str) -> str | None:
+    """The outermost directory above `path` that other users cannot enter (0700 /root, mktemp -d)."""
+    for parent in reversed(Path(path).parents):
+        if not os.stat(parent).st_mode & 0o001:
+            return str(parent)
+    return None
+
+
+def bot_view(paths: list[str]) -> list[str]:
+    """bwrap arguments that show `paths` to the bot's uid: each directory that hides one of them
+    (it is not world-searchable) becomes an empty tmpfs holding only what the bot needs.
+
+    CI's checkout, a pyenv under /root, and the upgrade check's copy of the tree and venv under a
+    `mktemp -d` directory all sit behind such a directory.
+    """
+    needed = sorted({str(Path(p).resolve()) for p in paths if p})
+    needed = [p for p in needed if not any(p != q and Path(p).is_relative_to(q) for q in needed)]
+    tops = sorted({top for p in needed if (top := _hidden_top(p))})
+    view = ["--dev-bind", "/", "/"]
+    for top in tops:
+        view += ["--tmpfs", top]
+    for path in needed:
+        top = _hidden_top(path)
+        if top is None:
+            continue
+        for d in _dirs_between(top, path):
+            view += ["--perms", "0755", "--dir", d]
+        view += ["--ro-bind", path, path]
+    return view
+
+
 def run_bot(mode: str, config: str, scenario: str, cgroup_procs: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run a scenario in a bot process: as root, or switched to BOT_UID (needs a root test run)."""
     root = os.geteuid() == 0
@@ -101,14 +132,9 @@ def run_bot(mode: str, config: str, scenario: str, cgroup_procs: tuple[str, ...]
         pytest.skip("the bot-as-root case needs a root test run (CI runs as root)")
     cmd = [sys.executable, "-m", "tests.shell.bot_proc"]
     if mode == "unprivileged" and root:
-        # /root is 0700: show the Python installation to the bot's uid, nothing else of /root
-        prefixes = sorted({sys.base_prefix, sys.prefix})
-        view = ["--dev-bind", "/", "/", "--tmpfs", "/root"]
-        for prefix in prefixes:
-            if prefix.startswith("/root/"):
-                for d in _dirs_between("/root", prefix):
-                    view += ["--perms", "0755", "--dir", d]
-                view += ["--ro-bind", prefix, prefix]
+        # the Python installation, the checkout and PYTHONPATH, nothing else of a hidden directory
+        shown = [sys.base_prefix, sys.prefix, str(REPO_ROOT), *pythonpath().split(os.pathsep)]
+        view = bot_view(shown)
         uid = str(BOT_UID)
         cmd = [
             shutil.which("bwrap") or "bwrap",
