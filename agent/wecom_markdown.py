@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 _DROP = re.compile(
@@ -84,7 +85,15 @@ def inline(value: object) -> str:
     """Outside text for one line of WeCom markdown: inert, white space folded; `Md` passes through."""
     if isinstance(value, Md):
         return value
-    text = _SPACE.sub(" ", _swap(str(value))).strip()
+    return _inline(value if type(value) is str else str(value))
+
+
+@lru_cache(maxsize=4096)
+def _inline(text: str) -> str:
+    """`inline` of plain text; memoized, a pure function of `text` (an alert storm renders the same
+    workflow names, hosts and errors hundreds of times; issue 30). Only exact `str` reaches it: an
+    `Md` equal to a plain string must never share its entry."""
+    text = _SPACE.sub(" ", _swap(text)).strip()
     return _LINE_START.sub(_line_start, text)
 
 

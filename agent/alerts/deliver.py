@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt, wait_exponential
-
 from xihe.agent.alerts.notify.base import Attempt, Notifier
 from xihe.agent.alerts.outbox import Outbox, OutboxRow
 from xihe.agent.alerts.ratelimit import RateLimiter
 from xihe.agent.errors import ConfigError
 
 if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
     from xihe.config.alerts import AlertsConfig, Channel
 
 
@@ -118,7 +118,7 @@ class Deliverer:
     mail: Notifier | None = None
     limiter: RateLimiter = field(default_factory=RateLimiter)
     owner: str = "xihe"
-    wait: Any = field(default_factory=lambda: wait_exponential(multiplier=0.5, max=4))
+    wait: Any = field(default_factory=lambda: _wait_exponential())  # None: retry at once
     sleep: Callable[[float], None] | None = None  # None = tenacity's time.sleep
     health: ChannelHealthStore = field(default_factory=InMemoryChannelHealth)
     clock: Callable[[], datetime] | None = None  # real time for lease renewal (None: the run's `now`)
@@ -224,27 +224,46 @@ class Deliverer:
             audit.append(stamped(a, row, "robot", now, probe))
             return a
 
+        tries = 1 if probe else self.config.delivery.tries_per_run
+        try:
+            result = attempt()
+            if not result.ok and result.retryable and tries > 1:
+                result = self._retried(attempt, result, tries)
+        except _RateLimited:
+            return "limited" if not audit or audit[-1].key != row.key or audit[-1].ok else "failed"
+        if result.ok:
+            return "sent"
+        return "content" if result.refused else "failed"
+
+    def _retried(self, attempt: Callable[[], Attempt], first: Attempt, tries: int) -> Attempt:
+        """Tries 2..`tries` with tenacity, after a first attempt that failed and may be retried.
+
+        tenacity's first call returns that attempt, so the waits, the stop and the last result are
+        what one `Retrying` over every try gives; most rows go out at the first try, and a process
+        that never retries (the replay) never imports tenacity (~5 ms; issue 30)."""
+        from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_none
+
+        made = [first]
+
+        def again() -> Attempt:
+            return made.pop() if made else attempt()
+
         def last(state: RetryCallState) -> Attempt:
             assert state.outcome is not None
             result: Attempt = state.outcome.result()
             return result
 
         kwargs: dict[str, Any] = {
-            "stop": stop_after_attempt(1 if probe else self.config.delivery.tries_per_run),
-            "wait": self.wait,
+            "stop": stop_after_attempt(tries),
+            "wait": wait_none() if self.wait is None else self.wait,
             "reraise": True,
             "retry": retry_if_result(lambda a: not a.ok and a.retryable),
             "retry_error_callback": last,
         }
         if self.sleep is not None:
             kwargs["sleep"] = self.sleep
-        try:
-            result: Attempt = Retrying(**kwargs)(attempt)
-        except _RateLimited:
-            return "limited" if not audit or audit[-1].key != row.key or audit[-1].ok else "failed"
-        if result.ok:
-            return "sent"
-        return "content" if result.refused else "failed"
+        result: Attempt = Retrying(**kwargs)(again)
+        return result
 
     def _mail(self, row: OutboxRow, ch: Channel, now: datetime, audit: list[Attempt]) -> None:
         assert self.mail is not None
@@ -264,3 +283,10 @@ def addressed(ch: Channel, row: OutboxRow) -> Channel:
     if row.to_user and ch.kind == "wecom_app":
         return ch.model_copy(update={"to_users": [row.to_user]})
     return ch
+
+
+def _wait_exponential() -> Any:
+    """The default wait between tries: 0.5 s doubling up to 4 s."""
+    from tenacity import wait_exponential
+
+    return wait_exponential(multiplier=0.5, max=4)

@@ -225,11 +225,15 @@ class Lifecycle:
         if fired is None or (now < fired + self._expire and (page is None or now < page)):
             return []  # the common case: no open alert, or no page due and nothing to expire
         out: list[Transition] = []
+        expired_by = now - self._expire  # fired at or before: open too long (`expire`'s own test)
         for alert in self.store.open_alerts():
-            old = expire(alert, now, self.life.expire_hours)
-            if old is not None:
-                out.append(Transition(now, self.store.save(old), Why.EXPIRED))
-                continue
+            if alert.fired_at <= expired_by:
+                old = expire(alert, now, self.life.expire_hours)
+                if old is not None:
+                    out.append(Transition(now, self.store.save(old), Why.EXPIRED))
+                    continue
+            elif alert.next_page_at is None or now < alert.next_page_at:
+                continue  # neither expires nor pages now (`_escalate` would return at once)
             out.extend(self._escalate(alert, now))
         return out
 

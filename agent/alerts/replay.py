@@ -16,7 +16,6 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tenacity import wait_none
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.deliver import Deliverer
@@ -290,7 +289,7 @@ def run_replay(
         [WeComRobotNotifier(robot, env)],
         EmailNotifier(mailer, config.smtp.admins),
         RateLimiter(),
-        wait=wait_none(),
+        wait=None,
         sleep=lambda _s: None,
     )
     records: list[AlertRecord] = []

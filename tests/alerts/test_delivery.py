@@ -136,6 +136,23 @@ def test_retryable_errcode_is_retried_and_every_attempt_audited_without_the_key(
         assert '"errcode": 45009' in audit[0].body
 
 
+def test_retries_wait_the_default_backoff_between_tries_and_stop_after_tries_per_run():
+    """The first try goes out without tenacity; the retries wait 0.5 s, then 1 s (the default
+    exponential wait), and the row fails after `tries_per_run` tries."""
+    cfg = config(smtp={"host": "127.0.0.1", "admins": ["ops@test"]}, delivery={"tries_per_run": 3})
+    slept: list[float] = []
+    with RobotSink() as sink, SmtpSink() as smtp:
+        outbox = InMemoryOutbox()
+        outbox.add(OutboxRow.of(note(1)))
+        sink.script(45009, "http500", 45009, 0)
+        d = make_deliverer(cfg, outbox, sink, smtp)
+        d.wait, d.sleep = Deliverer.__dataclass_fields__["wait"].default_factory(), slept.append
+        audit = d.run_once(T0)
+        assert [a.errcode for a in audit] == [45009, None, 45009]
+        assert slept == [0.5, 1.0]
+        assert outbox.get("inst:1:P1:default").status != "sent"
+
+
 def test_non_retryable_content_error_goes_straight_to_mail():
     cfg = config(smtp={"host": "127.0.0.1", "admins": ["ops@test"]})
     with RobotSink() as sink, SmtpSink() as smtp:

@@ -178,7 +178,7 @@ def test_the_replay_imports_no_store_http_or_dolphinscheduler_client_and_prints_
 ) -> None:
     """A replay is a simulation: SQLAlchemy, requests and the DolphinScheduler client stay unloaded
     (issue 30: they were 60% of a 10,000-event replay's start), so do smtplib (no mail is sent),
-    rapidfuzz (no key is misspelt) and the settings machinery; `--json` is one line unless
+    rapidfuzz (no key is misspelt), the settings machinery and tenacity (nothing is retried); `--json` is one line unless
     `--indent N` asks for more."""
     import os
     import subprocess
@@ -193,7 +193,7 @@ def test_the_replay_imports_no_store_http_or_dolphinscheduler_client_and_prints_
         "with contextlib.redirect_stdout(out):\n"
         f"    main(['alerts', 'replay', {str(f)!r}, '--config', {str(REPO_CONFIG)!r}, '--json'])\n"
         "heavy = {'sqlalchemy', 'requests', 'xihe.integrations.dolphinscheduler.client', 'smtplib',\n"
-        "         'rapidfuzz', 'xihe.config.settings', 'xihe.config.oncall'} & set(sys.modules)\n"
+        "         'rapidfuzz', 'xihe.config.settings', 'xihe.config.oncall', 'tenacity'} & set(sys.modules)\n"
         "print(json.dumps({'heavy': sorted(heavy), 'lines': out.getvalue().count(chr(10))}))\n"
     )
     run = subprocess.run(
