@@ -26,9 +26,10 @@ one by the tool that saw it (`explained`).
 
 from __future__ import annotations
 
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-from xihe.agent.i18n import Lang, Text
+if TYPE_CHECKING:  # annotations only: a command that raises no error never loads the catalogs
+    from xihe.agent.i18n import Lang, Text
 
 
 class BotError(Exception):
@@ -77,7 +78,7 @@ class ToolError(BotError):
     language for people)."""
 
     def __init__(self, message: str | Text = "") -> None:
-        if isinstance(message, Text):
+        if not isinstance(message, str):  # a catalog Text (i18n is not imported for this test)
             self.text = message
         super().__init__(str(message))
 

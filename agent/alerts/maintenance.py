@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from xihe.agent.alert_event import AlertEvent
-from xihe.agent.alerts.messages import MAINT
 from xihe.agent.cron import CronSpec
-from xihe.agent.i18n import Text
-from xihe.agent.i18n import text as text_
 
 if TYPE_CHECKING:
+    from xihe.agent.i18n import Text
     from xihe.config.alerts import AlertsConfig
 
 ScopeKind = Literal["all", "project", "workflow", "host"]
@@ -258,6 +256,15 @@ class MaintOff:
     scope: MaintScope | None
 
 
+def _said(key: str, **values: object) -> Text:
+    """A `/maint` message from its catalog (imported by the command that needs one, not by the
+    alert pipeline, which only reads windows)."""
+    from xihe.agent.alerts.messages import MAINT
+    from xihe.agent.i18n import text
+
+    return text(MAINT, key, **values)
+
+
 class MaintError(ValueError):
     """A `/maint` argument that is wrong; `message` says so in any language (`str()` is English)."""
 
@@ -278,13 +285,13 @@ def parse_scope(text: str) -> MaintScope:
     if sep and kind in ("project", "workflow", "host") and value:
         return MaintScope(kind, value)  # type: ignore[arg-type]
     if sep and kind in ("project", "workflow", "host"):
-        raise MaintError(text_(MAINT, "scope_value", scope=text))
+        raise MaintError(_said("scope_value", scope=text))
     return MaintScope("workflow", text)
 
 
 def parse_maint_command(text: str, now: datetime, user: str) -> MaintOn | MaintOff:
     """Parse `/maint on 30m [scope]` or `/maint off [scope]`; raise MaintError with a usage hint."""
-    usage = text_(MAINT, "usage")
+    usage = _said("usage")
     parts = text.split()
     if parts and parts[0] in ("/maint", "maint"):
         parts = parts[1:]
@@ -295,11 +302,11 @@ def parse_maint_command(text: str, now: datetime, user: str) -> MaintOn | MaintO
     if len(parts) < 2:
         raise MaintError(usage)
     if not (m := _DURATION.match(parts[1])):
-        raise MaintError(text_(MAINT, "bad_duration", duration=parts[1], usage=usage))
+        raise MaintError(_said("bad_duration", duration=parts[1], usage=usage))
     amount, unit = int(m.group(1)), m.group(2).lower()
     minutes = amount * {"m": 1, "min": 1, "h": 60, "d": 1440}[unit]
     if not 1 <= minutes <= 7 * 1440:
-        raise MaintError(text_(MAINT, "length", duration=parts[1]))
+        raise MaintError(_said("length", duration=parts[1]))
     scope = parse_scope(" ".join(parts[2:]))
     wid = f"chat:{user}:{int(now.timestamp())}:{scope}"
     return MaintOn(MaintenanceWindow(wid, now, now + timedelta(minutes=minutes), scope, "chat", user))

@@ -16,7 +16,6 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.deliver import Deliverer
 from xihe.agent.alerts.event import EventError, parse_event, unknown_fields

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import secrets
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -21,13 +20,13 @@ from typing import TYPE_CHECKING
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.clock import utc_now
 from xihe.agent.errors import WeComError
-from xihe.agent.i18n import Lang
 from xihe.integrations.wecom.robot import redact
 
 if (
     TYPE_CHECKING
 ):  # the HTTP client and the cards are imported by the first send: the pipeline only reads MARKUP
     from xihe.agent.cards import Card
+    from xihe.agent.i18n import Lang
     from xihe.config.alerts import AlertsConfig, Channel
     from xihe.integrations.wecom.app_client import AppClient
 
@@ -118,11 +117,13 @@ class WeComAppNotifier:
             client.send_markdown("|".join(channel.to_users), text)
             card = alert_card(text)
             if card is not None:
+                from secrets import token_hex
+
                 from xihe.integrations.wecom.cards import template_card
 
                 digest = hashlib.sha256((ref or text).encode("utf-8")).hexdigest()[:16]
                 client.send_card(
-                    list(channel.to_users), template_card(card, f"xihe-alert-{digest}-{secrets.token_hex(4)}")
+                    list(channel.to_users), template_card(card, f"xihe-alert-{digest}-{token_hex(4)}")
                 )
         except WeComError as exc:
             return Attempt(
