@@ -155,8 +155,8 @@ class _Walk:
     at or after its end (found by bisection), so a field's nodes are a range of positions.
 
     What an identifier's ref needs (its line, text and whether it is called) is read for all of them
-    at once, in position order (`ranked`), so a run of identifiers with no other found node between
-    them becomes refs in one `extend`: most of a file's refs."""
+    at once, the lines by bisecting the file's newlines in numpy, the texts sliced from the decoded
+    file when it is ASCII; a fact node's type is its capture's (treequery.py), not asked of the node."""
 
     def __init__(self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
         self.facts, self.package = facts, package
@@ -283,19 +283,20 @@ class _Walk:
                     p = sub
                     continue
                 depth = len(stack)
-                self._special(p + 1, sub, t, nodes[j], scope, fn, cls, stack)
+                self._special(p + 1, sub, t, j, scope, fn, cls, stack)
                 if len(stack) > depth:  # visit what was pushed, then the rest
                     stack.insert(depth, (sub, q, scope, fn, cls))
                     break
                 p = sub
 
     def _special(
-        self, lo: int, hi: int, t: str, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+        self, lo: int, hi: int, t: str, j: int, scope: str, fn: str, cls: str, stack: list[Frame]
     ) -> None:
-        """Visit a found node other than a name or an attribute, as the walk did ([lo, hi): inside it)."""
-        facts = self.facts
+        """Visit a found node (`nodes[j]`) other than a name or an attribute, as the walk did ([lo, hi):
+        inside it)."""
+        facts, node = self.facts, self.nodes[j]
         if t in {"assignment", "augmented_assignment"}:
-            self._assignment(lo, hi, node, scope, fn, cls, stack)
+            self._assignment(lo, hi, t, j, scope, fn, cls, stack)
         elif t == "function_definition":
             self._function(lo, hi, node, scope, fn, cls, stack)
         elif t in {"import_statement", "import_from_statement"}:
@@ -372,18 +373,18 @@ class _Walk:
         self.push(stack, lo, hi, node.child_by_field_name("body"), qual, qual, own_cls)
 
     def _assignment(
-        self, lo: int, hi: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+        self, lo: int, hi: int, t: str, j: int, scope: str, fn: str, cls: str, stack: list[Frame]
     ) -> None:
-        facts = self.facts
+        facts, node, starts, ends = self.facts, self.nodes[j], self.starts, self.ends
         first = self.order[lo] if lo < hi else self.idents
-        if first < self.idents and self.starts[first] == node.start_byte and node.type == "assignment":
-            after = self.ends[first]
+        if t == "assignment" and first < self.idents and starts[first] == starts[j]:
+            after = ends[first]
             if (
                 self.src[after : after + 3] == b" = "
             ):  # `name = value`, the common case, asked less of the tree
                 right = node.child_by_field_name("right")
                 kind = value_type(right)
-                name = self.src[self.starts[first] : after].decode("utf-8", "replace")
+                name = self.texts[first]
                 if cls and scope == cls and kind:  # `handler = Handler()` in a class body
                     add_type(facts.types.setdefault(cls, {}), f"self.{name}", kind)
                 elif fn:
@@ -392,7 +393,11 @@ class _Walk:
                         bound.append(name)
                     if kind:
                         add_type(facts.types.setdefault(fn, {}), name, kind)
-                self.push(stack, lo + 1, hi, right, scope, fn, cls)
+                if right is not None and right.end_byte == ends[j]:  # the rest of the assignment is `value`
+                    if lo + 1 < hi:
+                        stack.append((lo + 1, hi, scope, fn, cls))
+                else:
+                    self.push(stack, lo + 1, hi, right, scope, fn, cls)
                 return
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
