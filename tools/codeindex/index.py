@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xihe.agent.cachedir import shared_cache
-from xihe.tools.codeindex import gcpause, inherit, reuse, segments, store
+from xihe.tools.codeindex import gcpause, identifiers, inherit, reuse, segments, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.callermap import CALLER_KINDS, CallerMap
@@ -200,8 +200,9 @@ class CodeIndex(Searching):
             else:  # one tree for the units and the graph's facts
                 tree = parse_tree(text, lang, self.parsers)
                 caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
-                units = parse_units(rel, text, lang, self.parsers, tree, caps)
-                facts = extract(rel, lang, tree.root_node, units, caps)
+                names = identifiers.names(caps, text.encode("utf-8", "replace"))  # read once for both
+                units = parse_units(rel, text, lang, self.parsers, tree, caps, names)
+                facts = extract(rel, lang, tree.root_node, units, caps, names)
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows

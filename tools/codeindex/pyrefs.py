@@ -20,6 +20,8 @@ import numpy as np
 from tree_sitter import Node
 
 from xihe.tools.codeindex.filefacts import FileFacts
+from xihe.tools.codeindex.identifiers import Names
+from xihe.tools.codeindex.identifiers import names as names_of
 from xihe.tools.codeindex.languages import node_text
 from xihe.tools.codeindex.pyimports import imports_of
 
@@ -143,10 +145,12 @@ Frame = tuple[int, int, str, str, str]  # (first position, end position, scope, 
 _WIDE = 1 << 32  # more bytes than a file has: start * _WIDE - end sorts by start, the longer first
 
 
-def extract(facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
+def extract(
+    facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node, names: Names | None = None
+) -> None:
     """Fill `facts` (a Python file's, `package` the file's package) from the captures of the tree
-    whose root is `root`."""
-    _Walk(facts, package, caps, root).run()
+    whose root is `root` (and their identifiers' `identifiers.names` when already read)."""
+    _Walk(facts, package, caps, root, names).run()
 
 
 class _Walk:
@@ -158,12 +162,15 @@ class _Walk:
     at once, the lines by bisecting the file's newlines in numpy, the texts sliced from the decoded
     file when it is ASCII; a fact node's type is its capture's (treequery.py), not asked of the node."""
 
-    def __init__(self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
+    def __init__(
+        self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node, names: Names | None
+    ) -> None:
         self.facts, self.package = facts, package
         # the file's bytes, indexed by byte offset (the root may start after leading blank lines)
         head, body = root.start_byte, root.text or b""
         self.src = src = bytes(head) + body if head else body
         idents = caps.get("name", [])
+        names = names if names is not None else names_of(caps, src)
         special: list[Node] = []
         self.types = types = []  # the type of special[i]: its capture's
         for t in _CAPTURED:
@@ -172,9 +179,9 @@ class _Walk:
                 special += got
                 types += [t] * len(got)
         self.idents = n = len(idents)  # found node j < idents: an identifier, else special[j - idents]
-        self.nodes = found = idents + special
-        self.starts = starts = [node.start_byte for node in found]
-        self.ends = ends = [node.end_byte for node in found]
+        self.nodes = idents + special
+        self.starts = starts = names.starts + [node.start_byte for node in special]
+        self.ends = ends = names.ends + [node.end_byte for node in special]
         first, last = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
         order = np.argsort(first * _WIDE - last, kind="stable")  # position -> found node
         self.order = order.tolist()
@@ -189,13 +196,8 @@ class _Walk:
         # per identifier (j < idents): its line (tree-sitter counts rows by '\n'), text, and whether called
         newlines = np.flatnonzero(np.frombuffer(body, np.uint8) == 10) + head
         self.lines = (np.searchsorted(newlines, first[:n]) + (root.start_point[0] + 1)).tolist()
-        spans = zip(starts[:n], ends[:n], strict=True)
-        if src.isascii():  # a byte offset is a character offset
-            text = src.decode("ascii")
-            self.texts = [text[x:y] for x, y in spans]
-        else:
-            self.texts = [src[x:y].decode("utf-8", "replace") for x, y in spans]
-        self.called = [1 if x in called_names else 0 for x in starts[:n]]
+        self.texts = names.texts
+        self.called = [1 if x in called_names else 0 for x in names.starts]
 
     def inside(self, lo: int, hi: int, a: int, b: int) -> tuple[int, int]:
         """The positions in [lo, hi) of the nodes inside the bytes [a, b): (first, end); a node of no
