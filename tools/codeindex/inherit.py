@@ -150,7 +150,7 @@ class Supertypes:
         self.classes: dict[str, list[CodeUnit]] = {}
         self.by_qual: dict[tuple[str, str], CodeUnit] = {}
         self.methods: dict[tuple[str, str], list[CodeUnit]] = {}  # (path, Class.method) -> overloads
-        self._bases: dict[int, tuple[str, ...]] = {}  # id of a class unit in the table -> its bases
+        self._bases: dict[tuple[str, str], tuple[str, ...]] = {}
         self.add(units)
 
     def add(self, units: Iterable[CodeUnit]) -> None:
@@ -173,16 +173,19 @@ class Supertypes:
                 _remove(self.classes, u.name, u)
                 if self.by_qual.get((u.path, u.qualname)) is u:
                     del self.by_qual[(u.path, u.qualname)]
-                self._bases.pop(id(u), None)
             elif u.kind == "method":
                 _remove(self.methods, (u.path, u.qualname), u)
 
     def bases(self, cls: CodeUnit) -> tuple[str, ...]:
-        """`bases_of(cls)`, read once per class."""
-        found = self._bases.get(id(cls))
-        if found is None:
-            found = self._bases[id(cls)] = bases_of(cls)
-        return found
+        """`bases_of(cls)`, read once per class and resolution (`resolve`)."""
+        key = (cls.path, cls.qualname)
+        if key not in self._bases:
+            self._bases[key] = bases_of(cls)
+        return self._bases[key]
+
+    def forget_bases(self) -> None:
+        """Read the classes' bases again on the next resolution, as a table made for it would."""
+        self._bases = {}
 
     def _matches(self, method: CodeUnit, candidates: Sequence[CodeUnit]) -> str:
         """The doc of the first declaration-only candidate with `method`'s arity (Java), or ''."""
@@ -235,6 +238,7 @@ def resolve(units: Sequence[CodeUnit], supertypes: Callable[[], Supertypes]) -> 
     if not any(wants_doc(u) for u in units):
         return list(units)
     table = supertypes()
+    table.forget_bases()
     table.add(units)
     try:
         return [replace(u, inherited_doc=table.inherited(u)) if wants_doc(u) else u for u in units]
