@@ -172,7 +172,8 @@ class _Walk:
         idents = caps.get("name", [])
         names = names if names is not None else names_of(caps, src)
         special: list[Node] = []
-        self.types = types = []  # the type of special[i]: its capture's
+        self.types: list[str] = []  # the type of special[i]: its capture's
+        types = self.types
         for t in _CAPTURED:
             got = caps.get(f"fact.{t}")
             if got:
