@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY
@@ -57,3 +58,19 @@ def test_compaction_rewrites_the_file(make_repo, cfg, embedder) -> None:
     assert len(lines) == len(idx.units) and "null" not in lines
     again = open_index(root, cfg, embedder)
     assert again is not None and _units(again) == _units(idx)
+
+
+def test_each_line_is_the_units_json_as_json_dumps_writes_it(make_repo, cfg, embedder) -> None:
+    chinese = (
+        'def total(order):\n    """订单的总价，含税。 "quoted" \\\\ tab\\t."""\n    return order.sum()\n'
+    )
+    root = make_repo({"shop/orders.py": ORDERS_PY, "shop/price.py": chinese})
+    idx, _ = index_repo(root, cfg, embedder=embedder)
+    (root / "shop" / "price.py").write_text(chinese + "\n\ndef 税(x):\n    return x\n", encoding="utf-8")
+    idx.update_files(["shop/price.py"])
+    idx.save()  # appended after the lines of the build (a dead slot keeps its line)
+    lines = (index_dir(root, cfg) / "units.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(idx.units) and any(u is None for u in idx.units)
+    for line, u in zip(lines, idx.units, strict=True):
+        assert u is None or line == json.dumps(u.to_json(), ensure_ascii=False)
+    assert '"name": "税"' in lines[-1] and "订单" in lines[-2]

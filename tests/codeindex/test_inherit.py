@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from tests.codeindex.conftest import git
@@ -224,3 +225,45 @@ def test_an_edit_that_keeps_classes_and_docs_does_not_look_for_stale_files(
     (repo / "src/net/Transport.java").write_text(doc, encoding="utf-8")
     idx.update_files(["src/net/Transport.java"])  # a doc others may inherit: looked for again
     assert len(looked) == 2
+
+
+def _ids(table: inherit.Supertypes) -> tuple[dict, dict, dict]:
+    """The table's entries as the identities of its units, in order."""
+    return (
+        {k: [id(u) for u in v] for k, v in table.classes.items()},
+        {k: id(u) for k, u in table.by_qual.items()},
+        {k: [id(u) for u in v] for k, v in table.methods.items()},
+    )
+
+
+def test_the_table_kept_across_updates_is_the_one_every_live_unit_makes(make_repo, cfg, embedder) -> None:
+    repo = make_repo(FILES)
+    idx, _ = index_repo(repo, cfg, embedder=embedder)
+    cron = "from .base import BaseTrigger\n\n\nclass CronTrigger(BaseTrigger):\n"
+    cron += "    def get_next_fire_time(self, previous_fire_time, now):\n        return now\n"
+    twice = '\n\nclass BaseTrigger:\n    def describe(self):\n        """Say it twice."""\n        raise NotImplementedError\n'
+    edits = [
+        ("py/base.py", BASE_PY.replace("Compute the moment", "Work out the moment")),  # a doc others inherit
+        ("py/cron.py", cron),  # a new subclass
+        ("src/net/Transport.java", TRANSPORT.replace("  void close();\n", "")),  # a method gone
+        ("py/interval.py", None),  # a file gone
+        ("py/base.py", BASE_PY + twice),  # a class defined twice in one file
+        ("py/interval.py", INTERVAL_PY),  # back again
+    ]
+    for rel, text in edits:
+        if text is None:
+            (repo / rel).unlink()
+        else:
+            (repo / rel).write_text(text, encoding="utf-8")
+        idx.update_files([rel])
+        live = idx.live_units
+        assert _ids(idx._supertypes()) == _ids(inherit.Supertypes(live)), rel
+        # each unit's inherited doc is the one resolving every live unit at once gives
+        bare = [replace(u, inherited_doc="") for u in live]
+        want = [u.inherited_doc for u in inherit.resolve(bare, inherit.Supertypes)]
+        assert [u.inherited_doc for u in live] == want, rel
+        if rel == "py/cron.py":  # the edited base doc reached the new subclass
+            assert units_of(idx, "CronTrigger.get_next_fire_time")[0].inherited_doc.startswith("Work out")
+    assert units_of(idx, "IntervalTrigger.get_next_fire_time")[0].inherited_doc.startswith("Compute")
+    idx.compact()  # renumbered slots, the same units: the table stays
+    assert _ids(idx._supertypes()) == _ids(inherit.Supertypes(idx.live_units))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xihe.agent.cachedir import shared_cache
-from xihe.tools.codeindex import gcpause, inherit, reuse, segments, store
+from xihe.tools.codeindex import gcpause, identifiers, inherit, reuse, segments, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.callermap import CALLER_KINDS, CallerMap
@@ -132,6 +132,7 @@ class CodeIndex(Searching):
         self.graph_facts = GraphFacts()
         self._graph: SymbolGraph | None = None
         self._callermap: CallerMap | None = None  # read from the units on first need (callermap.py)
+        self._table: inherit.Supertypes | None = None  # doc inheritance's, made on first need (`_supertypes`)
 
     # ---- building -------------------------------------------------------------------------
 
@@ -167,6 +168,7 @@ class CodeIndex(Searching):
         self.names = Bm25Index()
         self.neighbours = Bm25Index()
         self._dropped_calls, self._dropped_callers, self._callermap = Counter(), {}, CallerMap()
+        self._table = None
         self.unit_keys, self._recycled, self._recycled_calls = np.zeros(0, np.uint64), {}, {}
         self.vectors = np.zeros((0, 0), np.float32)
         self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
@@ -198,8 +200,9 @@ class CodeIndex(Searching):
             else:  # one tree for the units and the graph's facts
                 tree = parse_tree(text, lang, self.parsers)
                 caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
-                units = parse_units(rel, text, lang, self.parsers, tree, caps)
-                facts = extract(rel, lang, tree.root_node, units, caps)
+                names = identifiers.names(caps, text.encode("utf-8", "replace"))  # read once for both
+                units = parse_units(rel, text, lang, self.parsers, tree, caps, names)
+                facts = extract(rel, lang, tree.root_node, units, caps, names)
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows
@@ -230,8 +233,7 @@ class CodeIndex(Searching):
                 self._add_neighbours([], [])
             return  # nothing else changed: the query-word table is not rebuilt (a search's reconcile)
         self._graph = None
-        live = (u for u in self.units if u is not None)  # read only when a unit inherits a doc
-        base, units = len(self.units), inherit.resolve(units, live)
+        base, units = len(self.units), inherit.resolve(units, self._supertypes)
         views = [inherit.searched(u) for u in units]  # an undocumented override: its supertype's doc
         keys = reuse.keys_of(views)
         # an unchanged unit of a re-indexed file keeps its dropped slot's vectors (reuse.py) and its
@@ -261,12 +263,22 @@ class CodeIndex(Searching):
         if self.multi is not None:
             self.multi.append(views, [u.text for u in units], old)
         # the search text is only needed to build rows; dropping it keeps memory and reloads equal
-        self.units.extend(_without_text(u) for u in units)
+        kept = [_without_text(u) for u in units]
+        self.units.extend(kept)
+        if self._table is not None:
+            self._table.add(kept)
         self._callers_map().add(base, units)
         slot = base
         for rel, sha, n in owners:
             self.files[rel] = FileRecord(sha, list(range(slot, slot + n)))
             slot += n
+
+    def _supertypes(self) -> inherit.Supertypes:
+        """The live units' classes and methods for doc inheritance (`inherit.Supertypes`), read from
+        the units when unknown (a loaded index), then kept up to date by `_append` and `_drop`."""
+        if self._table is None:
+            self._table = inherit.Supertypes(u for u in self.units if u is not None)
+        return self._table
 
     def _callers_map(self) -> CallerMap:
         """The slots by unit name and by callee name (`callermap.py`), read from the units when unknown
@@ -392,7 +404,10 @@ class CodeIndex(Searching):
             return 0
         self.graph_facts.set(rel, None)
         self._graph = None
-        self._shapes[rel] = inherit.shape(u for u in (self.units[s] for s in rec.slots) if u is not None)
+        old = [u for u in (self.units[s] for s in rec.slots) if u is not None]
+        self._shapes[rel] = inherit.shape(old)
+        if self._table is not None:
+            self._table.drop(old)
         for s in rec.slots:
             u = self.units[s]
             if u is not None and u.kind in CALLER_KINDS:  # the units it called lose a caller

@@ -16,8 +16,9 @@ because of them (`stale_files`), so an edited interface doc reaches its implemen
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from xihe.tools.codeindex.languages import language_of
 from xihe.tools.codeindex.units import CodeUnit
@@ -28,6 +29,7 @@ DEPTH = 4  # supertype levels searched
 # stays first when a question restates its doc (dev split: 0.1 kept every docstring MRR@10, 0.0 lost
 # React Native 0.026; larger values lost hand-written questions whose answer is the implementation)
 PENALTY = 0.1
+_K = TypeVar("_K", bound=Hashable)
 INHERIT_TAG = "{@inheritDoc}"
 _JAVA_DECL = re.compile(r"\b(?:class|interface|enum|record)\s+[A-Za-z_$][\w$]*")
 _JAVA_CLAUSE = re.compile(r"\b(extends|implements|permits)\b")
@@ -140,12 +142,19 @@ def wants_doc(u: CodeUnit) -> bool:
 
 
 class Supertypes:
-    """Class and method units by name, to find the method an undocumented one overrides."""
+    """Class and method units by name, to find the method an undocumented one overrides. An index
+    keeps one across updates (`add` a re-indexed file's units, `drop` its old ones): the same table,
+    in the same order, as one made from every live unit, without reading them all on each update."""
 
-    def __init__(self, units: Iterable[CodeUnit]) -> None:
+    def __init__(self, units: Iterable[CodeUnit] = ()) -> None:
         self.classes: dict[str, list[CodeUnit]] = {}
         self.by_qual: dict[tuple[str, str], CodeUnit] = {}
         self.methods: dict[tuple[str, str], list[CodeUnit]] = {}  # (path, Class.method) -> overloads
+        self._bases: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.add(units)
+
+    def add(self, units: Iterable[CodeUnit]) -> None:
+        """Put `units` in, after those already there (the order supertypes are tried in)."""
         for u in units:
             if u.lang not in LANGS:
                 continue
@@ -154,14 +163,29 @@ class Supertypes:
                 self.by_qual[(u.path, u.qualname)] = u
             elif u.kind == "method":
                 self.methods.setdefault((u.path, u.qualname), []).append(u)
-        self._bases: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def drop(self, units: Iterable[CodeUnit]) -> None:
+        """Take out `units` (every unit of a file, as `add` put them in)."""
+        for u in units:
+            if u.lang not in LANGS:
+                continue
+            if u.kind == "class":
+                _remove(self.classes, u.name, u)
+                if self.by_qual.get((u.path, u.qualname)) is u:
+                    del self.by_qual[(u.path, u.qualname)]
+            elif u.kind == "method":
+                _remove(self.methods, (u.path, u.qualname), u)
 
     def bases(self, cls: CodeUnit) -> tuple[str, ...]:
-        """`bases_of(cls)`, read once per class."""
+        """`bases_of(cls)`, read once per class and resolution (`resolve`)."""
         key = (cls.path, cls.qualname)
         if key not in self._bases:
             self._bases[key] = bases_of(cls)
         return self._bases[key]
+
+    def forget_bases(self) -> None:
+        """Read the classes' bases again on the next resolution, as a table made for it would."""
+        self._bases = {}
 
     def _matches(self, method: CodeUnit, candidates: Sequence[CodeUnit]) -> str:
         """The doc of the first declaration-only candidate with `method`'s arity (Java), or ''."""
@@ -208,12 +232,29 @@ class Supertypes:
         return u.doc.replace(INHERIT_TAG, doc) if INHERIT_TAG in u.doc else doc
 
 
-def resolve(units: Sequence[CodeUnit], others: Iterable[CodeUnit]) -> list[CodeUnit]:
-    """`units` with `inherited_doc` set from supertypes among `units` and `others` (the rest of the index)."""
+def resolve(units: Sequence[CodeUnit], supertypes: Callable[[], Supertypes]) -> list[CodeUnit]:
+    """`units` with `inherited_doc` set from supertypes among `units` and the rest of the index (the
+    table `supertypes()` gives, asked for only when a unit may inherit, and left as it was)."""
     if not any(wants_doc(u) for u in units):
         return list(units)
-    table = Supertypes([*others, *units])
-    return [replace(u, inherited_doc=table.inherited(u)) if wants_doc(u) else u for u in units]
+    table = supertypes()
+    table.forget_bases()
+    table.add(units)
+    try:
+        return [replace(u, inherited_doc=table.inherited(u)) if wants_doc(u) else u for u in units]
+    finally:
+        table.drop(units)
+
+
+def _remove(table: dict[_K, list[CodeUnit]], key: _K, unit: CodeUnit) -> None:
+    """`unit` out of `table[key]` (the key gone with its last unit)."""
+    same = table.get(key)
+    if same is not None:
+        kept = [u for u in same if u is not unit]
+        if kept:
+            table[key] = kept
+        else:
+            del table[key]
 
 
 def stale_files(live: Sequence[CodeUnit], new: Sequence[CodeUnit], changed: set[str]) -> set[str]:

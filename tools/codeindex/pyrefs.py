@@ -1,6 +1,6 @@
 """A Python file's facts for the symbol graph (what they are: refs.py), read from the nodes one
-tree-sitter query found (treequery.py: the "name" capture's identifiers, the "fact" capture's
-`FACT_TYPES`, "called" the functions of calls) instead of a Python walk over every node.
+tree-sitter query found (treequery.py: the "name" capture's identifiers, a "fact.<type>" capture per
+type of `FACT_TYPES`, "called" the functions of calls) instead of a Python walk over every node.
 
 The facts are those of a depth-first walk of the whole tree (kept as the reference in
 tests/codeindex/test_pyrefs_query.py), in its order: every node the walk did not treat specially
@@ -16,9 +16,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
+import numpy as np
 from tree_sitter import Node
 
 from xihe.tools.codeindex.filefacts import FileFacts
+from xihe.tools.codeindex.identifiers import Names
+from xihe.tools.codeindex.identifiers import names as names_of
 from xihe.tools.codeindex.languages import node_text
 from xihe.tools.codeindex.pyimports import imports_of
 
@@ -29,8 +32,9 @@ FACT_TYPES = frozenset(
     | {"import_statement", "import_from_statement"}
 )
 """The node types, beside identifiers, that the walk did not just pass through."""
+_CAPTURED = tuple(sorted(FACT_TYPES | {"string"}))  # each type's capture is "fact.<type>" (treequery.py)
 PATTERNS = (
-    "(string (interpolation)) @fact",  # an f-string: the walk visited its interpolations last first
+    "(string (interpolation)) @fact.string",  # an f-string: the walk visited its interpolations last first
     "(call function: [(identifier) (attribute)] @called)",
 )
 """The query's patterns beside one per type (treequery.py)."""
@@ -138,41 +142,63 @@ def bind(facts: FileFacts, scope: str, names: list[Node], kind: str = "") -> Non
 Frame = tuple[int, int, str, str, str]  # (first position, end position, scope, function scope, class)
 
 
-_HUGE = 1 << 40  # more bytes than a file has: start * _HUGE - end sorts by start, the longer first
+_WIDE = 1 << 32  # more bytes than a file has: start * _WIDE - end sorts by start, the longer first
 
 
-def extract(facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
+def extract(
+    facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node, names: Names | None = None
+) -> None:
     """Fill `facts` (a Python file's, `package` the file's package) from the captures of the tree
-    whose root is `root`."""
-    _Walk(facts, package, caps, root).run()
+    whose root is `root` (and their identifiers' `identifiers.names` when already read)."""
+    _Walk(facts, package, caps, root, names).run()
 
 
 class _Walk:
     """The found nodes in file order, an enclosing node before those inside ("positions"): the nodes
     inside a node, or inside one of its fields, are the positions from it to the first that starts
-    at or after its end (found by bisection), so a field's nodes are a range of positions."""
+    at or after its end (found by bisection), so a field's nodes are a range of positions.
 
-    def __init__(self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node) -> None:
+    What an identifier's ref needs (its line, text and whether it is called) is read for all of them
+    at once, the lines by bisecting the file's newlines in numpy, the texts sliced from the decoded
+    file when it is ASCII; a fact node's type is its capture's (treequery.py), not asked of the node."""
+
+    def __init__(
+        self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node, names: Names | None
+    ) -> None:
         self.facts, self.package = facts, package
         # the file's bytes, indexed by byte offset (the root may start after leading blank lines)
-        self.src = bytes(root.start_byte) + (root.text or b"") if root.start_byte else root.text or b""
+        head, body = root.start_byte, root.text or b""
+        self.src = src = bytes(head) + body if head else body
         idents = caps.get("name", [])
-        special = caps.get("fact", [])
-        self.idents = len(idents)  # found node j < idents: an identifier, else special[j - idents]
-        self.nodes = found = idents + special
-        self.types = [n.type for n in special]
-        self.starts = starts = [n.start_byte for n in found]
-        self.ends = ends = [n.end_byte for n in found]
-        keys = [s * _HUGE - e for s, e in zip(starts, ends, strict=True)]
-        self.order = order = sorted(range(len(found)), key=keys.__getitem__)  # position -> found node
-        self.at = [starts[j] for j in order]  # position -> its node's start
-        self.called_names: set[int] = set()  # the start of each called identifier
+        names = names if names is not None else names_of(caps, src)
+        special: list[Node] = []
+        self.types: list[str] = []  # the type of special[i]: its capture's
+        types = self.types
+        for t in _CAPTURED:
+            got = caps.get(f"fact.{t}")
+            if got:
+                special += got
+                types += [t] * len(got)
+        self.idents = n = len(idents)  # found node j < idents: an identifier, else special[j - idents]
+        self.nodes = idents + special
+        self.starts = starts = names.starts + [node.start_byte for node in special]
+        self.ends = ends = names.ends + [node.end_byte for node in special]
+        first, last = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+        order = np.argsort(first * _WIDE - last, kind="stable")  # position -> found node
+        self.order = order.tolist()
+        self.at = first[order].tolist()  # position -> its node's start
         self.called_attrs: set[int] = set()  # the end of each called attribute
-        for n in caps.get("called", ()):
-            if n.type == "identifier":
-                self.called_names.add(n.start_byte)
+        called_names: set[int] = set()  # the start of each called identifier
+        for node in caps.get("called", ()):
+            if node.type == "identifier":
+                called_names.add(node.start_byte)
             else:
-                self.called_attrs.add(n.end_byte)
+                self.called_attrs.add(node.end_byte)
+        # per identifier (j < idents): its line (tree-sitter counts rows by '\n'), text, and whether called
+        newlines = np.flatnonzero(np.frombuffer(body, np.uint8) == 10) + head
+        self.lines = (np.searchsorted(newlines, first[:n]) + (root.start_point[0] + 1)).tolist()
+        self.texts = names.texts
+        self.called = [1 if x in called_names else 0 for x in names.starts]
 
     def inside(self, lo: int, hi: int, a: int, b: int) -> tuple[int, int]:
         """The positions in [lo, hi) of the nodes inside the bytes [a, b): (first, end); a node of no
@@ -207,17 +233,15 @@ class _Walk:
             self.starts,
             self.ends,
         )
-        idents, types, src = self.idents, self.types, self.src
-        called_names, called_attrs = self.called_names, self.called_attrs
-        add = facts.refs.append
+        idents, types, src, called_attrs = self.idents, self.types, self.src, self.called_attrs
+        lines, texts, called, add = self.lines, self.texts, self.called, facts.refs.append
         stack: list[Frame] = [(0, len(order), "", "", "")]
         while stack:
             p, q, scope, fn, cls = stack.pop()
             while p < q:
                 j = order[p]
                 if j < idents:
-                    text = src[starts[j] : ends[j]].decode("utf-8", "replace")
-                    add((scope, nodes[j].start_point[0] + 1, text, "", 1 if starts[j] in called_names else 0))
+                    add((scope, lines[j], texts[j], "", called[j]))
                     p += 1
                     continue
                 end = ends[j]
@@ -235,11 +259,8 @@ class _Walk:
                             and ends[a] == end
                             and src[ends[o]] == 46  # a '.' right after the name: it is the object
                         ):
-                            obj = src[starts[o] : ends[o]].decode("utf-8", "replace")
-                            attr = src[starts[a] : ends[a]].decode("utf-8", "replace")
-                            called = 1 if end in called_attrs else 0
-                            add((scope, nodes[a].start_point[0] + 1, attr, "." + obj, called))
-                            add((scope, nodes[o].start_point[0] + 1, obj, "", 0))
+                            add((scope, lines[a], texts[a], "." + texts[o], 1 if end in called_attrs else 0))
+                            add((scope, lines[o], texts[o], "", 0))
                             p = sub
                             continue
                     node = nodes[j]
@@ -265,19 +286,20 @@ class _Walk:
                     p = sub
                     continue
                 depth = len(stack)
-                self._special(p + 1, sub, t, nodes[j], scope, fn, cls, stack)
+                self._special(p + 1, sub, t, j, scope, fn, cls, stack)
                 if len(stack) > depth:  # visit what was pushed, then the rest
                     stack.insert(depth, (sub, q, scope, fn, cls))
                     break
                 p = sub
 
     def _special(
-        self, lo: int, hi: int, t: str, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+        self, lo: int, hi: int, t: str, j: int, scope: str, fn: str, cls: str, stack: list[Frame]
     ) -> None:
-        """Visit a found node other than a name or an attribute, as the walk did ([lo, hi): inside it)."""
-        facts = self.facts
+        """Visit a found node (`nodes[j]`) other than a name or an attribute, as the walk did ([lo, hi):
+        inside it)."""
+        facts, node = self.facts, self.nodes[j]
         if t in {"assignment", "augmented_assignment"}:
-            self._assignment(lo, hi, node, scope, fn, cls, stack)
+            self._assignment(lo, hi, t, j, scope, fn, cls, stack)
         elif t == "function_definition":
             self._function(lo, hi, node, scope, fn, cls, stack)
         elif t in {"import_statement", "import_from_statement"}:
@@ -354,18 +376,18 @@ class _Walk:
         self.push(stack, lo, hi, node.child_by_field_name("body"), qual, qual, own_cls)
 
     def _assignment(
-        self, lo: int, hi: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+        self, lo: int, hi: int, t: str, j: int, scope: str, fn: str, cls: str, stack: list[Frame]
     ) -> None:
-        facts = self.facts
+        facts, node, starts, ends = self.facts, self.nodes[j], self.starts, self.ends
         first = self.order[lo] if lo < hi else self.idents
-        if first < self.idents and self.starts[first] == node.start_byte and node.type == "assignment":
-            after = self.ends[first]
+        if t == "assignment" and first < self.idents and starts[first] == starts[j]:
+            after = ends[first]
             if (
                 self.src[after : after + 3] == b" = "
             ):  # `name = value`, the common case, asked less of the tree
                 right = node.child_by_field_name("right")
                 kind = value_type(right)
-                name = self.src[self.starts[first] : after].decode("utf-8", "replace")
+                name = self.texts[first]
                 if cls and scope == cls and kind:  # `handler = Handler()` in a class body
                     add_type(facts.types.setdefault(cls, {}), f"self.{name}", kind)
                 elif fn:
@@ -374,7 +396,11 @@ class _Walk:
                         bound.append(name)
                     if kind:
                         add_type(facts.types.setdefault(fn, {}), name, kind)
-                self.push(stack, lo + 1, hi, right, scope, fn, cls)
+                if right is not None and right.end_byte == ends[j]:  # the rest of the assignment is `value`
+                    if lo + 1 < hi:
+                        stack.append((lo + 1, hi, scope, fn, cls))
+                else:
+                    self.push(stack, lo + 1, hi, right, scope, fn, cls)
                 return
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")

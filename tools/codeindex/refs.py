@@ -30,6 +30,7 @@ from tree_sitter import Node
 
 from xihe.tools.codeindex import jsimports, pyrefs, treequery
 from xihe.tools.codeindex.filefacts import FileFacts
+from xihe.tools.codeindex.identifiers import Names
 from xihe.tools.codeindex.languages import LANGS, node_text
 from xihe.tools.codeindex.units import CodeUnit
 
@@ -44,14 +45,20 @@ def module_name(path: str) -> str:
 
 
 def extract(
-    path: str, lang: str, root: Node, units: list[CodeUnit], caps: treequery.Captures | None = None
+    path: str,
+    lang: str,
+    root: Node,
+    units: list[CodeUnit],
+    caps: treequery.Captures | None = None,
+    names: Names | None = None,
 ) -> FileFacts:
     """The facts of one parsed file (`root` is its tree's root, `units` its units, `caps` the tree's
-    `treequery.captures` when already made)."""
+    `treequery.captures` and `names` their `identifiers.names` when already made)."""
     if lang == "python":
         facts = FileFacts("python", module_name(path))
         package = facts.module if path.endswith("__init__.py") else facts.module.rpartition(".")[0]
-        pyrefs.extract(facts, package, caps if caps is not None else treequery.captures(lang, root), root)
+        found = caps if caps is not None else treequery.captures(lang, root)
+        pyrefs.extract(facts, package, found, root, names)
         return facts
     return _calls(path, lang, root, units, caps)
 

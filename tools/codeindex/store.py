@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
     from xihe.tools.codeindex.multilingual import MultilingualVectors
     from xihe.tools.codeindex.tokens import Tokenizer
 
+_UNIT = json.JSONEncoder(ensure_ascii=False)  # one unit's line: `json.dumps(..., ensure_ascii=False)`
 MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's module
 # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
 # 10: the query-word table as base + delta (qvec.py)
@@ -166,9 +167,9 @@ def _write_units(idx: Stored, target: Path) -> tuple[int, int]:
     with open(target, "r+b" if start else "wb") as fh:
         fh.truncate(offset)
         fh.seek(offset)
-        for u in idx.units[start:]:
-            line = "null" if u is None else json.dumps(u.to_json(), ensure_ascii=False)
-            fh.write(line.encode("utf-8") + b"\n")
+        encode = _UNIT.encode  # made once: `json.dumps` with an option builds an encoder per call
+        lines = ("null" if u is None else encode(u.to_json()) for u in idx.units[start:])
+        fh.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
         return len(idx.units), fh.tell()
 
 

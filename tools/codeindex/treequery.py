@@ -31,8 +31,9 @@ def fact_types(lang: str) -> set[str]:
 
 def captures(lang: str, root: Node, facts: bool = True) -> Captures:
     """The nodes under `root` by capture: "unit" (a type `languages.unit_kind` may accept), "name"
-    (identifiers), "call" (calls), and with `facts` "fact" (`fact_types`) and for Python "called" (the
-    identifier or attribute a call calls)."""
+    (identifiers), "call" (calls), and with `facts` "fact" (`fact_types`; for Python one capture per
+    type, "fact.<type>", so their reader asks no node its type) and for Python "called" (the identifier
+    or attribute a call calls)."""
     key = (lang, facts)
     query = _QUERIES.get(key)
     if query is None:
@@ -47,9 +48,15 @@ def captures(lang: str, root: Node, facts: bool = True) -> Captures:
         types = sorted(set().union(*groups.values()))
         known = [t for t in types if language.id_for_node_kind(t, True) is not None]
         patterns = [
-            f"({t}) " + " ".join(f"@{g}" for g, members in groups.items() if t in members) for t in known
+            f"({t}) " + " ".join(_capture(g, t, lang) for g, members in groups.items() if t in members)
+            for t in known
         ]
         if facts and lang == "python":
             patterns += pyrefs.PATTERNS
         query = _QUERIES[key] = Query(language, "\n".join(patterns))
     return QueryCursor(query).captures(root)
+
+
+def _capture(group: str, node_type: str, lang: str) -> str:
+    """The capture of `group` for a node of `node_type`: a Python fact's names its type."""
+    return f"@fact.{node_type}" if group == "fact" and lang == "python" else f"@{group}"

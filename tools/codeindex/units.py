@@ -14,6 +14,8 @@ from tree_sitter import Node, Tree
 
 from xihe.tools.codeindex import treequery
 from xihe.tools.codeindex.doccomments import leading_comments, module_doc, python_docstring
+from xihe.tools.codeindex.identifiers import Names
+from xihe.tools.codeindex.identifiers import names as names_of
 from xihe.tools.codeindex.languages import LANGS, LangSpec, Parsers, language_of, node_text, unit_kind
 
 MAX_IDENTIFIERS = 200
@@ -146,17 +148,19 @@ def _callee(call: Node) -> str:
     return text.rsplit(".", 1)[-1] if len(text) < 80 else ""
 
 
-def _collect(nodes: list[Node], spec: LangSpec) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Identifiers and callee names of one unit's identifier and call `nodes` (`_sweep`'s order)."""
+def _collect(mine: list[int], nodes: list[Node], names: Names) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Identifiers and callee names of one unit's identifier and call `nodes` (their indices `mine`,
+    `_sweep`'s order; an index below the identifiers' count is an identifier, read from `names`)."""
     ids: dict[str, None] = {}
     calls: dict[str, None] = {}
-    identifiers = spec.identifiers
-    for n in nodes:
-        if n.type in identifiers:
+    texts = names.texts
+    count = len(texts)
+    for i in mine:
+        if i < count:
             if len(ids) < MAX_IDENTIFIERS:
-                ids.setdefault(node_text(n), None)
+                ids.setdefault(texts[i], None)
         elif len(calls) < MAX_CALLS:
-            c = _callee(n)
+            c = _callee(nodes[i])
             if c:
                 calls.setdefault(c, None)
     return tuple(ids), tuple(calls)
@@ -168,15 +172,18 @@ def _candidates(found: list[Node]) -> list[Node]:
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 
-def _sweep(units: list[Node], nodes: list[Node]) -> list[list[Node]]:
-    """Per unit node: the identifier and call `nodes` whose innermost unit it is (a nested unit's are
-    its own), enclosing before enclosed, else the later first: the order of a depth-first walk that
-    pops the last child first, as a walk from each unit that does not enter nested units met them."""
+def _sweep(units: list[Node], names: Names, calls: list[Node]) -> list[list[int]]:
+    """Per unit node: the identifiers (`names`, index i) and `calls` (index len(names) + j) whose
+    innermost unit it is (a nested unit's are its own), enclosing before enclosed, else the later
+    first: the order of a depth-first walk that pops the last child first, as a walk from each unit
+    that does not enter nested units met them."""
     # one sorted sequence of units (flag 0: before a node of the same span) and nodes (flag 1)
     keyed = [(-n.end_byte, n.start_byte, 0, i) for i, n in enumerate(units)]
-    keyed += [(-n.end_byte, n.start_byte, 1, i) for i, n in enumerate(nodes)]
+    keyed += [(-e, s, 1, i) for i, (s, e) in enumerate(zip(names.starts, names.ends, strict=True))]
+    first = len(names.starts)
+    keyed += [(-n.end_byte, n.start_byte, 1, first + i) for i, n in enumerate(calls)]
     keyed.sort()
-    out: list[list[Node]] = [[] for _ in units]
+    out: list[list[int]] = [[] for _ in units]
     open_: list[tuple[int, int, int]] = []  # (start, end, unit) of the units holding the current point
     for neg_end, start, flag, i in keyed:
         end = -neg_end
@@ -185,7 +192,7 @@ def _sweep(units: list[Node], nodes: list[Node]) -> list[list[Node]]:
         if flag == 0:
             open_.append((start, end, i))
         elif open_:
-            out[open_[-1][2]].append(nodes[i])
+            out[open_[-1][2]].append(i)
     return out
 
 
@@ -201,13 +208,15 @@ def parse_units(
     parsers: Parsers,
     tree: Tree | None = None,
     caps: treequery.Captures | None = None,
+    names: Names | None = None,
 ) -> list[CodeUnit]:
-    """Parse `source` (file `path`, language `lang`) into units, outer ones first (from `tree` and its
-    `treequery.captures` when given)."""
+    """Parse `source` (file `path`, language `lang`) into units, outer ones first (from `tree`, its
+    `treequery.captures` and their `identifiers.names` when given)."""
     spec = LANGS[lang]
     src = source.encode("utf-8", "replace")
     tree = tree if tree is not None else parsers.get(lang).parse(src)
     caps = caps if caps is not None else treequery.captures(lang, tree.root_node, facts=False)
+    names = names if names is not None else names_of(caps, src)
     lines = source.splitlines()
     found: list[tuple[Node, str, str]] = []  # (node, kind, qualname)
 
@@ -234,7 +243,8 @@ def parse_units(
         found.append((node, ukind, qual))
         enclosing.append((start, end, qual, kind))
 
-    inside = _sweep([n for n, _, _ in found], caps.get("name", []) + caps.get("call", []))
+    nodes = caps.get("name", []) + caps.get("call", [])
+    inside = _sweep([n for n, _, _ in found], names, caps.get("call", []))
     units: list[CodeUnit] = []
     for (node, kind, qual), mine in zip(found, inside, strict=True):
         anchor = node
@@ -246,7 +256,7 @@ def parse_units(
             anchor = anchor.parent
         start, end = anchor.start_point[0] + 1, node.end_point[0] + 1
         doc = python_docstring(node) if lang == "python" else leading_comments(anchor)
-        ids, calls = _collect(mine, spec)
+        ids, calls = _collect(mine, nodes, names)
         name = qual.rsplit(".", 1)[-1]
         if kind == "class":
             # a class is searched by its header, doc and own lines; its methods are units of their own
