@@ -11,7 +11,7 @@ after a crash is harmless because outbox keys are unique.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
@@ -117,8 +117,31 @@ class Pipeline:
 
     # ---- entry points -------------------------------------------------------------------------
     def feed(self, event: AlertEvent, now: datetime, *, ticked: bool = False) -> FeedResult:
-        """Process one event at `now`; returns its record(s) and any notification that came due."""
-        return self.feed_batch((event,), now, ticked=ticked)
+        """Process one event at `now`; returns its record(s) and any notification that came due.
+
+        `feed_batch` of one event without its lists (the replay feeds events one by one; issue 30)."""
+        before = _EMPTY if ticked else self.tick(now)
+        if before is not _EMPTY:
+            return before + self.feed_batch((event,), now, ticked=True)
+        notes: list[Notification] = []
+        recs: list[AlertRecord] = []
+        moves: Sequence[Transition] = ()
+        try:
+            recs = self._decide(event, now, notes)
+            if self.life is not None:
+                moves = self._lifecycle(event, recs, now)
+        except Exception as exc:  # as in a batch: the record says what broke; the bot goes on
+            recs = [*recs, self._broken(event, now, exc)]
+        after = self.tick(now)
+        out = FeedResult(
+            tuple(recs),
+            (*notes, *after.notifications) if notes else after.notifications,
+            (*moves, *after.transitions) if moves else after.transitions,
+        )
+        if self.records is not None:
+            for r in recs:
+                self.records.record(r)
+        return out
 
     def feed_batch(self, events: Iterable[AlertEvent], now: datetime, *, ticked: bool = False) -> FeedResult:
         """Process events reported together (e.g. one webhook post), then flush what is due.
@@ -139,19 +162,7 @@ class Pipeline:
                 if self.life is not None:
                     moves.extend(self._lifecycle(event, decided, now))
             except Exception as exc:  # one event never stops the batch; the record says what broke
-                log.exception("alert pipeline failed on event %s", idempotency_key(event))
-                recs.append(
-                    AlertRecord(
-                        now,
-                        idempotency_key(event),
-                        event.instance_id,
-                        event.workflow,
-                        event.task_name,
-                        Reason.BAD_EVENT,
-                        None,
-                        f"internal error: {type(exc).__name__}: {exc}"[:500],
-                    )
-                )
+                recs.append(self._broken(event, now, exc))
         after = self.tick(now)
         if after is not _EMPTY:
             notes.extend(after.notifications)
@@ -161,6 +172,22 @@ class Pipeline:
             for r in recs:
                 self.records.record(r)
         return out
+
+    @staticmethod
+    def _broken(event: AlertEvent, now: datetime, exc: Exception) -> AlertRecord:
+        """The record of an event the pipeline failed on (logged with its key)."""
+        key = idempotency_key(event)
+        log.exception("alert pipeline failed on event %s", key)
+        return AlertRecord(
+            now,
+            key,
+            event.instance_id,
+            event.workflow,
+            event.task_name,
+            Reason.BAD_EVENT,
+            None,
+            f"internal error: {type(exc).__name__}: {exc}"[:500],
+        )
 
     def record_bad(self, at: datetime, where: str, problem: str) -> AlertRecord:
         """Record an event that could not be used (bad JSON, missing field, unknown state)."""
