@@ -62,6 +62,7 @@ def _validated(data: Any) -> AlertEvent:
 _PLAIN_STR = frozenset((*_STR, "source"))
 _PLAIN_INT = frozenset(_INT)
 _TIME_FIELDS = frozenset(("at", "start_time", "end_time"))
+_BLANK = (None, "")
 # AlertEvent's defaults, which are EventLine's (agent/alerts/eventline.py, not imported here: pydantic;
 # tests/alerts/test_event.py holds the two equal)
 _DEFAULTS = {f.name: f.default for f in fields(AlertEvent) if f.default is not MISSING}
@@ -111,8 +112,9 @@ def _plain(data: Any) -> AlertEvent | None:
         else:
             continue  # a key the format does not know: ignored
         values[key] = value
-    if any(values.get(k) in (None, "") for k in REQUIRED):
-        return None
+    for key in REQUIRED:  # a loop, not any(<generator>): ~0.5 µs a line (issue 30)
+        if values.get(key) in _BLANK:
+            return None
     # every field is in `values` (_WHOLE): the object AlertEvent(**values) makes, without its frozen
     # __init__'s 22 object.__setattr__ calls (~2 µs of a line's ~4; issue 30)
     event = object.__new__(AlertEvent)

@@ -202,8 +202,8 @@ def parse_lines(lines: Iterable[str]) -> Loaded:
             if known[1]:
                 out.unknown_fields.update(known[1])
             continue
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
+        if line[:1] != "{" and (not line.strip() or line.lstrip().startswith("#")):
+            continue  # blank or a comment (an object's line is neither)
         try:
             data = _loads(line)
         except json.JSONDecodeError as exc:

@@ -3,6 +3,7 @@ DolphinScheduler report, and the stored form read back as written."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from xihe.agent.alert_event import AlertEvent
 from xihe.agent.alerts.event import EventError, from_report, parse_event, unknown_fields
+from xihe.agent.alerts.replay import parse_lines
 
 LINE: dict[str, Any] = {
     "at": "2026-12-02T17:00:05+08:00",
@@ -202,3 +204,10 @@ def test_the_fast_path_defaults_are_the_line_models_defaults() -> None:
     model = {n: f.default for n, f in EventLine.model_fields.items() if not f.is_required()}
     del model["task_state"]  # an older line's field, mapped by from_report
     assert model == _DEFAULTS
+
+
+def test_a_stream_skips_blank_and_comment_lines_and_reads_an_indented_object() -> None:
+    text = json.dumps(LINE)
+    loaded = parse_lines(["# a storm of 2026-12-02", "", "   ", "  # indented comment", f"  {text}", text])
+    assert loaded.bad == []
+    assert loaded.events == [parse_event(LINE), parse_event(LINE)]
