@@ -12,6 +12,13 @@ the naive one-alert-per-FAILURE-event count, and the storm checks against the ge
 instances that failed for good but were never named (must be 0), instances named although they did
 not fail for good (must be 0), the busiest robot-minute (≤ 20), the slowest first P0 message after
 its final failure (≤ 1 s), and messages vs 2 × (failed instances + maintenance windows).
+
+`--base DIR`: an export of an earlier xihe (`DIR/xihe/agent/...`, e.g. `git archive` of its `agent`,
+`tools`, `integrations` and `config` under `DIR/xihe`) run by the same harness in the same rounds: its
+whole process alternately with this one's, and both in-process (`replay_phase.py`: reading the events
+plus `run_replay`, CPU medians), with the speed-ups this/base. The issue's anchor is a reference policy
+that is not in the repository (issue 30: xihe 3.0× slower than it whole, 2.25× in-process at the
+time); measured against the xihe of that time, those gaps are what the speed-ups must reach.
 """
 
 from __future__ import annotations
@@ -69,20 +76,29 @@ def _reference(decoded: list[dict[str, Any]], raw: dict[str, Any]) -> float:
 # both children as an installed program runs: Python keeps its compiled modules (pip writes them at
 # install time); a shell with PYTHONDONTWRITEBYTECODE would make xihe recompile ~50 modules per run
 _AS_INSTALLED = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# children start in a directory without a `xihe` or `tests` of its own, so `--base` decides which runs
+_NEUTRAL = tempfile.gettempdir()
+_PHASE = str(Path(__file__).with_name("replay_phase.py"))
 
 
-def _timed_run(cmd: list[str]) -> tuple[float, float]:
+def _base_env(base: str) -> dict[str, str]:
+    """The environment that makes `import xihe` the export at `base` (first on the path)."""
+    return {**_AS_INSTALLED, "PYTHONPATH": base}
+
+
+def _timed_run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall and CPU seconds of one child process (its output discarded)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=_AS_INSTALLED)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env or _AS_INSTALLED, cwd=_NEUTRAL)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _whole_process(jsonl: str, raw: dict[str, Any], runs: int) -> dict[str, Any]:
-    """`xihe alerts replay --json` and the reference policy as fresh processes, alternately."""
+def _whole_process(jsonl: str, raw: dict[str, Any], runs: int, base: str | None) -> dict[str, Any]:
+    """`xihe alerts replay --json` and the reference policy as fresh processes, alternately (and the
+    xihe at `base`, with both in-process phases, when given)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "events.jsonl").write_text(jsonl, encoding="utf-8")
@@ -103,10 +119,14 @@ def _whole_process(jsonl: str, raw: dict[str, Any], runs: int) -> dict[str, Any]
             ],
             "reference": [sys.executable, alert_reference.__file__, events, tmp],
         }
+        envs = {name: _AS_INSTALLED for name in commands}
+        if base is not None:
+            commands["base"], envs["base"] = commands["xihe"], _base_env(base)
         timings: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for _ in range(runs):
             for name, cmd in commands.items():
-                timings[name].append(_timed_run(cmd))
+                timings[name].append(_timed_run(cmd, envs[name]))
+        phases = _phases(events, tmp, runs, base) if base is not None else None
     lines = jsonl.count("\n")
     out: dict[str, Any] = {"runs": runs}
     for name, got in timings.items():
@@ -123,6 +143,29 @@ def _whole_process(jsonl: str, raw: dict[str, Any], runs: int) -> dict[str, Any]
     out["ratio_xihe_to_reference_cpu"] = round(
         out["reference"]["cpu_median_s"] / out["xihe"]["cpu_median_s"], 2
     )
+    if base is not None and phases is not None:
+        out["speedup_over_base_cpu"] = round(out["base"]["cpu_median_s"] / out["xihe"]["cpu_median_s"], 2)
+        out["in_process"] = phases
+    return out
+
+
+def _phases(events: str, config_dir: str, runs: int, base: str) -> dict[str, Any]:
+    """Reading + `run_replay` in-process, this xihe and the one at `base` alternately (CPU medians)."""
+    got: dict[str, list[dict[str, Any]]] = {"xihe": [], "base": []}
+    for _ in range(runs):
+        for name, env in (("xihe", _AS_INSTALLED), ("base", _base_env(base))):
+            cmd = [sys.executable, _PHASE, events, config_dir, "5"]
+            done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=_NEUTRAL)
+            got[name].append(json.loads(done.stdout))
+    out: dict[str, Any] = {
+        name: {
+            key: round(statistics.median(r[key] for r in rows), 4)
+            for key in ("parse_cpu_s", "replay_cpu_s", "in_process_cpu_s")
+        }
+        | {"notifications": rows[-1]["notifications"]}
+        for name, rows in got.items()
+    }
+    out["speedup_over_base_cpu"] = round(out["base"]["in_process_cpu_s"] / out["xihe"]["in_process_cpu_s"], 2)
     return out
 
 
@@ -132,7 +175,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--instances", type=int, default=500)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--base", metavar="DIR", help="an export of an earlier xihe, run the same way")
     args = ap.parse_args()
+    if args.base is not None and not (Path(args.base) / "xihe" / "agent").is_dir():
+        ap.error(f"--base {args.base}: no xihe/agent/ in it (an export of an earlier xihe)")
     storm = gen.generate(seed=args.seed, instances=args.instances, p_duplicate=0.9)
     raw = gen.alerts_config()
     cfg = AlertsConfig.model_validate(raw)
@@ -146,7 +192,7 @@ def main() -> None:
     core_only = min(_core(cfg, wfs, events) for _ in range(args.runs))
     decoded = [json.loads(line) for line in storm.jsonl().splitlines()]
     reference = min(_reference(decoded, raw) for _ in range(args.runs))
-    whole = _whole_process(storm.jsonl(), raw, args.runs)
+    whole = _whole_process(storm.jsonl(), raw, args.runs, args.base)
 
     # 2) the full replay: simulated clock, rate-limited simulated robot, e-mail fallback, the alert
     # lifecycle; its decision path (feed + tick as its clock runs, lifecycle included) is best of `--runs`
