@@ -52,8 +52,6 @@ _LITERALS = frozenset(
 )
 
 
-_DEF = frozenset({b"def ", b"async def "})  # a function's bytes before its name, as usually written
-_PLAIN_PARAMS = re.compile(rb"\(\s*(?:[A-Za-z_]\w*\s*,\s*)*(?:[A-Za-z_]\w*\s*,?\s*)?\)")  # `(a, b)`
 _BLANK = frozenset({b" ", b"\t", b"\r", b"\n", b"\\", b"\x0c", b""})
 _CHAIN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _NOT_NAMES = frozenset({b"True", b"False", b"None"})  # literals, not names: no chain
@@ -256,9 +254,6 @@ class _Walk:
                     sub += 1
                 t = types[j - idents]
                 if t == "attribute":
-                    if sub > p + 3 and self._chain(p, sub, scope):  # `a.b.c`, read without asking the tree
-                        p = sub
-                        continue
                     if sub == p + 3:  # `name.attr`: its two identifiers, read without asking the tree
                         o, a = order[p + 1], order[p + 2]
                         if (
@@ -301,36 +296,6 @@ class _Walk:
                     break
                 p = sub
 
-    def _chain(self, p: int, sub: int, scope: str) -> bool:
-        """The refs of the attribute at position `p` (its inside up to `sub`) when it is a chain of
-        names written plainly (`a.b.c`: the attributes `a.b.c` and `a.b`, then the names): the
-        outermost attribute first, each with the names before it as its receiver, as the walk gave
-        them; False (nothing added) for any other attribute."""
-        order, starts, ends, idents = self.order, self.starts, self.ends, self.idents
-        j = order[p]
-        text = self.src[starts[j] : ends[j]]
-        links = text.count(b".")  # attributes in the chain; one name more
-        if sub != p + 2 * links + 1 or not _CHAIN.fullmatch(text) or text[: text.find(b".")] in _NOT_NAMES:
-            return False
-        chain = order[p + links : sub]  # the names, in file order
-        if any(o >= idents for o in chain):
-            return False
-        lines, texts, called_attrs, add = self.lines, self.texts, self.called_attrs, self.facts.refs.append
-        for k in range(links, 0, -1):  # the attribute ending at the k-th name, outermost first
-            name = chain[k]
-            before = ".".join(texts[o] for o in chain[:k])
-            add(
-                (
-                    scope,
-                    lines[name],
-                    texts[name],
-                    "." + before,
-                    1 if ends[order[p + links - k]] in called_attrs else 0,
-                )
-            )
-        add((scope, lines[chain[0]], texts[chain[0]], "", self.called[chain[0]]))
-        return True
-
     def _special(
         self, lo: int, hi: int, t: str, j: int, scope: str, fn: str, cls: str, stack: list[Frame]
     ) -> None:
@@ -340,7 +305,7 @@ class _Walk:
         if t in {"assignment", "augmented_assignment"}:
             self._assignment(lo, hi, t, j, scope, fn, cls, stack)
         elif t == "function_definition":
-            self._function(lo, hi, j, node, scope, fn, cls, stack)
+            self._function(lo, hi, node, scope, fn, cls, stack)
         elif t in {"import_statement", "import_from_statement"}:
             imports_of(node, facts, self.package)
         elif t == "class_definition":
@@ -386,29 +351,18 @@ class _Walk:
         # global and nonlocal statements: nothing
 
     def _function(
-        self, lo: int, hi: int, j: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
+        self, lo: int, hi: int, node: Node, scope: str, fn: str, cls: str, stack: list[Frame]
     ) -> None:
-        facts, order = self.facts, self.order
-        first = order[lo] if lo < hi else self.idents
-        if self.clean and first < self.idents and self.src[self.starts[j] : self.starts[first]] in _DEF:
-            text = self.texts[first]  # the name: the first node found inside, right after `def`
-            if fn:
-                bound = facts.locals.setdefault(fn, [])
-                if text not in bound:
-                    bound.append(text)
-        else:
-            name = node.child_by_field_name("name")
-            text = node_text(name)
-            bind(facts, fn, [name] if name is not None else [])
-        qual = f"{scope}.{text}" if scope else text
+        facts = self.facts
+        name = node.child_by_field_name("name")
+        qual = f"{scope}.{node_text(name)}" if scope else node_text(name)
+        bind(facts, fn, [name] if name is not None else [])
         params = node.child_by_field_name("parameters")
-        own_cls = cls if scope == cls and cls else ""  # a method: `self.x = ...` types its class
-        if params is not None and self.clean and self._plain(lo, hi, params, qual, own_cls, stack):
-            return  # `def f(a, b):`, its names bound, its body pushed
         ret = node.child_by_field_name("return_type")
         if ret is not None:
             facts.returns[qual] = node_text(ret)
             self.push(stack, lo, hi, ret, scope, fn, cls)
+        own_cls = cls if scope == cls and cls else ""  # a method: `self.x = ...` types its class
         if params is not None:
             for p in params.named_children:
                 if p.type == "identifier":
@@ -424,23 +378,6 @@ class _Walk:
                 self.push(stack, lo, hi, typ, scope, fn, cls)
                 self.push(stack, lo, hi, p.child_by_field_name("value"), scope, fn, cls)
         self.push(stack, lo, hi, node.child_by_field_name("body"), qual, qual, own_cls)
-
-    def _plain(self, lo: int, hi: int, params: Node, qual: str, own_cls: str, stack: list[Frame]) -> bool:
-        """When the parameters are names alone and no return annotation follows (`def f(a, b):`), bind
-        the names to the function `qual` and push its body: the found nodes after the parameters."""
-        start, end, src = params.start_byte, params.end_byte, self.src
-        if src[end : end + 1] != b":" or not _PLAIN_PARAMS.fullmatch(src, start, end):
-            return False
-        x, y = self.inside(lo, hi, start, end)
-        if x < y and qual:
-            bound = self.facts.locals.setdefault(qual, [])
-            texts = self.texts
-            for o in self.order[x:y]:  # the parameters' names
-                if texts[o] not in bound:
-                    bound.append(texts[o])
-        if y < hi:
-            stack.append((y, hi, qual, qual, own_cls))
-        return True
 
     def _plain_assignment(
         self, lo: int, hi: int, j: int, first: int, scope: str, fn: str, cls: str, stack: list[Frame]
