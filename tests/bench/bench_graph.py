@@ -18,7 +18,8 @@ both on ten standard-library packages (or React Native 0.71.19 from npm, `--spee
 react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vectors), in one
 process after a warm-up build that is not counted: builds with and without the facts interleaved,
 best of ROUNDS (BM25 only: at least `--pairs`, 5, and the median of each pair's growth with its
-spread), wall and CPU; then eight successive edits (a function appended each time) of the
+spread; and, steadier on a busy machine, the facts' extraction and JSON timed inside each build
+with them, over the rest of it), wall and CPU; then eight successive edits (a function appended each time) of the
 largest file and of a median one, each re-indexed and saved: the median and the spread, wall and
 CPU, as shares of the best build with the facts (the smallest denominator).
 `--js` adds the second language: JavaScript packages from npm against TypeScript's language service
@@ -45,9 +46,11 @@ from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import index as index_module
 from xihe.tools.codeindex import treequery
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED, Def, SymbolGraph
+from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.index import CodeIndex
 
 BUILD_CPU: list[float] = []  # CPU seconds of each build(), in order
+FACTS_CPU: list[float] = []  # of each build() with the facts: the CPU seconds spent making them, inside it
 LEVELS = {"resolved": {RESOLVED}, "+dynamic": {RESOLVED, DYNAMIC}, "+name": {RESOLVED, DYNAMIC, NAME}}
 
 
@@ -69,18 +72,37 @@ def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[Cod
     else:
         cfg, embedder = shipped
     idx = CodeIndex(root, root / ".index" / "bench", cfg, embedder)
-    saved = index_module.extract, index_module.captures
+    saved = index_module.extract, index_module.captures, GraphFacts.set
+    spent = [0.0]
     if not with_graph:  # no facts extracted, and the shared tree query without the facts' node types
         index_module.extract = lambda *a: None  # type: ignore[assignment,misc]
         index_module.captures = functools.partial(treequery.captures, facts=False)
+    else:  # the facts' extraction and JSON line timed inside the build (their query captures are not)
+        index_module.extract = _timed(saved[0], spent)  # type: ignore[assignment]
+        GraphFacts.set = _timed(saved[2], spent)  # type: ignore[method-assign]
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         idx.build()
         idx.save()
         BUILD_CPU.append(time.process_time() - c0)
+        if with_graph:
+            FACTS_CPU.append(spent[0])
         return idx, time.perf_counter() - t0
     finally:
-        index_module.extract, index_module.captures = saved
+        index_module.extract, index_module.captures, GraphFacts.set = saved
+
+
+def _timed(fn: Any, spent: list[float]) -> Any:
+    """`fn`, adding the CPU seconds of each call to spent[0]."""
+
+    def timed(*args: Any) -> Any:
+        c0 = time.process_time()
+        try:
+            return fn(*args)
+        finally:
+            spent[0] += time.process_time() - c0
+
+    return timed
 
 
 def name_position(root: Path, d: Def) -> tuple[int, int] | None:
@@ -380,12 +402,15 @@ def speed(
         shutil.rmtree(root / ".index", ignore_errors=True)
         for label, how in (("bm25_only", None), ("shipped_config", shipped)):
             times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+            shares: list[float] = []  # per build with the facts: their CPU over the rest of it
             n = max(rounds, pairs) if how is None else rounds  # the cheap builds: enough pairs for a median
             for r in range(n):
                 for with_graph in (False, True) if r % 2 == 0 else (True, False):
                     shutil.rmtree(root / ".index", ignore_errors=True)
                     idx, seconds = build(root, with_graph, how)
                     times[with_graph].append((seconds, BUILD_CPU[-1]))
+                    if with_graph:
+                        shares.append(FACTS_CPU[-1] / (BUILD_CPU[-1] - FACTS_CPU[-1]))
             before = min(t[0] for t in times[False]), min(t[1] for t in times[False])
             after = min(t[0] for t in times[True]), min(t[1] for t in times[True])
             if n % 2 == 0:  # the last build was without the graph: the updates need the graph's
@@ -404,6 +429,10 @@ def speed(
                 "growth": round(after[0] / before[0] - 1, 3),
                 "growth_cpu": round(after[1] / before[1] - 1, 3),
                 **pair_growth(times),
+                # inside each build with the facts (so a disturbance hits both parts alike): the CPU of
+                # their extraction and JSON over the rest of that build, their query captures not counted
+                "facts_cpu_share_in_build_median": round(statistics.median(shares), 3),
+                "facts_cpu_share_in_build_min_max": [round(min(shares), 3), round(max(shares), 3)],
             }
             for which in ("largest", "median"):
                 update = incremental(idx, root, which)
