@@ -52,7 +52,6 @@ _LITERALS = frozenset(
 )
 
 
-_BLANK = frozenset({b" ", b"\t", b"\r", b"\n", b"\\", b"\x0c", b""})
 _CHAIN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _NOT_NAMES = frozenset({b"True", b"False", b"None"})  # literals, not names: no chain
 
@@ -167,9 +166,6 @@ class _Walk:
         self, facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node, names: Names | None
     ) -> None:
         self.facts, self.package = facts, package
-        self.clean = not root.has_error  # the grammar's shapes hold: a few nodes are read from the bytes
-        self.calls = caps.get("call", [])  # every call: is an assigned value one (`_value`)
-        self.call_ends: dict[int, int] | None = None
         # the file's bytes, indexed by byte offset (the root may start after leading blank lines)
         head, body = root.start_byte, root.text or b""
         self.src = src = bytes(head) + body if head else body
@@ -379,123 +375,11 @@ class _Walk:
                 self.push(stack, lo, hi, p.child_by_field_name("value"), scope, fn, cls)
         self.push(stack, lo, hi, node.child_by_field_name("body"), qual, qual, own_cls)
 
-    def _plain_assignment(
-        self, lo: int, hi: int, j: int, first: int, scope: str, fn: str, cls: str, stack: list[Frame]
-    ) -> bool:
-        """`name = value` or `name.attr = value` (`self.x = ...`) read from the found nodes and the
-        bytes alone, as `_assignment` reads it from the tree; False (nothing done) for any other."""
-        facts, starts, ends, order, texts, idents = (
-            self.facts,
-            self.starts,
-            self.ends,
-            self.order,
-            self.texts,
-            self.idents,
-        )
-        if starts[first] != starts[j]:
-            return False
-        if first < idents:
-            right = lo + 1
-        elif self._simple_attribute(lo, hi):
-            right = lo + 3
-        else:
-            return False
-        after = ends[first]
-        if self.src[after : after + 3] != b" = ":
-            return False
-        kind = self._value(right, hi, after + 3, ends[j])
-        if kind is None:
-            return False
-        if first < idents:
-            name = texts[first]
-            if cls and scope == cls and kind:  # `handler = Handler()` in a class body
-                add_type(facts.types.setdefault(cls, {}), f"self.{name}", kind)
-            elif fn:
-                bound = facts.locals.setdefault(fn, [])
-                if name not in bound:
-                    bound.append(name)
-                if kind:
-                    add_type(facts.types.setdefault(fn, {}), name, kind)
-        else:
-            if kind.startswith("=") and fn:  # `self.deps = deps`: the parameter's type, read here
-                kind = facts.types.get(fn, {}).get(kind[1:], "") if "." not in kind else ""
-            if cls and kind and texts[order[lo + 1]] == "self":
-                add_type(facts.types.setdefault(cls, {}), f"self.{texts[order[lo + 2]]}", kind)
-            stack.append((lo, right, scope, fn, cls))  # the target, visited after the value
-        if right < hi:
-            stack.append((right, hi, scope, fn, cls))
-        return True
-
-    def _simple_attribute(self, p: int, hi: int) -> bool:
-        """Whether the found node at position `p` is an attribute `name.attr` (its two names next)."""
-        order, starts, ends, idents = self.order, self.starts, self.ends, self.idents
-        if p + 2 >= hi:
-            return False
-        j, o, a = order[p], order[p + 1], order[p + 2]
-        return (
-            j >= idents
-            and self.types[j - idents] == "attribute"
-            and o < idents
-            and a < idents
-            and starts[o] == starts[j]
-            and ends[a] == ends[j]
-            and self.src[ends[o]] == 46  # a '.' right after the name: it is the object
-        )
-
-    def _value(self, r: int, hi: int, v0: int, v1: int) -> str | None:
-        """`value_type` of the value in the bytes [v0, v1) (position `r` the first that may be inside
-        it), read from the found nodes and the file's calls; None when only the tree can tell."""
-        if self.src[v0 : v0 + 1] in _BLANK:
-            return None  # the value starts further on
-        order, ends, idents = self.order, self.ends, self.idents
-        o = order[r] if r < hi and self.at[r] == v0 else -1  # the longest found node the value starts with
-        if o >= 0 and ends[o] == v1:  # it is the value
-            if o < idents:
-                return "=" + self.texts[o]
-            if self.types[o - idents] != "attribute":
-                return ""
-            chain = self._dotted(o)
-            return "=" + chain if chain and chain != "None" else ""
-        end = self._call_ends().get(v0)
-        if end == -1:
-            return None  # several calls start there: `f(a)(b)`
-        if end != v1 or o < 0:
-            return ""  # not a call, or a call of something other than a name or an attribute
-        if o < idents:
-            callee = self.texts[o] if self.called[o] else ""
-        elif self.types[o - idents] == "attribute" and ends[o] in self.called_attrs:
-            callee = self._dotted(o)
-        else:
-            callee = ""
-        return "()" + callee if callee and callee != "super" else ""
-
-    def _dotted(self, o: int) -> str:
-        """`dotted` of the found attribute `o`: its text when it is a chain of names written plainly."""
-        text = self.src[self.starts[o] : self.ends[o]]
-        if _CHAIN.fullmatch(text) and text[: text.find(b".")] not in _NOT_NAMES:
-            return text.decode()
-        return dotted(self.nodes[o])
-
-    def _call_ends(self) -> dict[int, int]:
-        """Where each of the file's calls ends, by where it starts (-1: several start there)."""
-        if self.call_ends is None:
-            self.call_ends = ends = {}
-            for node in self.calls:
-                start = node.start_byte
-                ends[start] = -1 if start in ends else node.end_byte
-        return self.call_ends
-
     def _assignment(
         self, lo: int, hi: int, t: str, j: int, scope: str, fn: str, cls: str, stack: list[Frame]
     ) -> None:
         facts, node, starts, ends = self.facts, self.nodes[j], self.starts, self.ends
         first = self.order[lo] if lo < hi else self.idents
-        if (
-            self.clean
-            and t == "assignment"
-            and self._plain_assignment(lo, hi, j, first, scope, fn, cls, stack)
-        ):
-            return
         if t == "assignment" and first < self.idents and starts[first] == starts[j]:
             after = ends[first]
             if (
