@@ -17,7 +17,9 @@ extraction and the graph.jsonl write) and an incremental update of one file; `--
 both on ten standard-library packages (or React Native 0.71.19 from npm, `--speed-corpus
 react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vectors), in one
 process after a warm-up build that is not counted: builds with and without the facts interleaved,
-best of ROUNDS, wall and CPU; then eight successive edits (a function appended each time) of the
+best of ROUNDS (BM25 only: at least `--pairs`, 5, and the median of each pair's growth with its
+spread; and, steadier on a busy machine, the facts' extraction and JSON timed inside each build
+with them, over the rest of it), wall and CPU; then eight successive edits (a function appended each time) of the
 largest file and of a median one, each re-indexed and saved: the median and the spread, wall and
 CPU, as shares of the best build with the facts (the smallest denominator).
 `--js` adds the second language: JavaScript packages from npm against TypeScript's language service
@@ -44,9 +46,11 @@ from xihe.config.code import CodeConfig
 from xihe.tools.codeindex import index as index_module
 from xihe.tools.codeindex import treequery
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED, Def, SymbolGraph
+from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.index import CodeIndex
 
 BUILD_CPU: list[float] = []  # CPU seconds of each build(), in order
+FACTS_CPU: list[float] = []  # of each build() with the facts: the CPU seconds spent making them, inside it
 LEVELS = {"resolved": {RESOLVED}, "+dynamic": {RESOLVED, DYNAMIC}, "+name": {RESOLVED, DYNAMIC, NAME}}
 
 
@@ -68,18 +72,37 @@ def build(root: Path, with_graph: bool = True, shipped: Any = None) -> tuple[Cod
     else:
         cfg, embedder = shipped
     idx = CodeIndex(root, root / ".index" / "bench", cfg, embedder)
-    saved = index_module.extract, index_module.captures
+    saved = index_module.extract, index_module.captures, GraphFacts.set
+    spent = [0.0]
     if not with_graph:  # no facts extracted, and the shared tree query without the facts' node types
         index_module.extract = lambda *a: None  # type: ignore[assignment,misc]
         index_module.captures = functools.partial(treequery.captures, facts=False)
+    else:  # the facts' extraction and JSON line timed inside the build (their query captures are not)
+        index_module.extract = _timed(saved[0], spent)  # type: ignore[assignment]
+        GraphFacts.set = _timed(saved[2], spent)  # type: ignore[method-assign]
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         idx.build()
         idx.save()
         BUILD_CPU.append(time.process_time() - c0)
+        if with_graph:
+            FACTS_CPU.append(spent[0])
         return idx, time.perf_counter() - t0
     finally:
-        index_module.extract, index_module.captures = saved
+        index_module.extract, index_module.captures, GraphFacts.set = saved
+
+
+def _timed(fn: Any, spent: list[float]) -> Any:
+    """`fn`, adding the CPU seconds of each call to spent[0]."""
+
+    def timed(*args: Any) -> Any:
+        c0 = time.process_time()
+        try:
+            return fn(*args)
+        finally:
+            spent[0] += time.process_time() - c0
+
+    return timed
 
 
 def name_position(root: Path, d: Def) -> tuple[int, int] | None:
@@ -360,10 +383,13 @@ def corpus(name: str, tmp: Path, cache: Path) -> Path:
     return tmp / name
 
 
-def speed(rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src")) -> dict[str, Any]:
+def speed(
+    rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src"), pairs: int = 5
+) -> dict[str, Any]:
     """Build time with and without the graph's facts (BM25 only, and with the shipped config's
-    vectors), interleaved, best of `rounds`, after an uncounted warm-up build; then one file's update
-    (the largest and a median one, median of `EDITS` edits) as a share of the build, wall and CPU."""
+    vectors), interleaved, best of `rounds` (BM25 only: of at least `pairs`), after an uncounted
+    warm-up build; then one file's update (the largest and a median one, median of `EDITS` edits) as
+    a share of the build, wall and CPU."""
     from xihe.config.code import load_file
     from xihe.tools.codeindex.embed import make_embedder
 
@@ -376,21 +402,25 @@ def speed(rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src"))
         shutil.rmtree(root / ".index", ignore_errors=True)
         for label, how in (("bm25_only", None), ("shipped_config", shipped)):
             times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
-            for r in range(rounds):
+            shares: list[float] = []  # per build with the facts: their CPU over the rest of it
+            n = max(rounds, pairs) if how is None else rounds  # the cheap builds: enough pairs for a median
+            for r in range(n):
                 for with_graph in (False, True) if r % 2 == 0 else (True, False):
                     shutil.rmtree(root / ".index", ignore_errors=True)
                     idx, seconds = build(root, with_graph, how)
                     times[with_graph].append((seconds, BUILD_CPU[-1]))
+                    if with_graph:
+                        shares.append(FACTS_CPU[-1] / (BUILD_CPU[-1] - FACTS_CPU[-1]))
             before = min(t[0] for t in times[False]), min(t[1] for t in times[False])
             after = min(t[0] for t in times[True]), min(t[1] for t in times[True])
-            if rounds % 2 == 0:  # the last build was without the graph: the updates need the graph's
+            if n % 2 == 0:  # the last build was without the graph: the updates need the graph's
                 shutil.rmtree(root / ".index", ignore_errors=True)
                 idx, _ = build(root, True, how)
             row: dict[str, Any] = {
                 "corpus": name,
                 "files": len(idx.files),
                 "units": idx.unit_count,
-                "rounds": rounds,
+                "rounds": n,
                 "build_without_graph_s": round(before[0], 2),
                 "build_with_graph_s": round(after[0], 2),
                 "build_without_graph_cpu_s": round(before[1], 2),
@@ -398,6 +428,11 @@ def speed(rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src"))
                 "build_cpu_each_s": {str(k): [round(t[1], 2) for t in v] for k, v in times.items()},
                 "growth": round(after[0] / before[0] - 1, 3),
                 "growth_cpu": round(after[1] / before[1] - 1, 3),
+                **pair_growth(times),
+                # inside each build with the facts (so a disturbance hits both parts alike): the CPU of
+                # their extraction and JSON over the rest of that build, their query captures not counted
+                "facts_cpu_share_in_build_median": round(statistics.median(shares), 3),
+                "facts_cpu_share_in_build_min_max": [round(min(shares), 3), round(max(shares), 3)],
             }
             for which in ("largest", "median"):
                 update = incremental(idx, root, which)
@@ -410,6 +445,17 @@ def speed(rounds: int, name: str = "stdlib", cache: Path = Path("var/eval-src"))
     return out
 
 
+def pair_growth(times: dict[bool, list[tuple[float, float]]]) -> dict[str, Any]:
+    """The growth of each pair of builds run back to back (with and without the facts, CPU): their
+    median and spread, steadier than the ratio of two bests when one build of a pair is disturbed."""
+    ratios = sorted(w[1] / b[1] - 1 for w, b in zip(times[True], times[False], strict=True))
+    return {
+        "growth_cpu_pairs_median": round(statistics.median(ratios), 3),
+        "growth_cpu_pairs_min_max": [round(ratios[0], 3), round(ratios[-1], 3)],
+        "growth_cpu_pairs": [round(r, 3) for r in ratios],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--packages", default="requests,apscheduler")
@@ -419,6 +465,9 @@ def main() -> None:
     ap.add_argument(
         "--speed-corpus", default="stdlib", choices=("stdlib", "react-native"), help="for --speed"
     )
+    ap.add_argument(
+        "--pairs", type=int, default=5, help="for --speed: BM25-only build pairs at least (median growth)"
+    )
     ap.add_argument("--js", action="store_true", help="also JavaScript against TypeScript's findReferences")
     ap.add_argument("--js-packages", default=",".join(PACKAGES), help="pinned npm packages (name@version)")
     args = ap.parse_args()
@@ -426,7 +475,7 @@ def main() -> None:
     if args.js:
         out["javascript"] = {p: run_js(p, Path(args.cache)) for p in args.js_packages.split(",") if p}
     if args.speed:
-        out["speed"] = speed(args.speed, args.speed_corpus)
+        out["speed"] = speed(args.speed, args.speed_corpus, pairs=args.pairs)
     print(json.dumps(out, indent=2))
 
 
