@@ -11,7 +11,7 @@ after a crash is harmless because outbox keys are unique.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
@@ -117,31 +117,8 @@ class Pipeline:
 
     # ---- entry points -------------------------------------------------------------------------
     def feed(self, event: AlertEvent, now: datetime, *, ticked: bool = False) -> FeedResult:
-        """Process one event at `now`; returns its record(s) and any notification that came due.
-
-        `feed_batch` of one event without its lists (the replay feeds events one by one; issue 30)."""
-        before = _EMPTY if ticked else self.tick(now)
-        if before is not _EMPTY:
-            return before + self.feed_batch((event,), now, ticked=True)
-        notes: list[Notification] = []
-        recs: list[AlertRecord] = []
-        moves: Sequence[Transition] = ()
-        try:
-            recs = self._decide(event, now, notes)
-            if self.life is not None:
-                moves = self._lifecycle(event, recs, now)
-        except Exception as exc:  # as in a batch: the record says what broke; the bot goes on
-            recs = [*recs, self._broken(event, now, exc)]
-        after = self.tick(now)
-        out = FeedResult(
-            tuple(recs),
-            (*notes, *after.notifications) if notes else after.notifications,
-            (*moves, *after.transitions) if moves else after.transitions,
-        )
-        if self.records is not None:
-            for r in recs:
-                self.records.record(r)
-        return out
+        """Process one event at `now`; returns its record(s) and any notification that came due."""
+        return self.feed_batch((event,), now, ticked=ticked)
 
     def feed_batch(self, events: Iterable[AlertEvent], now: datetime, *, ticked: bool = False) -> FeedResult:
         """Process events reported together (e.g. one webhook post), then flush what is due.
