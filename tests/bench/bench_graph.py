@@ -19,9 +19,13 @@ react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vect
 process after a warm-up build that is not counted: builds with and without the facts interleaved,
 best of ROUNDS (BM25 only: at least `--pairs`, 5, and the median of each pair's growth with its
 spread; and, steadier on a busy machine, the facts' extraction and JSON timed inside each build
-with them, over the rest of it), wall and CPU; then eight successive edits (a function appended each time) of the
-largest file and of a median one, each re-indexed and saved: the median and the spread, wall and
-CPU, as shares of the best build with the facts (the smallest denominator).
+with them, over the rest of it), wall and CPU; and after each build with the facts, eight successive
+edits (a function appended each time) of the largest file and of a median one, each re-indexed and
+saved: per round the median edit's CPU as a share of the build just before it (a machine whose
+speed drifts over minutes moves both alike), the median over rounds and its spread; the last
+round's edits also as shares of the best build with the facts (the smallest denominator), and each
+round's first edit apart (it parses the file afresh: later edits parse from its last tree,
+`retree.py`).
 `--js` adds the second language: JavaScript packages from npm against TypeScript's language service
 (bench_graph_js.py; npm installs `typescript` and the packages once under --cache).
 """
@@ -404,6 +408,7 @@ def speed(
             times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
             shares: list[float] = []  # per build with the facts: their CPU over the rest of it
             n = max(rounds, pairs) if how is None else rounds  # the cheap builds: enough pairs for a median
+            updates: dict[str, list[dict[str, Any]]] = {"largest": [], "median": []}
             for r in range(n):
                 for with_graph in (False, True) if r % 2 == 0 else (True, False):
                     shutil.rmtree(root / ".index", ignore_errors=True)
@@ -411,11 +416,14 @@ def speed(
                     times[with_graph].append((seconds, BUILD_CPU[-1]))
                     if with_graph:
                         shares.append(FACTS_CPU[-1] / (BUILD_CPU[-1] - FACTS_CPU[-1]))
+                        for which, got in updates.items():  # right after the build they are a share of
+                            update = incremental(idx, root, which)
+                            update["cpu_share_of_this_build"] = (
+                                update["update_one_file_cpu_s"] / BUILD_CPU[-1]
+                            )
+                            got.append(update)
             before = min(t[0] for t in times[False]), min(t[1] for t in times[False])
             after = min(t[0] for t in times[True]), min(t[1] for t in times[True])
-            if n % 2 == 0:  # the last build was without the graph: the updates need the graph's
-                shutil.rmtree(root / ".index", ignore_errors=True)
-                idx, _ = build(root, True, how)
             row: dict[str, Any] = {
                 "corpus": name,
                 "files": len(idx.files),
@@ -434,8 +442,13 @@ def speed(
                 "facts_cpu_share_in_build_median": round(statistics.median(shares), 3),
                 "facts_cpu_share_in_build_min_max": [round(min(shares), 3), round(max(shares), 3)],
             }
-            for which in ("largest", "median"):
-                update = incremental(idx, root, which)
+            for which, got in updates.items():
+                update = got[-1]  # the last round's edits, and every round's share of the build before them
+                each = sorted(u["cpu_share_of_this_build"] for u in got)
+                update["cpu_share_of_this_build"] = round(update["cpu_share_of_this_build"], 4)
+                update["cpu_share_of_build_before_median"] = round(statistics.median(each), 4)
+                update["cpu_share_of_build_before_min_max"] = [round(each[0], 4), round(each[-1], 4)]
+                update["first_edit_cpu_s_each_round"] = [u["update_cpu_each_s"][0] for u in got]
                 update["share_of_build"] = round(update["update_one_file_s"] / after[0], 4)
                 update["cpu_share_of_build"] = round(update["update_one_file_cpu_s"] / after[1], 4)
                 update["cpu_share_min_max"] = [round(c / after[1], 4) for c in update["update_cpu_min_max_s"]]

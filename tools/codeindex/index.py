@@ -38,11 +38,12 @@ from xihe.tools.codeindex.multilingual import Multilingual, MultilingualVectors
 from xihe.tools.codeindex.progress import Progress, no_progress
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
 from xihe.tools.codeindex.refs import FileFacts, extract
+from xihe.tools.codeindex.retree import RecentTrees
 from xihe.tools.codeindex.search import Searching
 from xihe.tools.codeindex.store import FileRecord
 from xihe.tools.codeindex.tokens import Tokenizer
 from xihe.tools.codeindex.treequery import captures
-from xihe.tools.codeindex.units import CodeUnit, parse_tree, parse_units, window_units
+from xihe.tools.codeindex.units import CodeUnit, parse_units, window_units
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
@@ -98,6 +99,7 @@ class CodeIndex(Searching):
         self.bridge = CjkBridge()
         self.reranker = reranker
         self.parsers = Parsers()
+        self._trees = RecentTrees()  # the last trees of the files updates parsed (retree.py)
         self.units: MutableSequence[CodeUnit | None] = []
         self.files: dict[str, FileRecord] = {}
         self.bm25 = Bm25Index()
@@ -187,9 +189,12 @@ class CodeIndex(Searching):
         self.built_at = time.time()
         return stats
 
-    def _parse(self, rel: str) -> Parsed | None:
+    def _parse(self, rel: str, recent: bool = False) -> Parsed | None:
+        """A file's hash, units and facts (None when unreadable); `recent`: an update's, parsed from
+        the file's last tree when an update kept one (`retree.py`)."""
         text = read_source(self.root / rel, self.cfg.walk.max_file_bytes)
         if text is None:
+            self._trees.forget(rel)
             return None
         w = self.cfg.walk
         lang = language_of(rel)
@@ -198,14 +203,17 @@ class CodeIndex(Searching):
             if lang is None:
                 units = window_units(rel, text, w.window_lines, w.window_overlap)
             else:  # one tree for the units and the graph's facts
-                tree = parse_tree(text, lang, self.parsers)
+                source = text.encode("utf-8", "replace")
+                parser = self.parsers.get(lang)
+                tree = self._trees.parse(rel, lang, source, parser) if recent else parser.parse(source)
                 caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
-                names = identifiers.names(caps, text.encode("utf-8", "replace"))  # read once for both
+                names = identifiers.names(caps, source)  # read once for both
                 units = parse_units(rel, text, lang, self.parsers, tree, caps, names)
                 facts = extract(rel, lang, tree.root_node, units, caps, names)
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows
+            self._trees.forget(rel)
             units = window_units(rel, text, w.window_lines, w.window_overlap)
         return sha1_of(text), units, facts
 
@@ -484,7 +492,7 @@ class CodeIndex(Searching):
     ) -> None:
         """Parse `paths` into `new` and `owners`, dropping their old slots; unchanged files skipped unless `force`."""
         for rel in paths:
-            parsed = self._parse(rel)
+            parsed = self._parse(rel, recent=True)
             old = self.files.get(rel)
             if parsed is not None and old is not None and old.sha1 == parsed[0] and not force:
                 continue  # same content: nothing to do

@@ -1,0 +1,96 @@
+"""Re-parsing a file that an update parsed before, from its last tree (tree-sitter's incremental parse).
+
+A file that changes once is usually being worked on and changes again: `xihe serve`'s watcher
+re-indexes it at each save. tree-sitter can parse the new text from the old tree once it is told
+which bytes changed, reusing every subtree outside the change; the tree it returns is the one a
+fresh parse makes. The changed span is what lies between the longest common prefix and suffix of
+the two texts (an edit anywhere inside it is covered). On the largest standard-library file
+(`xml/dom/minidom.py`, 70 kB) that is ~1 ms against ~10 ms for a fresh parse.
+
+Only the last `SIZE` files an update parsed are kept (their source and tree); a full build keeps
+none, so the memory is a few files' trees whatever the repository's size.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from tree_sitter import Parser, Tree
+
+SIZE = 8  # the files kept: those being edited now
+
+
+class RecentTrees:
+    """The last trees of the files most recently re-parsed, by path."""
+
+    def __init__(self, size: int = SIZE) -> None:
+        self.size = size
+        self._kept: OrderedDict[str, tuple[str, bytes, Tree]] = OrderedDict()  # path -> (lang, source, tree)
+
+    def parse(self, path: str, lang: str, source: bytes, parser: Parser) -> Tree:
+        """The tree of `source` (the file at `path` in `lang`), from its kept tree when there is one."""
+        kept = self._kept.pop(path, None)
+        if kept is None or kept[0] != lang:
+            tree = parser.parse(source)
+        else:
+            _, before, old = kept
+            old.edit(**changed_span(before, source))
+            tree = parser.parse(source, old)
+        self._kept[path] = (lang, source, tree)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+        return tree
+
+    def forget(self, path: str) -> None:
+        """Drop the kept tree of `path` (the file is gone)."""
+        self._kept.pop(path, None)
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+
+def changed_span(before: bytes, after: bytes) -> dict[str, object]:
+    """`Tree.edit`'s arguments for the change from `before` to `after`: the bytes between their
+    common prefix and their common suffix (the suffix not overlapping the prefix), with rows and
+    byte columns as tree-sitter counts them."""
+    start = _common_prefix(before, after)
+    limit = min(len(before), len(after)) - start
+    tail = _common_suffix(before, after, limit)
+    old_end, new_end = len(before) - tail, len(after) - tail
+    return {
+        "start_byte": start,
+        "old_end_byte": old_end,
+        "new_end_byte": new_end,
+        "start_point": _point(before, start),
+        "old_end_point": _point(before, old_end),
+        "new_end_point": _point(after, new_end),
+    }
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix (bisection over slice comparisons: memcmp, not a loop)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """The length of the longest common suffix, at most `limit`."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _point(source: bytes, offset: int) -> tuple[int, int]:
+    """(row, byte column) of `offset` in `source`."""
+    return source.count(b"\n", 0, offset), offset - (source.rfind(b"\n", 0, offset) + 1)
