@@ -13,7 +13,7 @@ dispatch added, and with by-name guesses added. jedi's answers are cached under 
 package and jedi version): they take minutes.
 
 Also measured: the index build with and without the graph's facts (the facts' share of a build:
-extraction and the graph.jsonl write) and an incremental update of one file; `--speed ROUNDS` adds
+extraction and the graph.bin write) and an incremental update of one file; `--speed ROUNDS` adds
 both on ten standard-library packages (or React Native 0.71.19 from npm, `--speed-corpus
 react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vectors), in one
 process after a warm-up build that is not counted: builds with and without the facts interleaved,
@@ -47,8 +47,8 @@ from typing import Any
 
 from tests.bench.bench_graph_js import PACKAGES, run_js
 from xihe.config.code import CodeConfig
+from xihe.tools.codeindex import graphstore, treequery
 from xihe.tools.codeindex import index as index_module
-from xihe.tools.codeindex import treequery
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED, Def, SymbolGraph
 from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.index import CodeIndex
@@ -346,7 +346,7 @@ def run(package: str, cache: Path, limit: int) -> dict[str, Any]:
             "build_without_graph_s": round(min(bare_s, bare2_s), 3),
             "build_with_graph_s": round(min(full_s, full2_s), 3),
             "graph_first_query_load_s": round(load_s, 3),
-            "graph_jsonl_bytes": (idx.directory / "graph.jsonl").stat().st_size,
+            "graph_file_bytes": (idx.directory / graphstore.FILE).stat().st_size,
             "jedi_seconds": jedi_s,
             "uses_confirmed_by_jedi_goto": added,
             **score(graph, truth),
@@ -416,6 +416,7 @@ def speed(
                     times[with_graph].append((seconds, BUILD_CPU[-1]))
                     if with_graph:
                         shares.append(FACTS_CPU[-1] / (BUILD_CPU[-1] - FACTS_CPU[-1]))
+                        built = len(idx.files), idx.unit_count  # before the edits add theirs
                         for which, got in updates.items():  # right after the build they are a share of
                             update = incremental(idx, root, which)
                             update["cpu_share_of_this_build"] = (
@@ -426,8 +427,8 @@ def speed(
             after = min(t[0] for t in times[True]), min(t[1] for t in times[True])
             row: dict[str, Any] = {
                 "corpus": name,
-                "files": len(idx.files),
-                "units": idx.unit_count,
+                "files": built[0],
+                "units": built[1],
                 "rounds": n,
                 "build_without_graph_s": round(before[0], 2),
                 "build_with_graph_s": round(after[0], 2),

@@ -9,7 +9,7 @@ import pytest
 
 from xihe.agent.cli.main import main
 from xihe.config.code import CodeConfig
-from xihe.tools.codeindex import navigate
+from xihe.tools.codeindex import graphstore, navigate
 from xihe.tools.codeindex.api import get_code_context, missing_citations
 from xihe.tools.codeindex.embed import Embedder
 from xihe.tools.codeindex.graph import DYNAMIC, NAME, RESOLVED
@@ -164,15 +164,21 @@ def test_definitions_by_qualified_module_and_path(idx: CodeIndex) -> None:
 def test_a_changed_file_updates_its_edges_and_the_graph_file_only_grows_by_it(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     idx = build(root, FILES)
-    lines_before = (idx.directory / "graph.jsonl").read_text(encoding="utf-8").count("\n")
+    before = (idx.directory / graphstore.FILE).read_bytes()
+    count_before = json.loads((idx.directory / "meta.json").read_text(encoding="utf-8"))["graph_records"]
+    assert {path for path, _ in graphstore.records(before, count_before)} >= {"app.py", "shop/orders.py"}
     assert ("app.py", "main") in callers(idx, "place_order")
     (root / "app.py").write_text("import shop\n\n\ndef main():\n    return None\n", encoding="utf-8")
     idx.update_files(["app.py"])
     assert ("app.py", "main") not in callers(idx, "place_order")
     idx.save()
-    graph_file = (idx.directory / "graph.jsonl").read_text(encoding="utf-8").splitlines()
-    # the drop and the new facts of app.py are appended; nothing else is rewritten
-    assert len(graph_file) == lines_before + 1 and json.loads(graph_file[-1])[0] == "app.py"
+    after = (idx.directory / graphstore.FILE).read_bytes()
+    # the new facts of app.py are appended: the saved records are kept byte for byte
+    assert after.startswith(before)
+    meta = json.loads((idx.directory / "meta.json").read_text(encoding="utf-8"))
+    assert (meta["graph_records"], meta["graph_bytes"]) == (count_before + 1, len(after))
+    found = graphstore.records(after, count_before + 1)
+    assert found[-1][0] == "app.py" and found[-1][1] is not None
     loaded = CodeIndex.load(root, idx.directory, idx.cfg, None)
     assert loaded is not None
     assert callers(loaded, "place_order") == callers(idx, "place_order")
@@ -283,3 +289,15 @@ function load(text) {
     (theirs,) = graph.definitions("other/util.js:isNothing")
     assert {u.line: u.certainty for u in graph.uses(theirs)} == {12: RESOLVED}  # the ES import
     assert "readFileSync" not in got  # a package from outside the repository links to nothing
+
+
+def test_records_a_crashed_save_appended_are_ignored_on_load(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    idx = build(root, FILES)
+    expected = callers(idx, "place_order")
+    with open(idx.directory / graphstore.FILE, "ab") as fh:  # a save appended, then died before the swap
+        fh.write(graphstore._record("app.py", None) + b"\x05\x00\x00")
+    loaded = CodeIndex.load(root, idx.directory, idx.cfg, None)
+    assert loaded is not None
+    assert callers(loaded, "place_order") == expected  # app.py's facts are not dropped by the torn tail
+    assert ("app.py", "main") in expected

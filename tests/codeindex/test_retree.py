@@ -70,17 +70,16 @@ def _point(text: bytes, offset: int) -> tuple[int, int]:
 def test_changed_span_brackets_exactly_the_change(before: str, after: str) -> None:
     a, b = before.encode(), after.encode()
     span = changed_span(a, b)
-    start, old_end, new_end = span["start_byte"], span["old_end_byte"], span["new_end_byte"]
-    assert isinstance(start, int) and isinstance(old_end, int) and isinstance(new_end, int)
+    start, old_end, new_end = span.start_byte, span.old_end_byte, span.new_end_byte
     assert start <= old_end <= len(a) and start <= new_end <= len(b)
     assert a[:start] == b[:start] and a[old_end:] == b[new_end:]  # outside the span nothing changed
     # the span is the smallest: its first bytes differ, and so do its last ones (unless one side is empty)
     assert start == min(len(a), len(b)) or a[start] != b[start]
     assert start in (old_end, new_end) or a[old_end - 1] != b[new_end - 1]
     assert (a == b) == (start == old_end == new_end)
-    assert span["start_point"] == _point(a, start)
-    assert span["old_end_point"] == _point(a, old_end)
-    assert span["new_end_point"] == _point(b, new_end)
+    assert span.start_point == _point(a, start)
+    assert span.old_end_point == _point(a, old_end)
+    assert span.new_end_point == _point(b, new_end)
 
 
 def _shape(node: Node) -> list[tuple[str, int, int, tuple[int, int], tuple[int, int]]]:

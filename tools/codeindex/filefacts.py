@@ -1,5 +1,5 @@
 """What one file holds for the symbol graph (the fields are described in refs.py), as kept in
-graph.jsonl."""
+graph.bin (graphstore.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class FileFacts:
     returns: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> list[Any]:
-        """A compact JSON-ready list (graph.jsonl keeps one per file)."""
+        """A compact JSON-ready list (graph.bin keeps one per file, as a tuple)."""
         return [
             self.lang,
             self.module,
@@ -40,3 +40,9 @@ class FileFacts:
         """Inverse of to_json."""
         lang, module, imports, stars, refs, local, types, returns = data
         return cls(lang, module, imports, stars, [tuple(r) for r in refs], local, types, returns)
+
+    @classmethod
+    def from_saved(cls, data: tuple[Any, ...]) -> FileFacts:
+        """Inverse of to_json as graph.bin keeps it: marshal kept the refs' tuples, none is made again."""
+        lang, module, imports, stars, refs, local, types, returns = data
+        return cls(lang, module, imports, stars, refs, local, types, returns)

@@ -14,6 +14,7 @@ none, so the memory is a few files' trees whatever the repository's size.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import NamedTuple
 
 from tree_sitter import Parser, Tree
 
@@ -34,7 +35,15 @@ class RecentTrees:
             tree = parser.parse(source)
         else:
             _, before, old = kept
-            old.edit(**changed_span(before, source))
+            span = changed_span(before, source)
+            old.edit(
+                start_byte=span.start_byte,
+                old_end_byte=span.old_end_byte,
+                new_end_byte=span.new_end_byte,
+                start_point=span.start_point,
+                old_end_point=span.old_end_point,
+                new_end_point=span.new_end_point,
+            )
             tree = parser.parse(source, old)
         self._kept[path] = (lang, source, tree)
         while len(self._kept) > self.size:
@@ -49,7 +58,18 @@ class RecentTrees:
         self._kept.clear()
 
 
-def changed_span(before: bytes, after: bytes) -> dict[str, object]:
+class Span(NamedTuple):
+    """`Tree.edit`'s arguments: bytes, and (row, byte column) points."""
+
+    start_byte: int
+    old_end_byte: int
+    new_end_byte: int
+    start_point: tuple[int, int]
+    old_end_point: tuple[int, int]
+    new_end_point: tuple[int, int]
+
+
+def changed_span(before: bytes, after: bytes) -> Span:
     """`Tree.edit`'s arguments for the change from `before` to `after`: the bytes between their
     common prefix and their common suffix (the suffix not overlapping the prefix), with rows and
     byte columns as tree-sitter counts them."""
@@ -57,14 +77,9 @@ def changed_span(before: bytes, after: bytes) -> dict[str, object]:
     limit = min(len(before), len(after)) - start
     tail = _common_suffix(before, after, limit)
     old_end, new_end = len(before) - tail, len(after) - tail
-    return {
-        "start_byte": start,
-        "old_end_byte": old_end,
-        "new_end_byte": new_end,
-        "start_point": _point(before, start),
-        "old_end_point": _point(before, old_end),
-        "new_end_point": _point(after, new_end),
-    }
+    return Span(
+        start, old_end, new_end, _point(before, start), _point(before, old_end), _point(after, new_end)
+    )
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from xihe.agent.cachedir import shared_cache
-from xihe.tools.codeindex import reuse, segments
+from xihe.tools.codeindex import graphstore, reuse, segments
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.qvec import QueryVectors
@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
 _UNIT = json.JSONEncoder(ensure_ascii=False)  # one unit's line: `json.dumps(..., ensure_ascii=False)`
 MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's module
 # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
-# 10: the query-word table as base + delta (qvec.py)
-INDEX_VERSION = 10
+# 10: the query-word table as base + delta (qvec.py); 11: graph.bin (marshal records) for graph.jsonl
+INDEX_VERSION = 11
 
 
 @dataclass
@@ -105,7 +105,7 @@ def save(idx: Stored) -> None:
     if idx.multi is not None:
         segments.save_rows(current, tmp, MULTI, idx.multi.vectors, bases, np.float16)
     lines, size = _write_units(idx, tmp / "units.jsonl")
-    graph_lines, graph_bytes = idx.graph_facts.save(tmp, len(idx.files))
+    graph_records, graph_bytes = idx.graph_facts.save(tmp, len(idx.files))
     meta = {
         "version": INDEX_VERSION,
         "root": str(idx.root),
@@ -118,7 +118,7 @@ def save(idx: Stored) -> None:
         "built_at": idx.built_at,
         "units_lines": lines,
         "units_bytes": size,
-        "graph_lines": graph_lines,
+        "graph_records": graph_records,
         "graph_bytes": graph_bytes,
     }
     head = json.dumps(meta)[:-1]  # "files" last, from each file's JSON as last written (`_files_json`)
@@ -233,9 +233,9 @@ def load_into(idx: Stored) -> bool:
         return False  # missing or torn: built again
     if "units_bytes" in meta:
         idx.units_on_disk = (lines, int(meta["units_bytes"]))
-    if not (Path(directory) / "graph.jsonl").exists():
+    if not (Path(directory) / graphstore.FILE).exists():
         return False
-    idx.graph_facts = GraphFacts(Path(directory), (int(meta["graph_lines"]), int(meta["graph_bytes"])))
+    idx.graph_facts = GraphFacts(Path(directory), (int(meta["graph_records"]), int(meta["graph_bytes"])))
     idx.files = {p: FileRecord(r["sha1"], list(r["slots"])) for p, r in meta["files"].items()}
     idx.commit, idx.dirty, idx.built_at = (
         meta.get("commit"),
