@@ -251,3 +251,42 @@ def test_a_searched_channel_keeps_one_copy_of_its_rows_and_saves_them_unchanged(
     for slot, row in kept.items():  # the untouched file's rows, saved from the float32 copy
         assert (loaded.multi.vectors[slot] == row).all()
     assert _rank(loaded, "删除过期的缓存", "new_helper") == 1
+
+
+def test_a_repeated_text_is_encoded_once_and_gets_the_row_it_gets_alone(make_repo, cfg, embedder) -> None:
+    # the same undocumented function in three files: one multilingual text, three units
+    same = "def run(job):\n    return job\n"
+    repo = make_repo({"a.py": same, "b.py": same, "c.py": same, "jobs.py": JOBS_PY})
+    idx, _ = index_repo(repo, cfg, embedder=embedder, full=True)
+    assert idx.multi is not None
+    texts = [unit_text(u, "") for u in idx.live_units]
+    assert texts.count("run. ") == 3
+    assert idx.multi.model.encoded == len(set(texts)) < len(texts)
+    runs = [s for s, u in enumerate(idx.units) if u is not None and u.name == "run"]
+    alone = idx.multi.model.encode(["run. "])[0].astype(np.float32)
+    for s in runs:  # one row, repeated (batched with other texts, its last bits may differ from alone)
+        assert np.array_equal(idx.multi.vectors[s], idx.multi.vectors[runs[0]])
+        assert np.allclose(idx.multi.vectors[s].astype(np.float32), alone, atol=2e-3)
+
+
+class _Counting:
+    """The real wordllama embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.dim, self.asked = inner, inner.name, inner.dim, []
+
+    def embed(self, texts):
+        self.asked.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_the_unit_vectors_embed_each_distinct_text_once(make_repo, cfg, embedder) -> None:
+    same = "def run(job):\n    return job\n"
+    repo = make_repo({"a.py": same, "b.py": same, "jobs.py": JOBS_PY})
+    counting = _Counting(embedder)
+    idx = CodeIndex(repo, Path(cfg.index_dir) / "x", _no_bridge(cfg), counting)
+    idx.build()
+    assert len(counting.asked) == len(set(counting.asked))  # nothing embedded twice
+    runs = [s for s, u in enumerate(idx.units) if u is not None and u.name == "run"]
+    assert len(runs) == 2 and np.array_equal(idx.vectors[runs[0]], idx.vectors[runs[1]])
+    assert len([t for t in counting.asked if t.startswith("run\n")]) == 1

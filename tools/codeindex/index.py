@@ -23,7 +23,7 @@ from xihe.tools.codeindex import gcpause, identifiers, inherit, reuse, segments,
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.callermap import CALLER_KINDS, CallerMap
-from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder
+from xihe.tools.codeindex.embed import Embedder, Reranker, WordLlamaEmbedder, distinct
 from xihe.tools.codeindex.fields import (
     bm25_text,
     doc_sentences,
@@ -340,15 +340,8 @@ class CodeIndex(Searching):
         self, texts: list[str], old: list[int | None], progress: Progress, label: str = "embedding"
     ) -> np.ndarray:
         """The vectors of `texts`: the rows of `old` slots where given, the rest embedded in batches."""
-        assert self.embedder is not None
         todo = [i for i, o in enumerate(old) if o is None]
-        batch = 2048
-        chunks = [str(i) for i in range(0, len(todo), batch)]
-        rows = [
-            self.embedder.embed([texts[j] for j in todo[int(i) : int(i) + batch]])
-            for i in progress(chunks, label, len(chunks))
-        ]
-        fresh = half(np.concatenate(rows)) if rows else None
+        fresh = self._embed_once([texts[j] for j in todo], progress, label)
         if len(todo) == len(texts) and fresh is not None:
             return fresh
         dim = self.vectors.shape[1] if self.vectors.size else (fresh.shape[1] if fresh is not None else 1)
@@ -359,6 +352,20 @@ class CodeIndex(Searching):
         if kept:
             out[kept] = self.vectors[[o for o in old if o is not None]]
         return out
+
+    def _embed_once(self, texts: list[str], progress: Progress, label: str) -> np.ndarray | None:
+        """The (half-rounded) vectors of `texts`, each distinct text embedded once, in batches; None
+        for no text."""
+        assert self.embedder is not None
+        if not texts:
+            return None
+        once, row_of = distinct(texts)
+        batch = 2048
+        chunks = [str(i) for i in range(0, len(once), batch)]
+        rows = [
+            self.embedder.embed(once[int(i) : int(i) + batch]) for i in progress(chunks, label, len(chunks))
+        ]
+        return half(np.concatenate(rows))[row_of]
 
     def _append_sentences(
         self, units: list[CodeUnit], base: int, progress: Progress, old: list[int | None]
@@ -383,18 +390,13 @@ class CodeIndex(Searching):
         if not texts:
             return texts
         todo = [i for i, c in enumerate(copied) if c is None]
-        batch = 2048
-        chunks = [str(i) for i in range(0, len(todo), batch)]
-        fresh = [
-            self.embedder.embed([texts[j] for j in todo[int(i) : int(i) + batch]])
-            for i in progress(chunks, "embedding doc sentences", len(chunks))
-        ]
-        if len(todo) == len(texts):
-            vecs = half(np.concatenate(fresh))
+        fresh = self._embed_once([texts[j] for j in todo], progress, "embedding doc sentences")
+        if len(todo) == len(texts) and fresh is not None:
+            vecs = fresh
         else:
             vecs = np.zeros((len(texts), self.sent_vectors.shape[1]), np.float32)
-            if fresh:
-                vecs[todo] = half(np.concatenate(fresh))
+            if fresh is not None:
+                vecs[todo] = fresh
             kept = [i for i, c in enumerate(copied) if c is not None]
             vecs[kept] = self.sent_vectors[[c for c in copied if c is not None]]
         if self.sent_vectors.size:

@@ -21,6 +21,7 @@ import numpy as np
 
 from xihe.agent.errors import ConfigError
 from xihe.tools.codeindex import blas
+from xihe.tools.codeindex.embed import distinct
 from xihe.tools.codeindex.tokens import split_identifier
 from xihe.tools.codeindex.units import CodeUnit
 from xihe.tools.codeindex.usequery import (
@@ -143,10 +144,11 @@ class Multilingual:
             return np.zeros((0, DIM), np.float16)
         model = self._package()
         self._unpack()
+        once, row_of = distinct(texts)  # a repeated text encoded once
         with blas.limited(self.threads):
-            rows = [model.encode(list(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)]
-        self.encoded += len(texts)
-        return np.concatenate(rows).astype(np.float16)
+            rows = [model.encode(once[i : i + BATCH]) for i in range(0, len(once), BATCH)]
+        self.encoded += len(once)
+        return np.concatenate(rows).astype(np.float16)[row_of]
 
     def query(self, text: str) -> np.ndarray:
         """The normalised float32 vector of a question (the unpacked copy when there is one)."""
