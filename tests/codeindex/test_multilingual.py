@@ -267,26 +267,3 @@ def test_a_repeated_text_is_encoded_once_and_gets_the_row_it_gets_alone(make_rep
     for s in runs:  # one row, repeated (batched with other texts, its last bits may differ from alone)
         assert np.array_equal(idx.multi.vectors[s], idx.multi.vectors[runs[0]])
         assert np.allclose(idx.multi.vectors[s].astype(np.float32), alone, atol=2e-3)
-
-
-class _Counting:
-    """The real wordllama embedder, counting the texts it is asked to embed."""
-
-    def __init__(self, inner) -> None:
-        self.inner, self.name, self.dim, self.asked = inner, inner.name, inner.dim, []
-
-    def embed(self, texts):
-        self.asked.extend(texts)
-        return self.inner.embed(texts)
-
-
-def test_the_unit_vectors_embed_each_distinct_text_once(make_repo, cfg, embedder) -> None:
-    same = "def run(job):\n    return job\n"
-    repo = make_repo({"a.py": same, "b.py": same, "jobs.py": JOBS_PY})
-    counting = _Counting(embedder)
-    idx = CodeIndex(repo, Path(cfg.index_dir) / "x", _no_bridge(cfg), counting)
-    idx.build()
-    assert len(counting.asked) == len(set(counting.asked))  # nothing embedded twice
-    runs = [s for s, u in enumerate(idx.units) if u is not None and u.name == "run"]
-    assert len(runs) == 2 and np.array_equal(idx.vectors[runs[0]], idx.vectors[runs[1]])
-    assert len([t for t in counting.asked if t.startswith("run\n")]) == 1

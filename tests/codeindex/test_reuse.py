@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from xihe.config.code import CodeConfig
@@ -154,3 +156,15 @@ def test_an_update_tokenizes_only_the_changed_units_and_keeps_the_rows_exact(tmp
     assert [h.unit.qualname for h in loaded.search(q, 5).hits] == [
         h.unit.qualname for h in fresh.search(q, 5).hits
     ]
+
+
+def test_the_unit_vectors_embed_each_distinct_text_once(make_repo, cfg) -> None:
+    same = "def run(job):\n    return job\n"
+    repo = make_repo({"a.py": same, "b.py": same, "jobs.py": 'def other(x):\n    """Something else."""\n'})
+    counting = Counting()
+    idx = CodeIndex(repo, Path(cfg.index_dir) / "x", cfg, counting)
+    idx.build()
+    assert len(counting.texts) == len(set(counting.texts))  # nothing embedded twice
+    runs = [s for s, u in enumerate(idx.units) if u is not None and u.name == "run"]
+    assert len(runs) == 2 and np.array_equal(idx.vectors[runs[0]], idx.vectors[runs[1]])
+    assert len([t for t in counting.texts if t.startswith("run\n")]) == 1

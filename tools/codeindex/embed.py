@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -63,6 +64,7 @@ class WordLlamaEmbedder:
         self.batch_size = batch_size
         self.name = f"wordllama/l2_supercat/{dim}"
         self._model: Any = None
+        self._unpadded: tuple[np.ndarray, Any] | None = None
 
     def _load(self) -> Any:
         if self._model is None:
@@ -81,11 +83,37 @@ class WordLlamaEmbedder:
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised vectors for `texts`."""
+        """Normalised vectors for `texts`: the model's (the mean of a text's token rows, normalised),
+        computed over the tokens alone. `WordLlama.embed` pads a batch to its longest text and pools
+        the padded (batch, length, 256) block; a repository's texts run from a name to 600 characters
+        of doc, so most of that block was padding. Here a batch's tokens are one flat run, summed
+        per text by `np.add.reduceat` (the sum points where the mean does: both are normalised)."""
+        out = np.zeros((len(texts), self.dim), np.float32)
         if not texts:
-            return np.zeros((0, self.dim), np.float32)
-        model = self._load()
-        return _normalise(model.embed(list(texts), norm=True, batch_size=self.batch_size))
+            return out
+        table, tokenizer = self._parts()
+        for i in range(0, len(texts), self.batch_size):
+            encoded = tokenizer.encode_batch(list(texts[i : i + self.batch_size]), add_special_tokens=False)
+            lens = np.fromiter((len(e.ids) for e in encoded), np.int64, len(encoded))
+            ids = np.fromiter(chain.from_iterable(e.ids for e in encoded), np.int64, int(lens.sum()))
+            if not ids.size:
+                continue
+            np.clip(ids, 0, len(table) - 1, out=ids)  # as WordLlama.embed does
+            some = lens > 0  # a text of no token keeps a zero row (reduceat would give it a neighbour's)
+            starts = (np.cumsum(lens) - lens)[some]
+            out[i : i + len(encoded)][some] = np.add.reduceat(table[ids], starts, axis=0)
+        return _normalise(out)
+
+    def _parts(self) -> tuple[np.ndarray, Any]:
+        """The model's token matrix and a copy of its tokenizer that does not pad."""
+        if self._unpadded is None:
+            from tokenizers import Tokenizer
+
+            model = self._load()
+            tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+            tokenizer.no_padding()
+            self._unpadded = (np.asarray(model.embedding, np.float32), tokenizer)
+        return self._unpadded
 
     def token_ids(self, words: Sequence[str]) -> list[list[int]]:
         """The model's token ids of each word embedded on its own (padding left out)."""
