@@ -20,16 +20,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
-
 from xihe.agent.errors import LLMError
 from xihe.agent.model_text import read_answer
 from xihe.agent.profiles import Profile, outgoing, reported_sizes, resolve
 from xihe.agent.redact import excerpt
 from xihe.config.core import LLMConfig
 
-if TYPE_CHECKING:  # the client is imported on the first request: `import openai` was 44% of chat start-up
-    import openai
+if TYPE_CHECKING:  # the client (and tenacity) are imported on the first request: `import openai` was 44%
+    import openai  # of chat start-up
+    from tenacity import RetryCallState
 
 GUARD_ENV = "XIHE_FORBID_REMOTE_LLM"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -128,6 +127,13 @@ class LLMClient:
             kwargs["tools"] = tools
         if self.cfg.temperature is not None:
             kwargs["temperature"] = self.cfg.temperature
+        from tenacity import (  # by the first turn
+            Retrying,
+            retry_if_exception,
+            stop_after_attempt,
+            stop_after_delay,
+        )
+
         retrying = Retrying(
             retry=retry_if_exception(_retryable),
             stop=stop_after_attempt(self.cfg.max_attempts) | stop_after_delay(self.cfg.retry_budget_seconds),

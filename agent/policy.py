@@ -16,8 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rapidfuzz import fuzz, process
-
 from xihe.agent.commands import Command
 from xihe.agent.gate import (
     Allow,
@@ -271,6 +269,8 @@ def read_query(
     if kind == "user" or (kind == "any" and user in access.users):
         return Query(user=user, environment=environment)
     names = {s.label for s in found} | (set(access.users) if kind == "any" else set())
+    from rapidfuzz import fuzz, process  # only a name that matches nothing needs it
+
     close = process.extract(name, names, scorer=fuzz.WRatio, limit=3)
     shown = Md(", ".join(_code(c) for c, score, _ in close if score >= SUGGEST))
     hint = say_md(TEXT, "did_you_mean", lang, names=shown) if shown else Md("")

@@ -21,8 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from tenacity import RetryCallState, wait_exponential
-
 from xihe.agent.errors import IntegrationError, OutcomeUnknown, ToolFailed
 from xihe.agent.i18n import Catalog, Text, text
 from xihe.agent.registry import ToolContext, ToolSpec
@@ -78,7 +76,6 @@ def with_recovery(
     monotonic: Callable[[], float] = time.monotonic,
 ) -> ToolSpec:
     """The same tool, its `run` wrapped with the recovery rules above."""
-    backoff = wait_exponential(multiplier=1, min=0, max=policy.max_wait_seconds)
 
     def run(args: Any, ctx: ToolContext) -> Any:
         deps = ctx.deps
@@ -102,7 +99,7 @@ def with_recovery(
                     raise ToolFailed(text(TIMEOUTS, "unknown_write", what=what)) from None
                 if found is not None:  # it happened: that is the result, never a second write
                     return found
-            wait = float(backoff(cast(RetryCallState, _Attempt(attempt))))
+            wait = _backoff(policy, attempt)
             if attempt >= policy.attempts or monotonic() - started + wait > policy.call_limit_seconds:
                 limit = f"{policy.call_limit_seconds:g}"
                 why = text(TIMEOUTS, "gave_up", what=what, n=attempt, attempts=policy.attempts, seconds=limit)
@@ -124,6 +121,15 @@ class _Attempt:
     """The slice of tenacity's RetryCallState that wait strategies read."""
 
     attempt_number: int
+
+
+def _backoff(policy: RetryPolicy, attempt: int) -> float:
+    """Seconds to wait before the next attempt: tenacity's exponential wait (tenacity imported by the
+    first timeout, not by every process that builds the tools)."""
+    from tenacity import RetryCallState, wait_exponential
+
+    wait = wait_exponential(multiplier=1, min=0, max=policy.max_wait_seconds)
+    return float(wait(cast(RetryCallState, _Attempt(attempt))))
 
 
 def _describe(exc: BaseException) -> str:

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from rapidfuzz import fuzz, process
-
 from xihe.agent import action_commands, policy, task_commands
 from xihe.agent.action_commands import CONFIRM
 from xihe.agent.audit import AuditEvent
@@ -116,6 +114,8 @@ class Session:
         handler = self.commands.get(command.name)
         if handler is None:
             lang = reply_lang(self, msg)
+            from rapidfuzz import fuzz, process  # only a mistyped command needs it
+
             guess = process.extractOne(
                 command.name, list(self.commands), scorer=fuzz.ratio, score_cutoff=GUESS
             )

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-
-from starlette.routing import BaseRoute
+from typing import TYPE_CHECKING
 
 from xihe.agent.audit import AuditEvent
 from xihe.agent.feature import Context, Feature, Installed, Runtime
 from xihe.agent.pending import MCP_PREFIX
 from xihe.config.ui import UI_SECTION, UiConfig, is_loopback
+
+if TYPE_CHECKING:  # starlette is imported by the routes, when `xihe serve` asks for them
+    from starlette.routing import BaseRoute
 
 log = logging.getLogger("xihe.ui")
 
