@@ -76,11 +76,12 @@ def _typed_so_far() -> str:
     return readline.get_line_buffer()
 
 
-def prompt_lines(screen: Screen) -> Iterator[str]:
-    """Non-empty lines until end of input.
+def prompt_lines(screen: Screen, stop: Callable[[], bool] = lambda: False) -> Iterator[str]:
+    """Non-empty lines until end of input (or an interrupt once `stop()` is true).
 
-    On a terminal: GNU readline (arrow keys, Ctrl-R, history kept across sessions in `history_file()`).
-    From a pipe: one line at a time, no prompt, so scripted sessions read cleanly.
+    On a terminal: GNU readline (arrow keys, Ctrl-R, history kept across sessions in `history_file()`);
+    Ctrl-C drops the line being typed. From a pipe: one line at a time, no prompt, so scripted
+    sessions read cleanly.
     """
     if not sys.stdin.isatty():
         for line in sys.stdin:
@@ -98,6 +99,8 @@ def prompt_lines(screen: Screen) -> Iterator[str]:
                 return
             except KeyboardInterrupt:
                 print()
+                if stop():
+                    return
                 continue
             text = clean(line)
             if text:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
@@ -135,3 +136,68 @@ def test_a_late_message_prints_above_the_line_being_typed(tmp_path: Path) -> Non
             proc.kill()
         os.close(leader)
     assert b"not for alice" not in seen
+
+
+def _chat_on_a_terminal(cfg: Path, env: dict[str, str]) -> tuple[int, subprocess.Popen[bytes]]:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xihe.agent.cli.main", "chat", "--config", str(cfg), "--user", "alice"],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        close_fds=True,
+    )
+    os.close(follower)
+    return leader, proc
+
+
+def test_the_prompt_comes_first_and_a_line_typed_at_once_waits_for_the_bot(tmp_path: Path) -> None:
+    from xihe.agent.clock import utc_now
+    from xihe.agent.db import open_store_engine
+    from xihe.agent.mailbox import Mailbox
+
+    cfg = write_config(tmp_path / "config")
+    db = f"sqlite:///{tmp_path / 'xihe.db'}"
+    Mailbox(open_store_engine(db), utc_now).post("cli:alice", "run 7 ended FAILURE")  # while closed
+    env = {**os.environ, "XIHE_DATABASE_URL": db, "XIHE_HISTORY": str(tmp_path / "history"), "TERM": "xterm"}
+    leader, proc = _chat_on_a_terminal(cfg, env)
+    seen = bytearray()
+    try:
+        _read_until(leader, b"alice> ", seen)
+        os.write(leader, b"/tasks\r")  # typed at once: answered once the bot is made
+        _read_until(leader, b"no tasks yet", seen)
+        _read_until(leader, b"alice> ", seen)
+        os.write(leader, b"\x04")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    screen = seen.decode(errors="replace")
+    # the mail from before the chat opened is printed once, above a prompt
+    assert screen.count("[xihe → cli:alice] run 7 ended FAILURE") == 1, screen
+    # the prompt came first: the bot (and so the mail) came behind it
+    assert screen.index("alice> ") < screen.index("[xihe → cli:alice]") < screen.index("no tasks yet")
+
+
+def test_a_start_up_that_fails_ends_the_prompt_with_its_error(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "config")
+    text = (cfg / "xihe.yaml").read_text(encoding="utf-8")
+    (cfg / "xihe.yaml").write_text(text + "\nnot_a_section: 1\n", encoding="utf-8")
+    env = {**os.environ, "XIHE_DATABASE_URL": f"sqlite:///{tmp_path / 'xihe.db'}", "TERM": "xterm"}
+    env["XIHE_HISTORY"] = str(tmp_path / "history")
+    leader, proc = _chat_on_a_terminal(cfg, env)
+    seen = bytearray()
+    try:
+        _read_until(leader, b"not_a_section", seen)  # nothing typed: the error ends the prompt itself
+        assert proc.wait(timeout=30) == 1
+        with contextlib.suppress(OSError):
+            while chunk := os.read(leader, 4096):
+                seen.extend(chunk)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    screen = seen.decode(errors="replace")
+    assert "xihe.yaml" in screen and "Traceback" not in screen, screen
