@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pty
 import resource
-import select
 import shutil
 import statistics
 import subprocess
@@ -29,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tests.cli.terminals import chat_on_a_terminal, read_until
 
 ROOT = Path(__file__).resolve().parents[2]
 XIHE = [sys.executable, "-m", "xihe.agent.cli.main"]
@@ -55,20 +55,18 @@ def _prompt_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -
     the moment it shows, and the CPU of the whole session (Ctrl-D ends it)."""
     prompts, replies, cpus = [], [], []
     for i in range(runs + 1):  # the first warms the page cache
-        leader, follower = pty.openpty()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=follower, stdout=follower, stderr=follower)
-        os.close(follower)
+        leader, proc = chat_on_a_terminal(cmd, env, cwd)
         try:
             seen = bytearray()
-            _read_until(leader, b"> ", seen)
+            read_until(leader, b"> ", seen)
             prompt = time.perf_counter() - start
             os.write(leader, b"/tasks\r")
-            _read_until(leader, b"no tasks yet", seen)
+            read_until(leader, b"no tasks yet", seen)
             reply = time.perf_counter() - start
             after_reply = bytearray(seen[seen.index(b"no tasks yet") :])
-            _read_until(leader, b"> ", after_reply)  # the next prompt: Ctrl-D then ends the input
+            read_until(leader, b"> ", after_reply)  # the next prompt: Ctrl-D then ends the input
             os.write(leader, b"\x04")
             proc.wait(timeout=60)
         finally:
@@ -85,15 +83,6 @@ def _prompt_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -
         "first_reply_s": round(statistics.median(replies), 3),
         "session_cpu_s": round(statistics.median(cpus), 3),
     }
-
-
-def _read_until(fd: int, needle: bytes, seen: bytearray, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while needle not in seen:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            raise RuntimeError(f"no {needle!r} within {timeout} s: {seen.decode(errors='replace')}")
-        seen.extend(os.read(fd, 4096))
 
 
 def _search_setup(tmp: Path, name: str, multilingual: bool, env: dict[str, str]) -> tuple[Path, list[str]]:

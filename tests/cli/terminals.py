@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pty
+import select
 import subprocess
 import sys
 import threading
@@ -81,3 +83,33 @@ class Terminal:
                 self.proc.kill()
         self._reader.join(timeout=10)
         return self.screen
+
+
+def read_until(fd: int, needle: bytes, seen: bytearray, timeout: float = 30) -> None:
+    """Read the pseudo-terminal `fd` into `seen` until it holds `needle` (AssertionError otherwise)."""
+    deadline = time.monotonic() + timeout
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"never saw {needle!r}; screen so far:\n{seen.decode(errors='replace')}")
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the child closed the terminal
+                raise AssertionError(
+                    f"chat ended before {needle!r}:\n{seen.decode(errors='replace')}"
+                ) from None
+            seen.extend(chunk)
+
+
+def chat_on_a_terminal(
+    cmd: list[str], env: dict[str, str], cwd: Path | None = None
+) -> tuple[int, subprocess.Popen[bytes]]:
+    """`cmd` (an `xihe chat`) started on a pseudo-terminal: (the terminal's other end, the process)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdin=follower, stdout=follower, stderr=follower, close_fds=True
+    )
+    os.close(follower)
+    return leader, proc

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pty
-import select
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.cli.terminals import chat_on_a_terminal, read_until
 from tests.conftest import write_config
 from xihe.agent.cli.terminal import clean
 
@@ -33,23 +30,6 @@ def test_clean_drops_escapes_and_control_characters(typed: str, expected: str) -
     assert clean(typed) == expected
 
 
-def _read_until(fd: int, needle: bytes, seen: bytearray, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while needle not in seen:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"never saw {needle!r}; screen so far:\n{seen.decode(errors='replace')}")
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:  # the child closed the terminal
-                raise AssertionError(
-                    f"chat ended before {needle!r}:\n{seen.decode(errors='replace')}"
-                ) from None
-            seen.extend(chunk)
-
-
 def test_up_arrow_repeats_the_last_line_and_history_survives(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "config")
     env = {
@@ -60,24 +40,15 @@ def test_up_arrow_repeats_the_last_line_and_history_survives(tmp_path: Path) -> 
     }
 
     def session(keys: list[str]) -> str:
-        leader, follower = pty.openpty()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "xihe.agent.cli.main", "chat", "--config", str(cfg), "--user", "alice"],
-            stdin=follower,
-            stdout=follower,
-            stderr=follower,
-            env=env,
-            close_fds=True,
-        )
-        os.close(follower)
+        leader, proc = chat_on_a_terminal(_chat(cfg), env)
         seen, screen = bytearray(), bytearray()
         try:
             for key in keys:
-                _read_until(leader, b"alice> ", seen)
+                read_until(leader, b"alice> ", seen)
                 screen.extend(seen)
                 seen.clear()
                 os.write(leader, key.encode())
-            _read_until(leader, b"alice> ", seen)
+            read_until(leader, b"alice> ", seen)
             screen.extend(seen)
             os.write(leader, b"\x04")  # Ctrl-D: end of input
             assert proc.wait(timeout=30) == 0
@@ -106,28 +77,19 @@ def test_a_late_message_prints_above_the_line_being_typed(tmp_path: Path) -> Non
     cfg = write_config(tmp_path / "config")
     db = f"sqlite:///{tmp_path / 'xihe.db'}"
     env = {**os.environ, "XIHE_DATABASE_URL": db, "XIHE_HISTORY": str(tmp_path / "history"), "TERM": "xterm"}
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "xihe.agent.cli.main", "chat", "--config", str(cfg), "--user", "alice"],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-        close_fds=True,
-    )
-    os.close(follower)
+    leader, proc = chat_on_a_terminal(_chat(cfg), env)
     seen = bytearray()
     try:
-        _read_until(leader, b"alice> ", seen)
+        read_until(leader, b"alice> ", seen)
         os.write(leader, b"/tas")
-        _read_until(leader, b"/tas", seen)
+        read_until(leader, b"/tas", seen)
         Mailbox(open_store_engine(db), utc_now).post("cli:alice", "run 101 ended SUCCESS")
         Mailbox(open_store_engine(db), utc_now).post("cli:bob", "not for alice")
-        _read_until(leader, b"[xihe \xe2\x86\x92 cli:alice] run 101 ended SUCCESS\r\nalice> /tas", seen)
+        read_until(leader, b"[xihe \xe2\x86\x92 cli:alice] run 101 ended SUCCESS\r\nalice> /tas", seen)
         os.write(leader, b"ks\r")
-        _read_until(leader, b"no tasks yet", seen)
+        read_until(leader, b"no tasks yet", seen)
         after = bytearray(seen[seen.index(b"no tasks yet") :])
-        _read_until(leader, b"alice> ", after)  # the next prompt: Ctrl-D now ends the input
+        read_until(leader, b"alice> ", after)  # the next prompt: Ctrl-D now ends the input
         seen.extend(after)
         os.write(leader, b"\x04")
         assert proc.wait(timeout=30) == 0
@@ -138,18 +100,8 @@ def test_a_late_message_prints_above_the_line_being_typed(tmp_path: Path) -> Non
     assert b"not for alice" not in seen
 
 
-def _chat_on_a_terminal(cfg: Path, env: dict[str, str]) -> tuple[int, subprocess.Popen[bytes]]:
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "xihe.agent.cli.main", "chat", "--config", str(cfg), "--user", "alice"],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-        close_fds=True,
-    )
-    os.close(follower)
-    return leader, proc
+def _chat(cfg: Path) -> list[str]:
+    return [sys.executable, "-m", "xihe.agent.cli.main", "chat", "--config", str(cfg), "--user", "alice"]
 
 
 def test_the_prompt_comes_first_and_a_line_typed_at_once_waits_for_the_bot(tmp_path: Path) -> None:
@@ -161,13 +113,13 @@ def test_the_prompt_comes_first_and_a_line_typed_at_once_waits_for_the_bot(tmp_p
     db = f"sqlite:///{tmp_path / 'xihe.db'}"
     Mailbox(open_store_engine(db), utc_now).post("cli:alice", "run 7 ended FAILURE")  # while closed
     env = {**os.environ, "XIHE_DATABASE_URL": db, "XIHE_HISTORY": str(tmp_path / "history"), "TERM": "xterm"}
-    leader, proc = _chat_on_a_terminal(cfg, env)
+    leader, proc = chat_on_a_terminal(_chat(cfg), env)
     seen = bytearray()
     try:
-        _read_until(leader, b"alice> ", seen)
+        read_until(leader, b"alice> ", seen)
         os.write(leader, b"/tasks\r")  # typed at once: answered once the bot is made
-        _read_until(leader, b"no tasks yet", seen)
-        _read_until(leader, b"alice> ", seen)
+        read_until(leader, b"no tasks yet", seen)
+        read_until(leader, b"alice> ", seen)
         os.write(leader, b"\x04")
         assert proc.wait(timeout=30) == 0
     finally:
@@ -187,10 +139,10 @@ def test_a_start_up_that_fails_ends_the_prompt_with_its_error(tmp_path: Path) ->
     (cfg / "xihe.yaml").write_text(text + "\nnot_a_section: 1\n", encoding="utf-8")
     env = {**os.environ, "XIHE_DATABASE_URL": f"sqlite:///{tmp_path / 'xihe.db'}", "TERM": "xterm"}
     env["XIHE_HISTORY"] = str(tmp_path / "history")
-    leader, proc = _chat_on_a_terminal(cfg, env)
+    leader, proc = chat_on_a_terminal(_chat(cfg), env)
     seen = bytearray()
     try:
-        _read_until(leader, b"not_a_section", seen)  # nothing typed: the error ends the prompt itself
+        read_until(leader, b"not_a_section", seen)  # nothing typed: the error ends the prompt itself
         assert proc.wait(timeout=30) == 1
         with contextlib.suppress(OSError):
             while chunk := os.read(leader, 4096):

@@ -54,9 +54,6 @@ class RecentTrees:
         """Drop the kept tree of `path` (the file is gone)."""
         self._kept.pop(path, None)
 
-    def clear(self) -> None:
-        self._kept.clear()
-
 
 class Span(NamedTuple):
     """`Tree.edit`'s arguments: bytes, and (row, byte column) points."""
