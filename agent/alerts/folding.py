@@ -90,6 +90,9 @@ class Folding:
         self._storm = timedelta(minutes=config.node_storm.window_minutes)
         self._wait = timedelta(seconds=config.instance_wait_seconds)
         self._lookback = timedelta(minutes=config.repeat_lookback_minutes)
+        # the latest end of a maintenance window that kept a failure quiet: its end-of-window message
+        # comes due then (a replay runs its clock on to it)
+        self.quiet_until: datetime | None = None
 
     def _hold(self, tier: Tier) -> timedelta:
         """How long a new instance's message waits for its other tasks: P0 not at all."""
@@ -276,6 +279,8 @@ class Folding:
         if event.instance_id not in w.instances:
             w = w.add(event, tier, (), folded=True)
         self.state.put(NS_MAINT, key, w, end)
+        if self.quiet_until is None or end > self.quiet_until:
+            self.quiet_until = end
         return record_of(event, now, Reason.MAINTENANCE, tier, detail, window_key(w), ekey)
 
     def _open_storm(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from xihe.agent.alerts.event import EventError, parse_event, unknown_fields
 from xihe.agent.alerts.life import Transition
 from xihe.agent.alerts.lifecycle import Why
 from xihe.agent.alerts.lifestore import InMemoryLifeStore
-from xihe.agent.alerts.model import PUSHED, AlertRecord, Reason
+from xihe.agent.alerts.model import PUSHED, AlertRecord
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.alerts.notify.email import EmailNotifier
 from xihe.agent.alerts.notify.wecom_robot import WeComRobotNotifier
@@ -37,6 +38,9 @@ from xihe.integrations.wecom.robot import RobotError, RobotReply
 if TYPE_CHECKING:
     from xihe.config.alerts import AlertsConfig
     from xihe.config.workflows import WorkflowsConfig
+
+
+_AT = attrgetter("at")
 
 
 class SimRobot:
@@ -267,7 +271,7 @@ def run_replay(
     """Feed `events` (and `acks`) in time order on a simulated clock; deliver through
     SimRobot/SimMailer. Alerts live as in the bot: acknowledged by the ack lines, paged up their
     chain while the replay's clock runs, resolved by a SUCCESS."""
-    stream = sorted(events, key=attrgetter("at"))
+    stream = sorted(events, key=_AT)
     pending_acks = sorted(acks, key=lambda a: a.at)
     start = stream[0].at if stream else datetime.fromisoformat("2026-01-01T00:00:00+00:00")
     clock = FakeClock(start)
@@ -334,23 +338,17 @@ def run_replay(
             else:
                 what = "no such alert" if alert is None else why.value if why else "?"
                 ack_problems.append(f"line {ack.line}: ack {ack.ref} by {ack.by}: {what}")
-        fed_now = (
-            False  # the events of one instant: each feed ends with a tick at `now` (Pipeline.feed_batch)
-        )
-        while i < n and stream[i].at <= now:
-            fed = pipeline.feed(stream[i], now, ticked=fed_now)
-            fed_now = True
+        # the events of this instant, each decided as if fed alone (`feed_batch(each=True)`)
+        fed_to = bisect_right(stream, now, i, key=_AT)
+        if fed_to > i:
+            fed = pipeline.feed_batch(stream[i:fed_to], now, each=True)
             moves.extend(fed.transitions)
-            recs = fed.records
-            for r in recs:
-                if r.reason is Reason.MAINTENANCE:
-                    found = pipeline.book.covering(now, stream[i])
-                    if found is not None:  # keep going until the window ends and says what it kept quiet
-                        last = max(last, found[1] + timedelta(seconds=1))
-                    break
-            records.extend(recs)
-            i += 1
-        if not fed_now:
+            records.extend(fed.records)
+            i = fed_to
+            quiet = pipeline.folding.quiet_until
+            if quiet is not None:  # keep going until a maintenance window ends and says what it kept quiet
+                last = max(last, quiet + timedelta(seconds=1))
+        else:
             moves.extend(pipeline.tick(now).transitions)
         core += time.perf_counter() - t0
         due = outbox.next_due()
