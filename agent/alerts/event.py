@@ -68,6 +68,10 @@ _BLANK = (None, "")
 _DEFAULTS = {f.name: f.default for f in fields(AlertEvent) if f.default is not MISSING}
 # the fast path fills an AlertEvent's fields directly: it must know every one of them
 _WHOLE = {*_DEFAULTS, *REQUIRED} == set(FIELDS) and not hasattr(AlertEvent, "__post_init__")
+# every field in AlertEvent's order (a required one None until the line gives it): an event filled in
+# this order shares its attribute keys with the others, as one AlertEvent(...) made does, and each
+# read of an attribute costs ~half that of an event filled in another order (CPython's split dicts)
+_BLANK_EVENT = {f.name: _DEFAULTS.get(f.name) for f in fields(AlertEvent)}
 
 
 def _plain(data: Any) -> AlertEvent | None:
@@ -79,7 +83,7 @@ def _plain(data: Any) -> AlertEvent | None:
     """
     if type(data) is not dict or "task_state" in data or not _WHOLE:
         return None
-    values = dict(_DEFAULTS)
+    values = dict(_BLANK_EVENT)
     for key, value in data.items():
         if value is None:  # null is the same as missing
             continue
