@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 
 _AT = attrgetter("at")
+_STATE = attrgetter("state")
 
 
 class SimRobot:
@@ -60,7 +61,8 @@ class SimRobot:
         now = self.clock()
         reqs = self.requests.setdefault(key, [])
         reqs.append(now)
-        recent = sum(1 for t in reqs[-self.per_minute - 1 :] if t > now - timedelta(minutes=1))
+        since = now - timedelta(minutes=1)
+        recent = sum(1 for t in reqs[-self.per_minute - 1 :] if t > since)
         if any(a <= now < b for a, b in self.down):
             raise RobotError("robot HTTP 502", retryable=True, status=502, body="bad gateway")
         if recent > self.per_minute:
@@ -255,9 +257,9 @@ def load_events(path: str | Path) -> Loaded:
         return parse_lines(fh)
 
 
-def is_failure_report(e: AlertEvent) -> bool:
-    """What a naive one-alert-per-failure policy would push: every FAILURE event."""
-    return e.state == "FAILURE"
+def failure_reports(events: Iterable[AlertEvent]) -> int:
+    """What a naive one-alert-per-failure policy would push: every FAILURE event (counted in C)."""
+    return list(map(_STATE, events)).count("FAILURE")
 
 
 def run_replay(
@@ -272,6 +274,7 @@ def run_replay(
     SimRobot/SimMailer. Alerts live as in the bot: acknowledged by the ack lines, paged up their
     chain while the replay's clock runs, resolved by a SUCCESS."""
     stream = sorted(events, key=_AT)
+    times = list(map(_AT, stream))
     pending_acks = sorted(acks, key=lambda a: a.at)
     start = stream[0].at if stream else datetime.fromisoformat("2026-01-01T00:00:00+00:00")
     clock = FakeClock(start)
@@ -313,7 +316,7 @@ def run_replay(
         candidates = [
             t
             for t in (
-                stream[i].at if i < n else None,
+                times[i] if i < n else None,
                 pending_acks[0].at if pending_acks else None,
                 pipeline.next_due(),
                 outbox.next_due(),
@@ -329,7 +332,7 @@ def run_replay(
         now = max(min(candidates), clock.now)
         clock.now = now
         t0 = time.perf_counter()
-        while pending_acks and pending_acks[0].at <= now and (i >= n or pending_acks[0].at <= stream[i].at):
+        while pending_acks and pending_acks[0].at <= now and (i >= n or pending_acks[0].at <= times[i]):
             ack = pending_acks.pop(0)
             alert = life.find(ack.ref)
             moved, why = life.acknowledge(alert, ack.by, now) if alert is not None else (None, None)
@@ -339,7 +342,7 @@ def run_replay(
                 what = "no such alert" if alert is None else why.value if why else "?"
                 ack_problems.append(f"line {ack.line}: ack {ack.ref} by {ack.by}: {what}")
         # the events of this instant, each decided as if fed alone (`feed_batch(each=True)`)
-        fed_to = bisect_right(stream, now, i, key=_AT)
+        fed_to = bisect_right(times, now, i)
         if fed_to > i:
             fed = pipeline.feed_batch(stream[i:fed_to], now, each=True)
             moves.extend(fed.transitions)
@@ -375,7 +378,7 @@ def run_replay(
         records,
         attempts,
         n,
-        sum(map(is_failure_report, stream)),
+        failure_reports(stream),
         robot.violations,
         core,
         sum(1 for r in outbox.rows() if r.status != "sent"),
