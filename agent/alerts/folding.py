@@ -57,17 +57,16 @@ def record_of(
     One per event: its fields are set directly, the object AlertRecord(...) makes without its frozen
     __init__'s per-field object.__setattr__ (issue 30; tests/alerts/test_storm.py compares the two)."""
     rec = object.__new__(AlertRecord)
-    rec.__dict__.update(
-        at=now,
-        event_key=ekey or idempotency_key(event),
-        instance_id=event.instance_id,
-        workflow=event.workflow,
-        task=event.task_name,
-        reason=reason,
-        tier=tier,
-        detail=detail,
-        notification_key=target,
-    )
+    fill = rec.__dict__  # in the fields' order, as AlertRecord(...) fills it (its keys shared)
+    fill["at"] = now
+    fill["event_key"] = ekey or idempotency_key(event)
+    fill["instance_id"] = event.instance_id
+    fill["workflow"] = event.workflow
+    fill["task"] = event.task or event.failed_task  # event.task_name
+    fill["reason"] = reason
+    fill["tier"] = tier
+    fill["detail"] = detail
+    fill["notification_key"] = target
     return rec
 
 
