@@ -182,7 +182,8 @@ class Pipeline:
     def tick(self, now: datetime) -> FeedResult:
         """Flush held instance messages and ended windows due at `now`; expire old state; page the
         next escalation step of alerts nobody acknowledged."""
-        moves = tuple(self.life.tick(now)) if self.life is not None else ()
+        moved = self.life.tick(now) if self.life is not None else None
+        moves = tuple(moved) if moved else ()
         due = self.state.next_due()
         if due is None or due > now:  # the common case: nothing due; skip the generator
             return FeedResult((), (), moves) if moves else _EMPTY
