@@ -106,9 +106,11 @@ def _plain(data: Any) -> AlertEvent | None:
         elif key == "state":
             if kind is not str:
                 return None
-            value = workflow_state_name(value.strip()).upper()
-            if value not in KNOWN_STATES:
-                return None
+            value = value.strip()
+            if value not in KNOWN_STATES:  # a state's own name (the common case) is used as it is
+                value = workflow_state_name(value).upper()
+                if value not in KNOWN_STATES:
+                    return None
         elif key == "parent_stopped":
             value = bool(value)
         elif key == "business_date":

@@ -148,6 +148,8 @@ PLAIN_EDGES: list[dict[str, Any]] = [
     {"at": "2026-12-02T01:00:05Z", "start_time": " 2026-12-02T09:00:05+08:00 ", "end_time": None},
     {"workflow": ""},
     {"state": "failure "},
+    {"state": " SUCCESS\t"},
+    {"state": "Kill"},
     {"state": "nope"},
     {"state": "WorkflowExecutionStatus{code=6, desc='failure'}"},
     {"parent_stopped": 1},
