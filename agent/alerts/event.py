@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, fields
 from datetime import datetime
+from sys import intern as _intern
 from typing import Any
 
 from xihe.agent.alert_event import FIELDS, AlertEvent
@@ -95,6 +96,9 @@ def _plain(data: Any) -> AlertEvent | None:
         if key in _PLAIN_STR:
             if kind is not str:
                 return None
+            # one object per distinct text: a storm repeats the same names, hosts and errors thousands
+            # of times (less memory to walk, equal texts compared by identity, each hashed once)
+            value = _intern(value)
         elif key in _PLAIN_INT:
             if kind is not int or (value < 0 and key != "instance_id" and key != "workflow_code"):
                 return None
@@ -115,6 +119,7 @@ def _plain(data: Any) -> AlertEvent | None:
                 value = workflow_state_name(value).upper()
                 if value not in KNOWN_STATES:
                     return None
+            value = _intern(value)
         elif key == "parent_stopped":
             value = bool(value)
         elif key == "business_date":

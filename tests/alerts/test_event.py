@@ -200,6 +200,12 @@ def test_every_line_of_the_storm_streams_takes_the_fast_path_to_the_same_event()
             assert list(vars(fast)) == list(vars(slow)) == [f.name for f in fields(AlertEvent)]
 
 
+def test_the_fast_path_keeps_one_object_per_distinct_text() -> None:
+    first, again = (parse_event(json.loads(json.dumps(LINE))) for _ in range(2))
+    assert first == again
+    assert first.workflow is again.workflow and first.host is again.host and first.state is again.state
+
+
 def test_the_fast_path_defaults_are_the_line_models_defaults() -> None:
     # event._DEFAULTS come from AlertEvent so that pydantic is not imported for a plain line; a default
     # changed in one of the two would make the fast path and the validator disagree
