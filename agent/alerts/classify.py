@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from sys import intern
 from typing import TYPE_CHECKING
 
 from xihe.agent.alert_event import AlertEvent
@@ -58,8 +59,8 @@ def classify(event: AlertEvent, book: MaintenanceBook, now: datetime) -> tuple[R
     (retry_times >= max_retry_times). Start, dispatch and intermediate failures never alert.
     """
     why = _not_final(event)
-    if why is not None:
-        return why
+    if why is not None:  # its detail as one object per distinct text (a storm's records keep thousands)
+        return why[0], intern(why[1])
     window = book.active(now, event)
     if window is not None:
         return Reason.MAINTENANCE, f"maintenance window {window}"

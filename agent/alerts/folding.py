@@ -57,17 +57,16 @@ def record_of(
     One per event: its fields are set directly, the object AlertRecord(...) makes without its frozen
     __init__'s per-field object.__setattr__ (issue 30; tests/alerts/test_storm.py compares the two)."""
     rec = object.__new__(AlertRecord)
-    rec.__dict__.update(
-        at=now,
-        event_key=ekey or idempotency_key(event),
-        instance_id=event.instance_id,
-        workflow=event.workflow,
-        task=event.task_name,
-        reason=reason,
-        tier=tier,
-        detail=detail,
-        notification_key=target,
-    )
+    fill = rec.__dict__  # in the fields' order, as AlertRecord(...) fills it (its keys shared)
+    fill["at"] = now
+    fill["event_key"] = ekey or idempotency_key(event)
+    fill["instance_id"] = event.instance_id
+    fill["workflow"] = event.workflow
+    fill["task"] = event.task or event.failed_task  # event.task_name
+    fill["reason"] = reason
+    fill["tier"] = tier
+    fill["detail"] = detail
+    fill["notification_key"] = target
     return rec
 
 
@@ -90,6 +89,9 @@ class Folding:
         self._storm = timedelta(minutes=config.node_storm.window_minutes)
         self._wait = timedelta(seconds=config.instance_wait_seconds)
         self._lookback = timedelta(minutes=config.repeat_lookback_minutes)
+        # the latest end of a maintenance window that kept a failure quiet: its end-of-window message
+        # comes due then (a replay runs its clock on to it)
+        self.quiet_until: datetime | None = None
 
     def _hold(self, tier: Tier) -> timedelta:
         """How long a new instance's message waits for its other tasks: P0 not at all."""
@@ -276,6 +278,8 @@ class Folding:
         if event.instance_id not in w.instances:
             w = w.add(event, tier, (), folded=True)
         self.state.put(NS_MAINT, key, w, end)
+        if self.quiet_until is None or end > self.quiet_until:
+            self.quiet_until = end
         return record_of(event, now, Reason.MAINTENANCE, tier, detail, window_key(w), ekey)
 
     def _open_storm(

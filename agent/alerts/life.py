@@ -148,15 +148,20 @@ class Lifecycle:
         if event.is_task or event.state != "SUCCESS":
             return []
         biz = business_date(event)
-        same_project = [
-            a
-            for a in self.store.open_alerts()
-            # only its own alert or one of the same workflow can be resolved (`resolves`)
-            if (a.instance_id == event.instance_id or a.workflow == event.workflow)
-            and (not event.project or a.project in ("", event.project))
-        ]
-        # its own alert first, then earlier runs of the same workflow and business date
-        candidates = sorted(same_project, key=lambda a: a.instance_id != event.instance_id)
+        if biz:
+            same_project = [
+                a
+                for a in self.store.open_alerts()
+                # only its own alert or one of the same workflow can be resolved (`resolves`)
+                if (a.instance_id == event.instance_id or a.workflow == event.workflow)
+                and (not event.project or a.project in ("", event.project))
+            ]
+            # its own alert first, then earlier runs of the same workflow and business date
+            candidates = sorted(same_project, key=lambda a: a.instance_id != event.instance_id)
+        else:  # without a business date only its own alert can be resolved (`resolves`): one lookup
+            own = self.store.get(event.instance_id)
+            same = own is not None and (not event.project or own.project in ("", event.project))
+            candidates = [own] if own is not None and same and own.open else []
         rerun_by = event.rerun_by or self._started_by(event.instance_id)
         out: list[Transition] = []
         for alert in candidates:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import attrgetter
 from typing import Protocol
 
 from xihe.agent.alerts.lifecycle import Alert
@@ -56,6 +57,9 @@ class LifeStore(Protocol):
         """The pages of one alert, in order."""
 
 
+_OLDEST_FIRST = attrgetter("fired_at", "id")
+
+
 @dataclass
 class InMemoryLifeStore:
     """LifeStore in dicts."""
@@ -87,9 +91,7 @@ class InMemoryLifeStore:
     def open_alerts(self) -> list[Alert]:
         """Firing and acknowledged alerts, oldest first."""
         if self._open is None:
-            self._open = sorted(
-                (a for a in self._alerts.values() if a.open), key=lambda a: (a.fired_at, a.id)
-            )
+            self._open = sorted((a for a in self._alerts.values() if a.open), key=_OLDEST_FIRST)
         return list(self._open)
 
     def earliest(self) -> tuple[datetime | None, datetime | None]:

@@ -116,23 +116,29 @@ class Pipeline:
         self.book = book
 
     # ---- entry points -------------------------------------------------------------------------
-    def feed(self, event: AlertEvent, now: datetime, *, ticked: bool = False) -> FeedResult:
+    def feed(self, event: AlertEvent, now: datetime) -> FeedResult:
         """Process one event at `now`; returns its record(s) and any notification that came due."""
-        return self.feed_batch((event,), now, ticked=ticked)
+        return self.feed_batch((event,), now)
 
-    def feed_batch(self, events: Iterable[AlertEvent], now: datetime, *, ticked: bool = False) -> FeedResult:
+    def feed_batch(self, events: Iterable[AlertEvent], now: datetime, *, each: bool = False) -> FeedResult:
         """Process events reported together (e.g. one webhook post), then flush what is due.
 
-        `ticked`: the caller's last call was a tick (or a feed) at this same `now` and nothing changed
-        the stores since, so the tick before the events is skipped: a tick leaves nothing due at or
-        before its `now` (the state store is drained to after it; a page makes the next one due later;
-        an expired alert is closed), so it would find nothing (the replay feeds a burst this way)."""
+        `each`: flush what came due between the events too, so they are decided exactly as if fed
+        one by one at this `now` (the replay feeds the events of one simulated instant so, issue 30);
+        a tick between two feeds at the same instant is what `feed` would have run first."""
         # close windows that ended before these events, so they do not reopen them
-        before = _EMPTY if ticked else self.tick(now)
+        before = self.tick(now)
         recs: list[AlertRecord] = []
         notes: list[Notification] = list(before.notifications) if before is not _EMPTY else []
         moves: list[Transition] = list(before.transitions) if before is not _EMPTY else []
+        between = False
         for event in events:
+            if between:
+                flushed = self.tick(now)
+                if flushed is not _EMPTY:
+                    notes.extend(flushed.notifications)
+                    moves.extend(flushed.transitions)
+            between = each
             try:
                 decided = self._decide(event, now, notes)
                 recs.extend(decided)
@@ -176,7 +182,8 @@ class Pipeline:
     def tick(self, now: datetime) -> FeedResult:
         """Flush held instance messages and ended windows due at `now`; expire old state; page the
         next escalation step of alerts nobody acknowledged."""
-        moves = tuple(self.life.tick(now)) if self.life is not None else ()
+        moved = self.life.tick(now) if self.life is not None else None
+        moves = tuple(moved) if moved else ()
         due = self.state.next_due()
         if due is None or due > now:  # the common case: nothing due; skip the generator
             return FeedResult((), (), moves) if moves else _EMPTY
@@ -195,8 +202,10 @@ class Pipeline:
             return []
         if event.state == "SUCCESS":
             return self.life.succeeded(event, now)
-        mine = [r for r in decided if r.instance_id == event.instance_id]
-        moved = self.life.failed(event, mine[-1], now) if mine else None
+        own = decided[-1] if decided else None  # it comes last (after those a node window absorbed)
+        if own is not None and own.instance_id != event.instance_id:
+            own = next((r for r in reversed(decided) if r.instance_id == event.instance_id), None)
+        moved = self.life.failed(event, own, now) if own is not None else None
         return [moved] if moved is not None else []
 
     def _flush(self, ns: str, key: str, value: object, now: datetime) -> list[Notification]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined, Template
 
 from xihe.agent import wecom_markdown as md
 from xihe.agent.alerts.tplcache import template_cache
@@ -132,12 +132,18 @@ class Renderer:
             t=self._time,
             esc=lambda v: md.Md(md.inline(v)),
         )
-        # Compile now (once per config load), so a bad override template fails at load, not mid-storm.
-        for name in TEMPLATE_NAMES:
-            self.env.get_template(name)
+        # Compile now (once per config load), so a bad override template fails at load, not mid-storm;
+        # held here, so a message does not ask Jinja's cache (and stat the file) for its template
+        self._templates = {name: self.env.get_template(name) for name in TEMPLATE_NAMES}
+        self._budgets = tuple(self.budgets())
 
     def _time(self, value: datetime | None) -> str:
         return show(value, self.tz)
+
+    def template(self, name: str) -> Template:
+        """The compiled template `name` (one of TEMPLATE_NAMES as loaded with the renderer)."""
+        tpl = self._templates.get(name)
+        return tpl if tpl is not None else self.env.get_template(name)
 
     def budgets(self) -> list[Budget]:
         """From generous to tight: the log keeps its tail until the other fields are cut."""
@@ -154,17 +160,17 @@ class Renderer:
 
     def fits(self, template: str, context: Mapping[str, Any]) -> bool:
         """Whether `template` renders whole within `max_bytes` at some budget."""
-        tpl = self.env.get_template(template)
+        tpl = self.template(template)
         return any(
             len(tpl.render(**_apply(context, b)).strip().encode("utf-8")) <= self.max_bytes
-            for b in self.budgets()
+            for b in self._budgets
         )
 
     def render(self, template: str, context: Mapping[str, Any]) -> str:
         """Render `template` (e.g. 'instance.md.j2') to at most `max_bytes` UTF-8 bytes."""
-        tpl = self.env.get_template(template)
+        tpl = self.template(template)
         text = ""
-        for budget in self.budgets():
+        for budget in self._budgets:
             text = tpl.render(**_apply(context, budget)).strip()
             if len(text.encode("utf-8")) <= self.max_bytes:
                 return text

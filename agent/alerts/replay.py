@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from xihe.agent.alerts.event import EventError, parse_event, unknown_fields
 from xihe.agent.alerts.life import Transition
 from xihe.agent.alerts.lifecycle import Why
 from xihe.agent.alerts.lifestore import InMemoryLifeStore
-from xihe.agent.alerts.model import PUSHED, AlertRecord, Reason
+from xihe.agent.alerts.model import PUSHED, AlertRecord
 from xihe.agent.alerts.notify.base import Attempt
 from xihe.agent.alerts.notify.email import EmailNotifier
 from xihe.agent.alerts.notify.wecom_robot import WeComRobotNotifier
@@ -37,6 +38,9 @@ from xihe.integrations.wecom.robot import RobotError, RobotReply
 if TYPE_CHECKING:
     from xihe.config.alerts import AlertsConfig
     from xihe.config.workflows import WorkflowsConfig
+
+
+_AT = attrgetter("at")
 
 
 class SimRobot:
@@ -56,7 +60,8 @@ class SimRobot:
         now = self.clock()
         reqs = self.requests.setdefault(key, [])
         reqs.append(now)
-        recent = sum(1 for t in reqs[-self.per_minute - 1 :] if t > now - timedelta(minutes=1))
+        since = now - timedelta(minutes=1)
+        recent = sum(1 for t in reqs[-self.per_minute - 1 :] if t > since)
         if any(a <= now < b for a, b in self.down):
             raise RobotError("robot HTTP 502", retryable=True, status=502, body="bad gateway")
         if recent > self.per_minute:
@@ -251,9 +256,9 @@ def load_events(path: str | Path) -> Loaded:
         return parse_lines(fh)
 
 
-def is_failure_report(e: AlertEvent) -> bool:
+def failure_reports(events: Iterable[AlertEvent]) -> int:
     """What a naive one-alert-per-failure policy would push: every FAILURE event."""
-    return e.state == "FAILURE"
+    return sum(1 for e in events if e.state == "FAILURE")
 
 
 def run_replay(
@@ -267,7 +272,8 @@ def run_replay(
     """Feed `events` (and `acks`) in time order on a simulated clock; deliver through
     SimRobot/SimMailer. Alerts live as in the bot: acknowledged by the ack lines, paged up their
     chain while the replay's clock runs, resolved by a SUCCESS."""
-    stream = sorted(events, key=attrgetter("at"))
+    stream = sorted(events, key=_AT)
+    times = list(map(_AT, stream))
     pending_acks = sorted(acks, key=lambda a: a.at)
     start = stream[0].at if stream else datetime.fromisoformat("2026-01-01T00:00:00+00:00")
     clock = FakeClock(start)
@@ -309,7 +315,7 @@ def run_replay(
         candidates = [
             t
             for t in (
-                stream[i].at if i < n else None,
+                times[i] if i < n else None,
                 pending_acks[0].at if pending_acks else None,
                 pipeline.next_due(),
                 outbox.next_due(),
@@ -325,7 +331,7 @@ def run_replay(
         now = max(min(candidates), clock.now)
         clock.now = now
         t0 = time.perf_counter()
-        while pending_acks and pending_acks[0].at <= now and (i >= n or pending_acks[0].at <= stream[i].at):
+        while pending_acks and pending_acks[0].at <= now and (i >= n or pending_acks[0].at <= times[i]):
             ack = pending_acks.pop(0)
             alert = life.find(ack.ref)
             moved, why = life.acknowledge(alert, ack.by, now) if alert is not None else (None, None)
@@ -334,23 +340,17 @@ def run_replay(
             else:
                 what = "no such alert" if alert is None else why.value if why else "?"
                 ack_problems.append(f"line {ack.line}: ack {ack.ref} by {ack.by}: {what}")
-        fed_now = (
-            False  # the events of one instant: each feed ends with a tick at `now` (Pipeline.feed_batch)
-        )
-        while i < n and stream[i].at <= now:
-            fed = pipeline.feed(stream[i], now, ticked=fed_now)
-            fed_now = True
+        # the events of this instant, each decided as if fed alone (`feed_batch(each=True)`)
+        fed_to = bisect_right(times, now, i)
+        if fed_to > i:
+            fed = pipeline.feed_batch(stream[i:fed_to], now, each=True)
             moves.extend(fed.transitions)
-            recs = fed.records
-            for r in recs:
-                if r.reason is Reason.MAINTENANCE:
-                    found = pipeline.book.covering(now, stream[i])
-                    if found is not None:  # keep going until the window ends and says what it kept quiet
-                        last = max(last, found[1] + timedelta(seconds=1))
-                    break
-            records.extend(recs)
-            i += 1
-        if not fed_now:
+            records.extend(fed.records)
+            i = fed_to
+            quiet = pipeline.folding.quiet_until
+            if quiet is not None:  # keep going until a maintenance window ends and says what it kept quiet
+                last = max(last, quiet + timedelta(seconds=1))
+        else:
             moves.extend(pipeline.tick(now).transitions)
         core += time.perf_counter() - t0
         due = outbox.next_due()
@@ -377,7 +377,7 @@ def run_replay(
         records,
         attempts,
         n,
-        sum(map(is_failure_report, stream)),
+        failure_reports(stream),
         robot.violations,
         core,
         sum(1 for r in outbox.rows() if r.status != "sent"),

@@ -349,24 +349,22 @@ class InMemoryAlertStateStore:
         """Remove; missing is fine."""
         self._rows.pop((ns, key), None)
 
-    def _clean_top(self) -> None:
-        while self._heap:
-            _due, seq, ns, key = self._heap[0]
-            row = self._rows.get((ns, key))
-            if row is not None and row[2] == seq:
-                return
-            heapq.heappop(self._heap)  # stale entry: replaced or deleted since
-
     def next_due(self) -> datetime | None:
-        """Earliest due time, or None."""
-        self._clean_top()
-        return self._heap[0][0] if self._heap else None
+        """Earliest due time, or None (stale heap entries on top dropped on the way)."""
+        heap, rows = self._heap, self._rows
+        while heap:
+            due, seq, ns, key = heap[0]
+            row = rows.get((ns, key))
+            if row is not None and row[2] == seq:
+                return due
+            heapq.heappop(heap)  # stale entry: replaced or deleted since
+        return None
 
     def pop_due(self, now: datetime) -> Iterator[tuple[str, str, Value]]:
         """Yield due records, earliest first; the caller replaces or deletes each."""
         while True:
-            self._clean_top()
-            if not self._heap or self._heap[0][0] > now:
+            due = self.next_due()  # drops stale entries on top
+            if due is None or due > now:
                 return
             _due, seq, ns, key = heapq.heappop(self._heap)
             value = self.get(ns, key)

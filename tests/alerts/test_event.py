@@ -4,6 +4,7 @@ DolphinScheduler report, and the stored form read back as written."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -147,6 +148,8 @@ PLAIN_EDGES: list[dict[str, Any]] = [
     {"at": "2026-12-02T01:00:05Z", "start_time": " 2026-12-02T09:00:05+08:00 ", "end_time": None},
     {"workflow": ""},
     {"state": "failure "},
+    {"state": " SUCCESS\t"},
+    {"state": "Kill"},
     {"state": "nope"},
     {"state": "WorkflowExecutionStatus{code=6, desc='failure'}"},
     {"parent_stopped": 1},
@@ -193,6 +196,14 @@ def test_every_line_of_the_storm_streams_takes_the_fast_path_to_the_same_event()
             slow = _validated(data)
             assert fast is not None and repr(fast) == repr(slow)
             assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
+            # filled in the fields' order, as AlertEvent(...) fills them (attribute reads stay fast)
+            assert list(vars(fast)) == list(vars(slow)) == [f.name for f in fields(AlertEvent)]
+
+
+def test_the_fast_path_keeps_one_object_per_distinct_text() -> None:
+    first, again = (parse_event(json.loads(json.dumps(LINE))) for _ in range(2))
+    assert first == again
+    assert first.workflow is again.workflow and first.host is again.host and first.state is again.state
 
 
 def test_the_fast_path_defaults_are_the_line_models_defaults() -> None:
