@@ -17,8 +17,10 @@ from __future__ import annotations
 import ctypes
 import os
 
-M_ARENA_MAX = -8  # glibc's mallopt parameter
+M_ARENA_MAX = -8  # glibc's mallopt parameters
+M_MMAP_THRESHOLD = -3
 ARENAS = 2
+MMAP_THRESHOLD = 1024 * 1024
 
 
 def give_back() -> bool:
@@ -32,12 +34,21 @@ def give_back() -> bool:
 
 
 def limit_arenas(arenas: int = ARENAS) -> bool:
-    """Cap glibc's malloc arenas (before threads start); False where unsupported or already set."""
-    if "MALLOC_ARENA_MAX" in os.environ:  # the operator's choice, read by glibc itself
-        return False
+    """Cap glibc's malloc arenas and fix its mmap threshold (before threads start); False where
+    unsupported or already set by the operator (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_).
+
+    The threshold: glibc serves a block of 128 KB or more with its own mapping, returned when freed,
+    but raises the threshold to the size of each such block freed (up to 32 MB), after which blocks
+    that size come from the heap and stay in the process when freed. A serve's searches and index
+    updates free many blocks of megabytes (numpy temporaries); with the threshold fixed they always
+    go back to the system."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    if "MALLOC_ARENA_MAX" in os.environ:  # the operator's choice, read by glibc itself
+        return False
     return bool(mallopt(M_ARENA_MAX, arenas))

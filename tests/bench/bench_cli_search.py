@@ -54,13 +54,21 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(cmd, check=True, capture_output=True)
 
 
-def _setup(tmp: Path, cache: Path, env: dict[str, str]) -> tuple[Path, list[str]]:
-    """A git copy of the corpus indexed with the shipped code.yaml (`repos` naming it, for the
-    serve); (repo, config args). Kept in a `--workdir` from an earlier run: only updated."""
+def _setup(
+    tmp: Path, cache: Path, env: dict[str, str], corpus: str = "react-native"
+) -> tuple[Path, list[str]]:
+    """A git copy of the corpus (React Native, or `jdk-ds`: bench_build's DolphinScheduler-sized
+    Java tree) indexed with the shipped code.yaml (`repos` naming it, for the serve); (repo, config
+    args). Kept in a `--workdir` from an earlier run: only updated."""
     repo, config = tmp / "repo", tmp / "config"
     args = ["--config", str(config)]
     if not ((repo / ".git").is_dir() and (config / "code.yaml").is_file()):
-        shutil.copytree(fetch(load_set("react-native-android").source, cache), repo)
+        if corpus == "jdk-ds":
+            from tests.bench.bench_build import jdk_sample
+
+            shutil.copytree(jdk_sample(ROOT / "var" / "bench-build"), repo)
+        else:
+            shutil.copytree(fetch(load_set("react-native-android").source, cache), repo)
         (repo / ".gitignore").write_text("var/\n", encoding="utf-8")
         _git(repo, "init", "-q")
         _git(repo, "add", "-A")

@@ -1,7 +1,7 @@
 """The symbol graph against jedi: precision and recall of find_callers and find_references.
 
     python -m tests.bench.bench_graph [--packages requests,apscheduler] [--limit N] [--cache DIR] [--speed 2]
-                                      [--speed-corpus stdlib|react-native]
+                                      [--speed-corpus stdlib|react-native|jdk-ds]
                                       [--js] [--js-packages js-yaml@4.1.0,commander@12.1.0]
 
 Each package is the installed one (pinned in constraints.txt), copied out of site-packages so both
@@ -15,7 +15,7 @@ package and jedi version): they take minutes.
 Also measured: the index build with and without the graph's facts (the facts' share of a build:
 extraction and the graph.bin write) and an incremental update of one file; `--speed ROUNDS` adds
 both on ten standard-library packages (or React Native 0.71.19 from npm, `--speed-corpus
-react-native`, 16k units), BM25 only and with the shipped config/code.yaml (vectors), in one
+react-native`, 16k units; or bench_build's DolphinScheduler-sized Java tree, `jdk-ds`), BM25 only and with the shipped config/code.yaml (vectors), in one
 process after a warm-up build that is not counted: builds with and without the facts interleaved,
 best of ROUNDS (BM25 only: at least `--pairs`, 5, and the median of each pair's growth with its
 spread; and, steadier on a busy machine, the facts' extraction and JSON timed inside each build
@@ -373,6 +373,11 @@ STDLIB = (
 def corpus(name: str, tmp: Path, cache: Path) -> Path:
     """The speed corpus copied under `tmp`: ten standard-library packages, or React Native 0.71.19
     (the held-out evaluation's npm package, 2,973 files, fetched once into `cache`)."""
+    if name == "jdk-ds":  # the DolphinScheduler-sized Java tree of bench_build (openjdk-17-source)
+        from tests.bench.bench_build import jdk_sample
+
+        shutil.copytree(jdk_sample(Path("var/bench-build").resolve()), tmp / name)
+        return tmp / name
     if name == "react-native":
         from xihe.tools.codeindex.heldout import fetch, load_set
 
@@ -477,7 +482,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="definitions per package (0 = all)")
     ap.add_argument("--speed", type=int, default=0, metavar="ROUNDS", help="also time builds and updates")
     ap.add_argument(
-        "--speed-corpus", default="stdlib", choices=("stdlib", "react-native"), help="for --speed"
+        "--speed-corpus", default="stdlib", choices=("stdlib", "react-native", "jdk-ds"), help="for --speed"
     )
     ap.add_argument(
         "--pairs", type=int, default=5, help="for --speed: BM25-only build pairs at least (median growth)"

@@ -1,10 +1,11 @@
 """Benchmark: the memory of a `xihe serve` with a large code index loaded, before and after 1,000 messages.
 
 Run: python -m tests.bench.bench_serve_rss [--messages 1000] [--users 100] [--batch 50]
-     [--workdir var/bench-cli] [--cache var/eval-src] [--no-baseline] [--probe-trim]   (prints JSON)
+     [--corpus react-native|jdk-ds] [--workdir DIR] [--cache var/eval-src] [--no-baseline] [--probe-trim]
 
 The index is React Native 0.71.19 from npm (2,973 files, 16k units), the tree and index of
-`bench_cli_search` (a git copy indexed once with the shipped `config/code.yaml`; kept in `--workdir`).
+`bench_cli_search` (a git copy indexed once with the shipped `config/code.yaml`; kept in `--workdir`),
+or with `--corpus jdk-ds` bench_build's DolphinScheduler-sized Java tree (4,513 files, 23,832 units).
 A real `xihe serve` (the `bench_load` config: core + WeCom + ops over the loopback fakes, SQLite) gets
 that code.yaml (`repos` naming the tree, `index_dir` absolute) and, once its search socket answers
 (the index loaded, one search done), `--messages` signed, encrypted WeCom callbacks from `--users`
@@ -174,10 +175,17 @@ def run_one(
 
 
 def run(
-    cache: Path, workdir: Path, messages: int, users: int, batch: int, baseline: bool, probe_trim: bool
+    cache: Path,
+    workdir: Path,
+    messages: int,
+    users: int,
+    batch: int,
+    baseline: bool,
+    probe_trim: bool,
+    corpus: str = "react-native",
 ) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    repo, _ = _setup(workdir, cache, env)
+    repo, _ = _setup(workdir, cache, env, corpus)
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
     out: dict[str, Any] = {"load_before": round(os.getloadavg()[0], 2)}
     if baseline:
@@ -200,21 +208,31 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--cache", default="var/eval-src", type=Path)
     parser.add_argument(
-        "--workdir", default="var/bench-cli", type=Path, help="bench_cli_search's tree and index"
+        "--corpus",
+        default="react-native",
+        choices=("react-native", "jdk-ds"),
+        help="the indexed tree: React Native, or bench_build's DolphinScheduler-sized Java tree",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="the tree and index (default var/bench-cli, or var/bench-cli-jdk-ds)"
     )
     parser.add_argument("--no-baseline", action="store_true", help="only the serve with the code index")
     parser.add_argument(
         "--probe-trim", action="store_true", help="then gdb calls malloc_trim(0) in the serve: memory again"
     )
     args = parser.parse_args()
+    workdir = args.workdir or Path(
+        "var/bench-cli" if args.corpus == "react-native" else f"var/bench-cli-{args.corpus}"
+    )
     report = run(
         args.cache.resolve(),
-        args.workdir.resolve(),
+        workdir.resolve(),
         args.messages,
         args.users,
         args.batch,
         not args.no_baseline,
         args.probe_trim,
+        args.corpus,
     )
     print(json.dumps(report, indent=2, ensure_ascii=False))
 

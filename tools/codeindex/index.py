@@ -112,9 +112,11 @@ class CodeIndex(Searching):
         self._recycled: dict[int, int] = {}  # key -> a slot dropped by this update, its rows still there
         self._recycled_calls: dict[int, tuple[str, ...]] = {}  # such a slot -> its unit's callee names
         self._shapes: dict[str, list[tuple[str, str, str, str, bool]]] = {}  # dropped files' inherit.shape
-        self.vectors = np.zeros((0, 0), np.float32)
-        # doc-sentence vectors: row i belongs to slot sent_owner[i] (non-decreasing: appended in slot order)
-        self.sent_vectors = np.zeros((0, 0), np.float32)
+        # unit and doc-sentence vectors as saved, float16: half the memory, and a search's products are
+        # exact float32 products of those values (`blas.rows_dot`). Doc-sentence row i belongs to slot
+        # sent_owner[i] (non-decreasing: appended in slot order)
+        self.vectors = np.zeros((0, 0), np.float16)
+        self.sent_vectors = np.zeros((0, 0), np.float16)
         self.sent_owner = np.zeros(0, np.int64)
         self._sent_groups: tuple[np.ndarray, np.ndarray] | None = None
         # the wordllama model's query vectors without loading it (qvec.py); None for other embedders
@@ -172,8 +174,8 @@ class CodeIndex(Searching):
         self._dropped_calls, self._dropped_callers, self._callermap = Counter(), {}, CallerMap()
         self._table = None
         self.unit_keys, self._recycled, self._recycled_calls = np.zeros(0, np.uint64), {}, {}
-        self.vectors = np.zeros((0, 0), np.float32)
-        self.set_sentences(np.zeros((0, 0), np.float32), np.zeros(0, np.int64))
+        self.vectors = np.zeros((0, 0), np.float16)
+        self.set_sentences(np.zeros((0, 0), np.float16), np.zeros(0, np.int64))
         self.graph_facts, self._graph = GraphFacts(), None
         if self.multi is not None:
             self.multi = MultilingualVectors(self.multi.model)
@@ -345,7 +347,7 @@ class CodeIndex(Searching):
         if len(todo) == len(texts) and fresh is not None:
             return fresh
         dim = self.vectors.shape[1] if self.vectors.size else (fresh.shape[1] if fresh is not None else 1)
-        out = np.zeros((len(texts), dim), np.float32)
+        out = np.zeros((len(texts), dim), np.float16)
         if fresh is not None:
             out[todo] = fresh
         kept = [i for i, o in enumerate(old) if o is not None]
@@ -394,7 +396,7 @@ class CodeIndex(Searching):
         if len(todo) == len(texts) and fresh is not None:
             vecs = fresh
         else:
-            vecs = np.zeros((len(texts), self.sent_vectors.shape[1]), np.float32)
+            vecs = np.zeros((len(texts), self.sent_vectors.shape[1]), np.float16)
             if fresh is not None:
                 vecs[todo] = fresh
             kept = [i for i, c in enumerate(copied) if c is not None]
@@ -604,9 +606,9 @@ class CodeIndex(Searching):
 
 
 def half(vectors: np.ndarray) -> np.ndarray:
-    """`vectors` as saved (float16, half the disk), back in float32 for the products: an index built
-    in memory ranks exactly as it will once saved and loaded."""
-    return vectors.astype(np.float16).astype(np.float32)
+    """`vectors` as kept and saved: float16, half the memory and the disk (a search widens them a block
+    at a time, `blas.rows_dot`), so an index built in memory ranks exactly as it will once loaded."""
+    return vectors.astype(np.float16)
 
 
 def _without_text(u: CodeUnit) -> CodeUnit:

@@ -107,8 +107,8 @@ class Searching:
         if q is None:
             q = self.embedder.embed([text])[0]
         with blas.limited(1):  # memory-bound: more threads only wait for each other under load
-            sims = self.vectors @ q
-            best = self.sent_vectors @ q if len(self.sent_owner) else None
+            sims = blas.rows_dot(self.vectors, q)
+            best = blas.rows_dot(self.sent_vectors, q) if len(self.sent_owner) else None
         if best is not None:
             starts, slots = self._groups()
             best = np.maximum.reduceat(best, starts)

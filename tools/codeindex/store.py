@@ -218,11 +218,11 @@ def load_into(idx: Stored) -> bool:
     idx.names = Bm25Index.load(d, "names")
     idx.neighbours = Bm25Index.load(d, "neighbours")
     idx.unit_keys = segments.load_rows(d, reuse.FILE.removesuffix(".npy"), bases)
-    idx.vectors = segments.load_rows(d, "vectors", bases).astype(np.float32)  # float16 on disk
+    idx.vectors = segments.load_rows(d, "vectors", bases).astype(np.float16, copy=False)  # as saved
     if idx.query_vectors is not None:
         idx.query_vectors = QueryVectors.load(d, idx.query_vectors.dim)
     idx.set_sentences(
-        segments.load_rows(d, "sent_vectors", bases).astype(np.float32),
+        segments.load_rows(d, "sent_vectors", bases).astype(np.float16, copy=False),
         segments.load_rows(d, "sent_owner", bases),
     )
     idx.row_bases = bases
