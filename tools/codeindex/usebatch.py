@@ -174,7 +174,7 @@ class WindowForward:
         as blocks of distinct rows: its layer norm summed over the sentence, then the dense layers."""
         b = self.b
         dim = sum(rows.shape[1] for rows, _ in blocks)
-        total = sum(np.sum(rows, axis=1, dtype=np.float64)[of] for rows, of in blocks)
+        total = sum(rows.sum(axis=1, dtype=np.float64)[of] for rows, of in blocks)
         squares = sum(np.einsum("ij,ij->i", rows, rows, dtype=np.float64)[of] for rows, of in blocks)
         mean = total / dim
         inv = 1.0 / np.sqrt(squares / dim - mean * mean + b.eps)
