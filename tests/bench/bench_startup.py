@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.cli.terminals import chat_on_a_terminal, read_until
+from tests.cli.terminals import chat_on_a_terminal, end_input, read_until
 
 ROOT = Path(__file__).resolve().parents[2]
 XIHE = [sys.executable, "-m", "xihe.agent.cli.main"]
@@ -67,8 +67,7 @@ def _prompt_seconds(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -
             reply = time.perf_counter() - start
             after_reply = bytearray(seen[seen.index(b"no tasks yet") :])
             read_until(leader, b"> ", after_reply)  # the next prompt: Ctrl-D then ends the input
-            os.write(leader, b"\x04")
-            proc.wait(timeout=60)
+            end_input(leader, proc, timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -113,3 +113,20 @@ def chat_on_a_terminal(
     )
     os.close(follower)
     return leader, proc
+
+
+def end_input(leader: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> int:
+    """Type Ctrl-D into the chat on `leader` until it ends; its exit status.
+
+    A Ctrl-D typed the instant a prompt is drawn can be lost: it may reach the terminal before
+    readline has switched it out of line mode for that prompt (seen under load in about one run in
+    two; a line typed ahead is kept, the end-of-input key is not). No person types that fast, so the
+    key is typed again each second until the process ends."""
+    deadline = time.monotonic() + timeout
+    while True:
+        os.write(leader, b"\x04")
+        try:
+            return proc.wait(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise

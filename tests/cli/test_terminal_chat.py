@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.terminals import chat_on_a_terminal, read_until
+from tests.cli.terminals import chat_on_a_terminal, end_input, read_until
 from tests.conftest import write_config
 from xihe.agent.cli.terminal import clean
 
@@ -50,8 +50,7 @@ def test_up_arrow_repeats_the_last_line_and_history_survives(tmp_path: Path) -> 
                 os.write(leader, key.encode())
             read_until(leader, b"alice> ", seen)
             screen.extend(seen)
-            os.write(leader, b"\x04")  # Ctrl-D: end of input
-            assert proc.wait(timeout=30) == 0
+            assert end_input(leader, proc) == 0  # Ctrl-D: end of input
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -91,8 +90,7 @@ def test_a_late_message_prints_above_the_line_being_typed(tmp_path: Path) -> Non
         after = bytearray(seen[seen.index(b"no tasks yet") :])
         read_until(leader, b"alice> ", after)  # the next prompt: Ctrl-D now ends the input
         seen.extend(after)
-        os.write(leader, b"\x04")
-        assert proc.wait(timeout=30) == 0
+        assert end_input(leader, proc) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -120,8 +118,7 @@ def test_the_prompt_comes_first_and_a_line_typed_at_once_waits_for_the_bot(tmp_p
         os.write(leader, b"/tasks\r")  # typed at once: answered once the bot is made
         read_until(leader, b"no tasks yet", seen)
         read_until(leader, b"alice> ", seen)
-        os.write(leader, b"\x04")
-        assert proc.wait(timeout=30) == 0
+        assert end_input(leader, proc) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
