@@ -266,9 +266,8 @@ def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
 
 
 def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, cfg, embedder) -> None:
-    """Version 10 kept the graph's facts in graph.jsonl (version 9 BM25 deltas in `.delta.npz`
-    archives): a save of the previous version is not loaded (its graph file would be missing), and
-    indexing it builds it again."""
+    """Version 11 kept each BM25 base's rows beside its columns (10: the graph's facts in graph.jsonl):
+    a save of the previous version is not loaded, and indexing it builds it again."""
     import json
 
     files = _corpus()
@@ -276,10 +275,10 @@ def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, 
     index_repo(root, cfg, embedder=embedder)
     directory = index_dir(root, cfg)
     meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-    assert meta["version"] == store.INDEX_VERSION == 11
-    meta["version"] = 10
+    assert meta["version"] == store.INDEX_VERSION == 12
+    meta["version"] = 11
     (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     assert open_index(root, cfg, embedder) is None
     idx, report = index_repo(root, cfg, embedder=embedder)
     assert report.mode == "full" and len(idx.files) == len(files)
-    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 11
+    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 12

@@ -35,8 +35,9 @@ if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
 _UNIT = json.JSONEncoder(ensure_ascii=False)  # one unit's line: `json.dumps(..., ensure_ascii=False)`
 MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's module
 # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
-# 10: the query-word table as base + delta (qvec.py); 11: graph.bin (marshal records) for graph.jsonl
-INDEX_VERSION = 11
+# 10: the query-word table as base + delta (qvec.py); 11: graph.bin (marshal records) for graph.jsonl;
+# 12: BM25 bases keep their columns only (bm25.SavedRows makes the rows from them)
+INDEX_VERSION = 12
 
 
 @dataclass
