@@ -195,7 +195,9 @@ def _question(
     return out
 
 
-def run(cache: Path, runs: int, workdir: Path | None, with_serve: bool = True) -> dict[str, object]:
+def run(
+    cache: Path, runs: int, workdir: Path | None, with_serve: bool = True, corpus: str = "react-native"
+) -> dict[str, object]:
     """Index once, start a serve, then time each question's `xihe search` through the serve and
     locally, interleaved with its ripgrep anchor."""
     if shutil.which("rg") is None:
@@ -205,7 +207,8 @@ def run(cache: Path, runs: int, workdir: Path | None, with_serve: bool = True) -
     with contextlib.ExitStack() as stack:
         tmp = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="xihe-bench-cli-")))
         tmp.mkdir(parents=True, exist_ok=True)
-        repo, config = _setup(tmp, cache, env)
+        repo, config = _setup(tmp, cache, env, corpus)
+        out["corpus"] = corpus
         if with_serve:
             stack.enter_context(_serve(tmp, repo, config, env))
             deployed = _deployed(tmp)
@@ -239,9 +242,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--workdir", type=Path, help="keep the indexed copy here for later runs")
     parser.add_argument("--no-serve", action="store_true", help="time the local path only (no serve)")
+    parser.add_argument(
+        "--corpus",
+        default="react-native",
+        choices=("react-native", "jdk-ds"),
+        help="React Native, or bench_build's DolphinScheduler-sized Java tree",
+    )
     args = parser.parse_args()
     workdir = args.workdir.resolve() if args.workdir else None
-    report = run(args.cache.resolve(), args.runs, workdir, with_serve=not args.no_serve)
+    report = run(args.cache.resolve(), args.runs, workdir, with_serve=not args.no_serve, corpus=args.corpus)
     print(json.dumps(report, indent=2, ensure_ascii=False))
 
 
