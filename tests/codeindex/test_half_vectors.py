@@ -1,21 +1,24 @@
-"""Vectors are kept and saved as float16; an index ranks the same built in memory and loaded from disk,
-and its products are the float32 products of those values."""
+"""Vectors are kept as float16 and saved as int8 with a power-of-two scale per row (quant.py); an index
+ranks the same built in memory and loaded from disk, and its products are the float32 products of
+those values."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from tests.codeindex.conftest import MAILER_JAVA, ORDERS_PY
-from xihe.tools.codeindex import blas
+from xihe.tools.codeindex import blas, quant
 from xihe.tools.codeindex.service import index_dir, index_repo, open_index
 
 
-def test_saved_vectors_are_half_precision_and_load_to_the_same_scores(make_repo, cfg, embedder) -> None:
+def test_saved_vectors_are_8_bit_and_load_to_the_same_scores(make_repo, cfg, embedder) -> None:
     root = make_repo({"shop/orders.py": ORDERS_PY, "mail/Mailer.java": MAILER_JAVA})
     built, _ = index_repo(root, cfg, embedder=embedder)
     saved = index_dir(root, cfg)
-    assert np.load(saved / "vectors.npy").dtype == np.float16
-    assert np.load(saved / "sent_vectors.npy").dtype == np.float16
+    for name, rows in (("vectors", built.vectors), ("sent_vectors", built.sent_vectors)):
+        on_disk = np.load(saved / f"{name}.npy")
+        assert on_disk.dtype == np.int8 and on_disk.shape == (len(rows), rows.shape[1] + 1)
+        assert np.array_equal(quant.unpack(on_disk), rows)  # exactly what is kept
     loaded = open_index(root, cfg, embedder)
     assert built.vectors.dtype == built.sent_vectors.dtype == np.float16  # half the memory
     assert loaded is not None and loaded.vectors.dtype == loaded.sent_vectors.dtype == np.float16
@@ -48,3 +51,16 @@ def test_the_product_is_bit_for_bit_the_float32_product() -> None:
     rows[0, :4] = [0.0, -0.0, 3e-7, -5e-6]  # zeros and subnormals
     q = (rng.standard_normal(512) / 22).astype(np.float32)
     assert np.array_equal(blas.rows_dot(rows, q), rows.astype(np.float32) @ q)
+
+
+def test_quantized_rows_pack_and_unpack_to_themselves() -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((500, 256)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rows[0], rows[1] = 0.0, rows[1] * 40  # a zero row (an empty text) and a large one
+    kept = quant.quantize(rows)
+    assert kept.dtype == np.float16 and np.abs(kept.astype(np.float32) - rows).max() < 2e-3 * 40
+    packed = quant.pack(kept)
+    assert packed.dtype == np.int8 and packed.shape == (500, 257)
+    assert np.array_equal(quant.unpack(packed), kept) and not kept[0].any()
+    assert np.array_equal(quant.quantize(kept), kept)  # rounding again changes nothing

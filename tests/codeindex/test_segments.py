@@ -266,8 +266,8 @@ def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
 
 
 def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, cfg, embedder) -> None:
-    """Version 11 kept each BM25 base's rows beside its columns (10: the graph's facts in graph.jsonl):
-    a save of the previous version is not loaded, and indexing it builds it again."""
+    """Version 12 saved vectors as float16 (11: each BM25 base's rows beside its columns): a save of
+    the previous version is not loaded, and indexing it builds it again."""
     import json
 
     files = _corpus()
@@ -275,10 +275,10 @@ def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, 
     index_repo(root, cfg, embedder=embedder)
     directory = index_dir(root, cfg)
     meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-    assert meta["version"] == store.INDEX_VERSION == 12
-    meta["version"] = 11
+    assert meta["version"] == store.INDEX_VERSION == 13
+    meta["version"] = 12
     (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     assert open_index(root, cfg, embedder) is None
     idx, report = index_repo(root, cfg, embedder=embedder)
     assert report.mode == "full" and len(idx.files) == len(files)
-    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 12
+    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 13

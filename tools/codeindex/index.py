@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xihe.agent.cachedir import shared_cache
-from xihe.tools.codeindex import gcpause, identifiers, inherit, reuse, segments, store
+from xihe.tools.codeindex import gcpause, identifiers, inherit, quant, reuse, segments, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.callermap import CALLER_KINDS, CallerMap
@@ -606,9 +606,10 @@ class CodeIndex(Searching):
 
 
 def half(vectors: np.ndarray) -> np.ndarray:
-    """`vectors` as kept and saved: float16, half the memory and the disk (a search widens them a block
-    at a time, `blas.rows_dot`), so an index built in memory ranks exactly as it will once loaded."""
-    return vectors.astype(np.float16)
+    """`vectors` as kept: rounded to 8-bit mantissas with a power-of-two scale per row, as float16
+    (half the memory; a search widens them a block at a time, `blas.rows_dot`), exactly what is saved
+    (quant.py), so an index built in memory ranks exactly as it will once loaded."""
+    return quant.quantize(vectors)
 
 
 def _without_text(u: CodeUnit) -> CodeUnit:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xihe.agent.errors import ConfigError
-from xihe.tools.codeindex import blas
+from xihe.tools.codeindex import blas, quant
 from xihe.tools.codeindex.embed import distinct
 from xihe.tools.codeindex.tokens import split_identifier
 from xihe.tools.codeindex.units import CodeUnit
@@ -154,7 +154,7 @@ class Multilingual:
         with blas.limited(self.threads):
             rows = forward.encode(once)
         self.encoded += len(once)
-        return rows.astype(np.float16)[row_of]
+        return quant.quantize(rows)[row_of]  # as saved (quant.py)
 
     def _forward(self) -> WindowForward:
         """The model's index-time forward pass (usebatch.py), made once per process."""

@@ -12,6 +12,7 @@ leaves the previous index as it was.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,18 +57,29 @@ def link(current: Path | None, target: Path, name: str, base: Base | None) -> bo
 
 
 def save_rows(
-    current: Path | None, target: Path, name: str, rows: np.ndarray, bases: dict[str, Base], dtype: type
+    current: Path | None,
+    target: Path,
+    name: str,
+    rows: np.ndarray,
+    bases: dict[str, Base],
+    dtype: type,
+    convert: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> None:
     """Save `rows` (append-only between compactions) under `target` as `<name>.npy`, or as the linked
-    base plus `<name>.delta.npy` of the rows after it; `bases` keeps each name's base."""
+    base plus `<name>.delta.npy` of the rows after it; `bases` keeps each name's base. `convert`
+    turns the rows written into what is saved (quant.pack), else they are saved as `dtype`."""
+
+    def saved(part: np.ndarray) -> np.ndarray:
+        return convert(part) if convert is not None else np.asarray(part, dtype=dtype)
+
     base = bases.get(name)
     fits = base is not None and base.rows <= len(rows) and small(base, len(rows) - base.rows)
     if fits and base is not None and link(current, target, f"{name}.npy", base):
         if len(rows) > base.rows:
-            np.save(target / f"{name}.delta.npy", np.asarray(rows[base.rows :], dtype=dtype))
+            np.save(target / f"{name}.delta.npy", saved(rows[base.rows :]))
         return
     path = target / f"{name}.npy"
-    np.save(path, np.asarray(rows, dtype=dtype))
+    np.save(path, saved(rows))
     bases[name] = remember(path, len(rows))
 
 

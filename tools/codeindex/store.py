@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from xihe.agent.cachedir import shared_cache
-from xihe.tools.codeindex import graphstore, reuse, segments
+from xihe.tools.codeindex import graphstore, quant, reuse, segments
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.qvec import QueryVectors
@@ -36,8 +36,9 @@ _UNIT = json.JSONEncoder(ensure_ascii=False)  # one unit's line: `json.dumps(...
 MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's module
 # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
 # 10: the query-word table as base + delta (qvec.py); 11: graph.bin (marshal records) for graph.jsonl;
-# 12: BM25 bases keep their columns only (bm25.SavedRows makes the rows from them)
-INDEX_VERSION = 12
+# 12: BM25 bases keep their columns only (bm25.SavedRows makes the rows from them); 13: vectors as
+# int8 mantissas with a power-of-two exponent per row (quant.py)
+INDEX_VERSION = 13
 
 
 @dataclass
@@ -97,14 +98,14 @@ def save(idx: Stored) -> None:
     idx.neighbours.save(tmp, "neighbours", current)
     bases = idx.row_bases
     segments.save_rows(current, tmp, reuse.FILE.removesuffix(".npy"), idx.unit_keys, bases, np.uint64)
-    # vectors are float16 on disk (already rounded: index.half)
-    segments.save_rows(current, tmp, "vectors", idx.vectors, bases, np.float16)
-    segments.save_rows(current, tmp, "sent_vectors", idx.sent_vectors, bases, np.float16)
+    # vectors as int8 mantissas and a power-of-two exponent per row (quant.py; rounded when made)
+    segments.save_rows(current, tmp, "vectors", idx.vectors, bases, np.int8, quant.pack)
+    segments.save_rows(current, tmp, "sent_vectors", idx.sent_vectors, bases, np.int8, quant.pack)
     segments.save_rows(current, tmp, "sent_owner", idx.sent_owner, bases, np.int64)
     if idx.query_vectors is not None:
         idx.query_vectors.save(tmp, current)
     if idx.multi is not None:
-        segments.save_rows(current, tmp, MULTI, idx.multi.vectors, bases, np.float16)
+        segments.save_rows(current, tmp, MULTI, idx.multi.vectors, bases, np.int8, quant.pack)
     lines, size = _write_units(idx, tmp / "units.jsonl")
     graph_records, graph_bytes = idx.graph_facts.save(tmp, len(idx.files))
     meta = {
@@ -211,7 +212,7 @@ def load_into(idx: Stored) -> bool:
     idx.bm25 = Bm25Index.load(d)
     if idx.multi is not None:
         try:
-            rows = segments.load_rows(d, MULTI, bases)
+            rows = quant.unpack(segments.load_rows(d, MULTI, bases))
         except (OSError, ValueError):
             return False
         if not idx.multi.set_rows(rows, len(idx.bm25.alive)):
@@ -219,11 +220,11 @@ def load_into(idx: Stored) -> bool:
     idx.names = Bm25Index.load(d, "names")
     idx.neighbours = Bm25Index.load(d, "neighbours")
     idx.unit_keys = segments.load_rows(d, reuse.FILE.removesuffix(".npy"), bases)
-    idx.vectors = segments.load_rows(d, "vectors", bases).astype(np.float16, copy=False)  # as saved
+    idx.vectors = quant.unpack(segments.load_rows(d, "vectors", bases))
     if idx.query_vectors is not None:
         idx.query_vectors = QueryVectors.load(d, idx.query_vectors.dim)
     idx.set_sentences(
-        segments.load_rows(d, "sent_vectors", bases).astype(np.float16, copy=False),
+        quant.unpack(segments.load_rows(d, "sent_vectors", bases)),
         segments.load_rows(d, "sent_owner", bases),
     )
     idx.row_bases = bases
