@@ -12,7 +12,7 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Iterable, MutableSequence, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -264,7 +264,9 @@ class CodeIndex(Searching):
         self._add_neighbours(units, rows)
         self.unit_keys = np.concatenate([self.unit_keys, keys])
         if self.embedder is not None:
-            texts = [embed_text(u, u.text) for u in views]
+            # the texts of the units not copied from an `old` slot: a copied one's words are in the
+            # query-word table since it was first indexed
+            texts = [embed_text(u, u.text) for u, o in zip(views, old, strict=True) if o is None]
             vecs = self._embed(texts, old, progress)
             self.vectors = vecs if self.vectors.size == 0 else np.concatenate([self.vectors, vecs])
             sentences = self._append_sentences(views, base, progress, old)
@@ -341,13 +343,14 @@ class CodeIndex(Searching):
     def _embed(
         self, texts: list[str], old: list[int | None], progress: Progress, label: str = "embedding"
     ) -> np.ndarray:
-        """The vectors of `texts`: the rows of `old` slots where given, the rest embedded in batches."""
+        """One vector per entry of `old`: the row of that slot where given, else the next of `texts`
+        (those of the entries without one, in order), embedded in batches."""
         todo = [i for i, o in enumerate(old) if o is None]
-        fresh = self._embed_once([texts[j] for j in todo], progress, label)
-        if len(todo) == len(texts) and fresh is not None:
+        fresh = self._embed_once(texts, progress, label)
+        if len(todo) == len(old) and fresh is not None:
             return fresh
         dim = self.vectors.shape[1] if self.vectors.size else (fresh.shape[1] if fresh is not None else 1)
-        out = np.zeros((len(texts), dim), np.float16)
+        out = np.zeros((len(old), dim), np.float16)
         if fresh is not None:
             out[todo] = fresh
         kept = [i for i, o in enumerate(old) if o is not None]
@@ -373,7 +376,7 @@ class CodeIndex(Searching):
         self, units: list[CodeUnit], base: int, progress: Progress, old: list[int | None]
     ) -> list[str]:
         """Embed the doc sentences of `units` (slots from `base`; an `old` slot's rows are copied), append
-        them with their owners; the sentences."""
+        them with their owners; the sentences embedded (those not copied)."""
         limit = self.cfg.embedding.doc_sentences
         assert self.embedder is not None
         texts: list[str] = []
@@ -392,7 +395,8 @@ class CodeIndex(Searching):
         if not texts:
             return texts
         todo = [i for i, c in enumerate(copied) if c is None]
-        fresh = self._embed_once([texts[j] for j in todo], progress, "embedding doc sentences")
+        embedded = [texts[j] for j in todo]
+        fresh = self._embed_once(embedded, progress, "embedding doc sentences")
         if len(todo) == len(texts) and fresh is not None:
             vecs = fresh
         else:
@@ -404,7 +408,7 @@ class CodeIndex(Searching):
         if self.sent_vectors.size:
             vecs = np.concatenate([self.sent_vectors, vecs])
         self.set_sentences(vecs, np.concatenate([self.sent_owner, np.asarray(owners, np.int64)]))
-        return texts
+        return embedded
 
     def set_sentences(self, vectors: np.ndarray, owner: np.ndarray) -> None:
         self.sent_vectors, self.sent_owner = vectors, owner
@@ -613,4 +617,8 @@ def half(vectors: np.ndarray) -> np.ndarray:
 
 
 def _without_text(u: CodeUnit) -> CodeUnit:
-    return replace(u, text="")
+    """`u` with an empty text: its fields copied as they are (`dataclasses.replace` runs `__init__`
+    again, 8 us a unit)."""
+    out: CodeUnit = object.__new__(CodeUnit)
+    out.__dict__.update(u.__dict__, text="")
+    return out
