@@ -66,7 +66,7 @@ def test_successive_updates_write_deltas_and_load_as_a_fresh_build(
     idx, _ = index_repo(root, cfg, embedder=embedder)
     directory = index_dir(root, cfg)
     bases = _inodes(directory)
-    assert not list(directory.glob("*.delta.*"))  # a build writes every file whole
+    assert not (directory / segments.FILE).exists()  # a build writes every file whole
     edits = [
         ("email/base64mime.py", files["email/base64mime.py"] + "\n\ndef refund(order):\n    return order\n"),
         ("email/charset.py", files["email/charset.py"].replace("def ", "def renamed_", 2)),
@@ -81,7 +81,9 @@ def test_successive_updates_write_deltas_and_load_as_a_fresh_build(
         idx.update_files([rel])
         idx.save()
         assert _inodes(directory) == bases, n  # the bases are linked, never rewritten
-        assert (directory / "bm25.delta.npys").exists() and (directory / "neighbours.delta.npys").exists()
+        delta = segments.read_delta(directory)  # one file holds every delta
+        assert {"bm25.slots", "neighbours.slots", "vectors", "unit_keys"} <= set(delta), n
+        assert sorted(p.name for p in directory.iterdir() if "delta" in p.name) == [segments.FILE], n
         loaded = open_index(root, cfg, embedder)
         assert loaded is not None
         fresh = _fresh(root, cfg, embedder, tmp_path / f"fresh-{n}")
@@ -116,18 +118,18 @@ def test_a_delta_past_its_share_is_folded_into_new_bases(make_repo, cfg, embedde
     assert stats.units_added > segments.SHARE * len(idx.units)
     idx.save()
     assert all(_inodes(directory)[n] != bases[n] for n in ("bm25.npz", "vectors.npy"))
-    assert not (directory / "bm25.delta.npys").exists() and not (directory / "vectors.delta.npy").exists()
+    assert not {"bm25.slots", "vectors"} & set(segments.read_delta(directory))
     loaded = open_index(root, cfg, embedder)
     assert loaded is not None
     _same(_answers(loaded), _answers(_fresh(root, cfg, embedder, tmp_path / "fresh")))
     loaded.compact()  # renumbered slots: the next save writes the row files whole too
     loaded.save()
-    assert [p.name for p in directory.glob("*.delta.*")] == ["query_words.delta.tsv"]  # no slots in it
+    assert list(segments.read_delta(directory)) == ["query_words"]  # no slots in it
     again = open_index(root, cfg, embedder)
     assert again is not None and _answers(again) == _answers(loaded)
 
 
-@pytest.mark.parametrize("step", ["bm25.delta.npys", "vectors.delta.npy", "meta.json", "swap"])
+@pytest.mark.parametrize("step", [segments.FILE, "meta.json", "swap"])
 def test_a_save_that_dies_midway_leaves_the_previous_index(
     make_repo, cfg, embedder, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
@@ -197,18 +199,22 @@ def test_the_query_word_table_is_linked_and_new_words_go_to_its_delta(
     root = make_repo(files, use_git=False)
     idx, _ = index_repo(root, cfg, embedder=embedder)
     table = index_dir(root, cfg) / "query_words.tsv"
-    delta = index_dir(root, cfg) / "query_words.delta.tsv"
+
+    def delta() -> str | None:
+        got = segments.read_delta(index_dir(root, cfg)).get("query_words")
+        return None if got is None else segments.text_of(got)
+
     first = table.stat().st_ino
     rel = "email/charset.py"
     (root / rel).write_text(files[rel] + "\n# charset\n", encoding="utf-8")  # no new word
     idx.update_files([rel])
     idx.save()
-    assert table.stat().st_ino == first and not delta.exists()  # linked, not rewritten
+    assert table.stat().st_ino == first and delta() is None  # linked, not rewritten
     (root / rel).write_text(files[rel] + "\n\ndef zebrafinch():\n    return 1\n", encoding="utf-8")
     idx.update_files([rel])
     idx.save()
     assert table.stat().st_ino == first  # the base still linked ...
-    assert "zebrafinch()\t" in delta.read_text(encoding="utf-8")  # ... the new words beside it
+    assert "zebrafinch()\t" in (delta() or "")  # ... the new words beside it
     assert "\nzebrafinch()\t" not in table.read_text(encoding="utf-8")
     loaded = open_index(root, cfg, embedder)
     assert loaded is not None and loaded.query_vectors is not None
@@ -230,7 +236,7 @@ def test_the_query_word_table_is_linked_and_new_words_go_to_its_delta(
     (root / rel).write_text(files[rel] + "\n\ndef quokkaling():\n    return 1\n", encoding="utf-8")
     again.update_files([rel])
     again.save()
-    assert table.stat().st_ino != first and not delta.exists()
+    assert table.stat().st_ino != first and delta() is None
     assert all(f"\n{w}\t" in table.read_text(encoding="utf-8") for w in ("zebrafinch()", "quokkaling()"))
     last = open_index(root, cfg, embedder)
     assert last is not None and last.query_vectors is not None
@@ -266,8 +272,8 @@ def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
 
 
 def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, cfg, embedder) -> None:
-    """Version 12 saved vectors as float16 (11: each BM25 base's rows beside its columns): a save of
-    the previous version is not loaded, and indexing it builds it again."""
+    """Version 13 wrote a delta file per row file (12: vectors as float16): a save of the previous
+    version is not loaded, and indexing it builds it again."""
     import json
 
     files = _corpus()
@@ -275,10 +281,10 @@ def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, 
     index_repo(root, cfg, embedder=embedder)
     directory = index_dir(root, cfg)
     meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-    assert meta["version"] == store.INDEX_VERSION == 13
-    meta["version"] = 12
+    assert meta["version"] == store.INDEX_VERSION == 14
+    meta["version"] = 13
     (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     assert open_index(root, cfg, embedder) is None
     idx, report = index_repo(root, cfg, embedder=embedder)
     assert report.mode == "full" and len(idx.files) == len(files)
-    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 13
+    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 14

@@ -271,12 +271,18 @@ class Bm25Index:
         self._cols = None
         self._base, self._changed = None, set()  # renumbered: the next save writes a new base
 
-    def save(self, directory: Path, name: str = "bm25", current: Path | None = None) -> None:
+    def save(
+        self,
+        directory: Path,
+        name: str = "bm25",
+        current: Path | None = None,
+        delta: segments.Delta | None = None,
+    ) -> None:
         """Write rows and columns, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`;
-        or, while the rows changed since the base saved in `current` are few, link that base and write
-        them as `<name>.delta.npys`: slots, CSR rows, lengths and liveness (segments.py)."""
+        or, while the rows changed since the base saved in `current` are few, link that base and put
+        them in `delta`: slots, CSR rows, lengths, liveness and the new terms (segments.py)."""
         base = self._base
-        if base is not None and base.rows <= self.size:
+        if base is not None and base.rows <= self.size and delta is not None:
             changed = sorted(s for s in self._changed if s < base.rows)
             slots = np.asarray([*changed, *range(base.rows, self.size)], np.int64)
             if segments.small(base, len(slots)) and segments.link(current, directory, f"{name}.npz", base):
@@ -285,18 +291,13 @@ class Bm25Index:
                 # the terms since the base, in column order: the vocabulary's insertion order is its
                 # column order (a term's column is its position when added; none is ever removed)
                 vocab = list(itertools.islice(self.vocab, self._base_vocab, None))
-                segments.save_arrays(  # in the order `load` reads them
-                    directory / f"{name}.delta.npys",
-                    [
-                        slots,
-                        rows.indptr if rows is not None else np.zeros(1, np.int64),
-                        rows.indices if rows is not None else np.zeros(0, np.int32),
-                        rows.data if rows is not None else np.zeros(0, np.float32),
-                        self.doc_len,
-                        self.alive,
-                    ],
-                )
-                (directory / f"{name}_vocab.delta.txt").write_text("\n".join(vocab), encoding="utf-8")
+                delta.put(f"{name}.slots", slots)
+                delta.put(f"{name}.indptr", rows.indptr if rows is not None else np.zeros(1, np.int64))
+                delta.put(f"{name}.indices", rows.indices if rows is not None else np.zeros(0, np.int32))
+                delta.put(f"{name}.data", rows.data if rows is not None else np.zeros(0, np.float32))
+                delta.put(f"{name}.doc_len", self.doc_len)
+                delta.put(f"{name}.alive", self.alive)
+                delta.put_text(f"{name}.vocab", "\n".join(vocab))
                 return
         m = self._merged()
         col_ptr, col_rows, col_tf = self._columns()
@@ -316,8 +317,11 @@ class Bm25Index:
         self._base_vocab, self._changed = len(vocab), set()
 
     @classmethod
-    def load(cls, directory: Path, name: str = "bm25") -> Bm25Index:
-        """Read what `save` wrote: the base, and the delta over it when there is one."""
+    def load(
+        cls, directory: Path, name: str = "bm25", delta: Mapping[str, np.ndarray] | None = None
+    ) -> Bm25Index:
+        """Read what `save` wrote: the base, and its rows in the directory's delta (`delta`, when read
+        already: `segments.read_delta`) when there are any."""
         z = np.load(directory / f"{name}.npz")
         idx = cls(float(z["params"][0]), float(z["params"][1]))
         text = (directory / f"{name}_vocab.txt").read_text(encoding="utf-8")
@@ -330,11 +334,12 @@ class Bm25Index:
         idx.alive = z["alive"]
         idx._base = segments.remember(directory / f"{name}.npz", shape[0])
         idx._base_vocab = len(words)
-        if (directory / f"{name}.delta.npys").exists():
-            slots, d_ptr, d_idx, d_data, doc_len, alive = segments.load_arrays(
-                directory / f"{name}.delta.npys", 6
+        delta = delta if delta is not None else segments.read_delta(directory)
+        if f"{name}.slots" in delta:
+            slots, d_ptr, d_idx, d_data, doc_len, alive = (
+                delta[f"{name}.{part}"] for part in ("slots", "indptr", "indices", "data", "doc_len", "alive")
             )
-            more = (directory / f"{name}_vocab.delta.txt").read_text(encoding="utf-8")
+            more = segments.text_of(delta[f"{name}.vocab"])
             for w in more.split("\n") if more else []:
                 idx.vocab[w] = len(idx.vocab)
             idx.doc_len, idx.alive = doc_len, alive

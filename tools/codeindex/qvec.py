@@ -18,7 +18,7 @@ import json
 import os
 import re
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,7 +28,7 @@ import numpy as np
 from xihe.tools.codeindex import segments
 
 FILE = "query_words.tsv"
-DELTA = "query_words.delta.tsv"  # the words added since FILE was written (segments.py)
+DELTA = "query_words"  # the words added since FILE was written, in the delta file (segments.py)
 BPE_FILES = ("bpe_merges.txt", "bpe_vocab.tsv")
 TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 WEIGHTS = ("weights", "l2_supercat_{dim}.safetensors")
@@ -165,7 +165,7 @@ class QueryVectors:
     with `bytes.find` instead of parsing ~100k lines (bytes: a `str` holding one character outside
     the BMP takes four bytes a character, 8.5 MB instead of 2.1 MB for React Native). Words are only
     added: a save links the table file as last written (the base) and writes the words added since
-    as `query_words.delta.tsv`, until they pass `segments.SHARE` of the base's words and the table is
+    in the save's delta (`segments.Delta`), until they pass `segments.SHARE` of the base's words and the table is
     written whole again.
     """
 
@@ -240,21 +240,25 @@ class QueryVectors:
         added = list(itertools.islice(self._ids.items(), self._saved.rows, None))
         return "".join(f"{w}\t{i}\n" for w, i in added), len(added)
 
-    def save(self, directory: Path, current: Path | None = None) -> None:
+    def save(self, directory: Path, current: Path | None = None, delta: segments.Delta | None = None) -> None:
         """Write the table (one `word<TAB>id id ...` line per word) under `directory`: the base
-        hard-linked from `current` where it was saved or loaded, and the words since as the delta,
+        hard-linked from `current` where it was saved or loaded, and the words since in `delta`,
         while they are few (segments.py); else written whole."""
         if self._files is None:
             return
         target = Path(directory)
         names = [FILE, *(BPE_FILES if self.bpe is not None else ())]
         lines, count = self._since_base()
-        if segments.small(self._saved, count) and segments.link(current, target, FILE, self._saved):
+        if (
+            delta is not None
+            and segments.small(self._saved, count)
+            and segments.link(current, target, FILE, self._saved)
+        ):
             assert current is not None
             for name in names[1:]:
                 os.link(current / name, target / name)
             if count:
-                (target / DELTA).write_text(lines, encoding="utf-8")
+                delta.put_text(DELTA, lines)
             return
         table = self._table()
         body = "".join(f"{w}\t{i}\n" for w, i in table.items())
@@ -264,8 +268,11 @@ class QueryVectors:
         self._saved = segments.remember(target / FILE, len(table))
 
     @classmethod
-    def load(cls, directory: Path, dim: int) -> QueryVectors | None:
-        """The saved table (its base and delta), or None when missing or made with other model files."""
+    def load(
+        cls, directory: Path, dim: int, delta: Mapping[str, np.ndarray] | None = None
+    ) -> QueryVectors | None:
+        """The saved table (its base, and its words in the directory's delta: `delta` when read
+        already, `segments.read_delta`), or None when missing or made with other model files."""
         try:
             raw = (Path(directory) / FILE).read_bytes()
         except OSError:
@@ -274,10 +281,8 @@ class QueryVectors:
         head, _, body = raw.partition(b"\n")
         if table._files is None or head.decode("utf-8", "replace") != _stamp(table._files):
             return None
-        try:
-            table._delta = (Path(directory) / DELTA).read_bytes()
-        except FileNotFoundError:
-            table._delta = b""
+        delta = delta if delta is not None else segments.read_delta(Path(directory))
+        table._delta = delta[DELTA].tobytes() if DELTA in delta else b""
         table._ids, table._text = None, b"\n" + body + table._delta
         table.bpe = Bpe.load(Path(directory))
         table._saved = segments.remember(Path(directory) / FILE, body.count(b"\n"))

@@ -37,8 +37,8 @@ MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's modu
 # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
 # 10: the query-word table as base + delta (qvec.py); 11: graph.bin (marshal records) for graph.jsonl;
 # 12: BM25 bases keep their columns only (bm25.SavedRows makes the rows from them); 13: vectors as
-# int8 mantissas with a power-of-two exponent per row (quant.py)
-INDEX_VERSION = 13
+# int8 mantissas with a power-of-two exponent per row (quant.py); 14: every delta in one delta.npys
+INDEX_VERSION = 14
 
 
 @dataclass
@@ -93,19 +93,21 @@ def save(idx: Stored) -> None:
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     current = idx.directory if idx.directory.is_dir() else None  # its base files are linked (segments.py)
-    idx.bm25.save(tmp, "bm25", current)
-    idx.names.save(tmp, "names", current)
-    idx.neighbours.save(tmp, "neighbours", current)
+    delta = segments.Delta()  # every file's rows since its base, written as one file
+    idx.bm25.save(tmp, "bm25", current, delta)
+    idx.names.save(tmp, "names", current, delta)
+    idx.neighbours.save(tmp, "neighbours", current, delta)
     bases = idx.row_bases
-    segments.save_rows(current, tmp, reuse.FILE.removesuffix(".npy"), idx.unit_keys, bases, np.uint64)
+    segments.save_rows(current, tmp, reuse.FILE.removesuffix(".npy"), idx.unit_keys, bases, np.uint64, delta)
     # vectors as int8 mantissas and a power-of-two exponent per row (quant.py; rounded when made)
-    segments.save_rows(current, tmp, "vectors", idx.vectors, bases, np.int8, quant.pack)
-    segments.save_rows(current, tmp, "sent_vectors", idx.sent_vectors, bases, np.int8, quant.pack)
-    segments.save_rows(current, tmp, "sent_owner", idx.sent_owner, bases, np.int64)
+    segments.save_rows(current, tmp, "vectors", idx.vectors, bases, np.int8, delta, quant.pack)
+    segments.save_rows(current, tmp, "sent_vectors", idx.sent_vectors, bases, np.int8, delta, quant.pack)
+    segments.save_rows(current, tmp, "sent_owner", idx.sent_owner, bases, np.int64, delta)
     if idx.query_vectors is not None:
-        idx.query_vectors.save(tmp, current)
+        idx.query_vectors.save(tmp, current, delta)
     if idx.multi is not None:
-        segments.save_rows(current, tmp, MULTI, idx.multi.vectors, bases, np.int8, quant.pack)
+        segments.save_rows(current, tmp, MULTI, idx.multi.vectors, bases, np.int8, delta, quant.pack)
+    delta.write(tmp)
     lines, size = _write_units(idx, tmp / "units.jsonl")
     graph_records, graph_bytes = idx.graph_facts.save(tmp, len(idx.files))
     meta = {
@@ -209,23 +211,24 @@ def load_into(idx: Stored) -> bool:
     idx.tokenizer.zh, idx.bridge.zh = zh, zh
     bases: dict[str, segments.Base] = {}
     d = Path(directory)
-    idx.bm25 = Bm25Index.load(d)
+    delta = segments.read_delta(d)
+    idx.bm25 = Bm25Index.load(d, "bm25", delta)
     if idx.multi is not None:
         try:
-            rows = quant.unpack(segments.load_rows(d, MULTI, bases))
+            rows = quant.unpack(segments.load_rows(d, MULTI, bases, delta))
         except (OSError, ValueError):
             return False
         if not idx.multi.set_rows(rows, len(idx.bm25.alive)):
             return False
-    idx.names = Bm25Index.load(d, "names")
-    idx.neighbours = Bm25Index.load(d, "neighbours")
-    idx.unit_keys = segments.load_rows(d, reuse.FILE.removesuffix(".npy"), bases)
-    idx.vectors = quant.unpack(segments.load_rows(d, "vectors", bases))
+    idx.names = Bm25Index.load(d, "names", delta)
+    idx.neighbours = Bm25Index.load(d, "neighbours", delta)
+    idx.unit_keys = segments.load_rows(d, reuse.FILE.removesuffix(".npy"), bases, delta)
+    idx.vectors = quant.unpack(segments.load_rows(d, "vectors", bases, delta))
     if idx.query_vectors is not None:
-        idx.query_vectors = QueryVectors.load(d, idx.query_vectors.dim)
+        idx.query_vectors = QueryVectors.load(d, idx.query_vectors.dim, delta)
     idx.set_sentences(
-        quant.unpack(segments.load_rows(d, "sent_vectors", bases)),
-        segments.load_rows(d, "sent_owner", bases),
+        quant.unpack(segments.load_rows(d, "sent_vectors", bases, delta)),
+        segments.load_rows(d, "sent_owner", bases, delta),
     )
     idx.row_bases = bases
     lines = int(meta.get("units_lines", len(idx.bm25.alive)))
