@@ -333,11 +333,9 @@ class CodeIndex(Searching):
         added = Counter((u.qualname, c) for u in new if u.kind in CALLER_KINDS for c in u.calls)
         changed = {c for _, c in (dropped - added) + (added - dropped)}
         per_name = Counter(c for _, c in dropped) | Counter(c for _, c in added)
-        for c, n in per_name.items():
-            if c not in changed and cmap.crowded(self.units, c, n):
-                after = cmap.callers(self.units, new, {c}).get(c, [])
-                if cmap.kept_before(self.units, c, was) != set(after):
-                    changed.add(c)
+        crowded = {c for c, n in per_name.items() if c not in changed and cmap.crowded(self.units, c, n)}
+        after = cmap.callers(self.units, new, crowded) if crowded else {}  # one pass over `new` for all
+        changed.update(c for c in crowded if cmap.kept_before(self.units, c, was) != set(after.get(c, [])))
         return changed
 
     def _embed(

@@ -241,7 +241,13 @@ def resolve(units: Sequence[CodeUnit], supertypes: Callable[[], Supertypes]) -> 
     table.forget_bases()
     table.add(units)
     try:
-        return [replace(u, inherited_doc=table.inherited(u)) if wants_doc(u) else u for u in units]
+        out = []
+        for u in units:
+            doc = table.inherited(u) if wants_doc(u) else u.inherited_doc
+            out.append(
+                u if doc == u.inherited_doc else replace(u, inherited_doc=doc)
+            )  # most stay as they are
+        return out
     finally:
         table.drop(units)
 

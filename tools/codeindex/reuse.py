@@ -34,10 +34,7 @@ def keys_of(units: Sequence[CodeUnit]) -> np.ndarray:
 def sentence_rows(owner: np.ndarray, slots: Sequence[int | None]) -> list[tuple[int, int] | None]:
     """For each old slot (None: a new unit), its (first, end) rows in the doc-sentence matrix, whose
     `owner` column is non-decreasing."""
-    out: list[tuple[int, int] | None] = []
-    for s in slots:
-        if s is None:
-            out.append(None)
-        else:
-            out.append((int(np.searchsorted(owner, s, "left")), int(np.searchsorted(owner, s, "right"))))
-    return out
+    at = np.asarray([-1 if s is None else s for s in slots], np.int64)
+    first = np.searchsorted(owner, at, "left").tolist()
+    end = np.searchsorted(owner, at, "right").tolist()
+    return [None if s is None else (a, b) for s, a, b in zip(slots, first, end, strict=True)]
