@@ -237,7 +237,10 @@ class QueryVectors:
             return "", 0
         if self._ids is None:
             return self._delta.decode("utf-8"), self._delta.count(b"\n")
-        added = list(itertools.islice(self._ids.items(), self._saved.rows, None))
+        count = (
+            len(self._ids) - self._saved.rows
+        )  # the last words added (from the end: no walk past the base)
+        added = list(itertools.islice(reversed(self._ids.items()), max(count, 0)))[::-1]
         return "".join(f"{w}\t{i}\n" for w, i in added), len(added)
 
     def save(self, directory: Path, current: Path | None = None, delta: segments.Delta | None = None) -> None:
