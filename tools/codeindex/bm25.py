@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 
 MAX_PENDING = 32  # appended row blocks kept apart before they are merged into the matrix
+Csr = tuple[np.ndarray, np.ndarray, np.ndarray]  # CSR indptr, indices, data
 Columns = tuple[np.ndarray, np.ndarray, np.ndarray]  # CSC indptr, indices, data
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # slots and their CSR indptr, indices, data
 
@@ -101,13 +102,12 @@ class Bm25Index:
         if not kept:
             self.add(fresh)
             return
-        sparse = _sparse()
         new = self._rows_of(fresh) if fresh else None
         width = max(1, len(self.vocab))  # after _rows_of: the width includes the new terms
-        parts = [self._take(np.asarray(kept, np.int64))] + (
-            [self._resize(new, width)] if new is not None else []
-        )
-        stacked = sparse.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+        parts = [self._take(np.asarray(kept, np.int64))]
+        if new is not None:
+            parts.append((new.indptr, new.indices, new.data))
+        stacked = _joined(parts)
         perm, lens = np.empty(len(old), np.int64), np.empty(len(old), np.float32)
         k, f = 0, len(kept)
         for i, o in enumerate(old):
@@ -117,7 +117,8 @@ class Bm25Index:
             else:
                 perm[i], lens[i] = k, self.doc_len[o]
                 k += 1
-        self._rows.append(stacked[perm])
+        ptr, idx, data = _gather(stacked, perm)
+        self._rows.append(_sparse().csr_matrix((data, idx, ptr), shape=(len(old), width)))
         self.doc_len = np.concatenate([self.doc_len, lens])
         self.alive = np.concatenate([self.alive, np.ones(len(old), bool)])
         self._cols = None
@@ -182,29 +183,25 @@ class Bm25Index:
             self._rows = []
         return self._resize(self._matrix, width)
 
-    def _take(self, slots: np.ndarray) -> sp.csr_matrix:
-        """The rows of `slots`, in their order, read from the merged rows and the pending ones without
-        merging them: a one-file update copies its few rows, not the whole matrix (1-2 ms a field on a
-        5k-unit index), and a query merges them once when it next needs the columns."""
-        sparse = _sparse()
-        width = max(1, len(self.vocab))
+    def _take(self, slots: np.ndarray) -> Csr:
+        """The CSR rows of `slots`, in their order, read from the merged rows and the pending ones
+        without merging them: a one-file update copies its few rows, not the whole matrix (1-2 ms a
+        field on a 5k-unit index), and a query merges them once when it next needs the columns."""
         if self._matrix is None or len(self._rows) > MAX_PENDING:
             self._merged()
-        parts = [self._resize(p, width) for p in (self._matrix, *self._rows)]
-        bounds = np.cumsum([0] + [p.shape[0] for p in parts])
+        parts = [(m.indptr, m.indices, m.data) for m in (self._matrix, *self._rows) if m is not None]
+        bounds = np.cumsum([0] + [len(p[0]) - 1 for p in parts])
         part_of = np.searchsorted(bounds, slots, side="right") - 1
         pieces, order = [], []
         for k in np.unique(part_of):
             at = np.flatnonzero(part_of == k)
-            pieces.append(parts[k][slots[at] - bounds[k]])
+            pieces.append(_gather(parts[k], slots[at] - bounds[k]))
             order.append(at)
-        if not pieces:
-            return sparse.csr_matrix((0, width), dtype=np.float32)
-        if len(pieces) == 1:
-            return pieces[0]
+        if len(pieces) <= 1:
+            return pieces[0] if pieces else _gather(parts[0], slots)
         back = np.empty(len(slots), np.int64)
         back[np.concatenate(order)] = np.arange(len(slots))
-        return sparse.vstack(pieces, format="csr")[back]
+        return _gather(_joined(pieces), back)
 
     def _columns(self) -> Columns:
         if self._cols is None or self._rows:
@@ -287,14 +284,14 @@ class Bm25Index:
             slots = np.asarray([*changed, *range(base.rows, self.size)], np.int64)
             if segments.small(base, len(slots)) and segments.link(current, directory, f"{name}.npz", base):
                 os.link(current / f"{name}_vocab.txt", directory / f"{name}_vocab.txt")  # type: ignore[operator]
-                rows = self._take(slots) if len(slots) else None
+                rows = self._take(slots)
                 # the terms since the base, in column order: the vocabulary's insertion order is its
                 # column order (a term's column is its position when added; none is ever removed)
                 vocab = list(itertools.islice(self.vocab, self._base_vocab, None))
                 delta.put(f"{name}.slots", slots)
-                delta.put(f"{name}.indptr", rows.indptr if rows is not None else np.zeros(1, np.int64))
-                delta.put(f"{name}.indices", rows.indices if rows is not None else np.zeros(0, np.int32))
-                delta.put(f"{name}.data", rows.data if rows is not None else np.zeros(0, np.float32))
+                delta.put(f"{name}.indptr", rows[0])
+                delta.put(f"{name}.indices", rows[1])
+                delta.put(f"{name}.data", rows[2])
                 delta.put(f"{name}.doc_len", self.doc_len)
                 delta.put(f"{name}.alive", self.alive)
                 delta.put_text(f"{name}.vocab", "\n".join(vocab))
@@ -394,3 +391,29 @@ def _with_rows(cols: Columns, n_cols: int, delta: Rows, n_rows: int) -> Columns:
     ptr = np.zeros(n_cols + 1, col_ptr.dtype)
     np.cumsum(np.bincount(col, minlength=n_cols), out=ptr[1:])
     return ptr, rows, tf
+
+
+def _gather(rows: Csr, at: np.ndarray) -> Csr:
+    """The CSR rows `at` of `rows`, in that order, in numpy alone (scipy's row indexing spent most of
+    a small copy in its checks)."""
+    indptr, indices, data = rows
+    lens = indptr[1:][at] - indptr[:-1][at]
+    ptr = np.zeros(len(at) + 1, np.int64)
+    np.cumsum(lens, out=ptr[1:])
+    src = np.repeat(indptr[:-1][at] - ptr[:-1], lens) + np.arange(ptr[-1])
+    return ptr, indices[src], data[src]
+
+
+def _joined(parts: list[Csr]) -> Csr:
+    """CSR rows one part after another."""
+    if len(parts) == 1:
+        return parts[0]
+    ptrs, shift = [np.zeros(1, np.int64)], 0
+    for indptr, _, _ in parts:
+        ptrs.append(indptr[1:] - indptr[0] + shift)
+        shift += int(indptr[-1] - indptr[0])
+    return (
+        np.concatenate(ptrs),
+        np.concatenate([idx[p[0] : p[-1]] for p, idx, _ in parts]),
+        np.concatenate([d[p[0] : p[-1]] for p, _, d in parts]),
+    )

@@ -6,10 +6,13 @@ documentation is read by doccomments.py.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
+import numpy as np
 from tree_sitter import Node, Tree
 
 from xihe.tools.codeindex import treequery
@@ -176,7 +179,41 @@ def _sweep(units: list[Node], names: Names, calls: list[Node]) -> list[list[int]
     """Per unit node: the identifiers (`names`, index i) and `calls` (index len(names) + j) whose
     innermost unit it is (a nested unit's are its own), enclosing before enclosed, else the later
     first: the order of a depth-first walk that pops the last child first, as a walk from each unit
-    that does not enter nested units met them."""
+    that does not enter nested units met them.
+
+    Each byte is painted with its innermost unit (outer units first), so a node's unit is its first
+    byte's, or an enclosing one's when the node reaches past it; a node of no width (a MISSING
+    identifier) sits between bytes, and such a file takes the walk (`_sweep_walk`), 3 ms against
+    0.4 for minidom.py's 4,400 nodes."""
+    starts = np.asarray(names.starts + [c.start_byte for c in calls], np.int64)
+    ends = np.asarray(names.ends + [c.end_byte for c in calls], np.int64)
+    if not units or not len(starts) or bool((starts >= ends).any()):
+        return _sweep_walk(units, names, calls)
+    u_start = np.asarray([u.start_byte for u in units], np.int64)
+    u_end = np.asarray([u.end_byte for u in units], np.int64)
+    owner = np.full(int(max(u_end.max(), ends.max())) + 1, -1, np.int64)
+    parent = np.full(len(units), -1, np.int64)
+    for i in np.lexsort(
+        (np.arange(len(units)), -u_end, u_start)
+    ).tolist():  # outer first; equal spans: later inside
+        parent[i] = owner[u_start[i]]
+        owner[u_start[i] : u_end[i]] = i
+    unit = owner[starts]
+    while True:  # a node past its first byte's unit belongs to an enclosing one
+        out = (unit >= 0) & (ends > u_end[np.maximum(unit, 0)])
+        if not out.any():
+            break
+        unit[out] = parent[unit[out]]
+    order = np.lexsort((np.arange(len(starts)), starts, -ends))  # the walk's order
+    order = order[unit[order] >= 0]
+    order = order[np.argsort(unit[order], kind="stable")]
+    bounds = np.searchsorted(unit[order], np.arange(len(units) + 1)).tolist()
+    flat = order.tolist()
+    return [flat[a:b] for a, b in pairwise(bounds)]
+
+
+def _sweep_walk(units: list[Node], names: Names, calls: list[Node]) -> list[list[int]]:
+    """`_sweep` as a walk over one sorted sequence of units and nodes."""
     # one sorted sequence of units (flag 0: before a node of the same span) and nodes (flag 1)
     keyed = [(-n.end_byte, n.start_byte, 0, i) for i, n in enumerate(units)]
     keyed += [(-e, s, 1, i) for i, (s, e) in enumerate(zip(names.starts, names.ends, strict=True))]
@@ -244,6 +281,7 @@ def parse_units(
         enclosing.append((start, end, qual, kind))
 
     nodes = caps.get("name", []) + caps.get("call", [])
+    found_starts = [n.start_byte for n, _, _ in found]
     inside = _sweep([n for n, _, _ in found], names, caps.get("call", []))
     units: list[CodeUnit] = []
     for (node, kind, qual), mine in zip(found, inside, strict=True):
@@ -260,7 +298,7 @@ def parse_units(
         name = qual.rsplit(".", 1)[-1]
         if kind == "class":
             # a class is searched by its header, doc and own lines; its methods are units of their own
-            own = _own_lines(node, [n for n in unit_ids_within(node, found)], lines)
+            own = _own_lines(node, _units_within(node, found, found_starts), lines)
         else:
             own = "\n".join(lines[start - 1 : end])
         units.append(
@@ -285,13 +323,12 @@ def parse_units(
     return units
 
 
-def unit_ids_within(node: Node, found: list[tuple[Node, str, str]]) -> list[Node]:
-    """Unit nodes strictly inside `node`."""
-    return [
-        n
-        for n, _, _ in found
-        if n.id != node.id and n.start_byte >= node.start_byte and n.end_byte <= node.end_byte
-    ]
+def _units_within(node: Node, found: list[tuple[Node, str, str]], starts: list[int]) -> list[Node]:
+    """Unit nodes strictly inside `node`: among those starting in its span (`found` is sorted by
+    start, `starts` its start bytes)."""
+    first = bisect_left(starts, node.start_byte)
+    end = bisect_right(starts, node.end_byte, first)
+    return [n for n, _, _ in found[first:end] if n.id != node.id and n.end_byte <= node.end_byte]
 
 
 def _own_lines(node: Node, inner: list[Node], lines: list[str]) -> str:
