@@ -112,6 +112,8 @@ class CodeIndex(Searching):
         self._recycled: dict[int, int] = {}  # key -> a slot dropped by this update, its rows still there
         self._recycled_calls: dict[int, tuple[str, ...]] = {}  # such a slot -> its unit's callee names
         self._shapes: dict[str, list[tuple[str, str, str, str, bool]]] = {}  # dropped files' inherit.shape
+        # each file's shape as an update last indexed it: its next drop need not read it again
+        self._known_shapes: dict[str, list[tuple[str, str, str, str, bool]]] = {}
         # unit and doc-sentence vectors as saved, float16: half the memory, and a search's products are
         # exact float32 products of those values (`blas.rows_dot`). Doc-sentence row i belongs to slot
         # sent_owner[i] (non-decreasing: appended in slot order)
@@ -167,7 +169,7 @@ class CodeIndex(Searching):
         """Index every file of the repository from scratch."""
         t0 = time.perf_counter()
         self.units, self.files = [], {}
-        self.row_bases, self.units_on_disk = {}, None
+        self.row_bases, self.units_on_disk, self._known_shapes = {}, None, {}
         self.bm25 = Bm25Index()
         self.names = Bm25Index()
         self.neighbours = Bm25Index()
@@ -419,7 +421,8 @@ class CodeIndex(Searching):
         self.graph_facts.set(rel, None)
         self._graph = None
         old = [u for u in (self.units[s] for s in rec.slots) if u is not None]
-        self._shapes[rel] = inherit.shape(old)
+        known = self._known_shapes.pop(rel, None)
+        self._shapes[rel] = known if known is not None else inherit.shape(old)
         if self._table is not None:
             self._table.drop(old)
         for s in rec.slots:
@@ -466,10 +469,12 @@ class CodeIndex(Searching):
         # (reading every unit of a saved index is the slow part of a search's check): only when a
         # changed file's classes or methods changed what others inherit from them
         shapes, self._shapes = self._shapes, {}
-        if stats.changed and self._reshaped(stats.changed, shapes, new_units):
+        now = self._shapes_of(stats.changed, new_units)
+        if any(now[rel] != shapes.get(rel, []) for rel in stats.changed):
             stale = inherit.stale_files(self.live_units, new_units, set(stats.changed))
             self._reparse(sorted(stale), stats, new_units, owners, force=True)
             self._shapes = {}
+        self._known_shapes.update(now)
         self._append(new_units, owners, no_progress)
         stats.units_added = len(new_units)
         dead = len(self.units) - self.unit_count
@@ -479,14 +484,15 @@ class CodeIndex(Searching):
         return stats
 
     @staticmethod
-    def _reshaped(
-        changed: list[str], before: dict[str, list[tuple[str, str, str, str, bool]]], new: list[CodeUnit]
-    ) -> bool:
-        """Whether a changed file's `inherit.shape` differs from its dropped version's (`before`)."""
-        by_path: dict[str, list[CodeUnit]] = {}
+    def _shapes_of(
+        changed: list[str], new: list[CodeUnit]
+    ) -> dict[str, list[tuple[str, str, str, str, bool]]]:
+        """The `inherit.shape` of each changed file's new units (a file gone: no units)."""
+        by_path: dict[str, list[CodeUnit]] = {rel: [] for rel in changed}
         for u in new:
-            by_path.setdefault(u.path, []).append(u)
-        return any(inherit.shape(by_path.get(rel, [])) != before.get(rel, []) for rel in changed)
+            if u.path in by_path:
+                by_path[u.path].append(u)
+        return {rel: inherit.shape(units) for rel, units in by_path.items()}
 
     def _reparse(
         self,
