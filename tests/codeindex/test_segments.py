@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xihe.tools.codeindex import segments, store
+from xihe.tools.codeindex import quant, segments, store
 from xihe.tools.codeindex.index import CodeIndex
 from xihe.tools.codeindex.service import index_dir, index_repo, open_index
 
@@ -119,6 +119,10 @@ def test_a_delta_past_its_share_is_folded_into_new_bases(make_repo, cfg, embedde
     idx.save()
     assert all(_inodes(directory)[n] != bases[n] for n in ("bm25.npz", "vectors.npy"))
     assert not {"bm25.slots", "vectors"} & set(segments.read_delta(directory))
+    # the new bases copy the old ones' rows and convert only the rows since: as a whole write would
+    assert np.array_equal(np.load(directory / "vectors.npy"), quant.pack(idx.vectors))
+    assert np.array_equal(np.load(directory / "sent_vectors.npy"), quant.pack(idx.sent_vectors))
+    assert np.array_equal(np.load(directory / "unit_keys.npy"), idx.unit_keys)
     loaded = open_index(root, cfg, embedder)
     assert loaded is not None
     _same(_answers(loaded), _answers(_fresh(root, cfg, embedder, tmp_path / "fresh")))

@@ -44,16 +44,23 @@ def small(base: Base | None, delta_rows: int) -> bool:
     return base is not None and delta_rows <= SHARE * max(base.rows, 1)
 
 
-def link(current: Path | None, target: Path, name: str, base: Base | None) -> bool:
-    """Hard-link `current/name` into `target` when it is still the remembered `base`; False otherwise."""
+def unchanged(current: Path | None, name: str, base: Base | None) -> bool:
+    """Whether `current/name` is still the remembered `base`."""
     if current is None or base is None:
         return False
-    src = current / name
     try:
-        st = src.stat()
-        if (st.st_ino, st.st_size) != (base.inode, base.size):
-            return False
-        os.link(src, target / name)
+        st = (current / name).stat()
+    except OSError:
+        return False
+    return (st.st_ino, st.st_size) == (base.inode, base.size)
+
+
+def link(current: Path | None, target: Path, name: str, base: Base | None) -> bool:
+    """Hard-link `current/name` into `target` when it is still the remembered `base`; False otherwise."""
+    if current is None or not unchanged(current, name, base):
+        return False
+    try:
+        os.link(current / name, target / name)
     except OSError:
         return False
     return True
@@ -116,13 +123,25 @@ def save_rows(
         return convert(part) if convert is not None else np.asarray(part, dtype=dtype)
 
     base = bases.get(name)
-    fits = base is not None and base.rows <= len(rows) and small(base, len(rows) - base.rows)
-    if fits and base is not None and link(current, target, f"{name}.npy", base):
+    grown = base is not None and base.rows <= len(rows)
+    if (
+        grown
+        and base is not None
+        and small(base, len(rows) - base.rows)
+        and link(current, target, f"{name}.npy", base)
+    ):
         if len(rows) > base.rows:
             delta.put(name, saved(rows[base.rows :]))
         return
     path = target / f"{name}.npy"
-    np.save(path, saved(rows))
+    if grown and base is not None and current is not None and unchanged(current, f"{name}.npy", base):
+        # the rows are appended only (until a compaction, which forgets the bases): the saved base's
+        # rows are copied as they are, only those since it converted (quant.pack of all the rows
+        # was most of the save that folds a delta)
+        kept = np.load(current / f"{name}.npy", mmap_mode="r")
+        np.save(path, np.concatenate([kept, saved(rows[base.rows :])]))
+    else:
+        np.save(path, saved(rows))
     bases[name] = remember(path, len(rows))
 
 
