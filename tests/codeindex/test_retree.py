@@ -149,3 +149,120 @@ def test_updates_from_kept_trees_hold_what_a_fresh_build_holds(tmp_path: Path) -
         fresh = CodeIndex(root, tmp_path / "index" / "b", cfg, None)
         fresh.build()
         assert _state(idx) == _state(fresh)
+
+
+JAVA = """package a.b;
+
+import java.util.List;
+
+/** Orders, kept. */
+public class Orders {
+  /** The store. */
+  private final Store store;
+
+  /**
+   * Loads an order.
+   * @param id the order
+   */
+  public Order load(String id) {
+    return store.get(id).map(o -> o.copy()).orElse(null);
+  }
+
+  // totals
+  int total(List<Item> items) { int t = 0; for (Item i : items) { t += i.price(); } return t; }
+
+  static class Item {
+    /** The price. */
+    int price() { return 1; }
+  }
+
+  @Override
+  public String toString() { return "Orders"; }
+}
+"""
+
+JS = """// orders
+import { store } from './store';
+
+/** Loads an order. */
+export function load(id) {
+  return store.get(id).then((o) => o.copy());
+}
+
+const total = (items) => items.reduce((t, i) => t + i.price, 0);
+
+export default class Orders {
+  /** The size. */
+  size() { return store.size(); }
+  static of(x) { return new Orders(x); }
+}
+"""
+
+
+def _units(
+    trees: RecentTrees, parsers: Parsers, lang: str, text: str
+) -> tuple[list[object], list[object], int]:
+    """The units of `text` parsed from the kept tree taking the earlier units, those made afresh, and
+    how many were the earlier parse's own."""
+    from xihe.tools.codeindex import identifiers, treequery
+    from xihe.tools.codeindex.units import Earlier, parse_units
+
+    src = text.encode("utf-8")
+    tree, span, kept = trees.reparse("f", lang, src, parsers.get(lang))
+    caps = treequery.captures(lang, tree.root_node)
+    names = identifiers.names(caps, src)
+    seen = Earlier()
+    earlier = (span, kept) if span is not None and kept is not None else None
+    got = parse_units("f", text, lang, parsers, tree, caps, names, earlier, seen)
+    trees.keep("f", seen)
+    fresh = parse_units("f", text, lang, parsers)
+    before = {id(u) for u in kept.units.values()} if earlier is not None else set()
+    taken = sum(1 for u in got if id(u) in before)
+    return [(u, u.text) for u in got], [(u, u.text) for u in fresh], taken
+
+
+@pytest.mark.parametrize("lang", ["python", "java", "javascript"])
+def test_units_taken_from_the_last_parse_are_those_a_fresh_parse_makes(lang: str) -> None:
+    """Random edits (insertions of code, comments, blank lines, line breaks other than '\\n';
+    deletions; duplicated lines; renames) of real and made-up files: the units an update takes
+    from the file's last parse, moved, and those it makes again are exactly a fresh parse's."""
+    import random
+    import re
+    import sysconfig
+
+    rng = random.Random(7)
+    if lang == "python":
+        lib = Path(sysconfig.get_paths()["stdlib"])
+        texts = [p.read_text(encoding="utf-8") for p in sorted((lib / "email").glob("*.py"))[:8]]
+    else:
+        texts = [JAVA if lang == "java" else JS]
+    snippets = ["\n", "x", "  ", "# c\n", "// c\n", "/** d */\n", "\n\ndef added(v):\n    return g(v)\n",
+                "\nfunction added(v) { return g(v); }\n", "\n  void added() { g(); }\n", "\r", "\x0c",
+                "@deco\n", "é中", "{", "}", '"""']  # fmt: skip
+    parsers, reused = Parsers(), 0
+    for text in texts:
+        trees = RecentTrees()
+        _units(trees, parsers, lang, text)
+        for _ in range(25):
+            n, op = len(text), rng.random()
+            if op < 0.45:
+                pos = (
+                    text.rfind("\n", 0, rng.randrange(n + 1)) + 1
+                    if rng.random() < 0.6
+                    else rng.randrange(n + 1)
+                )
+                text = text[:pos] + rng.choice(snippets) + text[pos:]
+            elif op < 0.7:
+                a = rng.randrange(n + 1)
+                text = text[:a] + text[min(n, a + rng.randrange(1, 80)) :]
+            elif op < 0.85:
+                lines = text.split("\n")
+                i = rng.randrange(len(lines))
+                text = "\n".join(lines[: i + 1] + lines[i : i + 3] + lines[i + 1 :])
+            else:
+                word = rng.choice(re.findall(r"\b[a-zA-Z_]{4,}\b", text))
+                text = text.replace(word, word + "X", 1)
+            got, fresh, taken = _units(trees, parsers, lang, text)
+            assert got == fresh
+            reused += taken
+    assert reused > 0  # units were taken from the last parse

@@ -43,7 +43,7 @@ from xihe.tools.codeindex.search import Searching
 from xihe.tools.codeindex.store import FileRecord
 from xihe.tools.codeindex.tokens import Tokenizer
 from xihe.tools.codeindex.treequery import captures
-from xihe.tools.codeindex.units import CodeUnit, parse_units, window_units
+from xihe.tools.codeindex.units import CodeUnit, Earlier, parse_units, window_units
 from xihe.tools.codeindex.walk import IgnoreRules, indexable, read_source, walk_repo
 
 if TYPE_CHECKING:  # only types: a query on a saved index never imports pydantic
@@ -209,10 +209,18 @@ class CodeIndex(Searching):
             else:  # one tree for the units and the graph's facts
                 source = text.encode("utf-8", "replace")
                 parser = self.parsers.get(lang)
-                tree = self._trees.parse(rel, lang, source, parser) if recent else parser.parse(source)
+                earlier, seen = None, None
+                if recent:  # from the file's last tree, and the units it made (retree.py)
+                    tree, span, kept = self._trees.reparse(rel, lang, source, parser)
+                    earlier = (span, kept) if span is not None and kept is not None else None
+                    seen = Earlier()
+                else:
+                    tree = parser.parse(source)
                 caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
                 names = identifiers.names(caps, source)  # read once for both
-                units = parse_units(rel, text, lang, self.parsers, tree, caps, names)
+                units = parse_units(rel, text, lang, self.parsers, tree, caps, names, earlier, seen)
+                if seen is not None:
+                    self._trees.keep(rel, seen)
                 facts = extract(rel, lang, tree.root_node, units, caps, names)
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)

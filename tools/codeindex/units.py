@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tree_sitter import Node, Tree
@@ -20,6 +20,9 @@ from xihe.tools.codeindex.doccomments import leading_comments, module_doc, pytho
 from xihe.tools.codeindex.identifiers import Names
 from xihe.tools.codeindex.identifiers import names as names_of
 from xihe.tools.codeindex.languages import LANGS, LangSpec, Parsers, language_of, node_text, unit_kind
+
+if TYPE_CHECKING:
+    from xihe.tools.codeindex.retree import Span
 
 MAX_IDENTIFIERS = 200
 MAX_CALLS = 100
@@ -238,6 +241,61 @@ def parse_tree(source: str, lang: str, parsers: Parsers) -> Tree:
     return parsers.get(lang).parse(source.encode("utf-8", "replace"))
 
 
+UnitKey = tuple[int, int, str, str]  # a unit's node's start and end byte, its kind and qualified name
+
+
+@dataclass
+class Earlier:
+    """A file's units as its last parse made them (`parse_units`' `seen`), and whether its lines
+    were the tree's rows (no line break but '\n': `str.splitlines` also breaks at \r, \x0c, ...)."""
+
+    units: dict[UnitKey, CodeUnit] = field(default_factory=dict)
+    aligned: bool = True
+    sound: bool = True  # the tree had no syntax error: a node's inside did not depend on what is around it
+
+
+def _lines_of(source: str) -> tuple[list[str], bool]:
+    """The lines units are cut from, and whether they are the tree's rows."""
+    lines = source.splitlines()
+    return lines, len(lines) == source.count("\n") + (not source.endswith("\n") and bool(source))
+
+
+def _earlier_unit(
+    earlier: Earlier, span: Span, aligned: bool, node: Node, anchor: Node, kind: str, qual: str, src: bytes
+) -> CodeUnit | None:
+    """The unit `parse_units` made of `node` last time, moved by the lines inserted or removed before
+    it, when nothing it is read from changed since (`span`: the bytes changed, as now numbered): its
+    whole lines, from those of the doc comments above it (from the end of the last declaration
+    before them) to its last. None when it must be made again."""
+    doc_anchor = anchor
+    while doc_anchor.parent is not None and doc_anchor.parent.type in {
+        "export_statement",
+        "decorated_definition",
+    }:
+        doc_anchor = doc_anchor.parent
+    prev = doc_anchor.prev_named_sibling
+    while prev is not None and prev.type in {"comment", "block_comment", "line_comment"}:
+        prev = prev.prev_named_sibling
+    parent = doc_anchor.parent
+    lo = prev.end_byte if prev is not None else (parent.start_byte if parent is not None else 0)
+    lo = src.rfind(b"\n", 0, min(lo, anchor.start_byte)) + 1
+    hi = src.find(b"\n", node.end_byte)
+    hi = len(src) if hi < 0 else hi + 1
+    start, end = node.start_byte, node.end_byte
+    if hi <= span.start_byte:
+        return earlier.units.get((start, end, kind, qual))
+    shift = span.new_end_byte - span.old_end_byte
+    if lo < span.new_end_byte or not (aligned and earlier.aligned):
+        return None
+    u = earlier.units.get((start - shift, end - shift, kind, qual))
+    rows = span.new_end_point[0] - span.old_end_point[0]
+    if u is None or rows == 0:
+        return u
+    moved: CodeUnit = object.__new__(CodeUnit)  # as `dataclasses.replace`, without running __init__ again
+    moved.__dict__.update(u.__dict__, start=u.start + rows, end=u.end + rows)
+    return moved
+
+
 def parse_units(
     path: str,
     source: str,
@@ -246,15 +304,24 @@ def parse_units(
     tree: Tree | None = None,
     caps: treequery.Captures | None = None,
     names: Names | None = None,
+    earlier: tuple[Span, Earlier] | None = None,
+    seen: Earlier | None = None,
 ) -> list[CodeUnit]:
     """Parse `source` (file `path`, language `lang`) into units, outer ones first (from `tree`, its
-    `treequery.captures` and their `identifiers.names` when given)."""
+    `treequery.captures` and their `identifiers.names` when given). `earlier`: the bytes changed since
+    the file's last parse and the units it made, those the change did not touch taken as they were
+    (`_earlier_unit`); `seen` is filled with these units for the next parse."""
     spec = LANGS[lang]
     src = source.encode("utf-8", "replace")
     tree = tree if tree is not None else parsers.get(lang).parse(src)
     caps = caps if caps is not None else treequery.captures(lang, tree.root_node, facts=False)
     names = names if names is not None else names_of(caps, src)
-    lines = source.splitlines()
+    lines, aligned = _lines_of(source)
+    sound = not tree.root_node.has_error  # error recovery reads a span by what surrounds it
+    if seen is not None:
+        seen.aligned, seen.sound = aligned, sound
+    if earlier is not None and not (sound and earlier[1].sound):
+        earlier = None
     found: list[tuple[Node, str, str]] = []  # (node, kind, qualname)
 
     # the units, each with the enclosing unit's qualified name and whether that unit is a class
@@ -292,6 +359,13 @@ def parse_units(
             anchor = node.parent  # `type X struct` : the doc comment sits above the type_declaration
         if anchor.parent is not None and anchor.parent.type in {"decorated_definition", "export_statement"}:
             anchor = anchor.parent
+        if earlier is not None:
+            kept = _earlier_unit(earlier[1], earlier[0], aligned, node, anchor, kind, qual, src)
+            if kept is not None:
+                units.append(kept)
+                if seen is not None:
+                    seen.units[(node.start_byte, node.end_byte, kind, qual)] = kept
+                continue
         start, end = anchor.start_point[0] + 1, node.end_point[0] + 1
         doc = python_docstring(node) if lang == "python" else leading_comments(anchor)
         ids, calls = _collect(mine, nodes, names)
@@ -317,6 +391,8 @@ def parse_units(
                 text=own,
             )
         )
+        if seen is not None:
+            seen.units[(node.start_byte, node.end_byte, kind, qual)] = units[-1]
     header = _module_header(path, lang, lines, units)
     if header is not None:
         units.insert(0, header)
