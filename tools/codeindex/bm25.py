@@ -287,7 +287,8 @@ class Bm25Index:
                 rows = self._take(slots)
                 # the terms since the base, in column order: the vocabulary's insertion order is its
                 # column order (a term's column is its position when added; none is ever removed)
-                vocab = list(itertools.islice(self.vocab, self._base_vocab, None))
+                added = len(self.vocab) - self._base_vocab  # read from the end: not past every term before
+                vocab = list(itertools.islice(reversed(self.vocab), added))[::-1]
                 delta.put(f"{name}.slots", slots)
                 delta.put(f"{name}.indptr", rows[0])
                 delta.put(f"{name}.indices", rows[1])
@@ -308,7 +309,7 @@ class Bm25Index:
             alive=self.alive,
             params=np.asarray([self.k1, self.b]),
         )
-        vocab = sorted(self.vocab, key=self.vocab.__getitem__)
+        vocab = list(self.vocab)  # in column order: a term's column is its position when added
         (directory / f"{name}_vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
         self._base = segments.remember(directory / f"{name}.npz", self.size)
         self._base_vocab, self._changed = len(vocab), set()
