@@ -202,30 +202,44 @@ export default class Orders {
 def _units(
     trees: RecentTrees, parsers: Parsers, lang: str, text: str
 ) -> tuple[list[object], list[object], int]:
-    """The units of `text` parsed from the kept tree taking the earlier units, those made afresh, and
-    how many were the earlier parse's own."""
+    """The units (and a Python file's facts) of `text` parsed from the kept tree taking what the
+    last parse kept, those made afresh, and how many units and statements were the last parse's own."""
     from xihe.tools.codeindex import identifiers, treequery
+    from xihe.tools.codeindex.pyrefs import Statements
+    from xihe.tools.codeindex.refs import extract
     from xihe.tools.codeindex.units import Earlier, parse_units
 
     src = text.encode("utf-8")
-    tree, span, kept = trees.reparse("f", lang, src, parsers.get(lang))
+    tree, span, kept = trees.reparse("f.py", lang, src, parsers.get(lang))
+    earlier = before = None
+    if span is not None and kept is not None and kept[0].sound:
+        earlier, before = (span, kept[0]), (span, kept[1])
     caps = treequery.captures(lang, tree.root_node)
     names = identifiers.names(caps, src)
-    seen = Earlier()
-    earlier = (span, kept) if span is not None and kept is not None else None
-    got = parse_units("f", text, lang, parsers, tree, caps, names, earlier, seen)
-    trees.keep("f", seen)
-    fresh = parse_units("f", text, lang, parsers)
-    before = {id(u) for u in kept.units.values()} if earlier is not None else set()
-    taken = sum(1 for u in got if id(u) in before)
-    return [(u, u.text) for u in got], [(u, u.text) for u in fresh], taken
+    seen, statements = Earlier(), Statements()
+    got = parse_units("f.py", text, lang, parsers, tree, caps, names, earlier, seen)
+    facts = extract("f.py", lang, tree.root_node, got, caps, names, before, statements)
+    trees.keep("f.py", (seen, statements))
+    fresh = parse_units("f.py", text, lang, parsers)
+    fresh_tree = parsers.get(lang).parse(src)
+    fresh_facts = extract("f.py", lang, fresh_tree.root_node, fresh)
+    taken = 0
+    if earlier is not None and before is not None:
+        old = {id(u) for u in earlier[1].units.values()} | {id(f) for _, f in before[1].facts.values()}
+        taken = sum(1 for u in got if id(u) in old) + sum(1 for _, f in statements.facts.values() if id(f) in old)
+    return (
+        [*((u, u.text) for u in got), facts.to_json()],
+        [*((u, u.text) for u in fresh), fresh_facts.to_json()],
+        taken,
+    )
 
 
 @pytest.mark.parametrize("lang", ["python", "java", "javascript"])
 def test_units_taken_from_the_last_parse_are_those_a_fresh_parse_makes(lang: str) -> None:
-    """Random edits (insertions of code, comments, blank lines, line breaks other than '\\n';
-    deletions; duplicated lines; renames) of real and made-up files: the units an update takes
-    from the file's last parse, moved, and those it makes again are exactly a fresh parse's."""
+    """Random edits (insertions of code, comments, blank lines, line breaks other than '\\n',
+    imports and functions named again; deletions; duplicated lines; renames) of real and made-up
+    files: the units (and Python statements' facts) an update takes from the file's last parse,
+    moved, and those it makes again are exactly a fresh parse's."""
     import random
     import re
     import sysconfig
@@ -238,7 +252,8 @@ def test_units_taken_from_the_last_parse_are_those_a_fresh_parse_makes(lang: str
         texts = [JAVA if lang == "java" else JS]
     snippets = ["\n", "x", "  ", "# c\n", "// c\n", "/** d */\n", "\n\ndef added(v):\n    return g(v)\n",
                 "\nfunction added(v) { return g(v); }\n", "\n  void added() { g(); }\n", "\r", "\x0c",
-                "@deco\n", "é中", "{", "}", '"""']  # fmt: skip
+                "@deco\n", "é中", "{", "}", '"""', "import os\n", "from . import x as os\n",
+                "def f():\n    pass\n"]  # fmt: skip
     parsers, reused = Parsers(), 0
     for text in texts:
         trees = RecentTrees()

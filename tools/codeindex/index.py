@@ -36,6 +36,7 @@ from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.languages import Parsers, language_of
 from xihe.tools.codeindex.multilingual import Multilingual, MultilingualVectors
 from xihe.tools.codeindex.progress import Progress, no_progress
+from xihe.tools.codeindex.pyrefs import Statements
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
 from xihe.tools.codeindex.refs import FileFacts, extract
 from xihe.tools.codeindex.retree import RecentTrees
@@ -209,19 +210,20 @@ class CodeIndex(Searching):
             else:  # one tree for the units and the graph's facts
                 source = text.encode("utf-8", "replace")
                 parser = self.parsers.get(lang)
-                earlier, seen = None, None
-                if recent:  # from the file's last tree, and the units it made (retree.py)
+                earlier, seen, before, statements = None, None, None, None
+                if recent:  # from the file's last tree, and the units and facts it made (retree.py)
                     tree, span, kept = self._trees.reparse(rel, lang, source, parser)
-                    earlier = (span, kept) if span is not None and kept is not None else None
-                    seen = Earlier()
+                    if span is not None and kept is not None and kept[0].sound:
+                        earlier, before = (span, kept[0]), (span, kept[1])
+                    seen, statements = Earlier(), Statements()
                 else:
                     tree = parser.parse(source)
                 caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
                 names = identifiers.names(caps, source)  # read once for both
                 units = parse_units(rel, text, lang, self.parsers, tree, caps, names, earlier, seen)
+                facts = extract(rel, lang, tree.root_node, units, caps, names, before, statements)
                 if seen is not None:
-                    self._trees.keep(rel, seen)
-                facts = extract(rel, lang, tree.root_node, units, caps, names)
+                    self._trees.keep(rel, (seen, statements))
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows

@@ -13,8 +13,11 @@ before its left), the found nodes inside that field's bytes are taken, in the wa
 
 from __future__ import annotations
 
+import copy
 import re
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tree_sitter import Node
@@ -24,6 +27,9 @@ from xihe.tools.codeindex.identifiers import Names
 from xihe.tools.codeindex.identifiers import names as names_of
 from xihe.tools.codeindex.languages import node_text
 from xihe.tools.codeindex.pyimports import imports_of
+
+if TYPE_CHECKING:
+    from xihe.tools.codeindex.retree import Span
 
 FACT_TYPES = frozenset(
     {"attribute", "function_definition", "class_definition", "lambda", "assignment"}
@@ -145,12 +151,91 @@ Frame = tuple[int, int, str, str, str]  # (first position, end position, scope, 
 _WIDE = 1 << 32  # more bytes than a file has: start * _WIDE - end sorts by start, the longer first
 
 
+@dataclass
+class Statements:
+    """A file's facts per top-level statement, by its node's start and end byte and type, as a parse
+    made them (`extract`'s `seen`), for the next parse of the file to take those the change did not touch."""
+
+    facts: dict[tuple[int, int, str], tuple[int, FileFacts]] = field(
+        default_factory=dict
+    )  # (positions, facts)
+
+
 def extract(
-    facts: FileFacts, package: str, caps: dict[str, list[Node]], root: Node, names: Names | None = None
+    facts: FileFacts,
+    package: str,
+    caps: dict[str, list[Node]],
+    root: Node,
+    names: Names | None = None,
+    earlier: tuple[Span, Statements] | None = None,
+    seen: Statements | None = None,
 ) -> None:
     """Fill `facts` (a Python file's, `package` the file's package) from the captures of the tree
-    whose root is `root` (and their identifiers' `identifiers.names` when already read)."""
-    _Walk(facts, package, caps, root, names).run()
+    whose root is `root` (and their identifiers' `identifiers.names` when already read).
+
+    With `seen`, the walk goes one top-level statement at a time (each starts at module level, as the
+    whole walk is there between statements), keeping each one's facts in `seen`; with `earlier` (the
+    bytes changed since the last parse, and what it kept) a statement outside them is taken from it,
+    its lines moved. The statements' facts are joined in order; when a name is in two statements'
+    (two `def f`, an import made twice), where the walk would have read or overwritten the first,
+    the file is walked whole."""
+    walk = _Walk(facts, package, caps, root, names)
+    if seen is None:
+        walk.run(0, len(walk.order))
+        return
+    parts, covered = [], 0
+    for child in root.children:
+        key = (child.start_byte, child.end_byte, child.type)
+        got = _earlier_part(earlier, key) if earlier is not None else None
+        if got is None:
+            lo, hi = walk.inside(0, len(walk.order), child.start_byte, child.end_byte)
+            got = (hi - lo, walk.part(lo, hi))
+        seen.facts[key] = got
+        covered += got[0]
+        parts.append(got[1])
+    if covered != len(walk.order) or not _joined(facts, parts):
+        facts.imports, facts.stars, facts.refs = {}, [], []
+        facts.locals, facts.types, facts.returns = {}, {}, {}
+        walk.run(0, len(walk.order))
+
+
+def _earlier_part(
+    earlier: tuple[Span, Statements], key: tuple[int, int, str]
+) -> tuple[int, FileFacts] | None:
+    """The facts the last parse kept for the statement at `key` when the change (`span`) left its
+    bytes alone: as they were before it, with their lines moved after it."""
+    span, kept = earlier
+    start, end, kind = key
+    if end <= span.start_byte:
+        return kept.facts.get(key)
+    if start < span.new_end_byte:
+        return None
+    shift = span.new_end_byte - span.old_end_byte
+    got = kept.facts.get((start - shift, end - shift, kind))
+    rows = span.new_end_point[0] - span.old_end_point[0]
+    if got is None or rows == 0:
+        return got
+    moved = copy.copy(got[1])
+    moved.refs = [(scope, line + rows, name, how, called) for scope, line, name, how, called in got[1].refs]
+    return got[0], moved
+
+
+def _joined(facts: FileFacts, parts: list[FileFacts]) -> bool:
+    """`parts` added to `facts` in order, as one walk would have made them; False when a name is in
+    two parts' imports, locals, types or returns (the walk's result then depends on both)."""
+    owners: list[dict[str, object]] = [{}, {}, {}, {}]
+    for part in parts:
+        for owner, got in zip(owners, (part.imports, part.locals, part.types, part.returns), strict=True):
+            for key in got:
+                if owner.setdefault(key, part) is not part:
+                    return False
+        facts.imports.update(part.imports)
+        facts.stars += part.stars
+        facts.refs += part.refs
+        facts.locals.update(part.locals)
+        facts.types.update(part.types)
+        facts.returns.update(part.returns)
+    return True
 
 
 class _Walk:
@@ -224,7 +309,16 @@ class _Walk:
             if x < y:
                 stack.append((x, y, scope, fn, cls))
 
-    def run(self) -> None:
+    def part(self, lo: int, hi: int) -> FileFacts:
+        """The facts of positions [lo, hi) walked from module level, apart from the file's."""
+        whole, self.facts = self.facts, FileFacts(self.facts.lang, self.facts.module)
+        try:
+            self.run(lo, hi)
+            return self.facts
+        finally:
+            self.facts = whole
+
+    def run(self, first: int, end: int) -> None:
         facts, nodes, order, at, starts, ends = (
             self.facts,
             self.nodes,
@@ -235,7 +329,7 @@ class _Walk:
         )
         idents, types, src, called_attrs = self.idents, self.types, self.src, self.called_attrs
         lines, texts, called, add = self.lines, self.texts, self.called, facts.refs.append
-        stack: list[Frame] = [(0, len(order), "", "", "")]
+        stack: list[Frame] = [(first, end, "", "", "")]
         while stack:
             p, q, scope, fn, cls = stack.pop()
             while p < q:
