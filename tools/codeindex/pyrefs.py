@@ -222,14 +222,18 @@ def _earlier_part(
 
 def _joined(facts: FileFacts, parts: list[FileFacts]) -> bool:
     """`parts` added to `facts` in order, as one walk would have made them; False when a name is in
-    two parts' imports, locals, types or returns (the walk's result then depends on both)."""
-    owners: list[dict[str, object]] = [{}, {}, {}, {}]
+    two parts' locals, types or returns, or imported as two things (the walk's result then depends
+    on both; the same import in two functions is common, `from xml.dom import expatbuilder`)."""
+    owners: list[dict[str, object]] = [{}, {}, {}]
     for part in parts:
-        for owner, got in zip(owners, (part.imports, part.locals, part.types, part.returns), strict=True):
+        for owner, got in zip(owners, (part.locals, part.types, part.returns), strict=True):
             for key in got:
                 if owner.setdefault(key, part) is not part:
                     return False
-        facts.imports.update(part.imports)
+        imports = facts.imports
+        if any(imports.get(name, target) != target for name, target in part.imports.items()):
+            return False
+        imports.update(part.imports)
         facts.stars += part.stars
         facts.refs += part.refs
         facts.locals.update(part.locals)
