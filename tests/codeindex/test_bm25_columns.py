@@ -51,7 +51,7 @@ def test_the_rows_come_from_the_file_as_loaded_even_when_it_is_replaced(tmp_path
     other = Bm25Index()
     other.add([["unrelated", "words"]] * 5)
     other.save(tmp_path / "b")
-    (tmp_path / "b" / "bm25.npz").replace(tmp_path / "a" / "bm25.npz")  # another process saved here
+    (tmp_path / "b" / "bm25.npys").replace(tmp_path / "a" / "bm25.npys")  # another process saved here
     loaded.add([["resume", "new", "words"]])
     built.add([["resume", "new", "words"]])
     loaded.save(tmp_path / "c")

@@ -107,7 +107,7 @@ def test_the_name_field_lifts_units_named_after_the_question(make_repo, tmp_path
     assert idx.search("copy text to the clipboard", 2).hits[0].unit.qualname == "Notes.save"
     idx.save()
     again = open_index(repo, named, embedder)
-    assert again is not None and (index_dir(repo, named) / "names.npz").exists()
+    assert again is not None and (index_dir(repo, named) / "names.npys").exists()
     top = again.search("copy text to the clipboard", 2).hits[0].unit
     assert top.path == "Clip.java" and top.qualname.startswith("ClipboardModule")
 

@@ -226,7 +226,9 @@ def _units(
     taken = 0
     if earlier is not None and before is not None:
         old = {id(u) for u in earlier[1].units.values()} | {id(f) for _, f in before[1].facts.values()}
-        taken = sum(1 for u in got if id(u) in old) + sum(1 for _, f in statements.facts.values() if id(f) in old)
+        taken = sum(1 for u in got if id(u) in old) + sum(
+            1 for _, f in statements.facts.values() if id(f) in old
+        )
     return (
         [*((u, u.text) for u in got), facts.to_json()],
         [*((u, u.text) for u in fresh), fresh_facts.to_json()],

@@ -24,7 +24,7 @@ QUERIES = [
     "address list parser",
     "refund the order",
 ]
-ROW_FILES = ["bm25.npz", "names.npz", "neighbours.npz", "vectors.npy", "sent_vectors.npy", "unit_keys.npy"]
+ROW_FILES = ["bm25.npys", "names.npys", "neighbours.npys", "vectors.npy", "sent_vectors.npy", "unit_keys.npy"]
 
 
 def _corpus() -> dict[str, str]:
@@ -117,7 +117,7 @@ def test_a_delta_past_its_share_is_folded_into_new_bases(make_repo, cfg, embedde
     stats = idx.update_files(big)
     assert stats.units_added > segments.SHARE * len(idx.units)
     idx.save()
-    assert all(_inodes(directory)[n] != bases[n] for n in ("bm25.npz", "vectors.npy"))
+    assert all(_inodes(directory)[n] != bases[n] for n in ("bm25.npys", "vectors.npy"))
     assert not {"bm25.slots", "vectors"} & set(segments.read_delta(directory))
     # the new bases copy the old ones' rows and convert only the rows since: as a whole write would
     assert np.array_equal(np.load(directory / "vectors.npy"), quant.pack(idx.vectors))
@@ -276,8 +276,8 @@ def test_a_load_during_the_swap_puts_the_index_back_and_the_save_still_lands(
 
 
 def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, cfg, embedder) -> None:
-    """Version 13 wrote a delta file per row file (12: vectors as float16): a save of the previous
-    version is not loaded, and indexing it builds it again."""
+    """Version 14 kept BM25 bases as zip archives (13: a delta file per row file): a save of the
+    previous version is not loaded, and indexing it builds it again."""
     import json
 
     files = _corpus()
@@ -285,10 +285,10 @@ def test_an_index_of_the_previous_version_is_built_again_not_misread(make_repo, 
     index_repo(root, cfg, embedder=embedder)
     directory = index_dir(root, cfg)
     meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-    assert meta["version"] == store.INDEX_VERSION == 14
-    meta["version"] = 13
+    assert meta["version"] == store.INDEX_VERSION == 15
+    meta["version"] = 14
     (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     assert open_index(root, cfg, embedder) is None
     idx, report = index_repo(root, cfg, embedder=embedder)
     assert report.mode == "full" and len(idx.files) == len(files)
-    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 14
+    assert json.loads((directory / "meta.json").read_text(encoding="utf-8"))["version"] == 15

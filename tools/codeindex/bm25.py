@@ -30,23 +30,20 @@ Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # slots and their 
 
 
 class SavedRows:
-    """The CSR rows of a loaded `.npz`, made from its columns when the matrix is first changed or
-    saved whole: a query reads the columns alone. The file keeps the columns only (the rows were a
-    second copy of every posting, half of it: 7.6 of 15.3 MB on a DolphinScheduler-sized tree). The
-    open file is read, so a later save that replaces the directory does not change what is read."""
+    """The CSR rows of a loaded base, made from its columns when the matrix is first changed or saved
+    whole: a query reads the columns alone. The file keeps the columns only (the rows were a second
+    copy of every posting, half of it: 7.6 of 15.3 MB on a DolphinScheduler-sized tree)."""
 
-    def __init__(self, z: Any, shape: tuple[int, int]) -> None:
-        self._z = z  # numpy's NpzFile: the zip stays open, members are read on access
+    def __init__(self, cols: Columns, shape: tuple[int, int]) -> None:
+        self._cols: Columns | None = cols
         self.shape = shape
 
     def __iter__(self) -> Any:
         """(data, indices, indptr, shape), as `_merged` unpacks them."""
-        z, self._z = self._z, None
-        try:
-            cols = (z["col_data"], z["col_indices"], z["col_indptr"])
-        finally:
-            z.close()
-        rows = _sparse().csc_matrix(cols, shape=self.shape).tocsr()
+        assert self._cols is not None
+        ptr, idx, data = self._cols
+        self._cols = None
+        rows = _sparse().csc_matrix((data, idx, ptr), shape=self.shape).tocsr()
         yield from (rows.data, rows.indices, rows.indptr, self.shape)
 
 
@@ -275,14 +272,14 @@ class Bm25Index:
         current: Path | None = None,
         delta: segments.Delta | None = None,
     ) -> None:
-        """Write rows and columns, lengths, liveness and vocabulary as `<name>.npz` and `<name>_vocab.txt`;
+        """Write the columns, lengths, liveness and vocabulary as `<name>.npys` and `<name>_vocab.txt`;
         or, while the rows changed since the base saved in `current` are few, link that base and put
         them in `delta`: slots, CSR rows, lengths, liveness and the new terms (segments.py)."""
         base = self._base
         if base is not None and base.rows <= self.size and delta is not None:
             changed = sorted(s for s in self._changed if s < base.rows)
             slots = np.asarray([*changed, *range(base.rows, self.size)], np.int64)
-            if segments.small(base, len(slots)) and segments.link(current, directory, f"{name}.npz", base):
+            if segments.small(base, len(slots)) and segments.link(current, directory, f"{name}.npys", base):
                 os.link(current / f"{name}_vocab.txt", directory / f"{name}_vocab.txt")  # type: ignore[operator]
                 rows = self._take(slots)
                 # the terms since the base, in column order: the vocabulary's insertion order is its
@@ -299,19 +296,21 @@ class Bm25Index:
                 return
         m = self._merged()
         col_ptr, col_rows, col_tf = self._columns()
-        np.savez(  # the columns only: SavedRows makes the rows from them when an update needs them
-            directory / f"{name}.npz",
-            shape=np.asarray(m.shape),
-            col_indptr=col_ptr,
-            col_indices=col_rows,
-            col_data=col_tf,
-            doc_len=self.doc_len,
-            alive=self.alive,
-            params=np.asarray([self.k1, self.b]),
+        segments.save_named(  # the columns only: SavedRows makes the rows from them when an update needs them
+            directory / f"{name}.npys",
+            {
+                "shape": np.asarray(m.shape),
+                "col_indptr": col_ptr,
+                "col_indices": col_rows,
+                "col_data": col_tf,
+                "doc_len": self.doc_len,
+                "alive": self.alive,
+                "params": np.asarray([self.k1, self.b]),
+            },
         )
         vocab = list(self.vocab)  # in column order: a term's column is its position when added
         (directory / f"{name}_vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
-        self._base = segments.remember(directory / f"{name}.npz", self.size)
+        self._base = segments.remember(directory / f"{name}.npys", self.size)
         self._base_vocab, self._changed = len(vocab), set()
 
     @classmethod
@@ -320,17 +319,17 @@ class Bm25Index:
     ) -> Bm25Index:
         """Read what `save` wrote: the base, and its rows in the directory's delta (`delta`, when read
         already: `segments.read_delta`) when there are any."""
-        z = np.load(directory / f"{name}.npz")
+        z = segments.load_named(directory / f"{name}.npys")
         idx = cls(float(z["params"][0]), float(z["params"][1]))
         text = (directory / f"{name}_vocab.txt").read_text(encoding="utf-8")
         words = text.split("\n") if text else []
         idx.vocab = {w: i for i, w in enumerate(words)}
         shape = (int(z["shape"][0]), int(z["shape"][1]))
-        idx._raw = SavedRows(z, shape)
         cols = (z["col_indptr"], z["col_indices"], z["col_data"])
+        idx._raw = SavedRows(cols, shape)
         idx.doc_len = z["doc_len"]
         idx.alive = z["alive"]
-        idx._base = segments.remember(directory / f"{name}.npz", shape[0])
+        idx._base = segments.remember(directory / f"{name}.npys", shape[0])
         idx._base_vocab = len(words)
         delta = delta if delta is not None else segments.read_delta(directory)
         if f"{name}.slots" in delta:

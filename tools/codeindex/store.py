@@ -39,8 +39,9 @@ MULTI = "multi_vectors"  # multilingual.FILE, without importing the model's modu
 # 8: neighbours.npz (the graph field), unit_keys.npy; 9: row files as base + delta (segments.py);
 # 10: the query-word table as base + delta (qvec.py); 11: graph.bin (marshal records) for graph.jsonl;
 # 12: BM25 bases keep their columns only (bm25.SavedRows makes the rows from them); 13: vectors as
-# int8 mantissas with a power-of-two exponent per row (quant.py); 14: every delta in one delta.npys
-INDEX_VERSION = 14
+# int8 mantissas with a power-of-two exponent per row (quant.py); 14: every delta in one delta.npys;
+# 15: BM25 bases as named .npy records (segments.save_named), not zip archives
+INDEX_VERSION = 15
 
 
 @dataclass
@@ -87,7 +88,7 @@ def save(idx: Stored) -> None:
 
     units.jsonl is append-only: when the saved file still matches the slot numbering (no compaction
     since), it is hard-linked into the new directory and only the new units are appended. A dead
-    slot needs no rewrite (its `alive` flag is in bm25.npz), and `meta.json` records how many lines
+    slot needs no rewrite (its `alive` flag is in bm25.npys), and `meta.json` records how many lines
     and bytes are valid, so lines appended by a save that crashed before the swap are ignored.
     """
     tmp = idx.directory.with_name(idx.directory.name + f".tmp-{os.getpid()}")
