@@ -202,33 +202,37 @@ export default class Orders {
 def _units(
     trees: RecentTrees, parsers: Parsers, lang: str, text: str
 ) -> tuple[list[object], list[object], int]:
-    """The units (and a Python file's facts) of `text` parsed from the kept tree taking what the
-    last parse kept, those made afresh, and how many units and statements were the last parse's own."""
-    from xihe.tools.codeindex import identifiers, treequery
-    from xihe.tools.codeindex.pyrefs import Statements
+    """The units and facts of `text` parsed from the kept tree taking what the last parse kept (a
+    Python file a statement at a time: statements.py), those made afresh, and how many units and
+    statements' facts were the last parse's own."""
+    from xihe.tools.codeindex import identifiers, statements, treequery
     from xihe.tools.codeindex.refs import extract
     from xihe.tools.codeindex.units import Earlier, parse_units
 
     src = text.encode("utf-8")
     tree, span, kept = trees.reparse("f.py", lang, src, parsers.get(lang))
-    earlier = before = None
-    if span is not None and kept is not None and kept[0].sound:
-        earlier, before = (span, kept[0]), (span, kept[1])
-    caps = treequery.captures(lang, tree.root_node)
-    names = identifiers.names(caps, src)
-    seen, statements = Earlier(), Statements()
-    got = parse_units("f.py", text, lang, parsers, tree, caps, names, earlier, seen)
-    facts = extract("f.py", lang, tree.root_node, got, caps, names, before, statements)
-    trees.keep("f.py", (seen, statements))
+    old: set[int] = set()
+    if lang == "python":
+        was = kept if isinstance(kept, statements.Kept) else None
+        got, facts, again = statements.parse("f.py", text, src, tree, span, was)
+        trees.keep("f.py", again)
+        if was is not None:
+            old = {id(u) for u in was.units.units.values()} | {id(f) for _, f in was.facts.facts.values()}
+        taken = sum(1 for u in got if id(u) in old)
+        taken += sum(1 for _, f in again.facts.facts.values() if id(f) in old)
+    else:
+        earlier = (span, kept) if span is not None and isinstance(kept, Earlier) else None
+        caps = treequery.captures(lang, tree.root_node)
+        names = identifiers.names(caps, src)
+        seen = Earlier()
+        got = parse_units("f.py", text, lang, parsers, tree, caps, names, earlier, seen)
+        facts = extract("f.py", lang, tree.root_node, got, caps, names)
+        trees.keep("f.py", seen)
+        if earlier is not None:
+            old = {id(u) for u in earlier[1].units.values()}
+        taken = sum(1 for u in got if id(u) in old)
     fresh = parse_units("f.py", text, lang, parsers)
-    fresh_tree = parsers.get(lang).parse(src)
-    fresh_facts = extract("f.py", lang, fresh_tree.root_node, fresh)
-    taken = 0
-    if earlier is not None and before is not None:
-        old = {id(u) for u in earlier[1].units.values()} | {id(f) for _, f in before[1].facts.values()}
-        taken = sum(1 for u in got if id(u) in old) + sum(
-            1 for _, f in statements.facts.values() if id(f) in old
-        )
+    fresh_facts = extract("f.py", lang, parsers.get(lang).parse(src).root_node, fresh)
     return (
         [*((u, u.text) for u in got), facts.to_json()],
         [*((u, u.text) for u in fresh), fresh_facts.to_json()],

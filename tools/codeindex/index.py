@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xihe.agent.cachedir import shared_cache
-from xihe.tools.codeindex import gcpause, identifiers, inherit, quant, reuse, segments, store
+from xihe.tools.codeindex import gcpause, identifiers, inherit, quant, reuse, segments, statements, store
 from xihe.tools.codeindex.bm25 import Bm25Index
 from xihe.tools.codeindex.bridge import CjkBridge
 from xihe.tools.codeindex.callermap import CALLER_KINDS, CallerMap
@@ -36,7 +36,6 @@ from xihe.tools.codeindex.graphstore import GraphFacts
 from xihe.tools.codeindex.languages import Parsers, language_of
 from xihe.tools.codeindex.multilingual import Multilingual, MultilingualVectors
 from xihe.tools.codeindex.progress import Progress, no_progress
-from xihe.tools.codeindex.pyrefs import Statements
 from xihe.tools.codeindex.qvec import Bpe, QueryVectors, model_files, table_words, vocabulary_words
 from xihe.tools.codeindex.refs import FileFacts, extract
 from xihe.tools.codeindex.retree import RecentTrees
@@ -210,20 +209,29 @@ class CodeIndex(Searching):
             else:  # one tree for the units and the graph's facts
                 source = text.encode("utf-8", "replace")
                 parser = self.parsers.get(lang)
-                earlier, seen, before, statements = None, None, None, None
+                earlier, seen = None, None
                 if recent:  # from the file's last tree, and the units and facts it made (retree.py)
                     tree, span, kept = self._trees.reparse(rel, lang, source, parser)
-                    if span is not None and kept is not None and kept[0].sound:
-                        earlier, before = (span, kept[0]), (span, kept[1])
-                    seen, statements = Earlier(), Statements()
+                    if lang == "python":  # a statement at a time (statements.py)
+                        was = kept if isinstance(kept, statements.Kept) else None
+                        units, facts, again = statements.parse(rel, text, source, tree, span, was)
+                        self._trees.keep(rel, again)
+                        return (
+                            sha1_of(text),
+                            units or window_units(rel, text, w.window_lines, w.window_overlap),
+                            facts,
+                        )
+                    if span is not None and isinstance(kept, Earlier):
+                        earlier = (span, kept)
+                    seen = Earlier()
                 else:
                     tree = parser.parse(source)
                 caps = captures(lang, tree.root_node)  # one query for the units' nodes and the facts'
                 names = identifiers.names(caps, source)  # read once for both
                 units = parse_units(rel, text, lang, self.parsers, tree, caps, names, earlier, seen)
-                facts = extract(rel, lang, tree.root_node, units, caps, names, before, statements)
+                facts = extract(rel, lang, tree.root_node, units, caps, names)
                 if seen is not None:
-                    self._trees.keep(rel, (seen, statements))
+                    self._trees.keep(rel, seen)
                 # a script with no functions or classes is still searchable
                 units = units or window_units(rel, text, w.window_lines, w.window_overlap)
         except (ValueError, RecursionError):  # a grammar choked: the file is still searchable as windows

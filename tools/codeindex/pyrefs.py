@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -169,7 +170,8 @@ def extract(
     names: Names | None = None,
     earlier: tuple[Span, Statements] | None = None,
     seen: Statements | None = None,
-) -> None:
+    whole: bool = True,
+) -> bool:
     """Fill `facts` (a Python file's, `package` the file's package) from the captures of the tree
     whose root is `root` (and their identifiers' `identifiers.names` when already read).
 
@@ -178,25 +180,30 @@ def extract(
     bytes changed since the last parse, and what it kept) a statement outside them is taken from it,
     its lines moved. The statements' facts are joined in order; when a name is in two statements'
     (two `def f`, an import made twice), where the walk would have read or overwritten the first,
-    the file is walked whole."""
+    the file is walked whole. `whole`: `caps` hold the whole file's nodes; else only those of the
+    statements not taken from `earlier` (`statements.py`), and False is returned, `facts` left empty,
+    where the file must be walked whole."""
     walk = _Walk(facts, package, caps, root, names)
     if seen is None:
         walk.run(0, len(walk.order))
-        return
-    parts, covered = [], 0
+        return True
+    parts, inside = [], 0
     for child in root.children:
         key = (child.start_byte, child.end_byte, child.type)
+        lo, hi = walk.inside(0, len(walk.order), child.start_byte, child.end_byte)
+        inside += hi - lo
         got = _earlier_part(earlier, key) if earlier is not None else None
         if got is None:
-            lo, hi = walk.inside(0, len(walk.order), child.start_byte, child.end_byte)
             got = (hi - lo, walk.part(lo, hi))
         seen.facts[key] = got
-        covered += got[0]
         parts.append(got[1])
-    if covered != len(walk.order) or not _joined(facts, parts):
-        facts.imports, facts.stars, facts.refs = {}, [], []
-        facts.locals, facts.types, facts.returns = {}, {}, {}
+    if inside == len(walk.order) and _joined(facts, parts):  # every node in a statement, no name twice
+        return True
+    facts.imports, facts.stars, facts.refs = {}, [], []
+    facts.locals, facts.types, facts.returns = {}, {}, {}
+    if whole:
         walk.run(0, len(walk.order))
+    return whole
 
 
 def _earlier_part(
@@ -226,7 +233,8 @@ def _joined(facts: FileFacts, parts: list[FileFacts]) -> bool:
     on both; the same import in two functions is common, `from xml.dom import expatbuilder`)."""
     owners: list[dict[str, object]] = [{}, {}, {}]
     for part in parts:
-        for owner, got in zip(owners, (part.locals, part.types, part.returns), strict=True):
+        named: tuple[Mapping[str, object], ...] = (part.locals, part.types, part.returns)
+        for owner, got in zip(owners, named, strict=True):
             for key in got:
                 if owner.setdefault(key, part) is not part:
                     return False

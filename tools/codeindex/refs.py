@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
@@ -34,9 +33,6 @@ from xihe.tools.codeindex.filefacts import FileFacts
 from xihe.tools.codeindex.identifiers import Names
 from xihe.tools.codeindex.languages import LANGS, node_text
 from xihe.tools.codeindex.units import CodeUnit
-
-if TYPE_CHECKING:
-    from xihe.tools.codeindex.retree import Span
 
 
 def module_name(path: str) -> str:
@@ -55,18 +51,14 @@ def extract(
     units: list[CodeUnit],
     caps: treequery.Captures | None = None,
     names: Names | None = None,
-    earlier: tuple[Span, pyrefs.Statements] | None = None,
-    seen: pyrefs.Statements | None = None,
 ) -> FileFacts:
     """The facts of one parsed file (`root` is its tree's root, `units` its units, `caps` the tree's
-    `treequery.captures` and `names` their `identifiers.names` when already made). A Python file's
-    statements the change since its last parse left alone are taken from that parse (`earlier`, and
-    `seen` kept for the next: `pyrefs.extract`)."""
+    `treequery.captures` and `names` their `identifiers.names` when already made)."""
     if lang == "python":
         facts = FileFacts("python", module_name(path))
         package = facts.module if path.endswith("__init__.py") else facts.module.rpartition(".")[0]
         found = caps if caps is not None else treequery.captures(lang, root)
-        pyrefs.extract(facts, package, found, root, names, earlier, seen)
+        pyrefs.extract(facts, package, found, root, names)
         return facts
     return _calls(path, lang, root, units, caps)
 

@@ -254,7 +254,7 @@ class Earlier:
     sound: bool = True  # the tree had no syntax error: a node's inside did not depend on what is around it
 
 
-def _lines_of(source: str) -> tuple[list[str], bool]:
+def lines_of(source: str) -> tuple[list[str], bool]:
     """The lines units are cut from, and whether they are the tree's rows."""
     lines = source.splitlines()
     return lines, len(lines) == source.count("\n") + (not source.endswith("\n") and bool(source))
@@ -289,11 +289,14 @@ def _earlier_unit(
         return None
     u = earlier.units.get((start - shift, end - shift, kind, qual))
     rows = span.new_end_point[0] - span.old_end_point[0]
-    if u is None or rows == 0:
-        return u
-    moved: CodeUnit = object.__new__(CodeUnit)  # as `dataclasses.replace`, without running __init__ again
-    moved.__dict__.update(u.__dict__, start=u.start + rows, end=u.end + rows)
-    return moved
+    return u if u is None or rows == 0 else moved(u, rows)
+
+
+def moved(u: CodeUnit, rows: int) -> CodeUnit:
+    """`u` `rows` lines further (as `dataclasses.replace`, without running `__init__` again)."""
+    out: CodeUnit = object.__new__(CodeUnit)
+    out.__dict__.update(u.__dict__, start=u.start + rows, end=u.end + rows)
+    return out
 
 
 def parse_units(
@@ -311,17 +314,37 @@ def parse_units(
     `treequery.captures` and their `identifiers.names` when given). `earlier`: the bytes changed since
     the file's last parse and the units it made, those the change did not touch taken as they were
     (`_earlier_unit`); `seen` is filled with these units for the next parse."""
-    spec = LANGS[lang]
     src = source.encode("utf-8", "replace")
     tree = tree if tree is not None else parsers.get(lang).parse(src)
     caps = caps if caps is not None else treequery.captures(lang, tree.root_node, facts=False)
     names = names if names is not None else names_of(caps, src)
-    lines, aligned = _lines_of(source)
+    lines, aligned = lines_of(source)
     sound = not tree.root_node.has_error  # error recovery reads a span by what surrounds it
     if seen is not None:
         seen.aligned, seen.sound = aligned, sound
     if earlier is not None and not (sound and earlier[1].sound):
         earlier = None
+    units = [u for _, u in units_in(path, lang, src, lines, aligned, caps, names, earlier, seen)]
+    header = module_header(path, lang, lines, units)
+    if header is not None:
+        units.insert(0, header)
+    return units
+
+
+def units_in(
+    path: str,
+    lang: str,
+    src: bytes,
+    lines: list[str],
+    aligned: bool,
+    caps: treequery.Captures,
+    names: Names,
+    earlier: tuple[Span, Earlier] | None,
+    seen: Earlier | None,
+) -> list[tuple[UnitKey, CodeUnit]]:
+    """The units of the nodes `caps` holds (the file's bytes `src`, its `lines`; no module header),
+    each with its key, outer ones first (`parse_units`)."""
+    spec = LANGS[lang]
     found: list[tuple[Node, str, str]] = []  # (node, kind, qualname)
 
     # the units, each with the enclosing unit's qualified name and whether that unit is a class
@@ -350,8 +373,9 @@ def parse_units(
     nodes = caps.get("name", []) + caps.get("call", [])
     found_starts = [n.start_byte for n, _, _ in found]
     inside = _sweep([n for n, _, _ in found], names, caps.get("call", []))
-    units: list[CodeUnit] = []
+    units: list[tuple[UnitKey, CodeUnit]] = []
     for (node, kind, qual), mine in zip(found, inside, strict=True):
+        key = (node.start_byte, node.end_byte, kind, qual)
         anchor = node
         if node.type == "variable_declarator" and node.parent is not None:
             anchor = node.parent  # `const f = () => {}`: the declaration line is the start
@@ -362,9 +386,9 @@ def parse_units(
         if earlier is not None:
             kept = _earlier_unit(earlier[1], earlier[0], aligned, node, anchor, kind, qual, src)
             if kept is not None:
-                units.append(kept)
+                units.append((key, kept))
                 if seen is not None:
-                    seen.units[(node.start_byte, node.end_byte, kind, qual)] = kept
+                    seen.units[key] = kept
                 continue
         start, end = anchor.start_point[0] + 1, node.end_point[0] + 1
         doc = python_docstring(node) if lang == "python" else leading_comments(anchor)
@@ -375,27 +399,23 @@ def parse_units(
             own = _own_lines(node, _units_within(node, found, found_starts), lines)
         else:
             own = "\n".join(lines[start - 1 : end])
-        units.append(
-            CodeUnit(
-                path=path,
-                start=start,
-                end=end,
-                kind=kind,
-                name=name,
-                qualname=qual,
-                lang=lang,
-                signature=_signature(node, anchor, src),
-                doc=doc[:2000],
-                identifiers=ids,
-                calls=calls,
-                text=own,
-            )
+        unit = CodeUnit(
+            path=path,
+            start=start,
+            end=end,
+            kind=kind,
+            name=name,
+            qualname=qual,
+            lang=lang,
+            signature=_signature(node, anchor, src),
+            doc=doc[:2000],
+            identifiers=ids,
+            calls=calls,
+            text=own,
         )
+        units.append((key, unit))
         if seen is not None:
-            seen.units[(node.start_byte, node.end_byte, kind, qual)] = units[-1]
-    header = _module_header(path, lang, lines, units)
-    if header is not None:
-        units.insert(0, header)
+            seen.units[key] = unit
     return units
 
 
@@ -416,7 +436,7 @@ def _own_lines(node: Node, inner: list[Node], lines: list[str]) -> str:
     return "\n".join(lines[i] for i in range(start, min(end + 1, len(lines))) if i not in hidden)
 
 
-def _module_header(path: str, lang: str, lines: list[str], units: list[CodeUnit]) -> CodeUnit | None:
+def module_header(path: str, lang: str, lines: list[str], units: list[CodeUnit]) -> CodeUnit | None:
     """The top of the file before its first unit (header comment, imports, constants) as a unit."""
     first = min((u.start for u in units), default=len(lines) + 1)
     top = lines[: max(0, first - 1)]
