@@ -134,6 +134,7 @@ class CodeIndex(Searching):
         # the row files' bases as saved (segments.py): a save links them and writes only the rows since
         self.row_bases: dict[str, segments.Base] = {}
         self.files_json: dict[str, tuple[str, list[int], str]] = {}  # each file's meta.json text (store.py)
+        self.unit_lines: dict[CodeUnit, str] = {}  # the units.jsonl lines the last save appended (store.py)
         # the symbol graph's facts per file (graphstore.py), read from disk only when the graph is asked for
         self.graph_facts = GraphFacts()
         self._graph: SymbolGraph | None = None
