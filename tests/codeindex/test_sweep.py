@@ -41,13 +41,17 @@ def _both(lang: str, text: str) -> tuple[list[list[int]], list[list[int]]]:
 
 
 @pytest.mark.parametrize("lang", sorted(NESTED))
-def test_nestings_where_a_node_starts_inside_another_unit(lang: str) -> None:
+def test_nestings_where_a_node_starts_inside_another_unit(lang: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(units, "SMALL_SWEEP", 0)  # painted, however few the nodes
     painted, walked = _both(lang, NESTED[lang])
     assert painted == walked
     assert any(painted)  # the units did get nodes
 
 
-def test_the_standard_librarys_email_and_xml_packages_sweep_as_the_walk_did() -> None:
+def test_the_standard_librarys_email_and_xml_packages_sweep_as_the_walk_did(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(units, "SMALL_SWEEP", 0)
     lib = Path(sysconfig.get_paths()["stdlib"])
     files = sorted([*(lib / "email").rglob("*.py"), *(lib / "xml").rglob("*.py")])
     assert len(files) > 40
@@ -56,7 +60,8 @@ def test_the_standard_librarys_email_and_xml_packages_sweep_as_the_walk_did() ->
         assert painted == walked, f
 
 
-def test_a_node_of_no_width_is_placed_by_the_walk() -> None:
+def test_a_node_of_no_width_is_placed_by_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(units, "SMALL_SWEEP", 0)
     """Between a unit's end and the next one's start, painted bytes cannot tell which unit holds
     it (the walk gives it to the unit ending there): such a file is swept by the walk."""
     text = NESTED["python"] + "def after():\n    return 1\n"

@@ -187,7 +187,7 @@ def _lines(idx: Stored, start: int) -> list[str]:
     encode = _UNIT.encode  # made once: `json.dumps` with an option builds an encoder per call
     known, lines = idx.unit_lines, []
     for u in idx.units[start:]:
-        line = "null" if u is None else known.get(u)
+        line = "null" if u is None else known.get(u) if known else None  # (a unit's hash reads every field)
         if line is None:
             line = encode(u.to_json())  # type: ignore[union-attr]
         lines.append(line)
