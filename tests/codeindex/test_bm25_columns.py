@@ -58,3 +58,24 @@ def test_the_rows_come_from_the_file_as_loaded_even_when_it_is_replaced(tmp_path
     again = Bm25Index.load(tmp_path / "c")
     for query in (["resume"], ["confirm", "task"], ["new"], ["unrelated"]):
         assert np.allclose(built.scores(query), again.scores(query)), query
+
+
+def test_a_save_with_no_row_changed_leaves_the_rows_unmade(tmp_path: Path) -> None:
+    """A loaded field saved again with nothing changed (a serve's start-up refresh that found no
+    file to re-index) links its base and makes no rows from its columns: they were ~8 MB a field
+    on a DolphinScheduler-sized tree, kept for the serve's life."""
+    from xihe.tools.codeindex import segments
+
+    for name in "ab":
+        (tmp_path / name).mkdir()
+    built = Bm25Index()
+    built.add(DOCS)
+    built.save(tmp_path / "a")
+    loaded = Bm25Index.load(tmp_path / "a")
+    delta = segments.Delta()
+    loaded.save(tmp_path / "b", "bm25", tmp_path / "a", delta)
+    assert loaded._matrix is None and loaded._raw is not None  # the rows not made
+    assert (tmp_path / "b" / "bm25.npys").stat().st_ino == (tmp_path / "a" / "bm25.npys").stat().st_ino
+    delta.write(tmp_path / "b")
+    again = Bm25Index.load(tmp_path / "b")
+    assert np.allclose(again.scores(["resume"]), built.scores(["resume"]))
