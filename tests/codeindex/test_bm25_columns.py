@@ -13,6 +13,16 @@ from xihe.tools.codeindex.bm25 import Bm25Index
 DOCS = [["resume", "task", "step"], ["confirm", "pending", "action"], ["resume", "resume", "alert"]]
 
 
+def _saved_and_loaded(tmp_path: Path, dirs: str) -> tuple[Bm25Index, Bm25Index]:
+    """`DOCS` built and saved in `tmp_path/a` (the directories `dirs` made), and loaded from there."""
+    for name in dirs:
+        (tmp_path / name).mkdir()
+    built = Bm25Index()
+    built.add(DOCS)
+    built.save(tmp_path / "a")
+    return built, Bm25Index.load(tmp_path / "a")
+
+
 def test_loaded_index_scores_like_the_built_one(tmp_path: Path) -> None:
     built = Bm25Index()
     built.add(DOCS)
@@ -41,12 +51,7 @@ def test_a_query_on_a_saved_index_never_imports_scipy(tmp_path: Path) -> None:
 def test_the_rows_come_from_the_file_as_loaded_even_when_it_is_replaced(tmp_path: Path) -> None:
     """A loaded field keeps only its columns; its rows are read from the still-open file on the first
     change, so a later save over the same directory does not change them."""
-    for name in "abc":
-        (tmp_path / name).mkdir()
-    built = Bm25Index()
-    built.add(DOCS)
-    built.save(tmp_path / "a")
-    loaded = Bm25Index.load(tmp_path / "a")
+    built, loaded = _saved_and_loaded(tmp_path, "abc")
     assert loaded._matrix is None and not isinstance(loaded._raw, tuple)  # the rows not read yet
     other = Bm25Index()
     other.add([["unrelated", "words"]] * 5)
@@ -66,12 +71,7 @@ def test_a_save_with_no_row_changed_leaves_the_rows_unmade(tmp_path: Path) -> No
     on a DolphinScheduler-sized tree, kept for the serve's life."""
     from xihe.tools.codeindex import segments
 
-    for name in "ab":
-        (tmp_path / name).mkdir()
-    built = Bm25Index()
-    built.add(DOCS)
-    built.save(tmp_path / "a")
-    loaded = Bm25Index.load(tmp_path / "a")
+    built, loaded = _saved_and_loaded(tmp_path, "ab")
     delta = segments.Delta()
     loaded.save(tmp_path / "b", "bm25", tmp_path / "a", delta)
     assert loaded._matrix is None and loaded._raw is not None  # the rows not made

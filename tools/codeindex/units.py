@@ -296,9 +296,14 @@ def _earlier_unit(
 
 
 def moved(u: CodeUnit, rows: int) -> CodeUnit:
-    """`u` `rows` lines further (as `dataclasses.replace`, without running `__init__` again)."""
+    """`u` `rows` lines further."""
+    return copied(u, start=u.start + rows, end=u.end + rows)
+
+
+def copied(u: CodeUnit, **changes: Any) -> CodeUnit:
+    """`u` with `changes`, as `dataclasses.replace` without running `__init__` again (8 us a unit)."""
     out: CodeUnit = object.__new__(CodeUnit)
-    out.__dict__.update(u.__dict__, start=u.start + rows, end=u.end + rows)
+    out.__dict__.update(u.__dict__, **changes)
     return out
 
 
